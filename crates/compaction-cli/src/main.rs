@@ -1,0 +1,60 @@
+//! The `compaction` command: count, convert and prune LLM-agent transcripts.
+//!
+//! Every command reads a conversation from a file or standard input and writes its answer to
+//! standard output or a file. Bad input is reported on one line of standard error, naming the
+//! file, the message and the problem, with exit status 1; bad usage exits with 2. Output files
+//! are written atomically, so a failed run never leaves half a file behind.
+
+mod commands;
+mod input;
+mod output;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Keep LLM-agent conversations inside a model's context window.
+#[derive(Debug, Parser)]
+#[command(name = "compaction", version, about, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    Count(commands::count::Args),
+    Convert(commands::convert::Args),
+}
+
+/// An error in how the command was called, as opposed to in what it read (exit status 2).
+#[derive(Debug)]
+pub struct UsageError(pub String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Count(args) => commands::count::run(args),
+        Command::Convert(args) => commands::convert::run(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            let message = format!("{error:#}").replace('\n', " ");
+            eprintln!("error: {message}");
+            if error.downcast_ref::<UsageError>().is_some() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::from(1)
+            }
+        }
+    }
+}

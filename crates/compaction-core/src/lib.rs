@@ -1,0 +1,2 @@
+//! Compactors.
+#![deny(missing_docs)]

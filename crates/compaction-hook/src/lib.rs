@@ -1,0 +1,2 @@
+//! Hooks.
+#![deny(missing_docs)]

@@ -1,0 +1,112 @@
+//! The one error type of this crate.
+
+use thiserror::Error;
+
+/// Why a message could not be read.
+///
+/// Every variant that comes from a conversation names the message's position in it, so a
+/// user can find the bad message in a file of thousands.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The message has neither `role` nor `_role`.
+    #[error("message {index}: no `role` field (keys present: {keys})")]
+    MissingRole {
+        /// Position of the message in its conversation.
+        index: usize,
+        /// The keys the message does have, comma-separated.
+        keys: String,
+    },
+    /// The role is not one of system, user, assistant, tool.
+    #[error("message {index}: unknown role {role:?}; expected one of system, user, assistant, tool")]
+    UnknownRole {
+        /// Position of the message in its conversation.
+        index: usize,
+        /// The role as written.
+        role: String,
+    },
+    /// The message has neither `content` nor `_content`.
+    #[error("message {index}: no `content` or `_content` field")]
+    MissingContent {
+        /// Position of the message in its conversation.
+        index: usize,
+    },
+    /// A field has the wrong JSON type.
+    #[error("message {index}: `{field}` must be {expected}, found {found}")]
+    WrongType {
+        /// Position of the message in its conversation.
+        index: usize,
+        /// Path of the field inside the message, such as `content[2].tool_call.arguments`.
+        field: String,
+        /// What the field must be.
+        expected: &'static str,
+        /// The JSON type found instead.
+        found: &'static str,
+    },
+    /// A required field of a part is missing.
+    #[error("message {index}: `{field}` is missing")]
+    MissingField {
+        /// Position of the message in its conversation.
+        index: usize,
+        /// Path of the missing field.
+        field: String,
+    },
+    /// A content part is of no kind this crate knows.
+    #[error(
+        "message {index}: `{field}` is not a content part; a part holds one of `text`, `tool_call`, \
+         `tool_call_result`, `image`, `reasoning` or `file` (keys present: {keys})"
+    )]
+    UnknownPart {
+        /// Position of the message in its conversation.
+        index: usize,
+        /// Path of the part.
+        field: String,
+        /// The keys the part has, comma-separated.
+        keys: String,
+    },
+    /// A tool result's `result` is neither a string nor a list of text, image and file parts.
+    #[error(
+        "message {index}: `{field}` must be a string or a list of text, image and file parts, found {found}"
+    )]
+    BadToolResult {
+        /// Position of the message in its conversation.
+        index: usize,
+        /// Path of the result.
+        field: String,
+        /// What was found instead.
+        found: String,
+    },
+    /// An image or file failed validation (its `validation` flag is on).
+    #[error("message {index}: `{field}`: {reason}")]
+    InvalidMedia {
+        /// Position of the message in its conversation.
+        index: usize,
+        /// Path of the image or file part.
+        field: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The conversation is not a JSON array of messages.
+    #[error("a conversation must be a JSON array of messages, found {found}")]
+    NotAnArray {
+        /// The JSON type found instead.
+        found: &'static str,
+    },
+}
+
+impl Error {
+    /// The position of the offending message, when the error concerns one.
+    pub fn index(&self) -> Option<usize> {
+        match self {
+            Error::MissingRole { index, .. }
+            | Error::UnknownRole { index, .. }
+            | Error::MissingContent { index }
+            | Error::WrongType { index, .. }
+            | Error::MissingField { index, .. }
+            | Error::UnknownPart { index, .. }
+            | Error::BadToolResult { index, .. }
+            | Error::InvalidMedia { index, .. } => Some(*index),
+            Error::NotAnArray { .. } => None,
+        }
+    }
+}

@@ -1,0 +1,397 @@
+//! The message and its content parts.
+
+use serde_json::{Map, Value};
+
+/// A JSON object, as messages keep their metadata and tool-call arguments.
+pub type JsonObject = Map<String, Value>;
+
+/// Who a message is from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Role {
+    /// Instructions that frame the conversation.
+    System,
+    /// The person (or program) the agent works for.
+    User,
+    /// The model: text, reasoning and tool calls.
+    Assistant,
+    /// The output of a tool the assistant called.
+    Tool,
+}
+
+impl Role {
+    /// The role as it is written on the wire: `system`, `user`, `assistant` or `tool`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::System => "system",
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::Tool => "tool",
+        }
+    }
+
+    /// Reads a role from its wire name.
+    pub fn parse(name: &str) -> Option<Role> {
+        match name {
+            "system" => Some(Role::System),
+            "user" => Some(Role::User),
+            "assistant" => Some(Role::Assistant),
+            "tool" => Some(Role::Tool),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for Role {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Plain text.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct TextPart {
+    /// The text.
+    pub text: String,
+    /// Fields the part carried that this crate does not know; written back unchanged.
+    pub unknown: JsonObject,
+}
+
+/// A call the assistant asks a tool to run.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ToolCall {
+    /// Name of the tool to run.
+    pub tool_name: String,
+    /// The arguments, a JSON object.
+    pub arguments: JsonObject,
+    /// The provider's id for the call, which its result refers back to.
+    pub id: Option<String>,
+    /// Provider-specific information.
+    pub extra: Option<JsonObject>,
+    /// Fields the part carried that this crate does not know; written back unchanged.
+    pub unknown: JsonObject,
+}
+
+/// What a tool returned: one string, or a list of text, image and file parts.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToolResultContent {
+    /// A plain string result.
+    Text(String),
+    /// A result made of several parts.
+    Parts(Vec<ResultPart>),
+}
+
+/// One part of a multi-part tool result.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ResultPart {
+    /// Text.
+    Text(TextPart),
+    /// An image.
+    Image(ImagePart),
+    /// A file.
+    File(FilePart),
+}
+
+/// The result of running a tool, paired with the call that produced it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCallResult {
+    /// What the tool returned.
+    pub result: ToolResultContent,
+    /// The call this result answers.
+    pub origin: ToolCall,
+    /// Whether the tool failed.
+    pub error: bool,
+    /// Fields the part carried that this crate does not know; written back unchanged.
+    pub unknown: JsonObject,
+}
+
+/// The model's reasoning (thinking) text. Counters leave it out: providers drop it between turns.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ReasoningPart {
+    /// The reasoning text.
+    pub reasoning_text: String,
+    /// Provider-specific information, such as a signature.
+    pub extra: JsonObject,
+    /// Fields the part carried that this crate does not know; written back unchanged.
+    pub unknown: JsonObject,
+}
+
+/// An image, carried inline as base64.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ImagePart {
+    /// The image bytes, base64-encoded.
+    pub base64_image: String,
+    /// The MIME type, such as `image/png`.
+    pub mime_type: Option<String>,
+    /// Detail level for providers that take one (`auto`, `high`, `low`).
+    pub detail: Option<String>,
+    /// Metadata of the image.
+    pub meta: JsonObject,
+    /// Whether the image was validated when it was read (base64 decoded, MIME type checked).
+    pub validation: bool,
+    /// Fields the part carried that this crate does not know; written back unchanged.
+    pub unknown: JsonObject,
+}
+
+/// A file, carried inline as base64.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FilePart {
+    /// The file bytes, base64-encoded.
+    pub base64_data: String,
+    /// The MIME type, such as `application/pdf`.
+    pub mime_type: Option<String>,
+    /// The file's name, if it has one.
+    pub filename: Option<String>,
+    /// Provider-specific information.
+    pub extra: JsonObject,
+    /// Whether the file was validated when it was read (base64 decoded).
+    pub validation: bool,
+    /// Fields the part carried that this crate does not know; written back unchanged.
+    pub unknown: JsonObject,
+}
+
+/// One piece of a message's content.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Part {
+    /// Text.
+    Text(TextPart),
+    /// A tool call (assistant messages).
+    ToolCall(ToolCall),
+    /// A tool's result (tool messages).
+    ToolCallResult(ToolCallResult),
+    /// Reasoning text (assistant messages).
+    Reasoning(ReasoningPart),
+    /// An image.
+    Image(ImagePart),
+    /// A file.
+    File(FilePart),
+}
+
+/// One message of a conversation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Message {
+    /// Who the message is from.
+    pub role: Role,
+    /// The content, in order.
+    pub parts: Vec<Part>,
+    /// An optional participant name.
+    pub name: Option<String>,
+    /// Metadata: a JSON object. Compaction and offloading leave their markers here.
+    pub meta: JsonObject,
+}
+
+impl TextPart {
+    /// A text part with no unknown fields.
+    pub fn new(text: impl Into<String>) -> Self {
+        TextPart { text: text.into(), unknown: JsonObject::new() }
+    }
+}
+
+impl ToolCall {
+    /// A call to `tool_name` with `arguments`, without an id.
+    pub fn new(tool_name: impl Into<String>, arguments: JsonObject) -> Self {
+        ToolCall { tool_name: tool_name.into(), arguments, ..ToolCall::default() }
+    }
+
+    /// The same call with an id.
+    pub fn with_id(mut self, id: impl Into<String>) -> Self {
+        self.id = Some(id.into());
+        self
+    }
+}
+
+impl ToolCallResult {
+    /// A result for `origin`.
+    pub fn new(result: ToolResultContent, origin: ToolCall, error: bool) -> Self {
+        ToolCallResult { result, origin, error, unknown: JsonObject::new() }
+    }
+}
+
+impl ImagePart {
+    /// An image from base64 data, unvalidated.
+    pub fn new(base64_image: impl Into<String>, mime_type: Option<String>) -> Self {
+        ImagePart {
+            base64_image: base64_image.into(),
+            mime_type,
+            detail: None,
+            meta: JsonObject::new(),
+            validation: false,
+            unknown: JsonObject::new(),
+        }
+    }
+}
+
+impl FilePart {
+    /// A file from base64 data, unvalidated.
+    pub fn new(base64_data: impl Into<String>, mime_type: Option<String>, filename: Option<String>) -> Self {
+        FilePart {
+            base64_data: base64_data.into(),
+            mime_type,
+            filename,
+            extra: JsonObject::new(),
+            validation: false,
+            unknown: JsonObject::new(),
+        }
+    }
+}
+
+impl From<String> for ToolResultContent {
+    fn from(text: String) -> Self {
+        ToolResultContent::Text(text)
+    }
+}
+
+impl From<&str> for ToolResultContent {
+    fn from(text: &str) -> Self {
+        ToolResultContent::Text(text.to_owned())
+    }
+}
+
+impl ToolResultContent {
+    /// Whether the result holds no content: an empty list, or nothing but empty text.
+    pub fn is_empty(&self) -> bool {
+        match self {
+            ToolResultContent::Text(text) => text.is_empty(),
+            ToolResultContent::Parts(parts) => {
+                parts.iter().all(|part| matches!(part, ResultPart::Text(t) if t.text.is_empty()))
+            }
+        }
+    }
+}
+
+impl Message {
+    fn with_parts(role: Role, parts: Vec<Part>) -> Self {
+        Message { role, parts, name: None, meta: JsonObject::new() }
+    }
+
+    /// A system message with one text.
+    pub fn system(text: impl Into<String>) -> Self {
+        Self::with_parts(Role::System, vec![Part::Text(TextPart::new(text))])
+    }
+
+    /// A user message with one text.
+    pub fn user(text: impl Into<String>) -> Self {
+        Self::with_parts(Role::User, vec![Part::Text(TextPart::new(text))])
+    }
+
+    /// A user message made of text, image and file parts.
+    pub fn user_parts(parts: Vec<Part>) -> Self {
+        Self::with_parts(Role::User, parts)
+    }
+
+    /// An assistant message with one text.
+    pub fn assistant(text: impl Into<String>) -> Self {
+        Self::with_parts(Role::Assistant, vec![Part::Text(TextPart::new(text))])
+    }
+
+    /// An assistant message with optional text followed by tool calls.
+    pub fn assistant_with_calls(text: Option<String>, calls: Vec<ToolCall>) -> Self {
+        let mut parts = Vec::with_capacity(calls.len() + 1);
+        if let Some(text) = text {
+            parts.push(Part::Text(TextPart::new(text)));
+        }
+        parts.extend(calls.into_iter().map(Part::ToolCall));
+        Self::with_parts(Role::Assistant, parts)
+    }
+
+    /// A tool message holding one result for `origin`.
+    pub fn tool(result: impl Into<ToolResultContent>, origin: ToolCall, error: bool) -> Self {
+        Self::with_parts(
+            Role::Tool,
+            vec![Part::ToolCallResult(ToolCallResult::new(result.into(), origin, error))],
+        )
+    }
+
+    /// The same message with metadata `meta`.
+    pub fn with_meta(mut self, meta: JsonObject) -> Self {
+        self.meta = meta;
+        self
+    }
+
+    /// The same message with a participant name.
+    pub fn with_name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// Whether the message is from `role`.
+    pub fn is_from(&self, role: Role) -> bool {
+        self.role == role
+    }
+
+    /// Every text of the message, in order.
+    pub fn texts(&self) -> impl Iterator<Item = &str> + '_ {
+        self.parts.iter().filter_map(|part| match part {
+            Part::Text(t) => Some(t.text.as_str()),
+            _ => None,
+        })
+    }
+
+    /// The first text, if any.
+    pub fn text(&self) -> Option<&str> {
+        self.texts().next()
+    }
+
+    /// Every tool call of the message, in order.
+    pub fn tool_calls(&self) -> impl Iterator<Item = &ToolCall> + '_ {
+        self.parts.iter().filter_map(|part| match part {
+            Part::ToolCall(c) => Some(c),
+            _ => None,
+        })
+    }
+
+    /// Every tool-call result of the message, in order.
+    pub fn tool_call_results(&self) -> impl Iterator<Item = &ToolCallResult> + '_ {
+        self.parts.iter().filter_map(|part| match part {
+            Part::ToolCallResult(r) => Some(r),
+            _ => None,
+        })
+    }
+
+    /// The first tool-call result, if any. A message with one is a *tool-result message*.
+    pub fn tool_call_result(&self) -> Option<&ToolCallResult> {
+        self.tool_call_results().next()
+    }
+
+    /// Whether the message carries at least one tool-call result.
+    pub fn has_tool_call_result(&self) -> bool {
+        self.parts.iter().any(|part| matches!(part, Part::ToolCallResult(_)))
+    }
+
+    /// Every image part of the message (not those inside tool results), in order.
+    pub fn images(&self) -> impl Iterator<Item = &ImagePart> + '_ {
+        self.parts.iter().filter_map(|part| match part {
+            Part::Image(i) => Some(i),
+            _ => None,
+        })
+    }
+
+    /// Every file part of the message (not those inside tool results), in order.
+    pub fn files(&self) -> impl Iterator<Item = &FilePart> + '_ {
+        self.parts.iter().filter_map(|part| match part {
+            Part::File(f) => Some(f),
+            _ => None,
+        })
+    }
+
+    /// Every reasoning part of the message, in order.
+    pub fn reasonings(&self) -> impl Iterator<Item = &ReasoningPart> + '_ {
+        self.parts.iter().filter_map(|part| match part {
+            Part::Reasoning(r) => Some(r),
+            _ => None,
+        })
+    }
+}
+
+impl ImagePart {
+    /// The image's bytes, decoded from base64 as strictly as Python's `b64decode(validate=True)`.
+    pub fn decoded(&self) -> Result<Vec<u8>, crate::Base64Error> {
+        crate::sniff::decode_base64_strict(&self.base64_image)
+    }
+}
+
+impl FilePart {
+    /// The file's bytes, decoded from base64 as strictly as Python's `b64decode(validate=True)`.
+    pub fn decoded(&self) -> Result<Vec<u8>, crate::Base64Error> {
+        crate::sniff::decode_base64_strict(&self.base64_data)
+    }
+}

@@ -1,0 +1,81 @@
+//! Bad input gives a typed error naming the message and the problem; never a panic.
+
+use compaction_model::{messages_from_value, Error, Message, Part};
+use serde_json::json;
+
+fn first_error(value: serde_json::Value) -> Error {
+    messages_from_value(value).expect_err("input must be rejected")
+}
+
+#[test]
+fn missing_role_names_the_message() {
+    let error = first_error(json!([{"role": "user", "content": "hi"}, {"content": "no role"}]));
+    assert!(matches!(error, Error::MissingRole { index: 1, .. }), "{error:?}");
+    assert!(error.to_string().starts_with("message 1: "), "{error}");
+}
+
+#[test]
+fn unknown_role_is_named() {
+    let error = first_error(json!([{"role": "robot", "content": "beep"}]));
+    assert_eq!(error, Error::UnknownRole { index: 0, role: "robot".into() });
+}
+
+#[test]
+fn unknown_part_kind_lists_its_keys() {
+    let error = first_error(json!([{"role": "user", "content": [{"video": {"url": "x"}}]}]));
+    match &error {
+        Error::UnknownPart { index: 0, field, keys } => {
+            assert_eq!(field, "content[0]");
+            assert_eq!(keys, "video");
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+}
+
+#[test]
+fn tool_result_must_be_string_or_parts() {
+    for result in [json!(42), json!({"a": 1}), json!(null), json!(true)] {
+        let error = first_error(json!([{"role": "tool", "content": [{"tool_call_result": {
+            "result": result, "origin": {"tool_name": "t", "arguments": {}}, "error": false}}]}]));
+        assert!(matches!(error, Error::BadToolResult { index: 0, .. }), "{error:?}");
+    }
+    let error = first_error(json!([{"role": "tool", "content": [{"tool_call_result": {
+        "result": [{"tool_call": {"tool_name": "x", "arguments": {}}}],
+        "origin": {"tool_name": "t", "arguments": {}}, "error": false}}]}]));
+    assert!(matches!(error, Error::BadToolResult { .. }), "{error:?}");
+}
+
+#[test]
+fn not_an_array_is_an_error() {
+    assert_eq!(first_error(json!({"role": "user"})), Error::NotAnArray { found: "an object" });
+}
+
+#[test]
+fn unknown_fields_of_a_part_survive_a_round_trip() {
+    let input = json!([{"role": "user", "meta": {}, "name": null, "content": [
+        {"text": "hi", "cache_control": {"type": "ephemeral"}},
+        {"tool_call": {"tool_name": "t", "arguments": {}, "id": null, "extra": null, "provider": 1}}
+    ]}]);
+    let messages = messages_from_value(input.clone()).expect("valid");
+    let Part::Text(text) = &messages[0].parts[0] else { panic!("text part") };
+    assert_eq!(text.unknown["cache_control"], json!({"type": "ephemeral"}));
+    assert_eq!(serde_json::to_value(&messages).expect("serializes"), input);
+}
+
+#[test]
+fn serde_reads_a_single_message() {
+    let message: Message = serde_json::from_str(r#"{"role": "assistant", "content": "ok"}"#).expect("valid");
+    assert_eq!(message.text(), Some("ok"));
+    let error =
+        serde_json::from_str::<Message>(r#"{"role": "ghost", "content": "x"}"#).expect_err("bad role");
+    assert!(error.to_string().contains("unknown role"), "{error}");
+}
+
+#[test]
+fn big_integers_keep_every_digit() {
+    let input = json!([{"role": "assistant", "content": [{"tool_call": {"tool_name": "t",
+        "arguments": {"n": 123456789012345678901234567890_u128}}}]}]);
+    let messages = messages_from_value(input).expect("valid");
+    let text = serde_json::to_string(&messages).expect("serializes");
+    assert!(text.contains("123456789012345678901234567890"), "{text}");
+}

@@ -1,0 +1,91 @@
+//! The approximate counter: characters divided by a fixed ratio.
+
+use compaction_model::{Message, ToolSpec};
+
+use crate::counter::{Counts, TokenCounter};
+use crate::error::Error;
+use crate::render::{rendered_message_chars, rendered_tools_chars, NonText};
+
+/// Estimates tokens from text length: `floor(characters / chars_per_token)`, plus a flat charge
+/// per image and file. Needs no tokenizer, so it is the default everywhere.
+///
+/// Characters are Unicode scalar values, as Python's `len` counts them, and the division is done
+/// in `f64` as the reference does it, so counts agree exactly with Haystack's
+/// `ApproximateTokenCounter`. The rendering is measured, never built.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApproximateTokenCounter {
+    chars_per_token: f64,
+    tokens_per_image: usize,
+    tokens_per_file: usize,
+}
+
+impl Default for ApproximateTokenCounter {
+    fn default() -> Self {
+        ApproximateTokenCounter { chars_per_token: 4.0, tokens_per_image: 85, tokens_per_file: 1000 }
+    }
+}
+
+impl ApproximateTokenCounter {
+    /// A counter with `chars_per_token` characters per token and the default image (85) and file
+    /// (1000) charges. `chars_per_token` must be greater than 0.
+    pub fn new(chars_per_token: f64) -> Result<Self, Error> {
+        Self::with_charges(chars_per_token, 85, 1000)
+    }
+
+    /// A counter with every setting given.
+    pub fn with_charges(
+        chars_per_token: f64,
+        tokens_per_image: usize,
+        tokens_per_file: usize,
+    ) -> Result<Self, Error> {
+        if chars_per_token.is_nan() || chars_per_token <= 0.0 {
+            return Err(Error::InvalidCharsPerToken(chars_per_token));
+        }
+        Ok(ApproximateTokenCounter { chars_per_token, tokens_per_image, tokens_per_file })
+    }
+
+    /// Characters per token.
+    pub fn chars_per_token(&self) -> f64 {
+        self.chars_per_token
+    }
+
+    fn text_tokens(&self, chars: usize) -> usize {
+        // Python: int(len(text) / chars_per_token), a float division truncated toward zero.
+        (chars as f64 / self.chars_per_token) as usize
+    }
+}
+
+impl TokenCounter for ApproximateTokenCounter {
+    fn count(&self, messages: &[Message], tools: &[ToolSpec]) -> usize {
+        if messages.is_empty() && tools.is_empty() {
+            return 0;
+        }
+        let mut chars = messages.len().saturating_sub(1);
+        let mut non_text = NonText::default();
+        for message in messages {
+            chars += rendered_message_chars(message);
+            non_text = non_text + NonText::of_message(message);
+        }
+        chars += rendered_tools_chars(tools);
+        self.text_tokens(chars) + non_text.tokens(self.tokens_per_image, self.tokens_per_file)
+    }
+
+    fn count_each(&self, messages: &[Message]) -> Counts {
+        let mut chars = messages.len().saturating_sub(1);
+        let mut non_text_total = 0;
+        let mut each = Vec::with_capacity(messages.len());
+        for message in messages {
+            let own = rendered_message_chars(message);
+            let non_text = NonText::of_message(message).tokens(self.tokens_per_image, self.tokens_per_file);
+            chars += own;
+            non_text_total += non_text;
+            each.push(self.text_tokens(own) + non_text);
+        }
+        let total = if messages.is_empty() { 0 } else { self.text_tokens(chars) + non_text_total };
+        Counts { total, each }
+    }
+
+    fn describe(&self) -> String {
+        format!("approximate:{}", self.chars_per_token)
+    }
+}

@@ -1,0 +1,84 @@
+//! Any HuggingFace `tokenizer.json`, through the tokenizers crate.
+
+use std::path::Path;
+
+use compaction_model::{Message, ToolSpec};
+use tokenizers::Tokenizer;
+
+use crate::counter::TokenCounter;
+use crate::error::Error;
+use crate::render::{char_len, rendered_text, NonText};
+
+/// Counts tokens with a HuggingFace tokenizer loaded from a `tokenizer.json`.
+///
+/// Counts without special tokens, and with the file's truncation and padding turned off: a
+/// counter must neither cap nor pad what it measures. Nothing is fetched from a hub.
+pub struct HuggingFaceTokenCounter {
+    tokenizer: Tokenizer,
+    source: String,
+    tokens_per_image: usize,
+    tokens_per_file: usize,
+}
+
+impl std::fmt::Debug for HuggingFaceTokenCounter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HuggingFaceTokenCounter").field("source", &self.source).finish_non_exhaustive()
+    }
+}
+
+impl HuggingFaceTokenCounter {
+    /// Loads `tokenizer.json` from a path.
+    pub fn from_file(path: impl AsRef<Path>) -> Result<Self, Error> {
+        let path = path.as_ref();
+        let source = path.display().to_string();
+        let bytes = std::fs::read(path)
+            .map_err(|error| Error::Tokenizer { source_name: source.clone(), reason: error.to_string() })?;
+        Self::build(&bytes, source)
+    }
+
+    /// Loads a tokenizer from the bytes of a `tokenizer.json`.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, Error> {
+        Self::build(bytes, "<bytes>".to_owned())
+    }
+
+    fn build(bytes: &[u8], source: String) -> Result<Self, Error> {
+        let invalid = |reason: String| Error::Tokenizer { source_name: source.clone(), reason };
+        let mut tokenizer =
+            Tokenizer::from_bytes(bytes).map_err(|e| invalid(format!("not a valid tokenizer.json: {e}")))?;
+        tokenizer.with_truncation(None).map_err(|e| invalid(e.to_string()))?;
+        tokenizer.with_padding(None);
+        Ok(HuggingFaceTokenCounter { tokenizer, source, tokens_per_image: 85, tokens_per_file: 1000 })
+    }
+
+    /// The same counter with other image and file charges.
+    pub fn with_charges(mut self, tokens_per_image: usize, tokens_per_file: usize) -> Self {
+        self.tokens_per_image = tokens_per_image;
+        self.tokens_per_file = tokens_per_file;
+        self
+    }
+
+    /// Tokens of a piece of text, without special tokens.
+    pub fn count_text(&self, text: &str) -> usize {
+        match self.tokenizer.encode(text, false) {
+            Ok(encoding) => encoding.len(),
+            // With truncation off, encoding does not fail on any tokenizer we know of; should one
+            // fail anyway, a four-characters-per-token estimate beats stopping the agent.
+            Err(_) => char_len(text).div_ceil(4),
+        }
+    }
+}
+
+impl TokenCounter for HuggingFaceTokenCounter {
+    fn count(&self, messages: &[Message], tools: &[ToolSpec]) -> usize {
+        if messages.is_empty() && tools.is_empty() {
+            return 0;
+        }
+        let text = rendered_text(messages, tools);
+        self.count_text(&text)
+            + NonText::of_messages(messages).tokens(self.tokens_per_image, self.tokens_per_file)
+    }
+
+    fn describe(&self) -> String {
+        format!("huggingface:{}", self.source)
+    }
+}

@@ -1,0 +1,288 @@
+//! The text a counter measures: Haystack's rendering of a conversation, character for character.
+//!
+//! Every message becomes one or more lines:
+//!
+//! - a tool-result message: one line per result, `[tool:NAME] RESULT` or
+//!   `[tool:NAME (error)] RESULT`, with `<image>` and `<file: NAME>` standing in for non-text
+//!   parts of the result;
+//! - any other message: `[ROLE] TEXT` (all its texts joined by newlines), one
+//!   `[ROLE -> tool_call] NAME(ARGS)` line per tool call with the arguments printed as Python's
+//!   `json.dumps(args, sort_keys=True)` prints them, one `[ROLE] <image>` or
+//!   `[ROLE] <file: NAME>` line per image and file, or `[ROLE] <no content>` when there is none
+//!   of these. Reasoning is left out: providers drop it between turns.
+//!
+//! Messages are joined by a newline and the tool schemas, printed as one JSON array, follow the
+//! last message directly. Images and files also carry a flat token charge, counted by
+//! [`NonText`].
+
+use compaction_model::{Message, Part, ResultPart, ToolCallResult, ToolResultContent, ToolSpec};
+
+use crate::pyjson;
+
+/// Appends the rendering of one message to `out`.
+pub fn render_message(message: &Message, out: &mut String) {
+    if message.has_tool_call_result() {
+        for (i, result) in message.tool_call_results().enumerate() {
+            if i > 0 {
+                out.push('\n');
+            }
+            render_result(result, out);
+        }
+        return;
+    }
+    let role = message.role.as_str();
+    let mut lines = 0usize;
+    let mut texts = message.texts().peekable();
+    if texts.peek().is_some() {
+        out.push('[');
+        out.push_str(role);
+        out.push_str("] ");
+        for (i, text) in texts.enumerate() {
+            if i > 0 {
+                out.push('\n');
+            }
+            out.push_str(text);
+        }
+        lines += 1;
+    }
+    for call in message.tool_calls() {
+        if lines > 0 {
+            out.push('\n');
+        }
+        out.push('[');
+        out.push_str(role);
+        out.push_str(" -> tool_call] ");
+        out.push_str(&call.tool_name);
+        out.push('(');
+        pyjson::write_python_json_object(&call.arguments, out);
+        out.push(')');
+        lines += 1;
+    }
+    for placeholder in media_placeholders(message) {
+        if lines > 0 {
+            out.push('\n');
+        }
+        out.push('[');
+        out.push_str(role);
+        out.push_str("] ");
+        out.push_str(&placeholder);
+        lines += 1;
+    }
+    if lines == 0 {
+        out.push('[');
+        out.push_str(role);
+        out.push_str("] <no content>");
+    }
+}
+
+/// The stand-ins for a message's own images (first) and files (after), in that order.
+fn media_placeholders(message: &Message) -> impl Iterator<Item = String> + '_ {
+    let images = message.images().map(|_| "<image>".to_owned());
+    let files = message.files().map(|f| file_placeholder(f.filename.as_deref()));
+    images.chain(files)
+}
+
+fn file_placeholder(filename: Option<&str>) -> String {
+    match filename {
+        Some(name) if !name.is_empty() => format!("<file: {name}>"),
+        _ => "<file: unnamed>".to_owned(),
+    }
+}
+
+fn render_result(result: &ToolCallResult, out: &mut String) {
+    out.push_str("[tool:");
+    out.push_str(&result.origin.tool_name);
+    if result.error {
+        out.push_str(" (error)");
+    }
+    out.push_str("] ");
+    match &result.result {
+        ToolResultContent::Text(text) => out.push_str(text),
+        ToolResultContent::Parts(parts) => {
+            for part in parts {
+                match part {
+                    ResultPart::Text(t) => out.push_str(&t.text),
+                    ResultPart::Image(_) => out.push_str("<image>"),
+                    ResultPart::File(f) => out.push_str(&file_placeholder(f.filename.as_deref())),
+                }
+            }
+        }
+    }
+}
+
+/// The rendering of one message as a new string.
+pub fn rendered_message(message: &Message) -> String {
+    let mut out = String::new();
+    render_message(message, &mut out);
+    out
+}
+
+/// The whole conversation as counters see it: messages joined by newlines.
+pub fn rendered_conversation(messages: &[Message]) -> String {
+    let mut out = String::new();
+    for (i, message) in messages.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        render_message(message, &mut out);
+    }
+    out
+}
+
+/// The tool schemas as counters see them: one JSON array, or nothing when there are no tools.
+pub fn rendered_tools(tools: &[ToolSpec]) -> String {
+    let mut out = String::new();
+    render_tools(tools, &mut out);
+    out
+}
+
+/// Appends [`rendered_tools`] to `out`.
+pub fn render_tools(tools: &[ToolSpec], out: &mut String) {
+    if tools.is_empty() {
+        return;
+    }
+    let specs = serde_json::Value::Array(tools.iter().map(ToolSpec::to_value).collect());
+    pyjson::write_python_json(&specs, out);
+}
+
+/// The full text a counter measures: [`rendered_conversation`] followed by [`rendered_tools`].
+pub fn rendered_text(messages: &[Message], tools: &[ToolSpec]) -> String {
+    let mut out = rendered_conversation(messages);
+    render_tools(tools, &mut out);
+    out
+}
+
+/// The length in characters (Unicode scalar values, as Python's `len` counts) of one message's
+/// rendering, computed without building it.
+pub fn rendered_message_chars(message: &Message) -> usize {
+    if message.has_tool_call_result() {
+        let mut total = 0;
+        for (i, result) in message.tool_call_results().enumerate() {
+            total += usize::from(i > 0) + result_chars(result);
+        }
+        return total;
+    }
+    // `[role] `, `[role -> tool_call] `: the role's length plus the label's fixed characters.
+    let role = message.role.as_str().len();
+    let mut total = 0usize;
+    let mut lines = 0usize;
+    let mut text_count = 0usize;
+    let mut text_chars = 0usize;
+    for text in message.texts() {
+        text_count += 1;
+        text_chars += char_len(text);
+    }
+    if text_count > 0 {
+        total += role + 3 + text_chars + (text_count - 1);
+        lines += 1;
+    }
+    for call in message.tool_calls() {
+        total +=
+            role + 16 + char_len(&call.tool_name) + 2 + pyjson::python_json_object_char_len(&call.arguments);
+        lines += 1;
+    }
+    for part in &message.parts {
+        let placeholder = match part {
+            Part::Image(_) => "<image>".len(),
+            Part::File(f) => file_placeholder_chars(f.filename.as_deref()),
+            _ => continue,
+        };
+        total += role + 3 + placeholder;
+        lines += 1;
+    }
+    if lines == 0 {
+        return role + 3 + "<no content>".len();
+    }
+    total + (lines - 1)
+}
+
+fn file_placeholder_chars(filename: Option<&str>) -> usize {
+    match filename {
+        Some(name) if !name.is_empty() => "<file: >".len() + char_len(name),
+        _ => "<file: unnamed>".len(),
+    }
+}
+
+fn result_chars(result: &ToolCallResult) -> usize {
+    let label = "[tool:] ".len() + char_len(&result.origin.tool_name) + if result.error { 8 } else { 0 };
+    let body = match &result.result {
+        ToolResultContent::Text(text) => char_len(text),
+        ToolResultContent::Parts(parts) => parts
+            .iter()
+            .map(|part| match part {
+                ResultPart::Text(t) => char_len(&t.text),
+                ResultPart::Image(_) => "<image>".len(),
+                ResultPart::File(f) => file_placeholder_chars(f.filename.as_deref()),
+            })
+            .sum(),
+    };
+    label + body
+}
+
+/// The length in characters of [`rendered_tools`], computed without building it.
+pub fn rendered_tools_chars(tools: &[ToolSpec]) -> usize {
+    if tools.is_empty() {
+        return 0;
+    }
+    let specs = serde_json::Value::Array(tools.iter().map(ToolSpec::to_value).collect());
+    pyjson::python_json_char_len(&specs)
+}
+
+/// Characters as Python's `len` counts them: Unicode scalar values.
+pub fn char_len(text: &str) -> usize {
+    text.chars().count()
+}
+
+/// Images and files in a conversation, which counters charge a flat number of tokens each.
+///
+/// Counts a message's own image and file parts and those inside its tool results.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NonText {
+    /// Number of images.
+    pub images: usize,
+    /// Number of files.
+    pub files: usize,
+}
+
+impl NonText {
+    /// The images and files of one message.
+    pub fn of_message(message: &Message) -> Self {
+        let mut found = NonText::default();
+        for part in &message.parts {
+            match part {
+                Part::Image(_) => found.images += 1,
+                Part::File(_) => found.files += 1,
+                Part::ToolCallResult(result) => {
+                    if let ToolResultContent::Parts(parts) = &result.result {
+                        for part in parts {
+                            match part {
+                                ResultPart::Image(_) => found.images += 1,
+                                ResultPart::File(_) => found.files += 1,
+                                ResultPart::Text(_) => {}
+                            }
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        found
+    }
+
+    /// The images and files of a whole conversation.
+    pub fn of_messages(messages: &[Message]) -> Self {
+        messages.iter().map(NonText::of_message).fold(NonText::default(), |a, b| a + b)
+    }
+
+    /// The flat charge for these images and files.
+    pub fn tokens(self, tokens_per_image: usize, tokens_per_file: usize) -> usize {
+        self.images * tokens_per_image + self.files * tokens_per_file
+    }
+}
+
+impl std::ops::Add for NonText {
+    type Output = NonText;
+    fn add(self, other: NonText) -> NonText {
+        NonText { images: self.images + other.images, files: self.files + other.files }
+    }
+}

@@ -1,0 +1,51 @@
+//! Project automation for the compaction workspace, run as `cargo xtask <command>`.
+//!
+//! - `fixtures [--seed N] [--random-cases K]`: regenerate the committed reference fixtures by
+//!   running Haystack 3.4.1 in a virtual environment this command makes (`.venv-ref`).
+//! - `differential [--seed N] [--cases K]`: draw fresh random cases, run them through the
+//!   reference, then through this project's conformance tests, and report disagreements.
+//!
+//! `cargo test -p xtask` also checks the workspace's architecture invariants (see `tidy.rs`).
+
+mod reference;
+#[cfg(test)]
+mod tidy;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Result};
+
+fn main() -> Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let Some((command, rest)) = args.split_first() else {
+        print_help();
+        return Ok(());
+    };
+    match command.as_str() {
+        "fixtures" => reference::fixtures(rest),
+        "differential" => reference::differential(rest),
+        "help" | "--help" | "-h" => {
+            print_help();
+            Ok(())
+        }
+        other => bail!("unknown xtask command {other:?}; run `cargo xtask help`"),
+    }
+}
+
+fn print_help() {
+    println!(
+        "cargo xtask <command>\n\n\
+         fixtures [--seed N] [--random-cases K]   regenerate the committed reference fixtures\n\
+         differential [--seed N] [--cases K]      compare fresh random cases against the reference"
+    );
+}
+
+/// The workspace root.
+pub fn project_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_default()
+}
+
+/// The value after `--name` in `args`, if present.
+pub fn flag_value<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
+    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).map(String::as_str)
+}
