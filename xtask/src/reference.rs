@@ -125,7 +125,7 @@ pub fn differential(args: &[String]) -> Result<()> {
     }
     std::fs::create_dir_all(&out)?;
     eprintln!("differential run: seed {seed}, {cases} random cases per kind, in {}", out.display());
-    generator(&out, &seed, &["--random-cases", cases, "--no-named"])?;
+    generator(&out, &seed, &["--random-cases", cases])?;
     run(Command::new(env!("CARGO"))
         .args(["test", "--workspace", "--all-features", "--test", "integration", "--", "conformance"])
         .current_dir(project_root())

@@ -57,6 +57,7 @@ mod counter;
 mod error;
 #[cfg(feature = "huggingface")]
 mod huggingface;
+mod parallel;
 mod pyjson;
 mod render;
 mod spec;

@@ -3,9 +3,10 @@
 use compaction_model::{Message, ToolSpec};
 use tiktoken_rs::CoreBPE;
 
-use crate::counter::TokenCounter;
+use crate::counter::{Counts, TokenCounter};
 use crate::error::Error;
-use crate::render::{rendered_text, NonText};
+use crate::parallel;
+use crate::render::{render_tools, rendered_message, NonText};
 
 /// A tiktoken encoding.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -71,6 +72,7 @@ pub struct TiktokenCounter {
     bpe: &'static CoreBPE,
     tokens_per_image: usize,
     tokens_per_file: usize,
+    bracket_tokens: usize,
 }
 
 impl std::fmt::Debug for TiktokenCounter {
@@ -97,7 +99,9 @@ impl TiktokenCounter {
 
     /// A counter with every setting given.
     pub fn with_charges(encoding: Encoding, tokens_per_image: usize, tokens_per_file: usize) -> Self {
-        TiktokenCounter { encoding, bpe: encoding.bpe(), tokens_per_image, tokens_per_file }
+        let bpe = encoding.bpe();
+        let bracket_tokens = bpe.encode_ordinary("[").len();
+        TiktokenCounter { encoding, bpe, tokens_per_image, tokens_per_file, bracket_tokens }
     }
 
     /// The encoding counted with.
@@ -111,17 +115,206 @@ impl TiktokenCounter {
     }
 }
 
+/// What follows a message that is not the last: the joining newline and the `[` that opens
+/// every rendered message.
+///
+/// A message is counted together with these two characters, minus the tokens of the `[`,
+/// because how a message's trailing whitespace splits into pieces depends on whether a
+/// non-space character follows the newline (p50k's `\s+(?!\S)` looks ahead).
+const NEXT_MESSAGE_START: &str = "\n[";
+
+/// The last position `s` in `text` at which every encoding's pre-tokenizer is certain to start a
+/// new piece, whatever follows the end of `text`; 0 when there is none.
+///
+/// Two kinds of position qualify, for o200k_base, cl100k_base, p50k_base and r50k_base alike:
+///
+/// - right after a newline, before a character that is neither whitespace nor `/` (no piece
+///   pattern carries a newline into a following non-space character; o200k's punctuation
+///   pattern may take a `/` after newlines, hence the exclusion);
+/// - between an ASCII letter and a space followed by an ASCII letter (a word piece never takes
+///   a trailing space; the next word's piece takes its leading one).
+///
+/// Pieces are matched left to right and no pattern looks behind, so the pieces of `text` from
+/// `s` on are exactly the pieces of `text[s..]` on its own, and appending to `text` cannot change
+/// the pieces before `s`.
+fn last_split_point(text: &str) -> usize {
+    let bytes = text.as_bytes();
+    let mut i = bytes.len();
+    while i > 1 {
+        i -= 1;
+        let (before, at) = (bytes[i - 1], bytes[i]);
+        let after_newline = before == b'\n' && !at.is_ascii_whitespace() && at != b'/';
+        let between_words = before.is_ascii_alphabetic()
+            && at == b' '
+            && bytes.get(i + 1).is_some_and(u8::is_ascii_alphabetic);
+        if after_newline || between_words {
+            return i;
+        }
+    }
+    0
+}
+
+impl TiktokenCounter {
+    /// Tokens of `text` on its own, and of `text` followed by the newline that joins it to the
+    /// next message, from a single encoding of `text` plus a re-encoding of its last few pieces.
+    fn own_and_joined(&self, text: &str) -> (usize, usize) {
+        let own = self.count_text(text);
+        let split = last_split_point(text);
+        let tail = &text[split..];
+        let mut joined_tail = String::with_capacity(tail.len() + 1);
+        joined_tail.push_str(tail);
+        joined_tail.push_str(NEXT_MESSAGE_START);
+        let tail_own = if split == 0 { own } else { self.count_text(tail) };
+        (own, own - tail_own + self.count_text(&joined_tail) - self.next_start_tokens())
+    }
+
+    /// Tokens of the `[` of [`NEXT_MESSAGE_START`]: a piece of its own after the newline.
+    fn next_start_tokens(&self) -> usize {
+        self.bracket_tokens
+    }
+
+    fn non_text(&self, messages: &[Message]) -> usize {
+        NonText::of_messages(messages).tokens(self.tokens_per_image, self.tokens_per_file)
+    }
+}
+
+/// A rough size of the counting work, to decide whether threads pay off.
+fn work_estimate(messages: &[Message]) -> usize {
+    messages.iter().map(crate::render::rendered_message_chars).sum()
+}
+
 impl TokenCounter for TiktokenCounter {
     fn count(&self, messages: &[Message], tools: &[ToolSpec]) -> usize {
         if messages.is_empty() && tools.is_empty() {
             return 0;
         }
-        let text = rendered_text(messages, tools);
-        self.count_text(&text)
-            + NonText::of_messages(messages).tokens(self.tokens_per_image, self.tokens_per_file)
+        // The conversation is the messages joined by newlines, with the tool schemas right
+        // after the last one. Every rendered message starts with `[` after a newline, where a new
+        // piece always begins, so each message (with its joining newline) counts on its own.
+        // The schemas follow the last message without a newline, so they count with it.
+        let Some((last, rest)) = messages.split_last() else {
+            let mut text = String::new();
+            render_tools(tools, &mut text);
+            return self.count_text(&text);
+        };
+        let joined: Vec<usize> = parallel::map(rest, work_estimate(rest), |message| {
+            let mut text = rendered_message(message);
+            text.push_str(NEXT_MESSAGE_START);
+            self.count_text(&text) - self.next_start_tokens()
+        });
+        let mut tail = rendered_message(last);
+        render_tools(tools, &mut tail);
+        joined.iter().sum::<usize>() + self.count_text(&tail) + self.non_text(messages)
+    }
+
+    fn count_each(&self, messages: &[Message]) -> Counts {
+        let Some(last_index) = messages.len().checked_sub(1) else {
+            return Counts::default();
+        };
+        let indexed: Vec<(usize, &Message)> = messages.iter().enumerate().collect();
+        let measured: Vec<(usize, usize, usize)> =
+            parallel::map(&indexed, work_estimate(messages), |&(index, message)| {
+                let text = rendered_message(message);
+                let non_text =
+                    NonText::of_message(message).tokens(self.tokens_per_image, self.tokens_per_file);
+                if index == last_index {
+                    let own = self.count_text(&text);
+                    (own, own, non_text)
+                } else {
+                    let (own, joined) = self.own_and_joined(&text);
+                    (own, joined, non_text)
+                }
+            });
+        let total = measured.iter().map(|&(_, joined, non_text)| joined + non_text).sum();
+        Counts { total, each: measured.into_iter().map(|(own, _, non_text)| own + non_text).collect() }
     }
 
     fn describe(&self) -> String {
         format!("tiktoken:{}", self.encoding.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split_points() {
+        assert_eq!(last_split_point("abc"), 0);
+        assert_eq!(last_split_point("a\nb"), 2);
+        assert_eq!(last_split_point("a\n/b"), 0);
+        assert_eq!(last_split_point("a\n b"), 0);
+        assert_eq!(last_split_point("ab cd"), 2);
+        assert_eq!(last_split_point("ab  cd"), 0);
+        assert_eq!(last_split_point("x\nab cd ef!"), 7);
+    }
+
+    #[test]
+    fn joined_counts_equal_encoding_the_joined_text() {
+        let samples = [
+            "plain words here",
+            "ends with space ",
+            "ends with punct)",
+            "line\nline\n",
+            "a\n\n\n",
+            "tab\t",
+            "x\n/path/to",
+            "emoji 😀😀",
+            "it's",
+            "dog's\n[tool:x] y",
+            "    ",
+            "",
+            "12345",
+            "a\r",
+            "}}\n)",
+        ];
+        for encoding in [Encoding::O200kBase, Encoding::Cl100kBase, Encoding::P50kBase, Encoding::R50kBase] {
+            let counter = TiktokenCounter::with_encoding(encoding);
+            for sample in samples {
+                let (own, joined) = counter.own_and_joined(sample);
+                assert_eq!(own, counter.count_text(sample), "{encoding:?} {sample:?}");
+                let whole = counter.count_text(&format!("{sample}\n[tool:x] y"));
+                let next = counter.count_text("[tool:x] y");
+                assert_eq!(joined, whole - next, "{encoding:?} {sample:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn decomposed_counts_equal_whole_text_counts() {
+        use crate::render::rendered_conversation;
+        const PIECES: &[&str] = &[
+            " ", "  ", "\n", "\n\n", "\t", "/", "[", "]", "a", "Word", "'s", "12", "😀", ")", "}\n", "\r\n",
+            "é", "x y",
+        ];
+        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = move |n: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n as u64) as usize
+        };
+        for encoding in [Encoding::O200kBase, Encoding::Cl100kBase, Encoding::P50kBase, Encoding::R50kBase] {
+            let counter = TiktokenCounter::with_encoding(encoding);
+            for _ in 0..60 {
+                let messages: Vec<Message> = (0..1 + next(6))
+                    .map(|_| {
+                        let text: String = (0..next(12)).map(|_| PIECES[next(PIECES.len())]).collect();
+                        if next(2) == 0 {
+                            Message::user(text)
+                        } else {
+                            Message::tool(
+                                text,
+                                compaction_model::ToolCall::new("t", Default::default()),
+                                false,
+                            )
+                        }
+                    })
+                    .collect();
+                let whole = counter.count_text(&rendered_conversation(&messages));
+                assert_eq!(counter.count(&messages, &[]), whole, "{encoding:?} {messages:?}");
+                assert_eq!(counter.count_each(&messages).total, whole, "{encoding:?} {messages:?}");
+            }
+        }
     }
 }

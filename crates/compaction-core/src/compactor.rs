@@ -1,0 +1,91 @@
+//! The [`Compactor`] trait and the report every compaction returns.
+
+use std::fmt;
+
+use compaction_model::Message;
+use compaction_tokens::TokenCounter;
+use serde::Serialize;
+
+/// Rewrites a conversation into a shorter one that carries the same working context.
+///
+/// A compactor is the *how* of compaction; deciding *when* is the caller's job (see the
+/// compaction-hook crate). Every implementation keeps three rules:
+///
+/// 1. It returns `None` unless the conversation actually gets smaller.
+/// 2. It never changes its input; the shorter conversation is a new `Vec`.
+/// 3. It never separates a tool call from its results: no result without its call, no call
+///    without all of its results. Chat APIs reject such conversations.
+///
+/// `target_tokens` is a goal, not a promise: a compactor that cannot reach it gets as close as
+/// its rules allow.
+///
+/// The trait is object safe, so a hook can hold any strategy as `Box<dyn Compactor>`.
+pub trait Compactor: Send + Sync + fmt::Debug {
+    /// A shorter replacement for `messages` with a report of what changed, or `None` to leave
+    /// the conversation as it is. `counter` is the one the caller sized the context with.
+    fn compact(
+        &self,
+        messages: &[Message],
+        target_tokens: usize,
+        counter: &dyn TokenCounter,
+    ) -> Option<Compaction>;
+
+    /// The strategy's name, as reports and traces show it (Haystack's class name, such as
+    /// `ToolResultPruningCompactor`).
+    fn name(&self) -> &str;
+}
+
+/// A compacted conversation and what was done to it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Compaction {
+    /// The shorter conversation.
+    pub messages: Vec<Message>,
+    /// What changed.
+    pub report: CompactionReport,
+}
+
+/// What a compaction did: the sizes before and after, and each rewritten tool result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CompactionReport {
+    /// The strategy that ran.
+    pub strategy: String,
+    /// Tokens of the whole conversation before compacting.
+    pub tokens_before: usize,
+    /// Tokens after, as the running estimate from per-message differences (not a recount).
+    pub tokens_after: usize,
+    /// The target the compactor was given.
+    pub target_tokens: usize,
+    /// Whether `tokens_after` is at or under the target.
+    pub target_reached: bool,
+    /// Every tool result that was rewritten, oldest first.
+    pub results: Vec<ResultReport>,
+}
+
+/// One rewritten tool-result message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ResultReport {
+    /// The message's index in the conversation.
+    pub index: usize,
+    /// The tool that produced the result.
+    pub tool_name: String,
+    /// The id of the call the result answers, if it has one.
+    pub call_id: Option<String>,
+    /// The message's tokens before.
+    pub original_tokens: usize,
+    /// The replacement's tokens.
+    pub replacement_tokens: usize,
+    /// Tokens freed: `original_tokens - replacement_tokens`.
+    pub tokens_freed: usize,
+}
+
+impl CompactionReport {
+    /// The indices of the rewritten messages, oldest first.
+    pub fn changed_indices(&self) -> Vec<usize> {
+        self.results.iter().map(|r| r.index).collect()
+    }
+
+    /// Tokens freed in all.
+    pub fn tokens_freed(&self) -> usize {
+        self.results.iter().map(|r| r.tokens_freed).sum()
+    }
+}
