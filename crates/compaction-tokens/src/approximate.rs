@@ -2,7 +2,7 @@
 
 use compaction_model::{Message, ToolSpec};
 
-use crate::counter::{Counts, TokenCounter};
+use crate::counter::{Counts, Measure, TokenCounter};
 use crate::error::Error;
 use crate::render::{rendered_message_chars, rendered_tools_chars, NonText};
 
@@ -87,5 +87,20 @@ impl TokenCounter for ApproximateTokenCounter {
 
     fn describe(&self) -> String {
         format!("approximate:{}", self.chars_per_token)
+    }
+
+    fn measure_joined(&self, message: &Message) -> Option<Measure> {
+        let non_text = NonText::of_message(message);
+        Some(Measure {
+            text: rendered_message_chars(message) + 1,
+            images: non_text.images,
+            files: non_text.files,
+        })
+    }
+
+    fn count_after(&self, before: Measure, last: &Message, tools: &[ToolSpec]) -> usize {
+        let chars = before.text + rendered_message_chars(last) + rendered_tools_chars(tools);
+        let non_text = NonText { images: before.images, files: before.files } + NonText::of_message(last);
+        self.text_tokens(chars) + non_text.tokens(self.tokens_per_image, self.tokens_per_file)
     }
 }

@@ -26,6 +26,61 @@ pub trait TokenCounter: Send + Sync + fmt::Debug {
 
     /// A short description such as `approximate:4` or `tiktoken:o200k_base`, for reports.
     fn describe(&self) -> String;
+
+    /// What this counter measures of `message` when another message follows it (the joining
+    /// newline included), in a form that adds up across messages — or `None` for a counter that
+    /// must see the whole text at once (the default).
+    ///
+    /// With it, a caller that keeps the running sum for a conversation that only grows can count
+    /// the whole conversation by measuring just the new messages; see [`TokenCounter::count_after`].
+    fn measure_joined(&self, message: &Message) -> Option<Measure> {
+        let _ = message;
+        None
+    }
+
+    /// Tokens of a conversation whose messages before the last add up to `before` (the sum of
+    /// [`TokenCounter::measure_joined`] over them), ending with `last`, sent with `tools`.
+    /// Equals `count` of the whole conversation. Only meaningful for a counter whose
+    /// `measure_joined` returns `Some`; the default ignores `before`.
+    fn count_after(&self, before: Measure, last: &Message, tools: &[ToolSpec]) -> usize {
+        let _ = before;
+        self.count(std::slice::from_ref(last), tools)
+    }
+}
+
+/// An additive measurement of messages: text (characters or tokens, as the counter measures
+/// it), and the images and files that carry a flat charge.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Measure {
+    /// Text units: characters for the approximate counter, tokens for tiktoken.
+    pub text: usize,
+    /// Images.
+    pub images: usize,
+    /// Files.
+    pub files: usize,
+}
+
+impl std::ops::Add for Measure {
+    type Output = Measure;
+    fn add(self, other: Measure) -> Measure {
+        Measure {
+            text: self.text + other.text,
+            images: self.images + other.images,
+            files: self.files + other.files,
+        }
+    }
+}
+
+impl std::ops::AddAssign for Measure {
+    fn add_assign(&mut self, other: Measure) {
+        *self = *self + other;
+    }
+}
+
+impl std::iter::Sum for Measure {
+    fn sum<I: Iterator<Item = Measure>>(iter: I) -> Measure {
+        iter.fold(Measure::default(), |a, b| a + b)
+    }
 }
 
 /// The result of [`TokenCounter::count_each`].
@@ -47,6 +102,12 @@ impl<T: TokenCounter + ?Sized> TokenCounter for &T {
     fn describe(&self) -> String {
         (**self).describe()
     }
+    fn measure_joined(&self, message: &Message) -> Option<Measure> {
+        (**self).measure_joined(message)
+    }
+    fn count_after(&self, before: Measure, last: &Message, tools: &[ToolSpec]) -> usize {
+        (**self).count_after(before, last, tools)
+    }
 }
 
 impl<T: TokenCounter + ?Sized> TokenCounter for Box<T> {
@@ -59,6 +120,12 @@ impl<T: TokenCounter + ?Sized> TokenCounter for Box<T> {
     fn describe(&self) -> String {
         (**self).describe()
     }
+    fn measure_joined(&self, message: &Message) -> Option<Measure> {
+        (**self).measure_joined(message)
+    }
+    fn count_after(&self, before: Measure, last: &Message, tools: &[ToolSpec]) -> usize {
+        (**self).count_after(before, last, tools)
+    }
 }
 
 impl<T: TokenCounter + ?Sized> TokenCounter for std::sync::Arc<T> {
@@ -70,5 +137,11 @@ impl<T: TokenCounter + ?Sized> TokenCounter for std::sync::Arc<T> {
     }
     fn describe(&self) -> String {
         (**self).describe()
+    }
+    fn measure_joined(&self, message: &Message) -> Option<Measure> {
+        (**self).measure_joined(message)
+    }
+    fn count_after(&self, before: Measure, last: &Message, tools: &[ToolSpec]) -> usize {
+        (**self).count_after(before, last, tools)
     }
 }

@@ -3,7 +3,7 @@
 use compaction_model::{Message, ToolSpec};
 use tiktoken_rs::CoreBPE;
 
-use crate::counter::{Counts, TokenCounter};
+use crate::counter::{Counts, Measure, TokenCounter};
 use crate::error::Error;
 use crate::parallel;
 use crate::render::{render_tools, rendered_message, NonText};
@@ -172,10 +172,6 @@ impl TiktokenCounter {
     fn next_start_tokens(&self) -> usize {
         self.bracket_tokens
     }
-
-    fn non_text(&self, messages: &[Message]) -> usize {
-        NonText::of_messages(messages).tokens(self.tokens_per_image, self.tokens_per_file)
-    }
 }
 
 /// A rough size of the counting work, to decide whether threads pay off.
@@ -197,14 +193,12 @@ impl TokenCounter for TiktokenCounter {
             render_tools(tools, &mut text);
             return self.count_text(&text);
         };
-        let joined: Vec<usize> = parallel::map(rest, work_estimate(rest), |message| {
-            let mut text = rendered_message(message);
-            text.push_str(NEXT_MESSAGE_START);
-            self.count_text(&text) - self.next_start_tokens()
-        });
-        let mut tail = rendered_message(last);
-        render_tools(tools, &mut tail);
-        joined.iter().sum::<usize>() + self.count_text(&tail) + self.non_text(messages)
+        let before: Measure =
+            parallel::map(rest, work_estimate(rest), |message| self.measure_joined(message))
+                .into_iter()
+                .flatten()
+                .sum();
+        self.count_after(before, last, tools)
     }
 
     fn count_each(&self, messages: &[Message]) -> Counts {
@@ -231,6 +225,24 @@ impl TokenCounter for TiktokenCounter {
 
     fn describe(&self) -> String {
         format!("tiktoken:{}", self.encoding.name())
+    }
+
+    fn measure_joined(&self, message: &Message) -> Option<Measure> {
+        let mut text = rendered_message(message);
+        text.push_str(NEXT_MESSAGE_START);
+        let non_text = NonText::of_message(message);
+        Some(Measure {
+            text: self.count_text(&text) - self.next_start_tokens(),
+            images: non_text.images,
+            files: non_text.files,
+        })
+    }
+
+    fn count_after(&self, before: Measure, last: &Message, tools: &[ToolSpec]) -> usize {
+        let mut tail = rendered_message(last);
+        render_tools(tools, &mut tail);
+        let non_text = NonText { images: before.images, files: before.files } + NonText::of_message(last);
+        before.text + self.count_text(&tail) + non_text.tokens(self.tokens_per_image, self.tokens_per_file)
     }
 }
 

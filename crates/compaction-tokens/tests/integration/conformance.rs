@@ -47,6 +47,17 @@ fn conformance_counts_match_reference() {
             if ours != expected {
                 failures.push(format!("{name}: {} counts {ours}, reference {expected}", counter.describe()));
             }
+            // Counting from the running sum of earlier messages gives the same answer.
+            if let Some((last, rest)) = messages.split_last() {
+                let measured: Option<Vec<_>> = rest.iter().map(|m| counter.measure_joined(m)).collect();
+                if let Some(measured) = measured {
+                    let incremental = counter.count_after(measured.into_iter().sum(), last, &tools);
+                    if incremental != ours {
+                        failures
+                            .push(format!("{name}: {} count_after gives {incremental}", counter.describe()));
+                    }
+                }
+            }
             // count_each must agree with count on the whole and on each message.
             let each = counter.count_each(&messages);
             if each.total != counter.count(&messages, &[]) {
