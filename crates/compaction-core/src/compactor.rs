@@ -6,6 +6,8 @@ use compaction_model::Message;
 use compaction_tokens::TokenCounter;
 use serde::Serialize;
 
+use crate::steps::Replacement;
+
 /// Rewrites a conversation into a shorter one that carries the same working context.
 ///
 /// A compactor is the *how* of compaction; deciding *when* is the caller's job (see the
@@ -59,6 +61,9 @@ pub struct CompactionReport {
     pub target_reached: bool,
     /// Every tool result that was rewritten, oldest first.
     pub results: Vec<ResultReport>,
+    /// Every assistant message whose tool-call arguments were cleared, oldest first (only with
+    /// the pruning compactor's `clear_tool_inputs`).
+    pub inputs_cleared: Vec<InputReport>,
 }
 
 /// One rewritten tool-result message.
@@ -78,14 +83,69 @@ pub struct ResultReport {
     pub tokens_freed: usize,
 }
 
+/// One assistant message whose tool-call arguments were replaced with `{}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct InputReport {
+    /// The message's index in the conversation.
+    pub index: usize,
+    /// The ids of the cleared calls, `None` for a call without one, in call order.
+    pub call_ids: Vec<Option<String>>,
+    /// The message's tokens before.
+    pub original_tokens: usize,
+    /// The message's tokens after.
+    pub replacement_tokens: usize,
+    /// Tokens freed: `original_tokens - replacement_tokens`.
+    pub tokens_freed: usize,
+}
+
+impl ResultReport {
+    /// The entry for the tool-result message `original`, at `index`, rewritten as `replacement`.
+    pub fn new(index: usize, original: &Message, replacement: &Replacement) -> Self {
+        let origin = original.tool_call_result().map(|r| &r.origin);
+        ResultReport {
+            index,
+            tool_name: origin.map(|o| o.tool_name.clone()).unwrap_or_default(),
+            call_id: origin.and_then(|o| o.id.clone()),
+            original_tokens: replacement.original_tokens,
+            replacement_tokens: replacement.replacement_tokens,
+            tokens_freed: replacement.tokens_freed(),
+        }
+    }
+}
+
 impl CompactionReport {
+    /// A report with no cleared inputs; `target_reached` is worked out from the sizes.
+    pub fn new(
+        strategy: &str,
+        tokens_before: usize,
+        tokens_after: usize,
+        target_tokens: usize,
+        results: Vec<ResultReport>,
+    ) -> Self {
+        CompactionReport {
+            strategy: strategy.to_owned(),
+            tokens_before,
+            tokens_after,
+            target_tokens,
+            target_reached: tokens_after <= target_tokens,
+            results,
+            inputs_cleared: Vec::new(),
+        }
+    }
+
+    /// The tool names of the rewritten results, oldest first.
+    pub fn tool_names(&self) -> Vec<&str> {
+        self.results.iter().map(|r| r.tool_name.as_str()).collect()
+    }
+
     /// The indices of the rewritten messages, oldest first.
     pub fn changed_indices(&self) -> Vec<usize> {
         self.results.iter().map(|r| r.index).collect()
     }
 
-    /// Tokens freed in all.
+    /// Tokens freed in all, by rewritten results and cleared inputs together.
     pub fn tokens_freed(&self) -> usize {
-        self.results.iter().map(|r| r.tokens_freed).sum()
+        self.results.iter().map(|r| r.tokens_freed).sum::<usize>()
+            + self.inputs_cleared.iter().map(|r| r.tokens_freed).sum::<usize>()
     }
 }

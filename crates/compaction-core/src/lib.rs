@@ -1,6 +1,78 @@
-//! Context compaction for LLM agents: the Compactor trait and the tool-result pruning compactor.
+//! Context compaction for LLM agents: the [`Compactor`] trait and a tool-result pruning
+//! compactor that behaves exactly as Haystack's.
+//!
+//! A long agent run fills its context window mostly with tool output that stopped mattering
+//! once the model acted on it. This crate rewrites such conversations into shorter ones without
+//! breaking them: a tool call never loses its result, the input is never changed, and a
+//! compactor that cannot make the conversation smaller says so by returning `None`.
+//!
+//! Overview:
+//!
+//! - [`Compactor`] is the strategy trait (object safe); [`Compaction`] is its answer, the shorter
+//!   conversation with a [`CompactionReport`] of what changed.
+//! - [`ToolResultPruningCompactor`] replaces older tool results with a short placeholder, as
+//!   Haystack 3.4's `ToolResultPruningCompactor` does, configured by [`PruningSettings`] (which
+//!   also read Haystack's `to_dict` form). Its options beyond the reference, all off by
+//!   default, are `exclude_tools`, `clear_at_least`, `clear_tool_inputs` and
+//!   `keep_tool_results`; [`ToolResultPruningCompactor::plan`] is a dry run.
+//! - [`replace_tool_results_until_target`], [`agent_step_spans`] and [`last_assistant_index`]
+//!   are the building blocks for other strategies that rewrite tool results in place.
+//!
+//! Sizes come from a `&dyn TokenCounter` of the compaction-tokens crate, which this crate uses
+//! without any tokenizer compiled in. The crate does no I/O.
+//!
+//! # Example
+//!
+//! ```
+//! use compaction_core::{Compactor, PruningSettings, ToolResultPruningCompactor};
+//! use compaction_model::{Message, ToolCall};
+//! use compaction_tokens::{ApproximateTokenCounter, TokenCounter};
+//!
+//! let call = |id: &str| ToolCall::new("search", serde_json::Map::new()).with_id(id);
+//! let conversation = vec![
+//!     Message::user("Find the release notes."),
+//!     Message::assistant_with_calls(None, vec![call("c1")]),
+//!     Message::tool("lorem ipsum ".repeat(300), call("c1"), false),
+//!     Message::assistant_with_calls(None, vec![call("c2")]),
+//!     Message::tool("dolor sit ".repeat(300), call("c2"), false),
+//! ];
+//! let counter = ApproximateTokenCounter::default();
+//! let before = counter.count(&conversation, &[]);
+//!
+//! let compactor = ToolResultPruningCompactor::new(PruningSettings::default())?;
+//! let compaction = compactor.compact(&conversation, 1_000, &counter).expect("something to prune");
+//!
+//! // The older result gave way to the placeholder; the newest step is protected.
+//! assert_eq!(compaction.report.changed_indices(), vec![2]);
+//! assert_eq!(compaction.messages[4], conversation[4]);
+//! assert!(counter.count(&compaction.messages, &[]) < before);
+//! // A conversation that already fits is left alone.
+//! assert!(compactor.compact(&conversation, before, &counter).is_none());
+//! # Ok::<(), compaction_core::Error>(())
+//! ```
+//!
+//! ## Crate features
+//!
+//! None.
+//!
+//! ## Minimum supported Rust version
+//!
+//! 1.85.
 #![deny(missing_docs)]
 
 mod compactor;
+mod error;
+mod pruning;
+mod settings;
+mod steps;
 
-pub use compactor::{Compaction, CompactionReport, Compactor, ResultReport};
+pub use compactor::{Compaction, CompactionReport, Compactor, InputReport, ResultReport};
+pub use error::Error;
+pub use pruning::{ToolResultPruningCompactor, STRATEGY_TOOL_INPUT_CLEARING};
+pub use settings::{PruningSettings, DEFAULT_PLACEHOLDER, HAYSTACK_PRUNING_TYPE};
+pub use steps::{agent_step_spans, last_assistant_index, replace_tool_results_until_target, Replacement};
+
+// The README's examples are compiled and run as doc tests, so they cannot drift.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -110,8 +110,11 @@ pub(crate) fn walk(
         }
         // A counter whose `count_each` returned too few entries is counted directly rather than
         // trusted with an index it does not have.
-        let own =
-            counts.each.get(index).copied().unwrap_or_else(|| counter.count(std::slice::from_ref(message), &[]));
+        let own = counts
+            .each
+            .get(index)
+            .copied()
+            .unwrap_or_else(|| counter.count(std::slice::from_ref(message), &[]));
         let Some(replacement) = replace(index, message, own) else { continue };
         let freed = replacement.tokens_freed();
         // A replacement that frees nothing would only make the conversation different.
@@ -129,9 +132,20 @@ pub(crate) fn walk(
 
 impl Walk {
     /// The report of this walk: one entry per replaced message.
-    pub(crate) fn report(&self, messages: &[Message], strategy: &str, target_tokens: usize) -> CompactionReport {
+    pub(crate) fn report(
+        &self,
+        messages: &[Message],
+        strategy: &str,
+        target_tokens: usize,
+    ) -> CompactionReport {
         let results = self.replaced.iter().map(|(index, r)| ResultReport::new(*index, &messages[*index], r));
-        CompactionReport::new(strategy, self.tokens_before, self.tokens_after, target_tokens, results.collect())
+        CompactionReport::new(
+            strategy,
+            self.tokens_before,
+            self.tokens_after,
+            target_tokens,
+            results.collect(),
+        )
     }
 }
 

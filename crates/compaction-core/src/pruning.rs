@@ -1,0 +1,275 @@
+//! [`ToolResultPruningCompactor`]: older tool results give way to a short placeholder.
+
+use std::collections::BTreeMap;
+
+use compaction_model::{
+    CompactionMarker, JsonObject, Message, Part, CONTEXT_COMPACTION, STRATEGY_TOOL_RESULT_PRUNING,
+};
+use compaction_tokens::TokenCounter;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::Value;
+
+use crate::compactor::{Compaction, CompactionReport, Compactor, InputReport};
+use crate::error::Error;
+use crate::settings::PruningSettings;
+use crate::steps::{agent_step_spans, protected_by_results, protected_by_steps, walk, Replacement};
+
+/// Strategy recorded on an assistant message whose tool-call arguments `clear_tool_inputs`
+/// replaced with `{}`.
+///
+/// The message's meta gets `context_compaction: {"strategy": "tool_input_clearing",
+/// "original_tokens": N, "cleared_call_ids": [...]}`: `N` is the message's count before its
+/// first clearing, and the list holds the ids of every call cleared so far (`null` for a call
+/// without an id).
+pub const STRATEGY_TOOL_INPUT_CLEARING: &str = "tool_input_clearing";
+
+/// Replaces the content of older tool results with a short placeholder, keeping every message
+/// in place so each tool call keeps its result and the model can see what it ran.
+///
+/// It behaves as Haystack's `ToolResultPruningCompactor`: tool-result messages are visited
+/// oldest first, those of the newest `min_keep_steps` agent steps that have results are never
+/// visited, and pruning stops as soon as the running total is at or under the target. A message
+/// is left alone when it already carries the `context_compaction` marker (any value), when its
+/// meta holds one of `skip_meta_keys`, when its own count is at most `min_tokens`, or when the
+/// placeholder would not make it smaller. A pruned message is a fresh tool message holding one
+/// result: the placeholder, the first result's origin call and error flag, and the original meta
+/// plus `context_compaction: {"strategy": "tool_result_pruning", "original_tokens": N}`.
+///
+/// As in the reference, a message holding several results is judged and replaced through its
+/// first result only; its other results, its text and its name do not survive pruning.
+///
+/// The options beyond the reference are described on [`PruningSettings`].
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ToolResultPruningCompactor {
+    settings: PruningSettings,
+}
+
+/// What a run decided, before any conversation is built.
+struct Plan {
+    replaced: Vec<(usize, Replacement)>,
+    cleared: Vec<(usize, Message, InputReport)>,
+    report: CompactionReport,
+}
+
+impl ToolResultPruningCompactor {
+    /// A compactor with `settings`, once they pass [`PruningSettings::validate`].
+    pub fn new(settings: PruningSettings) -> Result<Self, Error> {
+        settings.validate()?;
+        Ok(ToolResultPruningCompactor { settings })
+    }
+
+    /// Reads a compactor from its plain settings or Haystack's `to_dict` form.
+    pub fn from_value(value: &Value) -> Result<Self, Error> {
+        Self::new(PruningSettings::from_value(value)?)
+    }
+
+    /// The settings in use.
+    pub fn settings(&self) -> &PruningSettings {
+        &self.settings
+    }
+
+    /// A dry run: the report [`Compactor::compact`] would return, without building the
+    /// compacted conversation. Only the single replacement messages are built, to count them.
+    pub fn plan(
+        &self,
+        messages: &[Message],
+        target_tokens: usize,
+        counter: &dyn TokenCounter,
+    ) -> Option<CompactionReport> {
+        self.run(messages, target_tokens, counter).map(|plan| plan.report)
+    }
+
+    fn run(&self, messages: &[Message], target_tokens: usize, counter: &dyn TokenCounter) -> Option<Plan> {
+        let counts = counter.count_each(messages);
+        if counts.total <= target_tokens {
+            return None;
+        }
+        let protected = match self.settings.keep_tool_results {
+            Some(keep) => protected_by_results(messages, keep),
+            None => protected_by_steps(messages, self.settings.min_keep_steps),
+        };
+        let mut prune = |_index: usize, message: &Message, own: usize| self.prune(message, own, counter);
+        let walk = walk(messages, &counts, target_tokens, &protected, counter, &mut prune)?;
+        if walk.replaced.is_empty() {
+            return None;
+        }
+        let mut report = walk.report(messages, STRATEGY_TOOL_RESULT_PRUNING, target_tokens);
+        let cleared = if self.settings.clear_tool_inputs {
+            clear_inputs(messages, &counts.each, &walk.replaced, counter)
+        } else {
+            Vec::new()
+        };
+        for (_, _, input) in &cleared {
+            report.tokens_after = report.tokens_after.saturating_sub(input.tokens_freed);
+        }
+        report.target_reached = report.tokens_after <= target_tokens;
+        report.inputs_cleared = cleared.iter().map(|(_, _, input)| input.clone()).collect();
+        if self.settings.clear_at_least.is_some_and(|least| report.tokens_freed() < least) {
+            return None;
+        }
+        Some(Plan { replaced: walk.replaced, cleared, report })
+    }
+
+    /// The placeholder message for one tool-result message, or `None` to leave it.
+    fn prune(&self, message: &Message, own: usize, counter: &dyn TokenCounter) -> Option<Replacement> {
+        let result = message.tool_call_result()?;
+        if message.meta.contains_key(CONTEXT_COMPACTION)
+            || self.settings.skip_meta_keys.iter().any(|key| message.meta.contains_key(key))
+            || own <= self.settings.min_tokens
+        {
+            return None;
+        }
+        // The whole message is dropped for its first result, so any excluded tool in it counts.
+        if !self.settings.exclude_tools.is_empty()
+            && message.tool_call_results().any(|r| self.settings.exclude_tools.contains(&r.origin.tool_name))
+        {
+            return None;
+        }
+        let text = self.settings.placeholder.replace("{tool_name}", &result.origin.tool_name);
+        let mut meta = message.meta.clone();
+        CompactionMarker::new(STRATEGY_TOOL_RESULT_PRUNING, own as u64).write_to(&mut meta);
+        let mut origin = result.origin.clone();
+        if self.settings.clear_tool_inputs {
+            origin.arguments = JsonObject::new();
+        }
+        let pruned = Message::tool(text, origin, result.error).with_meta(meta);
+        let replacement_tokens = counter.count(std::slice::from_ref(&pruned), &[]);
+        (replacement_tokens < own).then_some(Replacement {
+            message: pruned,
+            original_tokens: own,
+            replacement_tokens,
+        })
+    }
+}
+
+/// The assistant messages whose calls answered by a pruned result get `{}` as arguments.
+///
+/// A call is looked for only in the assistant message that opens the result's agent step, so
+/// a result that follows no assistant message clears nothing. A message that already carries a
+/// marker of another strategy is left as it is, so no earlier record is overwritten.
+fn clear_inputs(
+    messages: &[Message],
+    each: &[usize],
+    replaced: &[(usize, Replacement)],
+    counter: &dyn TokenCounter,
+) -> Vec<(usize, Message, InputReport)> {
+    let mut step_of = vec![None; messages.len()];
+    for (first, end) in agent_step_spans(messages, 0) {
+        step_of[first + 1..end].iter_mut().for_each(|s| *s = Some(first));
+    }
+    // Per assistant message, the positions (within its parts) of the calls to clear.
+    let mut wanted: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+    for (index, _) in replaced {
+        let (Some(assistant), Some(result)) = (step_of[*index], messages[*index].tool_call_result()) else {
+            continue;
+        };
+        let origin = &result.origin;
+        let position = messages[assistant].parts.iter().position(|part| match part {
+            Part::ToolCall(call) => match &origin.id {
+                Some(id) => call.id.as_ref() == Some(id),
+                None => {
+                    call.id.is_none()
+                        && call.tool_name == origin.tool_name
+                        && call.arguments == origin.arguments
+                }
+            },
+            _ => false,
+        });
+        if let Some(position) = position {
+            wanted.entry(assistant).or_default().push(position);
+        }
+    }
+    let mut cleared = Vec::new();
+    for (assistant, positions) in wanted {
+        let original = &messages[assistant];
+        let earlier = original.meta.get(CONTEXT_COMPACTION);
+        let earlier = match earlier {
+            None => None,
+            Some(marker)
+                if marker.get("strategy").and_then(Value::as_str) == Some(STRATEGY_TOOL_INPUT_CLEARING) =>
+            {
+                Some(marker)
+            }
+            Some(_) => continue,
+        };
+        let mut message = original.clone();
+        let mut call_ids: Vec<Option<String>> = Vec::new();
+        for position in positions {
+            if let Part::ToolCall(call) = &mut message.parts[position] {
+                if !call.arguments.is_empty() {
+                    call.arguments = JsonObject::new();
+                    call_ids.push(call.id.clone());
+                }
+            }
+        }
+        if call_ids.is_empty() {
+            continue;
+        }
+        let own = each
+            .get(assistant)
+            .copied()
+            .unwrap_or_else(|| counter.count(std::slice::from_ref(original), &[]));
+        let mut recorded: Vec<Value> = earlier
+            .and_then(|m| m.get("cleared_call_ids"))
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        recorded.extend(call_ids.iter().map(|id| id.clone().map_or(Value::Null, Value::String)));
+        let first_count = earlier.and_then(|m| m.get("original_tokens")).cloned().unwrap_or(Value::from(own));
+        let mut marker = serde_json::Map::new();
+        marker.insert("strategy".into(), Value::String(STRATEGY_TOOL_INPUT_CLEARING.into()));
+        marker.insert("original_tokens".into(), first_count);
+        marker.insert("cleared_call_ids".into(), Value::Array(recorded));
+        message.meta.insert(CONTEXT_COMPACTION.into(), Value::Object(marker));
+        let after = counter.count(std::slice::from_ref(&message), &[]);
+        // Clearing that frees nothing would only invalidate the prompt cache.
+        if after >= own {
+            continue;
+        }
+        let report = InputReport {
+            index: assistant,
+            call_ids,
+            original_tokens: own,
+            replacement_tokens: after,
+            tokens_freed: own - after,
+        };
+        cleared.push((assistant, message, report));
+    }
+    cleared
+}
+
+impl Compactor for ToolResultPruningCompactor {
+    fn compact(
+        &self,
+        messages: &[Message],
+        target_tokens: usize,
+        counter: &dyn TokenCounter,
+    ) -> Option<Compaction> {
+        let plan = self.run(messages, target_tokens, counter)?;
+        let mut compacted = messages.to_vec();
+        for (index, replacement) in plan.replaced {
+            compacted[index] = replacement.message;
+        }
+        for (index, message, _) in plan.cleared {
+            compacted[index] = message;
+        }
+        Some(Compaction { messages: compacted, report: plan.report })
+    }
+
+    fn name(&self) -> &str {
+        "ToolResultPruningCompactor"
+    }
+}
+
+impl Serialize for ToolResultPruningCompactor {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.settings.serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for ToolResultPruningCompactor {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        // `PruningSettings` validates as it reads.
+        Ok(ToolResultPruningCompactor { settings: PruningSettings::deserialize(deserializer)? })
+    }
+}

@@ -1,0 +1,246 @@
+//! The pruning compactor's settings, and reading them from Haystack's `to_dict` form.
+
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::{Map, Value};
+
+use crate::error::Error;
+
+/// The class path Haystack writes as `type` in `ToolResultPruningCompactor.to_dict()`.
+pub const HAYSTACK_PRUNING_TYPE: &str =
+    "haystack.hooks.compaction.tool_result_pruning.ToolResultPruningCompactor";
+
+/// The placeholder a pruned result gets unless another is set. `{tool_name}` is filled in.
+pub const DEFAULT_PLACEHOLDER: &str =
+    "[Tool result removed to free up context. Call `{tool_name}` again if you need it.]";
+
+/// What [`ToolResultPruningCompactor`](crate::ToolResultPruningCompactor) prunes and what it keeps.
+///
+/// The first four fields are the reference's parameters with its defaults. The rest go beyond
+/// it; each is off by default, so the defaults behave exactly as Haystack does.
+///
+/// Serializes in a plain form (the fields as keys; options that are off are left out).
+/// [`PruningSettings::from_value`] and `Deserialize` read that form and Haystack's
+/// `{"type": ..., "init_parameters": {...}}` form alike, and reject what the reference rejects.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PruningSettings {
+    /// How many of the newest agent steps that have tool results are never pruned. At least 1.
+    pub min_keep_steps: usize,
+    /// Only messages whose own count is above this are pruned.
+    pub min_tokens: usize,
+    /// The text a pruned result is replaced with. Only `{tool_name}` is filled in; every other
+    /// brace is kept as written.
+    pub placeholder: String,
+    /// Results whose meta holds any of these keys are never pruned.
+    pub skip_meta_keys: Vec<String>,
+    /// Beyond the reference: results of these tools are never pruned.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub exclude_tools: Vec<String>,
+    /// Beyond the reference: do nothing unless at least this many tokens would be freed. A
+    /// rewrite invalidates the provider's prompt cache from the first changed message on, so a
+    /// small saving can cost more than it frees.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub clear_at_least: Option<usize>,
+    /// Beyond the reference: also replace the arguments of the calls whose results were pruned
+    /// with `{}`, keeping call ids and names.
+    #[serde(skip_serializing_if = "is_false")]
+    pub clear_tool_inputs: bool,
+    /// Beyond the reference: protect the newest this-many tool-result messages, counted one by
+    /// one, instead of whole agent steps (`min_keep_steps` is then not used). At least 1.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub keep_tool_results: Option<usize>,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+impl Default for PruningSettings {
+    fn default() -> Self {
+        PruningSettings {
+            min_keep_steps: 1,
+            min_tokens: 200,
+            placeholder: DEFAULT_PLACEHOLDER.to_owned(),
+            skip_meta_keys: vec![compaction_model::TOOL_RESULT_OFFLOADED.to_owned()],
+            exclude_tools: Vec::new(),
+            clear_at_least: None,
+            clear_tool_inputs: false,
+            keep_tool_results: None,
+        }
+    }
+}
+
+impl PruningSettings {
+    /// Checks the rules the reference's constructor enforces, and those of the new options.
+    pub fn validate(&self) -> Result<(), Error> {
+        if self.min_keep_steps < 1 {
+            return Err(Error::MinKeepStepsTooSmall(self.min_keep_steps as i128));
+        }
+        if self.keep_tool_results == Some(0) {
+            return Err(Error::KeepToolResultsTooSmall(0));
+        }
+        Ok(())
+    }
+
+    /// Reads settings in the plain form or in Haystack's `to_dict` form. Missing keys take their
+    /// defaults; unknown keys, values of the wrong kind and values the reference rejects (such as
+    /// `min_keep_steps: 0` or a negative `min_tokens`) are errors.
+    pub fn from_value(value: &Value) -> Result<Self, Error> {
+        let object = as_object(value)?;
+        let params = if object.contains_key("init_parameters") || object.contains_key("type") {
+            let found = object.get("type").and_then(Value::as_str).unwrap_or_default();
+            if found != HAYSTACK_PRUNING_TYPE {
+                return Err(Error::WrongType { found: found.to_owned(), expected: HAYSTACK_PRUNING_TYPE });
+            }
+            if let Some(extra) = object.keys().find(|k| *k != "type" && *k != "init_parameters") {
+                return Err(Error::UnknownSetting(extra.clone()));
+            }
+            match object.get("init_parameters") {
+                None => return finish(PruningSettings::default()),
+                Some(params) => as_object(params)?,
+            }
+        } else {
+            object
+        };
+        let mut settings = PruningSettings::default();
+        for (key, value) in params {
+            match key.as_str() {
+                "min_keep_steps" => {
+                    settings.min_keep_steps = match integer(key, value)? {
+                        Integer::NonNegative(n) if n >= 1 => n,
+                        Integer::NonNegative(_) => return Err(Error::MinKeepStepsTooSmall(0)),
+                        Integer::Negative(n) => return Err(Error::MinKeepStepsTooSmall(n)),
+                    }
+                }
+                "min_tokens" => {
+                    settings.min_tokens = match integer(key, value)? {
+                        Integer::NonNegative(n) => n,
+                        Integer::Negative(n) => return Err(Error::NegativeMinTokens(n)),
+                    }
+                }
+                "placeholder" => settings.placeholder = string(key, value)?,
+                "skip_meta_keys" => settings.skip_meta_keys = strings(key, value)?,
+                "exclude_tools" => settings.exclude_tools = strings(key, value)?,
+                "clear_at_least" => settings.clear_at_least = optional_count(key, value)?,
+                "clear_tool_inputs" => {
+                    settings.clear_tool_inputs =
+                        value.as_bool().ok_or_else(|| invalid(key, "expected true or false"))?
+                }
+                "keep_tool_results" => {
+                    settings.keep_tool_results = match value {
+                        Value::Null => None,
+                        _ => match integer(key, value)? {
+                            Integer::NonNegative(n) if n >= 1 => Some(n),
+                            Integer::NonNegative(_) => return Err(Error::KeepToolResultsTooSmall(0)),
+                            Integer::Negative(n) => return Err(Error::KeepToolResultsTooSmall(n)),
+                        },
+                    }
+                }
+                _ => return Err(Error::UnknownSetting(key.clone())),
+            }
+        }
+        finish(settings)
+    }
+
+    /// The settings in Haystack's `to_dict` form, which its `from_dict` reads. Fails when an
+    /// option beyond the reference is on, since Haystack would reject or ignore it.
+    pub fn to_haystack_value(&self) -> Result<Value, Error> {
+        if !self.exclude_tools.is_empty() {
+            return Err(Error::NotInReference("exclude_tools"));
+        }
+        if self.clear_at_least.is_some() {
+            return Err(Error::NotInReference("clear_at_least"));
+        }
+        if self.clear_tool_inputs {
+            return Err(Error::NotInReference("clear_tool_inputs"));
+        }
+        if self.keep_tool_results.is_some() {
+            return Err(Error::NotInReference("keep_tool_results"));
+        }
+        let mut params = Map::new();
+        params.insert("min_keep_steps".into(), Value::from(self.min_keep_steps));
+        params.insert("min_tokens".into(), Value::from(self.min_tokens));
+        params.insert("placeholder".into(), Value::String(self.placeholder.clone()));
+        params.insert(
+            "skip_meta_keys".into(),
+            Value::Array(self.skip_meta_keys.iter().cloned().map(Value::String).collect()),
+        );
+        let mut dict = Map::new();
+        dict.insert("type".into(), Value::String(HAYSTACK_PRUNING_TYPE.into()));
+        dict.insert("init_parameters".into(), Value::Object(params));
+        Ok(Value::Object(dict))
+    }
+}
+
+impl<'de> Deserialize<'de> for PruningSettings {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let value = Value::deserialize(deserializer)?;
+        PruningSettings::from_value(&value).map_err(serde::de::Error::custom)
+    }
+}
+
+fn finish(settings: PruningSettings) -> Result<PruningSettings, Error> {
+    settings.validate()?;
+    Ok(settings)
+}
+
+fn as_object(value: &Value) -> Result<&Map<String, Value>, Error> {
+    match value {
+        Value::Object(object) => Ok(object),
+        Value::Null => Err(Error::NotAnObject("null")),
+        Value::Bool(_) => Err(Error::NotAnObject("a boolean")),
+        Value::Number(_) => Err(Error::NotAnObject("a number")),
+        Value::String(_) => Err(Error::NotAnObject("a string")),
+        Value::Array(_) => Err(Error::NotAnObject("an array")),
+    }
+}
+
+fn invalid(key: &str, reason: &str) -> Error {
+    Error::InvalidSetting { key: key.to_owned(), reason: reason.to_owned() }
+}
+
+enum Integer {
+    NonNegative(usize),
+    Negative(i128),
+}
+
+/// An integer setting. Python integers have no size limit, so one too large for `usize` is
+/// taken as `usize::MAX`, which behaves the same for every setting here.
+fn integer(key: &str, value: &Value) -> Result<Integer, Error> {
+    let Value::Number(number) = value else { return Err(invalid(key, "expected an integer")) };
+    let text = number.to_string();
+    let digits = text.strip_prefix('-').unwrap_or(&text);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(invalid(key, "expected an integer"));
+    }
+    if text.starts_with('-') {
+        if digits.bytes().all(|b| b == b'0') {
+            return Ok(Integer::NonNegative(0));
+        }
+        return Ok(Integer::Negative(text.parse().unwrap_or(i128::MIN)));
+    }
+    Ok(Integer::NonNegative(text.parse().unwrap_or(usize::MAX)))
+}
+
+fn optional_count(key: &str, value: &Value) -> Result<Option<usize>, Error> {
+    match value {
+        Value::Null => Ok(None),
+        _ => match integer(key, value)? {
+            Integer::NonNegative(n) => Ok(Some(n)),
+            Integer::Negative(_) => Err(invalid(key, "must be at least 0")),
+        },
+    }
+}
+
+fn string(key: &str, value: &Value) -> Result<String, Error> {
+    value.as_str().map(str::to_owned).ok_or_else(|| invalid(key, "expected a string"))
+}
+
+fn strings(key: &str, value: &Value) -> Result<Vec<String>, Error> {
+    let Value::Array(items) = value else { return Err(invalid(key, "expected a list of strings")) };
+    items
+        .iter()
+        .map(|item| {
+            item.as_str().map(str::to_owned).ok_or_else(|| invalid(key, "expected a list of strings"))
+        })
+        .collect()
+}

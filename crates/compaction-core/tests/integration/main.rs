@@ -1,0 +1,130 @@
+//! Integration tests of compaction-core: golden fixtures from the reference, the reference's own
+//! cases, properties over random conversations, and the options beyond the reference.
+
+mod conformance;
+mod options;
+mod properties;
+mod reference_cases;
+
+use std::path::PathBuf;
+
+use compaction_model::{Message, ToolCall};
+use compaction_tokens::TokenCounter;
+use serde_json::{json, Value};
+
+/// Every fixture of one kind: the committed ones, and a differential run's when
+/// `COMPACTION_EXTRA_FIXTURES` is set.
+pub fn fixture_files(kind: &str) -> Vec<PathBuf> {
+    let mut roots = vec![PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(kind)];
+    if let Some(extra) = std::env::var_os("COMPACTION_EXTRA_FIXTURES") {
+        roots.push(PathBuf::from(extra).join("crates/compaction-core/tests/data").join(kind));
+    }
+    let mut files: Vec<PathBuf> = roots
+        .iter()
+        .filter_map(|root| std::fs::read_dir(root).ok())
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    files.sort();
+    files
+}
+
+/// Equality as Python sees two JSON documents: numbers by value, integers digit for digit, and
+/// object keys in the same order.
+pub fn python_equal(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => {
+            let float = |s: &str| s.contains(['.', 'e', 'E']);
+            let (x, y) = (x.as_str(), y.as_str());
+            match (float(x), float(y)) {
+                (true, true) => x.parse::<f64>().ok() == y.parse::<f64>().ok(),
+                (false, false) => {
+                    x.trim_start_matches('-') == "0" && y.trim_start_matches('-') == "0" || x == y
+                }
+                _ => false,
+            }
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| python_equal(a, b))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|((ka, va), (kb, vb))| ka == kb && python_equal(va, vb))
+        }
+        _ => a == b,
+    }
+}
+
+/// Builds the counter a fixture's `counter` object describes.
+pub fn counter_from_fixture(spec: &Value) -> Box<dyn TokenCounter> {
+    let image = spec["tokens_per_image"].as_u64().unwrap_or(85) as usize;
+    let file = spec["tokens_per_file"].as_u64().unwrap_or(1000) as usize;
+    match spec["kind"].as_str() {
+        Some("approximate") => {
+            let ratio = spec["chars_per_token"].as_f64().unwrap_or(4.0);
+            Box::new(
+                compaction_tokens::ApproximateTokenCounter::with_charges(ratio, image, file)
+                    .expect("valid ratio"),
+            )
+        }
+        Some("tiktoken") => {
+            let encoding =
+                compaction_tokens::Encoding::from_name_or_model(spec["encoding"].as_str().unwrap_or(""))
+                    .expect("known encoding");
+            Box::new(compaction_tokens::TiktokenCounter::with_charges(encoding, image, file))
+        }
+        other => panic!("counter kind {other:?} not supported by these tests"),
+    }
+}
+
+/// A counter that charges one token per character of every text and tool result, so the
+/// reference cases can state exact sizes. Its counts are additive: a conversation costs the
+/// sum of its messages.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CharCounter;
+
+impl TokenCounter for CharCounter {
+    fn count(&self, messages: &[Message], _tools: &[compaction_model::ToolSpec]) -> usize {
+        messages.iter().map(message_chars).sum()
+    }
+
+    fn describe(&self) -> String {
+        "chars".into()
+    }
+}
+
+fn message_chars(message: &Message) -> usize {
+    use compaction_model::{Part, ToolResultContent};
+    message
+        .parts
+        .iter()
+        .map(|part| match part {
+            Part::Text(t) => t.text.chars().count(),
+            Part::ToolCall(c) => {
+                c.tool_name.len() + serde_json::to_string(&c.arguments).map_or(0, |s| s.len())
+            }
+            Part::ToolCallResult(r) => match &r.result {
+                ToolResultContent::Text(text) => text.chars().count(),
+                ToolResultContent::Parts(_) => 10,
+            },
+            _ => 0,
+        })
+        .sum()
+}
+
+/// A call to `tool` with id `id` and one argument.
+pub fn call(tool: &str, id: &str) -> ToolCall {
+    let arguments = json!({"query": format!("about {id}")}).as_object().cloned().unwrap_or_default();
+    ToolCall::new(tool, arguments).with_id(id)
+}
+
+/// An assistant message calling each of `calls`.
+pub fn calling(calls: &[ToolCall]) -> Message {
+    Message::assistant_with_calls(None, calls.to_vec())
+}
+
+/// A tool message answering `origin` with `size` characters.
+pub fn result(origin: &ToolCall, size: usize) -> Message {
+    Message::tool("x".repeat(size), origin.clone(), false)
+}

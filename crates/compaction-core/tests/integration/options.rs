@@ -1,0 +1,245 @@
+//! The options beyond the reference, the report, the dry run and the serde forms.
+
+use compaction_core::{
+    Compactor, Error, PruningSettings, ToolResultPruningCompactor, STRATEGY_TOOL_INPUT_CLEARING,
+};
+use compaction_model::{Message, Part};
+use compaction_tokens::{ApproximateTokenCounter, TokenCounter};
+use serde_json::json;
+
+use crate::{call, calling, result, CharCounter};
+
+fn compactor(settings: PruningSettings) -> ToolResultPruningCompactor {
+    ToolResultPruningCompactor::new(settings).expect("valid settings")
+}
+
+/// user, then steps calling `read`, `search`, `read` and `search` with 500-character results.
+fn four_steps() -> Vec<Message> {
+    let calls = [call("read", "r1"), call("search", "s1"), call("read", "r2"), call("search", "s2")];
+    let mut messages = vec![Message::user("go")];
+    for c in &calls {
+        messages.push(calling(std::slice::from_ref(c)));
+        messages.push(result(c, 500));
+    }
+    messages
+}
+
+#[test]
+fn every_option_is_off_by_default() {
+    let settings = PruningSettings::default();
+    assert!(settings.exclude_tools.is_empty());
+    assert_eq!(settings.clear_at_least, None);
+    assert!(!settings.clear_tool_inputs);
+    assert_eq!(settings.keep_tool_results, None);
+    // The plain form leaves options that are off out.
+    assert_eq!(
+        serde_json::to_value(&settings).expect("serializes"),
+        json!({"min_keep_steps": 1, "min_tokens": 200,
+               "placeholder": compaction_core::DEFAULT_PLACEHOLDER, "skip_meta_keys": ["tool_result_offloaded"]})
+    );
+}
+
+#[test]
+fn excluded_tools_are_never_pruned() {
+    let messages = four_steps();
+    let compactor =
+        compactor(PruningSettings { exclude_tools: vec!["read".into()], ..PruningSettings::default() });
+    let compaction = compactor.compact(&messages, 0, &CharCounter).expect("pruned");
+    assert_eq!(compaction.report.changed_indices(), vec![4]);
+    assert_eq!(compaction.report.tool_names(), vec!["search"]);
+}
+
+#[test]
+fn clear_at_least_skips_small_savings() {
+    let messages = four_steps();
+    let target = CharCounter.count(&messages, &[]) - 1;
+    let freed_by_one = compactor(PruningSettings::default())
+        .plan(&messages, target, &CharCounter)
+        .expect("something to prune")
+        .tokens_freed();
+    let enough =
+        compactor(PruningSettings { clear_at_least: Some(freed_by_one), ..PruningSettings::default() });
+    assert!(enough.compact(&messages, target, &CharCounter).is_some());
+    let too_little =
+        compactor(PruningSettings { clear_at_least: Some(freed_by_one + 1), ..PruningSettings::default() });
+    assert_eq!(too_little.compact(&messages, target, &CharCounter), None);
+    assert_eq!(too_little.plan(&messages, target, &CharCounter), None);
+}
+
+#[test]
+fn clear_tool_inputs_empties_the_pruned_calls_and_marks_them() {
+    let (a, b, c) = (call("read", "a"), call("search", "b"), call("read", "c"));
+    let messages = vec![
+        Message::user("go"),
+        calling(&[a.clone(), b.clone()]),
+        result(&a, 500),
+        result(&b, 50),
+        calling(std::slice::from_ref(&c)),
+        result(&c, 500),
+    ];
+    let compactor = compactor(PruningSettings { clear_tool_inputs: true, ..PruningSettings::default() });
+    let compaction = compactor.compact(&messages, 0, &CharCounter).expect("pruned");
+    // Only `a`'s result was big enough to prune, so only `a`'s arguments go.
+    assert_eq!(compaction.report.changed_indices(), vec![2]);
+    let assistant = &compaction.messages[1];
+    let calls: Vec<_> = assistant.tool_calls().collect();
+    assert_eq!((calls[0].id.as_deref(), calls[0].tool_name.as_str()), (Some("a"), "read"));
+    assert!(calls[0].arguments.is_empty());
+    assert_eq!(calls[1], &b);
+    let original = CharCounter.count(&messages[1..2], &[]);
+    assert_eq!(
+        assistant.meta["context_compaction"],
+        json!({"strategy": STRATEGY_TOOL_INPUT_CLEARING, "original_tokens": original, "cleared_call_ids": ["a"]})
+    );
+    // The pruned result's copy of the call is cleared too, so call and result still agree.
+    assert!(compaction.messages[2].tool_call_result().expect("result").origin.arguments.is_empty());
+    let inputs = &compaction.report.inputs_cleared;
+    assert_eq!(inputs.len(), 1);
+    assert_eq!((inputs[0].index, inputs[0].call_ids.clone()), (1, vec![Some("a".to_owned())]));
+    assert_eq!(inputs[0].tokens_freed, original - CharCounter.count(&compaction.messages[1..2], &[]));
+    let report = &compaction.report;
+    assert_eq!(report.tokens_before - report.tokens_after, report.tokens_freed());
+    // The newest step is untouched.
+    assert_eq!(&compaction.messages[4..], &messages[4..]);
+}
+
+#[test]
+fn clearing_again_extends_the_marker() {
+    let messages = four_steps();
+    let compactor = compactor(PruningSettings {
+        clear_tool_inputs: true,
+        keep_tool_results: Some(1),
+        ..PruningSettings::default()
+    });
+    let target = CharCounter.count(&messages, &[]) - 1;
+    let first = compactor.compact(&messages, target, &CharCounter).expect("pruned");
+    assert_eq!(first.report.changed_indices(), vec![2]);
+    let second = compactor.compact(&first.messages, target - 500, &CharCounter).expect("pruned");
+    assert_eq!(second.report.changed_indices(), vec![4]);
+    assert_eq!(second.messages[1], first.messages[1]);
+    assert_eq!(second.messages[3].meta["context_compaction"]["cleared_call_ids"], json!(["s1"]));
+}
+
+#[test]
+fn keep_tool_results_protects_results_one_by_one() {
+    let (a, b, c) = (call("read", "a"), call("read", "b"), call("read", "c"));
+    let messages = vec![
+        Message::user("go"),
+        calling(&[a.clone(), b.clone(), c.clone()]),
+        result(&a, 500),
+        result(&b, 500),
+        result(&c, 500),
+    ];
+    // By steps the one step is protected whole; by results only the newest one or two are.
+    assert_eq!(ToolResultPruningCompactor::default().compact(&messages, 0, &CharCounter), None);
+    for (keep, changed) in [(1, vec![2, 3]), (2, vec![2]), (3, vec![])] {
+        let compactor =
+            compactor(PruningSettings { keep_tool_results: Some(keep), ..PruningSettings::default() });
+        let got = compactor.compact(&messages, 0, &CharCounter);
+        assert_eq!(got.map(|c| c.report.changed_indices()).unwrap_or_default(), changed, "keep {keep}");
+    }
+    let zero = PruningSettings { keep_tool_results: Some(0), ..PruningSettings::default() };
+    assert_eq!(ToolResultPruningCompactor::new(zero), Err(Error::KeepToolResultsTooSmall(0)));
+}
+
+#[test]
+fn the_report_tells_what_changed() {
+    let messages = four_steps();
+    let counter = ApproximateTokenCounter::default();
+    let before = counter.count(&messages, &[]);
+    let compactor = compactor(PruningSettings { min_tokens: 0, ..PruningSettings::default() });
+    let compaction = compactor.compact(&messages, before - 150, &counter).expect("pruned");
+    let report = &compaction.report;
+    assert_eq!(report.strategy, "tool_result_pruning");
+    assert_eq!(report.tokens_before, before);
+    assert_eq!(report.target_tokens, before - 150);
+    assert_eq!(report.changed_indices(), vec![2, 4]);
+    assert_eq!(report.tool_names(), vec!["read", "search"]);
+    assert_eq!(report.results[0].call_id.as_deref(), Some("r1"));
+    for r in &report.results {
+        assert_eq!(r.original_tokens, counter.count(&messages[r.index..=r.index], &[]));
+        assert_eq!(r.replacement_tokens, counter.count(&compaction.messages[r.index..=r.index], &[]));
+        assert_eq!(r.tokens_freed, r.original_tokens - r.replacement_tokens);
+    }
+    assert_eq!(report.tokens_after, before - report.tokens_freed());
+    assert!(report.target_reached);
+    let written = serde_json::to_value(report).expect("serializes");
+    assert_eq!(written["results"][1]["tool_name"], json!("search"));
+}
+
+#[test]
+fn plan_is_the_report_without_the_messages() {
+    let messages = four_steps();
+    let settings = PruningSettings { clear_tool_inputs: true, ..PruningSettings::default() };
+    let compactor = compactor(settings);
+    let planned = compactor.plan(&messages, 0, &CharCounter).expect("a plan");
+    let compaction = compactor.compact(&messages, 0, &CharCounter).expect("pruned");
+    assert_eq!(planned, compaction.report);
+    assert_eq!(compactor.plan(&messages, usize::MAX, &CharCounter), None);
+}
+
+#[test]
+fn settings_read_both_forms_with_the_new_options() {
+    let plain = json!({"min_keep_steps": 2, "exclude_tools": ["read"], "clear_at_least": 1000,
+                       "clear_tool_inputs": true, "keep_tool_results": 3});
+    let settings = PruningSettings::from_value(&plain).expect("reads");
+    assert_eq!(settings.min_keep_steps, 2);
+    assert_eq!(settings.min_tokens, 200);
+    assert_eq!(settings.exclude_tools, vec!["read".to_owned()]);
+    assert_eq!(settings.clear_at_least, Some(1000));
+    assert!(settings.clear_tool_inputs);
+    assert_eq!(settings.keep_tool_results, Some(3));
+    // Plain form round trip through serde.
+    let written = serde_json::to_string(&settings).expect("serializes");
+    let read: PruningSettings = serde_json::from_str(&written).expect("reads back");
+    assert_eq!(read, settings);
+    // Such settings have no Haystack form.
+    assert_eq!(settings.to_haystack_value(), Err(Error::NotInReference("exclude_tools")));
+    // The Haystack form may carry them too.
+    let dict = json!({"type": compaction_core::HAYSTACK_PRUNING_TYPE, "init_parameters": plain});
+    assert_eq!(PruningSettings::from_value(&dict), Ok(settings));
+}
+
+#[test]
+fn bad_settings_are_typed_errors() {
+    let cases = [
+        (json!([]), Error::NotAnObject("an array")),
+        (
+            json!({"min_tokens": "5"}),
+            Error::InvalidSetting { key: "min_tokens".into(), reason: "expected an integer".into() },
+        ),
+        (
+            json!({"min_tokens": 2.5}),
+            Error::InvalidSetting { key: "min_tokens".into(), reason: "expected an integer".into() },
+        ),
+        (
+            json!({"placeholder": null}),
+            Error::InvalidSetting { key: "placeholder".into(), reason: "expected a string".into() },
+        ),
+        (json!({"keep_tool_results": -1}), Error::KeepToolResultsTooSmall(-1)),
+        (
+            json!({"clear_at_least": -1}),
+            Error::InvalidSetting { key: "clear_at_least".into(), reason: "must be at least 0".into() },
+        ),
+        (json!({"surprise": 1}), Error::UnknownSetting("surprise".into())),
+    ];
+    for (value, error) in cases {
+        assert_eq!(PruningSettings::from_value(&value), Err(error), "{value}");
+    }
+    // Python integers have no size limit; a huge `min_tokens` just prunes nothing.
+    let huge: serde_json::Value =
+        serde_json::from_str(r#"{"min_tokens": 100000000000000000000000}"#).expect("json");
+    assert_eq!(PruningSettings::from_value(&huge).map(|s| s.min_tokens), Ok(usize::MAX));
+    // Through serde the message survives.
+    let error = serde_json::from_str::<ToolResultPruningCompactor>(r#"{"min_keep_steps": 0}"#).unwrap_err();
+    assert!(error.to_string().contains("`min_keep_steps` must be at least 1"), "{error}");
+}
+
+#[test]
+fn a_compactor_is_a_trait_object() {
+    let boxed: Box<dyn Compactor> = Box::new(ToolResultPruningCompactor::default());
+    let messages = four_steps();
+    let compaction = boxed.compact(&messages, 0, &CharCounter).expect("pruned");
+    assert!(compaction.messages.iter().zip(&messages).any(|(a, b)| a != b));
+    assert!(matches!(compaction.messages[2].parts[0], Part::ToolCallResult(_)));
+}

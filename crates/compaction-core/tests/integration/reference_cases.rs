@@ -1,0 +1,430 @@
+//! The reference's behaviour case by case: the situations Haystack's own tests of
+//! `ToolResultPruningCompactor` and its walk cover, with the same conversations and settings.
+//!
+//! Sizes use [`CharCounter`] (one token per character), so every expectation is exact.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use compaction_core::{
+    agent_step_spans, last_assistant_index, replace_tool_results_until_target, Compactor, Error,
+    PruningSettings, Replacement, ToolResultPruningCompactor, DEFAULT_PLACEHOLDER, HAYSTACK_PRUNING_TYPE,
+};
+use compaction_model::{Message, Role, ToolSpec, TOOL_RESULT_OFFLOADED};
+use compaction_tokens::{Counts, TokenCounter};
+use serde_json::{json, Value};
+
+use crate::{call, calling, result, CharCounter};
+
+fn compactor(settings: PruningSettings) -> ToolResultPruningCompactor {
+    ToolResultPruningCompactor::new(settings).expect("valid settings")
+}
+
+fn meta(value: Value) -> compaction_model::JsonObject {
+    value.as_object().cloned().expect("an object")
+}
+
+/// user, then three steps calling `search` with results of 500 characters.
+fn three_steps() -> Vec<Message> {
+    let (a, b, c) = (call("search", "a"), call("search", "b"), call("search", "c"));
+    vec![
+        Message::user("go"),
+        calling(std::slice::from_ref(&a)),
+        result(&a, 500),
+        calling(std::slice::from_ref(&b)),
+        result(&b, 500),
+        calling(std::slice::from_ref(&c)),
+        result(&c, 500),
+        Message::assistant("done"),
+    ]
+}
+
+fn total(messages: &[Message]) -> usize {
+    CharCounter.count(messages, &[])
+}
+
+#[test]
+fn defaults_are_the_references() {
+    let settings = PruningSettings::default();
+    assert_eq!(settings.min_keep_steps, 1);
+    assert_eq!(settings.min_tokens, 200);
+    assert_eq!(
+        settings.placeholder,
+        "[Tool result removed to free up context. Call `{tool_name}` again if you need it.]"
+    );
+    assert_eq!(settings.placeholder, DEFAULT_PLACEHOLDER);
+    assert_eq!(settings.skip_meta_keys, vec![TOOL_RESULT_OFFLOADED.to_owned()]);
+    assert_eq!(ToolResultPruningCompactor::default().name(), "ToolResultPruningCompactor");
+}
+
+#[test]
+fn min_keep_steps_below_one_is_rejected() {
+    let settings = PruningSettings { min_keep_steps: 0, ..PruningSettings::default() };
+    assert_eq!(ToolResultPruningCompactor::new(settings), Err(Error::MinKeepStepsTooSmall(0)));
+    let from_config = ToolResultPruningCompactor::from_value(&json!({"min_keep_steps": -2}));
+    assert_eq!(from_config, Err(Error::MinKeepStepsTooSmall(-2)));
+}
+
+#[test]
+fn negative_min_tokens_is_rejected() {
+    let from_config = ToolResultPruningCompactor::from_value(&json!({"min_tokens": -1}));
+    assert_eq!(from_config, Err(Error::NegativeMinTokens(-1)));
+    assert_eq!(from_config.unwrap_err().to_string(), "`min_tokens` must be at least 0, got -1");
+}
+
+#[test]
+fn to_dict_and_from_dict_round_trip() {
+    let settings = PruningSettings {
+        min_keep_steps: 2,
+        min_tokens: 50,
+        placeholder: "[gone: {tool_name}]".into(),
+        skip_meta_keys: vec!["a".into(), "b".into()],
+        ..PruningSettings::default()
+    };
+    let dict = settings.to_haystack_value().expect("reference options only");
+    assert_eq!(
+        dict,
+        json!({"type": HAYSTACK_PRUNING_TYPE, "init_parameters": {
+            "min_keep_steps": 2, "min_tokens": 50, "placeholder": "[gone: {tool_name}]", "skip_meta_keys": ["a", "b"]}})
+    );
+    assert_eq!(PruningSettings::from_value(&dict), Ok(settings));
+}
+
+#[test]
+fn from_dict_reads_what_haystack_writes() {
+    // `ToolResultPruningCompactor().to_dict()` in Haystack 3.4.1.
+    let written = r#"{"type": "haystack.hooks.compaction.tool_result_pruning.ToolResultPruningCompactor",
+        "init_parameters": {"min_keep_steps": 1, "min_tokens": 200,
+        "placeholder": "[Tool result removed to free up context. Call `{tool_name}` again if you need it.]",
+        "skip_meta_keys": ["tool_result_offloaded"]}}"#;
+    let compactor: ToolResultPruningCompactor = serde_json::from_str(written).expect("reads");
+    assert_eq!(compactor, ToolResultPruningCompactor::default());
+    // Missing parameters take their defaults, as the constructor's keyword defaults do.
+    let sparse = json!({"type": HAYSTACK_PRUNING_TYPE, "init_parameters": {"min_tokens": 7}});
+    assert_eq!(PruningSettings::from_value(&sparse).map(|s| s.min_tokens), Ok(7));
+    let other = json!({"type": "haystack.Other", "init_parameters": {}});
+    assert!(matches!(PruningSettings::from_value(&other), Err(Error::WrongType { .. })));
+    let unknown = json!({"type": HAYSTACK_PRUNING_TYPE, "init_parameters": {"min_token": 7}});
+    assert_eq!(PruningSettings::from_value(&unknown), Err(Error::UnknownSetting("min_token".into())));
+}
+
+#[test]
+fn fits_already_returns_none() {
+    let messages = three_steps();
+    let compactor = ToolResultPruningCompactor::default();
+    assert_eq!(compactor.compact(&messages, total(&messages), &CharCounter), None);
+    assert_eq!(compactor.compact(&messages, total(&messages) + 100, &CharCounter), None);
+}
+
+#[test]
+fn empty_conversation_returns_none() {
+    assert_eq!(ToolResultPruningCompactor::default().compact(&[], 0, &CharCounter), None);
+}
+
+#[test]
+fn prunes_oldest_first_and_stops_at_the_target() {
+    let messages = three_steps();
+    let compactor = compactor(PruningSettings { min_tokens: 0, ..PruningSettings::default() });
+    // Pruning one result is enough.
+    let compaction = compactor.compact(&messages, total(&messages) - 100, &CharCounter).expect("pruned");
+    assert_eq!(compaction.report.changed_indices(), vec![2]);
+    assert_eq!(compaction.messages[4], messages[4]);
+    assert!(compaction.report.target_reached);
+    // A tighter target takes the next one too, but never the newest step's.
+    let compaction = compactor.compact(&messages, 0, &CharCounter).expect("pruned");
+    assert_eq!(compaction.report.changed_indices(), vec![2, 4]);
+    assert_eq!(compaction.messages[6], messages[6]);
+    assert!(!compaction.report.target_reached);
+}
+
+#[test]
+fn pruned_message_keeps_origin_error_and_meta() {
+    let origin = call("fetch", "x1");
+    let failing =
+        Message::tool("e".repeat(400), origin.clone(), true).with_meta(meta(json!({"source": "web"})));
+    let next = call("fetch", "x2");
+    let messages = vec![
+        Message::user("go"),
+        calling(std::slice::from_ref(&origin)),
+        failing,
+        calling(std::slice::from_ref(&next)),
+        result(&next, 10),
+    ];
+    let compaction =
+        ToolResultPruningCompactor::default().compact(&messages, 0, &CharCounter).expect("pruned");
+    let pruned = &compaction.messages[2];
+    assert_eq!(pruned.role, Role::Tool);
+    let result = pruned.tool_call_result().expect("a result");
+    assert_eq!(result.origin, origin);
+    assert!(result.error);
+    assert_eq!(
+        result.result,
+        "[Tool result removed to free up context. Call `fetch` again if you need it.]".into()
+    );
+    assert_eq!(
+        Value::Object(pruned.meta.clone()),
+        json!({"source": "web", "context_compaction": {"strategy": "tool_result_pruning", "original_tokens": 400}})
+    );
+}
+
+#[test]
+fn newest_steps_are_protected_even_when_the_target_is_missed() {
+    let messages = three_steps();
+    for (keep, changed) in [(1, vec![2, 4]), (2, vec![2]), (3, vec![])] {
+        let compactor = compactor(PruningSettings { min_keep_steps: keep, ..PruningSettings::default() });
+        let got = compactor.compact(&messages, 0, &CharCounter);
+        assert_eq!(
+            got.map(|c| c.report.changed_indices()).unwrap_or_default(),
+            changed,
+            "min_keep_steps {keep}"
+        );
+    }
+}
+
+#[test]
+fn parallel_results_of_one_step_are_protected_together() {
+    let (a, b, c) = (call("search", "a"), call("search", "b"), call("read", "c"));
+    let messages = vec![
+        Message::user("go"),
+        calling(std::slice::from_ref(&a)),
+        result(&a, 500),
+        calling(&[b.clone(), c.clone()]),
+        result(&b, 500),
+        result(&c, 500),
+    ];
+    let compaction =
+        ToolResultPruningCompactor::default().compact(&messages, 0, &CharCounter).expect("pruned");
+    assert_eq!(compaction.report.changed_indices(), vec![2]);
+    assert_eq!(&compaction.messages[3..], &messages[3..]);
+}
+
+#[test]
+fn steps_without_results_neither_count_nor_are_protected() {
+    let (a, b) = (call("search", "a"), call("search", "b"));
+    let messages = vec![
+        Message::user("go"),
+        calling(std::slice::from_ref(&a)),
+        result(&a, 500),
+        calling(std::slice::from_ref(&b)),
+        result(&b, 500),
+        Message::assistant("thinking aloud"),
+        Message::assistant("still thinking"),
+    ];
+    // The two text-only steps do not push the step with result 4 out of protection.
+    let compaction =
+        ToolResultPruningCompactor::default().compact(&messages, 0, &CharCounter).expect("pruned");
+    assert_eq!(compaction.report.changed_indices(), vec![2]);
+}
+
+#[test]
+fn small_results_are_left() {
+    let (a, b, c) = (call("search", "a"), call("search", "b"), call("search", "c"));
+    let messages = vec![
+        Message::user("go"),
+        calling(std::slice::from_ref(&a)),
+        result(&a, 200),
+        calling(std::slice::from_ref(&b)),
+        result(&b, 201),
+        calling(std::slice::from_ref(&c)),
+        result(&c, 500),
+    ];
+    // 200 tokens is not above `min_tokens`; 201 is.
+    let compaction =
+        ToolResultPruningCompactor::default().compact(&messages, 0, &CharCounter).expect("pruned");
+    assert_eq!(compaction.report.changed_indices(), vec![4]);
+    let none_big_enough = compactor(PruningSettings { min_tokens: 201, ..PruningSettings::default() });
+    assert_eq!(none_big_enough.compact(&messages, 0, &CharCounter), None);
+}
+
+#[test]
+fn compacted_results_are_left_whatever_their_marker_holds() {
+    let mut messages = three_steps();
+    messages[2].meta = meta(json!({"context_compaction": null}));
+    messages[4].meta = meta(json!({"context_compaction": {"strategy": "something_else"}}));
+    assert_eq!(ToolResultPruningCompactor::default().compact(&messages, 0, &CharCounter), None);
+}
+
+#[test]
+fn results_with_a_skip_key_are_left() {
+    let mut messages = three_steps();
+    // Presence counts, not the value.
+    messages[2].meta = meta(json!({"tool_result_offloaded": false}));
+    messages[4].meta = meta(json!({"keep_me": 1}));
+    let compaction =
+        ToolResultPruningCompactor::default().compact(&messages, 0, &CharCounter).expect("pruned");
+    assert_eq!(compaction.report.changed_indices(), vec![4]);
+    let custom =
+        compactor(PruningSettings { skip_meta_keys: vec!["keep_me".into()], ..PruningSettings::default() });
+    assert_eq!(custom.compact(&messages, 0, &CharCounter).expect("pruned").report.changed_indices(), vec![2]);
+}
+
+#[test]
+fn placeholder_fills_in_only_the_tool_name() {
+    let messages = three_steps();
+    let placeholder = r#"{"note": "pruned"} {tool_name}/{tool_name} {other} {}"#;
+    let compactor =
+        compactor(PruningSettings { placeholder: placeholder.into(), ..PruningSettings::default() });
+    let compaction = compactor.compact(&messages, total(&messages) - 1, &CharCounter).expect("pruned");
+    let text = &compaction.messages[2].tool_call_result().expect("result").result;
+    assert_eq!(*text, r#"{"note": "pruned"} search/search {other} {}"#.into());
+}
+
+#[test]
+fn a_placeholder_that_saves_nothing_is_not_used() {
+    let messages = three_steps();
+    let long = compactor(PruningSettings {
+        placeholder: "p".repeat(500),
+        min_tokens: 0,
+        ..PruningSettings::default()
+    });
+    assert_eq!(long.compact(&messages, 0, &CharCounter), None);
+    let one_shorter =
+        compactor(PruningSettings { placeholder: "p".repeat(499), ..PruningSettings::default() });
+    let compaction = one_shorter.compact(&messages, 0, &CharCounter).expect("pruned");
+    assert_eq!(compaction.report.results[0].tokens_freed, 1);
+}
+
+#[test]
+fn the_input_is_not_changed() {
+    let messages = three_steps();
+    let before = messages.clone();
+    let compaction = ToolResultPruningCompactor::default().compact(&messages, 0, &CharCounter);
+    assert!(compaction.is_some());
+    assert_eq!(messages, before);
+}
+
+#[test]
+fn a_message_with_several_results_is_replaced_through_its_first() {
+    let (a, b, c) = (call("search", "a"), call("read", "b"), call("search", "c"));
+    let mut batch = result(&a, 300);
+    batch.parts.extend(result(&b, 300).parts);
+    batch.parts.push(compaction_model::Part::Text(compaction_model::TextPart::new("note")));
+    let batch = batch.with_name("runner").with_meta(meta(json!({"batch": true})));
+    let messages = vec![
+        Message::user("go"),
+        calling(&[a.clone(), b.clone()]),
+        batch,
+        calling(std::slice::from_ref(&c)),
+        result(&c, 500),
+    ];
+    let compaction =
+        ToolResultPruningCompactor::default().compact(&messages, 0, &CharCounter).expect("pruned");
+    let pruned = &compaction.messages[2];
+    assert_eq!(pruned.name, None);
+    assert_eq!(pruned.parts.len(), 1);
+    assert_eq!(pruned.tool_call_result().expect("result").origin, a);
+    // The whole message's count, not the first result's.
+    assert_eq!(pruned.meta["context_compaction"]["original_tokens"], json!(604));
+    assert_eq!(pruned.meta["batch"], json!(true));
+}
+
+#[test]
+fn results_after_no_assistant_message_are_never_protected() {
+    let a = call("search", "a");
+    let messages = vec![Message::user("go"), result(&a, 500)];
+    let compaction =
+        ToolResultPruningCompactor::default().compact(&messages, 0, &CharCounter).expect("pruned");
+    assert_eq!(compaction.report.changed_indices(), vec![1]);
+}
+
+#[test]
+fn tool_results_of_any_role_extend_a_step() {
+    let (a, b) = (call("search", "a"), call("search", "b"));
+    let mut user_result = result(&b, 500);
+    user_result.role = Role::User;
+    let messages = vec![calling(std::slice::from_ref(&a)), result(&a, 500), user_result];
+    // Both results belong to the one step, so both are protected.
+    assert_eq!(agent_step_spans(&messages, 0), vec![(0, 3)]);
+    assert_eq!(ToolResultPruningCompactor::default().compact(&messages, 0, &CharCounter), None);
+}
+
+#[test]
+fn step_spans_and_last_assistant() {
+    let (a, b) = (call("search", "a"), call("search", "b"));
+    let messages = vec![
+        Message::system("be brief"),
+        Message::user("go"),
+        calling(&[a.clone(), b.clone()]),
+        result(&a, 5),
+        result(&b, 5),
+        Message::assistant("text only"),
+        Message::user("more"),
+        result(&a, 5),
+    ];
+    assert_eq!(agent_step_spans(&messages, 0), vec![(2, 5), (5, 6)]);
+    assert_eq!(agent_step_spans(&messages, 3), vec![(5, 6)]);
+    assert_eq!(agent_step_spans(&messages, 8), vec![]);
+    assert_eq!(last_assistant_index(&messages), Some(5));
+    assert_eq!(last_assistant_index(&messages[..2]), None);
+}
+
+/// Counts `CharCounter`'s way, recording how it was asked.
+#[derive(Debug, Default)]
+struct Spy {
+    count_each_calls: AtomicUsize,
+    widest_count: AtomicUsize,
+}
+
+impl TokenCounter for Spy {
+    fn count(&self, messages: &[Message], tools: &[ToolSpec]) -> usize {
+        self.widest_count.fetch_max(messages.len(), Ordering::Relaxed);
+        CharCounter.count(messages, tools)
+    }
+
+    fn count_each(&self, messages: &[Message]) -> Counts {
+        self.count_each_calls.fetch_add(1, Ordering::Relaxed);
+        Counts {
+            total: CharCounter.count(messages, &[]),
+            each: messages.iter().map(crate::message_chars).collect(),
+        }
+    }
+
+    fn describe(&self) -> String {
+        "spy".into()
+    }
+}
+
+#[test]
+fn the_conversation_is_counted_once() {
+    let messages = three_steps();
+    let spy = Spy::default();
+    let compaction = ToolResultPruningCompactor::default().compact(&messages, 0, &spy).expect("pruned");
+    assert_eq!(spy.count_each_calls.load(Ordering::Relaxed), 1);
+    // Only single replacements are counted afterwards, never the whole conversation.
+    assert_eq!(spy.widest_count.load(Ordering::Relaxed), 1);
+    let placeholder_tokens = DEFAULT_PLACEHOLDER.replace("{tool_name}", "search").len();
+    assert_eq!(compaction.report.tokens_after, total(&messages) - 2 * (500 - placeholder_tokens));
+}
+
+#[test]
+fn the_walk_offers_unprotected_results_with_index_and_own_count() {
+    let messages = three_steps();
+    let mut offered = Vec::new();
+    let mut replace = |index: usize, message: &Message, own: usize| {
+        offered.push((index, own));
+        let origin = message.tool_call_result()?.origin.clone();
+        Some(Replacement {
+            message: Message::tool("gone", origin, false),
+            original_tokens: own,
+            replacement_tokens: 4,
+        })
+    };
+    let compaction =
+        replace_tool_results_until_target(&messages, 0, &CharCounter, 1, "test_strategy", &mut replace)
+            .expect("replaced");
+    assert_eq!(offered, vec![(2, 500), (4, 500)]);
+    assert_eq!(compaction.report.strategy, "test_strategy");
+    assert_eq!(compaction.report.tokens_freed(), 2 * 496);
+    assert_eq!(compaction.report.tokens_before - compaction.report.tokens_after, 2 * 496);
+}
+
+#[test]
+fn the_walk_returns_none_when_nothing_is_replaced() {
+    let messages = three_steps();
+    let mut never = |_: usize, _: &Message, _: usize| None;
+    assert_eq!(replace_tool_results_until_target(&messages, 0, &CharCounter, 1, "s", &mut never), None);
+    // A replacement that frees nothing is not kept either.
+    let mut same = |_: usize, message: &Message, own: usize| {
+        Some(Replacement { message: message.clone(), original_tokens: own, replacement_tokens: own })
+    };
+    assert_eq!(replace_tool_results_until_target(&messages, 0, &CharCounter, 1, "s", &mut same), None);
+}
