@@ -1,11 +1,13 @@
-//! Reading conversations: from a path or standard input, as a JSON array or JSON Lines.
+//! Reading conversations: from a path or standard input, in any format [`formats`] knows.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, Context, Result};
-use compaction_model::{Message, ToolSpec};
+use compaction_model::ToolSpec;
 use serde_json::Value;
+
+use crate::formats::{self, Conversation, Format};
 
 /// Where a conversation comes from.
 #[derive(Debug, Clone)]
@@ -49,7 +51,7 @@ impl Source {
     }
 }
 
-/// How the messages were laid out in the input, so output can follow it.
+/// How Haystack messages are laid out in a file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Layout {
     /// One JSON array.
@@ -58,64 +60,37 @@ pub enum Layout {
     Lines,
 }
 
-/// A conversation read from an input.
-#[derive(Debug)]
-pub struct Conversation {
-    /// The messages.
-    pub messages: Vec<Message>,
-    /// How they were laid out.
-    pub layout: Layout,
+/// The arguments every command that reads a conversation takes.
+#[derive(Debug, Clone, clap::Args)]
+pub struct InputArgs {
+    /// The conversation: a path, or `-` or nothing for standard input.
+    pub input: Option<PathBuf>,
+    /// The transcript format; detected from the content when absent.
+    #[arg(long, value_enum)]
+    pub format: Option<Format>,
+    /// Which conversation of a file holding several (tau-bench trajectories, OpenHands
+    /// evaluation output with one instance a line); 0, the first, when absent.
+    #[arg(long, value_name = "N")]
+    pub conversation: Option<usize>,
 }
 
-/// Reads a Haystack conversation: a JSON array of messages, or JSON Lines with one message a line.
-pub fn read_conversation(source: &Source) -> Result<Conversation> {
-    let bytes = source.read_bytes()?;
-    parse_conversation(&bytes, &source.name())
-}
-
-/// Parses a Haystack conversation from bytes; `name` names the source in errors.
-pub fn parse_conversation(bytes: &[u8], name: &str) -> Result<Conversation> {
-    let values = parse_json_values(bytes, name)?;
-    let (layout, values) = values;
-    let mut messages = Vec::with_capacity(values.len());
-    for (index, value) in values.into_iter().enumerate() {
-        let message = Message::from_value(value, index).map_err(|error| match layout {
-            Layout::Lines => anyhow!("{name}: line {}: {error}", index + 1),
-            Layout::Array => anyhow!("{name}: {error}"),
-        })?;
-        messages.push(message);
-    }
-    Ok(Conversation { messages, layout })
-}
-
-/// Splits input into JSON values: the elements of one array, or one value per non-blank line.
-pub fn parse_json_values(bytes: &[u8], name: &str) -> Result<(Layout, Vec<Value>)> {
-    let start = bytes.iter().position(|b| !b.is_ascii_whitespace());
-    let Some(start) = start else {
-        return Err(anyhow!("{name}: the input is empty; expected a JSON array of messages or JSON Lines"));
-    };
-    if bytes[start] == b'[' {
-        let value: Value = serde_json::from_slice(bytes).map_err(|error| json_error(name, &error))?;
-        match value {
-            Value::Array(items) => Ok((Layout::Array, items)),
-            _ => unreachable_array(name),
+impl InputArgs {
+    /// Reads the conversation the arguments name. Of a file holding several, when none was
+    /// chosen, a note on standard error says which one was read.
+    pub fn read(&self) -> Result<Conversation> {
+        let source = Source::from_arg(self.input.as_deref());
+        let bytes = source.read_bytes()?;
+        let conversation = formats::read(&bytes, &source.name(), self.format, self.conversation)?;
+        if conversation.conversations > 1 && self.conversation.is_none() {
+            eprintln!(
+                "note: {} holds {} conversations; read conversation {} (choose with --conversation N)",
+                source.name(),
+                conversation.conversations,
+                conversation.selected
+            );
         }
-    } else {
-        let mut values = Vec::new();
-        for (number, line) in bytes.split(|&b| b == b'\n').enumerate() {
-            if line.iter().all(u8::is_ascii_whitespace) {
-                continue;
-            }
-            let value: Value = serde_json::from_slice(line)
-                .map_err(|error| anyhow!("{name}: line {}: invalid JSON: {error}", number + 1))?;
-            values.push(value);
-        }
-        Ok((Layout::Lines, values))
+        Ok(conversation)
     }
-}
-
-fn unreachable_array(name: &str) -> Result<(Layout, Vec<Value>)> {
-    Err(anyhow!("{name}: expected a JSON array of messages"))
 }
 
 /// A JSON syntax error with its line and column.

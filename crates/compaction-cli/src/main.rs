@@ -6,6 +6,7 @@
 //! are written atomically, so a failed run never leaves half a file behind.
 
 mod commands;
+mod formats;
 mod input;
 mod output;
 

@@ -4,24 +4,22 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 
-use crate::input::{read_conversation, Source};
+use crate::formats::{self, Target};
+use crate::input::InputArgs;
 
-/// Target formats.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Target {
-    /// Haystack's current `ChatMessage.to_dict` shape.
-    Haystack,
-}
-
-/// Read a conversation and write it back in Haystack's current shape.
+/// Read a conversation in any known format and write it in Haystack, OpenAI or Anthropic form.
+///
+/// Without `--to` the output is in the input's format (Claude Code as Anthropic, SWE-agent and
+/// OpenHands as OpenAI), and the file comes back as it was.
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Example:\n  compaction convert old-session.json --to haystack -o session.json")]
+#[command(after_help = "Examples:\n  compaction convert old-session.json --to haystack -o session.json\n  \
+                  compaction convert ~/.claude/projects/p/session.jsonl --to openai")]
 pub struct Args {
-    /// The conversation: a path, or `-` or nothing for standard input.
-    pub input: Option<PathBuf>,
-    /// The format to write.
-    #[arg(long, value_enum, default_value = "haystack")]
-    pub to: Target,
+    #[command(flatten)]
+    pub input: InputArgs,
+    /// The format to write; the input's when absent.
+    #[arg(long, value_enum)]
+    pub to: Option<Target>,
     /// Where to write; standard output when absent. Written atomically.
     #[arg(short, long)]
     pub output: Option<PathBuf>,
@@ -29,7 +27,8 @@ pub struct Args {
 
 /// Runs the command.
 pub fn run(args: Args) -> Result<()> {
-    let conversation = read_conversation(&Source::from_arg(args.input.as_deref()))?;
-    let bytes = super::haystack_bytes(&conversation.messages, conversation.layout)?;
+    let conversation = args.input.read()?;
+    let target = args.to.unwrap_or_else(|| conversation.format.default_target());
+    let bytes = formats::write(&conversation, &conversation.messages, target)?;
     crate::output::write_output(args.output.as_deref(), &bytes)
 }

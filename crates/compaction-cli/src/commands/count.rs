@@ -4,18 +4,20 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 
-use crate::input::{read_conversation, read_tools, Source};
+use crate::input::{read_tools, InputArgs};
 
 /// Print a conversation's token count, a bare integer, on standard output.
 ///
-/// Example: `compaction count session.json --counter tiktoken:gpt-4o --tools tools.json`
+/// The tools counted are those of `--tools`, else those the file declares (OpenAI and Anthropic
+/// `tools`). Of a file holding several conversations, one is counted: `--conversation N`.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Example:\n  compaction count session.json --counter tiktoken:o200k_base --tools tools.json"
+    after_help = "Example:\n  compaction count session.json --counter tiktoken:o200k_base --tools tools.json\n  \
+                  compaction count gpt-4o-airline.json --conversation 3"
 )]
 pub struct Args {
-    /// The conversation: a path, or `-` or nothing for standard input.
-    pub input: Option<PathBuf>,
+    #[command(flatten)]
+    pub input: InputArgs,
     /// The counter: approximate, approximate:CHARS_PER_TOKEN, tiktoken, tiktoken:ENCODING_OR_MODEL
     /// or huggingface:PATH.
     #[arg(long, default_value = "approximate")]
@@ -28,11 +30,12 @@ pub struct Args {
 /// Runs the command.
 pub fn run(args: Args) -> Result<()> {
     let counter = super::counter(&args.counter)?;
-    let tools = match &args.tools {
-        Some(path) => read_tools(path)?,
-        None => Vec::new(),
+    let given = match &args.tools {
+        Some(path) => Some(read_tools(path)?),
+        None => None,
     };
-    let conversation = read_conversation(&Source::from_arg(args.input.as_deref()))?;
-    let count = counter.count(&conversation.messages, &tools);
+    let conversation = args.input.read()?;
+    let tools = given.as_ref().unwrap_or(&conversation.tools);
+    let count = counter.count(&conversation.messages, tools);
     crate::output::write_output(None, format!("{count}\n").as_bytes())
 }

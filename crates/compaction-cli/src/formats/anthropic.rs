@@ -1,0 +1,343 @@
+//! Anthropic Messages: `tool_use` and `tool_result` blocks, `thinking`, a top-level `system`.
+//!
+//! Haystack keeps one result per tool message, so a user message holding several `tool_result`
+//! blocks is read as several tool messages (then a user message for any other blocks), and those
+//! are written back as one user message.
+
+use anyhow::{anyhow, Result};
+use compaction_model::{
+    FilePart, ImagePart, JsonObject, Message, Part, ReasoningPart, ResultPart, Role, TextPart, ToolCall,
+    ToolCallResult, ToolResultContent,
+};
+use serde_json::{json, Map, Value};
+
+use super::overlay::Shape;
+use super::pairing::{unpaired, OpenCalls};
+use super::{json_type, Decoded, Locator};
+
+/// Key in a reasoning part's `extra` for a `thinking` block's signature.
+const SIGNATURE: &str = "signature";
+/// Key in a reasoning part's `extra` for a `redacted_thinking` block's data.
+const REDACTED: &str = "redacted_thinking";
+
+static INNER: Shape = Shape { known: &["type", "text", "source"], nested: &[], json_text: &[], aliases: &[] };
+static BLOCK: Shape = Shape {
+    known: &[
+        "type",
+        "text",
+        "source",
+        "id",
+        "name",
+        "input",
+        "tool_use_id",
+        "content",
+        "is_error",
+        "thinking",
+        "signature",
+        "data",
+    ],
+    nested: &[("content", &INNER)],
+    json_text: &[],
+    aliases: &[],
+};
+
+/// The keys of an Anthropic message; anything else on it is kept when it is written back.
+pub(crate) static SHAPE: Shape =
+    Shape { known: &["role", "content"], nested: &[("content", &BLOCK)], json_text: &[], aliases: &[] };
+
+/// Reads messages; the envelope's `system`, if any, becomes a system message of unit
+/// `values.len()`.
+pub(crate) fn read(values: &[Value], system: Option<&Value>, locator: &Locator) -> Result<Decoded> {
+    let mut decoded = Decoded::default();
+    if let Some(system) = system {
+        let parts =
+            system_parts(system).map_err(|error| anyhow!("{}: `system`: {error}", locator.whole()))?;
+        let message = Message { role: Role::System, parts, name: None, meta: JsonObject::new() };
+        decoded.extend(values.len(), vec![message]);
+    }
+    let mut calls = OpenCalls::default();
+    for (index, value) in values.iter().enumerate() {
+        let messages =
+            read_message(value, &mut calls).map_err(|error| anyhow!("{}: {error}", locator.at(index)))?;
+        decoded.extend(index, messages);
+    }
+    Ok(decoded)
+}
+
+fn system_parts(system: &Value) -> Result<Vec<Part>, String> {
+    match system {
+        Value::String(text) => Ok(vec![Part::Text(TextPart::new(text.clone()))]),
+        Value::Array(blocks) => blocks
+            .iter()
+            .enumerate()
+            .map(|(k, block)| match block.get("text").and_then(Value::as_str) {
+                Some(text) => Ok(Part::Text(TextPart::new(text))),
+                None => Err(format!("`system[{k}]` is not a text block")),
+            })
+            .collect(),
+        other => Err(format!("must be a string or text blocks, found {}", json_type(other))),
+    }
+}
+
+/// One Anthropic message as one or more Haystack messages (a tool message per `tool_result`).
+pub(crate) fn read_message(value: &Value, calls: &mut OpenCalls) -> Result<Vec<Message>, String> {
+    let Some(object) = value.as_object() else {
+        return Err(format!("expected a message object, found {}", json_type(value)));
+    };
+    let role = match object.get("role").and_then(Value::as_str) {
+        Some("user") => Role::User,
+        Some("assistant") => Role::Assistant,
+        Some("system") => Role::System,
+        Some(other) => return Err(format!("unknown role {other:?}; expected user or assistant")),
+        None => return Err("no `role` string".into()),
+    };
+    let new = |parts| Message { role, parts, name: None, meta: JsonObject::new() };
+    let blocks = match object.get("content") {
+        None | Some(Value::Null) => return Ok(vec![new(Vec::new())]),
+        Some(Value::String(text)) => return Ok(vec![new(vec![Part::Text(TextPart::new(text.clone()))])]),
+        Some(Value::Array(blocks)) => blocks,
+        Some(other) => {
+            return Err(format!(
+                "`content` must be a string or an array of blocks, found {}",
+                json_type(other)
+            ))
+        }
+    };
+    let mut out = Vec::new();
+    let mut pending = Vec::new();
+    for (k, block) in blocks.iter().enumerate() {
+        let at = |error: String| format!("`content[{k}]`: {error}");
+        if block.get("type").and_then(Value::as_str) == Some("tool_result") {
+            if !pending.is_empty() {
+                out.push(new(std::mem::take(&mut pending)));
+            }
+            out.push(tool_result(block, calls).map_err(at)?);
+            continue;
+        }
+        let part = part(block).map_err(at)?;
+        if let Part::ToolCall(call) = &part {
+            calls.push(call);
+        }
+        pending.push(part);
+    }
+    if !pending.is_empty() || out.is_empty() {
+        out.push(new(pending));
+    }
+    Ok(out)
+}
+
+fn string(value: &Value, key: &str) -> Result<String, String> {
+    match value.get(key) {
+        Some(Value::String(s)) => Ok(s.clone()),
+        Some(other) => Err(format!("`{key}` must be a string, found {}", json_type(other))),
+        None => Err(format!("`{key}` is missing")),
+    }
+}
+
+fn part(block: &Value) -> Result<Part, String> {
+    let kind = block.get("type").and_then(Value::as_str).ok_or("a block needs a `type`")?;
+    match kind {
+        "text" => Ok(Part::Text(TextPart::new(string(block, "text")?))),
+        "image" => {
+            let (mime, data) = base64_source(block)?;
+            Ok(Part::Image(ImagePart::new(data, mime)))
+        }
+        "document" => {
+            let (mime, data) = base64_source(block)?;
+            let title = block.get("title").and_then(Value::as_str).map(str::to_owned);
+            Ok(Part::File(FilePart::new(data, mime, title)))
+        }
+        "tool_use" | "server_tool_use" => {
+            let input = match block.get("input") {
+                None | Some(Value::Null) => JsonObject::new(),
+                Some(Value::Object(input)) => input.clone(),
+                Some(other) => return Err(format!("`input` must be an object, found {}", json_type(other))),
+            };
+            let mut call = ToolCall::new(string(block, "name")?, input);
+            call.id = Some(string(block, "id")?);
+            Ok(Part::ToolCall(call))
+        }
+        "thinking" => {
+            let mut extra = JsonObject::new();
+            if let Some(signature) = block.get(SIGNATURE) {
+                extra.insert(SIGNATURE.into(), signature.clone());
+            }
+            Ok(Part::Reasoning(ReasoningPart {
+                reasoning_text: string(block, "thinking")?,
+                extra,
+                unknown: JsonObject::new(),
+            }))
+        }
+        "redacted_thinking" => {
+            let mut extra = JsonObject::new();
+            extra.insert(REDACTED.into(), block.get("data").cloned().unwrap_or(Value::Null));
+            Ok(Part::Reasoning(ReasoningPart {
+                reasoning_text: String::new(),
+                extra,
+                unknown: JsonObject::new(),
+            }))
+        }
+        other => Err(format!("blocks of type {other:?} are not supported")),
+    }
+}
+
+fn base64_source(block: &Value) -> Result<(Option<String>, String), String> {
+    let source = block.get("source").ok_or("no `source`")?;
+    if source.get("type").and_then(Value::as_str) != Some("base64") {
+        return Err("only `base64` sources are supported".into());
+    }
+    let mime = source.get("media_type").and_then(Value::as_str).map(str::to_owned);
+    Ok((mime, string(source, "data")?))
+}
+
+fn tool_result(block: &Value, calls: &mut OpenCalls) -> Result<Message, String> {
+    let id = string(block, "tool_use_id")?;
+    let origin = calls.answer(Some(&id)).ok_or_else(|| unpaired(Some(&id)))?;
+    let error = match block.get("is_error") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(error)) => *error,
+        Some(other) => return Err(format!("`is_error` must be true or false, found {}", json_type(other))),
+    };
+    let result = match block.get("content") {
+        None | Some(Value::Null) => ToolResultContent::Text(String::new()),
+        Some(Value::String(text)) => ToolResultContent::Text(text.clone()),
+        Some(Value::Array(items)) => ToolResultContent::Parts(
+            items
+                .iter()
+                .enumerate()
+                .map(|(k, item)| match part(item) {
+                    Ok(Part::Text(text)) => Ok(ResultPart::Text(text)),
+                    Ok(Part::Image(image)) => Ok(ResultPart::Image(image)),
+                    Ok(Part::File(file)) => Ok(ResultPart::File(file)),
+                    Ok(_) => Err(format!("`content[{k}]` cannot be part of a tool result")),
+                    Err(error) => Err(format!("`content[{k}]`: {error}")),
+                })
+                .collect::<Result<_, _>>()?,
+        ),
+        Some(other) => {
+            return Err(format!("`content` must be a string or blocks, found {}", json_type(other)))
+        }
+    };
+    let mut message = Message::tool(result, origin, false);
+    if let Some(Part::ToolCallResult(result)) = message.parts.first_mut() {
+        result.error = error;
+    }
+    Ok(message)
+}
+
+// ---- writing ----
+
+/// The `system` value for system messages: a string for one text, else text blocks.
+pub(crate) fn encode_system(messages: &[&Message]) -> Value {
+    let texts: Vec<&str> = messages.iter().flat_map(|m| m.texts()).collect();
+    match texts.as_slice() {
+        [text] => Value::String((*text).to_owned()),
+        texts => Value::Array(texts.iter().map(|text| json!({"type": "text", "text": text})).collect()),
+    }
+}
+
+/// Messages (no system ones) as Anthropic messages: tool results, and a user message right after
+/// them, share one user message.
+pub(crate) fn encode(messages: &[&Message]) -> Vec<Value> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    while start < messages.len() {
+        let mut end = start + 1;
+        if messages[start].role != Role::Assistant {
+            while end < messages.len()
+                && messages[end - 1].role == Role::Tool
+                && messages[end].role != Role::Assistant
+            {
+                end += 1;
+            }
+        }
+        out.push(encode_group(&messages[start..end], true));
+        start = end;
+    }
+    out
+}
+
+/// One Anthropic message from a group of messages; `prefer_string` writes a lone text as a
+/// string.
+pub(crate) fn encode_group(group: &[&Message], prefer_string: bool) -> Value {
+    let role = match group.first().map(|m| m.role) {
+        Some(Role::Assistant) => "assistant",
+        _ => "user",
+    };
+    if let ([message], true) = (group, prefer_string) {
+        if let [Part::Text(text)] = message.parts.as_slice() {
+            return json!({"role": role, "content": text.text});
+        }
+    }
+    let blocks: Vec<Value> = group.iter().flat_map(|m| m.parts.iter()).filter_map(block_value).collect();
+    json!({"role": role, "content": blocks})
+}
+
+fn block_value(part: &Part) -> Option<Value> {
+    Some(match part {
+        Part::Text(text) => json!({"type": "text", "text": text.text}),
+        Part::Image(image) => image_value(image),
+        Part::File(file) => file_value(file),
+        Part::ToolCall(call) => {
+            let mut block = Map::new();
+            block.insert("type".into(), "tool_use".into());
+            block.insert("id".into(), call.id.clone().map_or(Value::Null, Value::String));
+            block.insert("name".into(), Value::String(call.tool_name.clone()));
+            block.insert("input".into(), Value::Object(call.arguments.clone()));
+            Value::Object(block)
+        }
+        Part::ToolCallResult(result) => result_value(result),
+        Part::Reasoning(reasoning) => match reasoning.extra.get(REDACTED) {
+            Some(data) => json!({"type": "redacted_thinking", "data": data}),
+            None => {
+                let mut block = Map::new();
+                block.insert("type".into(), "thinking".into());
+                block.insert("thinking".into(), Value::String(reasoning.reasoning_text.clone()));
+                if let Some(signature) = reasoning.extra.get(SIGNATURE) {
+                    block.insert(SIGNATURE.into(), signature.clone());
+                }
+                Value::Object(block)
+            }
+        },
+    })
+}
+
+fn image_value(image: &ImagePart) -> Value {
+    let mime = image.mime_type.as_deref().unwrap_or("image/png");
+    json!({"type": "image", "source": {"type": "base64", "media_type": mime, "data": image.base64_image}})
+}
+
+fn file_value(file: &FilePart) -> Value {
+    let mime = file.mime_type.as_deref().unwrap_or("application/pdf");
+    let mut block = Map::new();
+    block.insert("type".into(), "document".into());
+    block.insert("source".into(), json!({"type": "base64", "media_type": mime, "data": file.base64_data}));
+    if let Some(title) = &file.filename {
+        block.insert("title".into(), Value::String(title.clone()));
+    }
+    Value::Object(block)
+}
+
+fn result_value(result: &ToolCallResult) -> Value {
+    let content = match &result.result {
+        ToolResultContent::Text(text) => Value::String(text.clone()),
+        ToolResultContent::Parts(parts) => Value::Array(
+            parts
+                .iter()
+                .map(|part| match part {
+                    ResultPart::Text(text) => json!({"type": "text", "text": text.text}),
+                    ResultPart::Image(image) => image_value(image),
+                    ResultPart::File(file) => file_value(file),
+                })
+                .collect(),
+        ),
+    };
+    let mut block = Map::new();
+    block.insert("type".into(), "tool_result".into());
+    block.insert("tool_use_id".into(), result.origin.id.clone().map_or(Value::Null, Value::String));
+    block.insert("content".into(), content);
+    if result.error {
+        block.insert("is_error".into(), Value::Bool(true));
+    }
+    Value::Object(block)
+}

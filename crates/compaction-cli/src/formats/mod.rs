@@ -1,0 +1,789 @@
+//! Transcript formats: which one a file is in, reading it into messages, writing messages back.
+//!
+//! Six formats are read: Haystack `ChatMessage` JSON, OpenAI Chat Completions, Anthropic Messages,
+//! Claude Code session logs, SWE-agent trajectories and OpenHands event logs. Three are written:
+//! Haystack, OpenAI and Anthropic. A file is written back in its own format unless asked otherwise
+//! (Claude Code as Anthropic, SWE-agent and OpenHands as OpenAI).
+//!
+//! Writing a file back in its own format is lossless: an OpenAI or Anthropic message the command
+//! did not change is written as it was read (the same JSON value); a changed one is encoded
+//! afresh and laid over its original (see [`overlay`]), so fields the model does not know
+//! survive; the envelope (`model`, `tools`, tau-bench's `reward`, the other conversations of the
+//! file) is kept. Haystack messages are always written in `ChatMessage.to_dict`'s current shape,
+//! which gives back a file already in it and brings older shapes up to date.
+//!
+//! Files holding several conversations (tau-bench's array of trajectories, OpenHands' evaluation
+//! output with one instance a line, a JSON Lines file of SWE-agent trajectories) are read one
+//! conversation at a time: the first by default, another with `--conversation N` (0 is the first).
+//! Written back in their own format, the whole file comes out with only that conversation changed.
+//! Conversations are never concatenated: their tool-call ids and system prompts are their own.
+
+mod anthropic;
+mod claude_code;
+mod haystack;
+mod openai;
+mod openhands;
+mod overlay;
+mod pairing;
+#[cfg(test)]
+mod tests;
+
+use anyhow::{anyhow, bail, Result};
+use compaction_model::{Message, Role, ToolSpec};
+use serde_json::{Map, Value};
+
+use crate::input::Layout;
+
+/// A transcript format that can be read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// Haystack `ChatMessage.to_dict` JSON: an array, or JSON Lines.
+    Haystack,
+    /// OpenAI Chat Completions messages: an array, an object with `messages`, or tau-bench's
+    /// array of trajectories.
+    #[value(name = "openai")]
+    OpenAi,
+    /// Anthropic Messages: an object with `system` and `messages`, or an array of messages.
+    Anthropic,
+    /// A Claude Code session log (`.jsonl`, one event a line).
+    ClaudeCode,
+    /// A SWE-agent trajectory (`.traj`), read from its `history`.
+    SweAgent,
+    /// OpenHands event logs: one instance a line, each with a `history` of events.
+    #[value(name = "openhands")]
+    OpenHands,
+}
+
+/// A format that can be written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Target {
+    /// Haystack's current `ChatMessage.to_dict` shape.
+    Haystack,
+    /// OpenAI Chat Completions messages.
+    #[value(name = "openai")]
+    OpenAi,
+    /// Anthropic Messages: `{"system": ..., "messages": [...]}`.
+    Anthropic,
+}
+
+impl Format {
+    /// The format output takes when no `--to` is given.
+    pub fn default_target(self) -> Target {
+        match self {
+            Format::Haystack => Target::Haystack,
+            Format::OpenAi | Format::SweAgent | Format::OpenHands => Target::OpenAi,
+            Format::Anthropic | Format::ClaudeCode => Target::Anthropic,
+        }
+    }
+
+    fn native_target(self) -> Option<Target> {
+        match self {
+            Format::Haystack => Some(Target::Haystack),
+            Format::OpenAi => Some(Target::OpenAi),
+            Format::Anthropic => Some(Target::Anthropic),
+            _ => None,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Format::Haystack => "Haystack",
+            Format::OpenAi => "OpenAI",
+            Format::Anthropic => "Anthropic",
+            Format::ClaudeCode => "Claude Code",
+            Format::SweAgent => "SWE-agent",
+            Format::OpenHands => "OpenHands",
+        }
+    }
+
+    /// The key a conversation's messages sit under in an object of this format.
+    fn keys(self) -> &'static [&'static str] {
+        match self {
+            Format::Haystack | Format::ClaudeCode => &[],
+            Format::OpenAi => &["messages", "traj"],
+            Format::Anthropic => &["messages"],
+            Format::SweAgent | Format::OpenHands => &["history"],
+        }
+    }
+}
+
+/// One conversation read from a file, with what it takes to write it back.
+#[derive(Debug)]
+pub struct Conversation {
+    /// The format it was read in.
+    pub format: Format,
+    /// The messages.
+    pub messages: Vec<Message>,
+    /// The tools the file declares (OpenAI and Anthropic `tools`), empty when it declares none.
+    pub tools: Vec<ToolSpec>,
+    /// How many conversations the file holds.
+    pub conversations: usize,
+    /// Which of them this is (0 is the first).
+    pub selected: usize,
+    /// Whether the file held one message (or event) a line; Haystack output follows it.
+    pub layout: Layout,
+    native: Option<Native>,
+}
+
+/// What writing back in the input's own format needs.
+#[derive(Debug)]
+struct Native {
+    /// The file with this conversation's messages taken out.
+    top: Top,
+    place: Place,
+    /// The original JSON of each source message (a unit); Anthropic's `system` is the last.
+    originals: Vec<Value>,
+    /// For each message read, the unit it came from.
+    units: Vec<usize>,
+    /// The messages as read, to tell which ones a command changed.
+    read: Vec<Message>,
+}
+
+/// A parsed file: one JSON value, or JSON Lines.
+#[derive(Debug, Clone)]
+enum Top {
+    Value(Value),
+    Lines(Vec<Line>),
+}
+
+#[derive(Debug, Clone)]
+struct Line {
+    number: usize,
+    value: Value,
+}
+
+/// Where a conversation's messages sit in the file.
+#[derive(Debug, Clone)]
+enum Place {
+    /// The file is the messages: an array, or one message a line.
+    Root,
+    /// Under a key of the top-level object.
+    Key(String),
+    /// Under a key of one element (or line) of a file of conversations.
+    Item { index: usize, key: String },
+}
+
+/// Names a message's position in errors: `file: line 7`, `file: conversation 3: message 12`.
+#[derive(Debug)]
+pub(crate) struct Locator {
+    prefix: String,
+    noun: &'static str,
+    lines: Option<Vec<usize>>,
+}
+
+impl Locator {
+    /// Where message `index` is.
+    pub(crate) fn at(&self, index: usize) -> String {
+        match &self.lines {
+            Some(lines) => format!("{}line {}", self.prefix, lines.get(index).copied().unwrap_or(index + 1)),
+            None => format!("{}{} {index}", self.prefix, self.noun),
+        }
+    }
+
+    /// The conversation as a whole.
+    pub(crate) fn whole(&self) -> String {
+        self.prefix.trim_end_matches([':', ' ']).to_owned()
+    }
+}
+
+/// Messages decoded from a format, each with the source message it came from.
+#[derive(Debug, Default)]
+pub(crate) struct Decoded {
+    pub messages: Vec<Message>,
+    pub units: Vec<usize>,
+}
+
+impl Decoded {
+    /// Adds what source message `unit` decoded to.
+    pub(crate) fn extend(&mut self, unit: usize, messages: Vec<Message>) {
+        self.units.extend(std::iter::repeat_n(unit, messages.len()));
+        self.messages.extend(messages);
+    }
+}
+
+/// Reads conversation `selected` (the first when `None`) of a file, in `format` or the format
+/// detected from the content.
+pub fn read(
+    bytes: &[u8],
+    name: &str,
+    format: Option<Format>,
+    selected: Option<usize>,
+) -> Result<Conversation> {
+    let mut top = parse_top(bytes, name)?;
+    let format = match format {
+        Some(format) => format,
+        None => detect(&top).ok_or_else(|| anyhow!("{name}: {}", unrecognized(&top)))?,
+    };
+    let (place, conversations) = locate(&top, format, name)?;
+    let index = selected.unwrap_or(0);
+    if index >= conversations {
+        return Err(anyhow::Error::new(crate::UsageError(format!(
+            "{name}: --conversation {index} is out of range: the file holds {conversations} conversation{}",
+            if conversations == 1 { "" } else { "s" }
+        ))));
+    }
+    let place = match place {
+        Place::Item { key, .. } => Place::Item { index, key },
+        other => other,
+    };
+    let locator = locator(&top, &place, name, format, conversations);
+    let container = container(&top, &place);
+    let tools = match container {
+        Some(container) => read_tools(container, &locator)?,
+        None => Vec::new(),
+    };
+    let system = match (format, container) {
+        (Format::Anthropic, Some(container)) => container.get("system").cloned().filter(|s| !s.is_null()),
+        _ => None,
+    };
+    let layout = match (&top, &place) {
+        (Top::Lines(_), Place::Root) => Layout::Lines,
+        _ => Layout::Array,
+    };
+    let values = take_messages(&mut top, &place, &locator)?;
+    let decoded = match format {
+        Format::Haystack => haystack::read(&values, &locator)?,
+        Format::OpenAi | Format::SweAgent => openai::read(&values, &locator)?,
+        Format::Anthropic => anthropic::read(&values, system.as_ref(), &locator)?,
+        Format::ClaudeCode => claude_code::read(&values, &locator)?,
+        Format::OpenHands => openhands::read(&values, &locator)?,
+    };
+    let native = format.native_target().map(|_| {
+        let mut originals = values;
+        if let Some(system) = system {
+            originals.push(system);
+        }
+        Native { top, place, originals, units: decoded.units, read: decoded.messages.clone() }
+    });
+    Ok(Conversation {
+        format,
+        messages: decoded.messages,
+        tools,
+        conversations,
+        selected: index,
+        layout,
+        native,
+    })
+}
+
+/// Writes `messages` (the conversation's, or a command's changed version of them) in `target`.
+/// In the conversation's own format the rest of the file is kept as it was.
+pub fn write(conversation: &Conversation, messages: &[Message], target: Target) -> Result<Vec<u8>> {
+    match &conversation.native {
+        Some(native) if conversation.format.native_target() == Some(target) => {
+            Ok(write_native(native, target, messages))
+        }
+        _ => Ok(match target {
+            Target::Haystack => crate::commands::haystack_bytes(messages, conversation.layout)?,
+            Target::OpenAi => json_bytes(&Value::Array(openai::encode(messages))),
+            Target::Anthropic => {
+                let (system, rest): (Vec<&Message>, Vec<&Message>) =
+                    messages.iter().partition(|m| m.role == Role::System);
+                let mut object = Map::new();
+                if !system.is_empty() {
+                    object.insert("system".into(), anthropic::encode_system(&system));
+                }
+                object.insert("messages".into(), Value::Array(anthropic::encode(&rest)));
+                json_bytes(&Value::Object(object))
+            }
+        }),
+    }
+}
+
+fn json_bytes(value: &Value) -> Vec<u8> {
+    let mut out = serde_json::to_vec(value).unwrap_or_default();
+    out.push(b'\n');
+    out
+}
+
+// ---- parsing and detection ----
+
+fn parse_top(bytes: &[u8], name: &str) -> Result<Top> {
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    let Some(start) = bytes.iter().position(|b| !b.is_ascii_whitespace()) else {
+        bail!("{name}: the input is empty; expected a JSON conversation or JSON Lines");
+    };
+    let whole = |bytes: &[u8]| -> Result<Top> {
+        serde_json::from_slice(bytes)
+            .map(Top::Value)
+            .map_err(|error| anyhow!("{name}: invalid JSON: {error}"))
+    };
+    if bytes[start] == b'[' {
+        return whole(bytes);
+    }
+    let mut lines = bytes
+        .split(|&b| b == b'\n')
+        .enumerate()
+        .filter(|(_, line)| !line.iter().all(u8::is_ascii_whitespace))
+        .map(|(number, line)| (number + 1, line));
+    let Some((first_number, first)) = lines.next() else {
+        bail!("{name}: the input is empty; expected a JSON conversation or JSON Lines");
+    };
+    let second = lines.next();
+    match serde_json::from_slice::<Value>(first) {
+        Ok(value) => {
+            let Some(second) = second else {
+                return Ok(match value {
+                    // A single message is a JSON Lines file of one line.
+                    Value::Object(ref object)
+                        if object.contains_key("role") || object.contains_key("_role") =>
+                    {
+                        Top::Lines(vec![Line { number: first_number, value }])
+                    }
+                    value => Top::Value(value),
+                });
+            };
+            let mut out = vec![Line { number: first_number, value }];
+            for (number, line) in std::iter::once(second).chain(lines) {
+                let value = serde_json::from_slice(line)
+                    .map_err(|error| anyhow!("{name}: line {number}: invalid JSON: {error}"))?;
+                out.push(Line { number, value });
+            }
+            Ok(Top::Lines(out))
+        }
+        Err(error) => {
+            // A pretty-printed object spans lines; JSON Lines have a value on each.
+            let looks_like_lines = second.is_some_and(|(_, line)| line.first() == Some(&b'{'));
+            if bytes[start] == b'{' && !looks_like_lines {
+                whole(bytes)
+            } else {
+                Err(anyhow!("{name}: line {first_number}: invalid JSON: {error}"))
+            }
+        }
+    }
+}
+
+fn items(top: &Top) -> Option<Vec<&Value>> {
+    match top {
+        Top::Lines(lines) => Some(lines.iter().map(|line| &line.value).collect()),
+        Top::Value(Value::Array(items)) => Some(items.iter().collect()),
+        Top::Value(_) => None,
+    }
+}
+
+fn detect(top: &Top) -> Option<Format> {
+    if let Top::Value(Value::Object(object)) = top {
+        return detect_object(object);
+    }
+    let items = items(top)?;
+    let Some(first) = items.iter().find_map(|item| item.as_object()) else {
+        return Some(if matches!(top, Top::Lines(_)) || items.is_empty() {
+            Format::Haystack
+        } else {
+            Format::OpenAi
+        });
+    };
+    if first.contains_key("role") || first.contains_key("_role") {
+        return Some(detect_messages(items.iter().copied()));
+    }
+    if first.contains_key("source") && (first.contains_key("action") || first.contains_key("observation")) {
+        return Some(Format::OpenHands);
+    }
+    if first.get("type").is_some_and(Value::is_string) && !first.contains_key("messages") {
+        return Some(Format::ClaudeCode);
+    }
+    detect_object(first)
+}
+
+fn detect_object(object: &Map<String, Value>) -> Option<Format> {
+    if let Some(Value::Array(history)) = object.get("history") {
+        // SWE-agent's messages have a `role` (and an `action` too); OpenHands' events a `source`.
+        let mut events = history.iter().filter_map(Value::as_object);
+        let openhands = events.next().is_some_and(|e| !e.contains_key("role") && e.contains_key("source"));
+        return Some(if openhands { Format::OpenHands } else { Format::SweAgent });
+    }
+    if let Some(Value::Array(messages)) = object.get("messages") {
+        let anthropic_tools = object
+            .get("tools")
+            .and_then(Value::as_array)
+            .is_some_and(|tools| tools.iter().any(|t| t.get("input_schema").is_some()));
+        if object.contains_key("system") || anthropic_tools {
+            return Some(Format::Anthropic);
+        }
+        return Some(detect_messages(messages.iter()));
+    }
+    if let Some(Value::Array(messages)) = object.get("traj") {
+        return Some(detect_messages(messages.iter()));
+    }
+    None
+}
+
+/// Haystack, Anthropic or OpenAI, from the first message that tells them apart. Messages of
+/// nothing but a role and string content read the same in all three; OpenAI writes them back
+/// unchanged, so it is the default.
+fn detect_messages<'a>(messages: impl Iterator<Item = &'a Value>) -> Format {
+    for message in messages {
+        let Some(message) = message.as_object() else { continue };
+        if ["_role", "_content", "meta"].iter().any(|k| message.contains_key(*k)) {
+            return Format::Haystack;
+        }
+        if ["tool_calls", "tool_call_id", "function_call"].iter().any(|k| message.contains_key(*k))
+            || message.get("content").is_some_and(Value::is_null)
+            || matches!(message.get("role").and_then(Value::as_str), Some("developer" | "tool"))
+        {
+            return Format::OpenAi;
+        }
+        let Some(Value::Array(parts)) = message.get("content") else { continue };
+        for part in parts.iter().filter_map(Value::as_object) {
+            match part.get("type").and_then(Value::as_str) {
+                None => return Format::Haystack,
+                Some("tool_use" | "tool_result" | "thinking" | "redacted_thinking" | "document") => {
+                    return Format::Anthropic
+                }
+                Some("image") if part.contains_key("source") => return Format::Anthropic,
+                Some("image_url" | "input_audio" | "refusal" | "file") => return Format::OpenAi,
+                _ => {}
+            }
+        }
+    }
+    Format::OpenAi
+}
+
+fn unrecognized(top: &Top) -> String {
+    match top {
+        Top::Value(Value::Object(object)) => {
+            let keys: Vec<&str> = object.keys().map(String::as_str).take(12).collect();
+            format!(
+                "not a transcript format this program knows: an object with keys {}; expected messages \
+                 (OpenAI, Anthropic), `history` (SWE-agent, OpenHands) or an array of messages",
+                keys.join(", ")
+            )
+        }
+        Top::Value(other) => format!("expected a JSON array or object, found {}", json_type(other)),
+        Top::Lines(_) => "not a transcript format this program knows".into(),
+    }
+}
+
+/// Where the messages of `format` sit in the file, and how many conversations it holds.
+fn locate(top: &Top, format: Format, name: &str) -> Result<(Place, usize)> {
+    let keys = format.keys();
+    let key_of = |value: &Value| keys.iter().find(|k| value.get(**k).is_some_and(Value::is_array)).copied();
+    if let Top::Value(Value::Object(object)) = top {
+        let value = Value::Object(object.clone());
+        return match key_of(&value) {
+            Some(key) => Ok((Place::Key(key.into()), 1)),
+            None => Err(anyhow!(
+                "{name}: a {} file needs {}, found an object with keys {}",
+                format.name(),
+                expected_keys(format),
+                object.keys().map(String::as_str).take(12).collect::<Vec<_>>().join(", ")
+            )),
+        };
+    }
+    let Some(items) = items(top) else {
+        bail!("{name}: expected a JSON array, an object or JSON Lines, found {}", json_type_of(top));
+    };
+    let conversation_key = items.first().and_then(|first| {
+        let is_message = first.get("role").is_some() || first.get("source").is_some();
+        if is_message {
+            None
+        } else {
+            key_of(first)
+        }
+    });
+    match conversation_key {
+        Some(key) => Ok((Place::Item { index: 0, key: key.into() }, items.len())),
+        None if matches!(format, Format::SweAgent) => {
+            bail!("{name}: a SWE-agent trajectory is an object with `history`")
+        }
+        None => Ok((Place::Root, 1)),
+    }
+}
+
+fn expected_keys(format: Format) -> String {
+    let keys = format.keys();
+    if keys.is_empty() {
+        return "an array of messages or JSON Lines".into();
+    }
+    keys.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(" or ")
+}
+
+fn locator(top: &Top, place: &Place, name: &str, format: Format, conversations: usize) -> Locator {
+    let noun = match format {
+        Format::ClaudeCode | Format::OpenHands => "event",
+        _ => "message",
+    };
+    match (top, place) {
+        (Top::Lines(lines), Place::Root) => Locator {
+            prefix: format!("{name}: "),
+            noun,
+            lines: Some(lines.iter().map(|line| line.number).collect()),
+        },
+        (Top::Lines(lines), Place::Item { index, key }) => {
+            let number = lines.get(*index).map_or(index + 1, |line| line.number);
+            Locator { prefix: format!("{name}: line {number}: {key}: "), noun, lines: None }
+        }
+        (_, Place::Item { index, .. }) if conversations > 1 => {
+            Locator { prefix: format!("{name}: conversation {index}: "), noun, lines: None }
+        }
+        _ => Locator { prefix: format!("{name}: "), noun, lines: None },
+    }
+}
+
+/// The object holding the conversation's messages, if they are not the whole file.
+fn container<'a>(top: &'a Top, place: &Place) -> Option<&'a Map<String, Value>> {
+    match (top, place) {
+        (Top::Value(Value::Object(object)), Place::Key(_)) => Some(object),
+        (Top::Value(Value::Array(items)), Place::Item { index, .. }) => items.get(*index)?.as_object(),
+        (Top::Lines(lines), Place::Item { index, .. }) => lines.get(*index)?.value.as_object(),
+        _ => None,
+    }
+}
+
+fn take_messages(top: &mut Top, place: &Place, locator: &Locator) -> Result<Vec<Value>> {
+    let slot: &mut Value = match (top, place) {
+        (Top::Lines(lines), Place::Root) => {
+            return Ok(std::mem::take(lines).into_iter().map(|line| line.value).collect())
+        }
+        (Top::Value(value), Place::Root) => value,
+        (Top::Value(Value::Object(object)), Place::Key(key)) => {
+            object.get_mut(key).ok_or_else(|| anyhow!("{}: no `{key}`", locator.whole()))?
+        }
+        (Top::Value(Value::Array(items)), Place::Item { index, key }) => items
+            .get_mut(*index)
+            .and_then(|item| item.get_mut(key.as_str()))
+            .ok_or_else(|| anyhow!("{}: no `{key}`", locator.whole()))?,
+        (Top::Lines(lines), Place::Item { index, key }) => lines
+            .get_mut(*index)
+            .and_then(|line| line.value.get_mut(key.as_str()))
+            .ok_or_else(|| anyhow!("{}: no `{key}`", locator.whole()))?,
+        _ => bail!("{}: the messages are not where this format keeps them", locator.whole()),
+    };
+    match std::mem::take(slot) {
+        Value::Array(values) => Ok(values),
+        other => {
+            let found = json_type(&other);
+            *slot = other;
+            bail!("{}: expected an array of messages, found {found}", locator.whole())
+        }
+    }
+}
+
+fn read_tools(container: &Map<String, Value>, locator: &Locator) -> Result<Vec<ToolSpec>> {
+    let Some(Value::Array(tools)) = container.get("tools") else {
+        return Ok(Vec::new());
+    };
+    tools
+        .iter()
+        .enumerate()
+        .map(|(index, tool)| {
+            // OpenAI nests the spec under `function`; Anthropic calls the schema `input_schema`.
+            let spec = tool.get("function").unwrap_or(tool);
+            let name = spec.get("name").and_then(Value::as_str);
+            let Some(name) = name else {
+                bail!("{}: tools[{index}]: no `name`", locator.whole());
+            };
+            let description = spec.get("description").and_then(Value::as_str).unwrap_or_default();
+            let parameters = spec
+                .get("parameters")
+                .or_else(|| spec.get("input_schema"))
+                .cloned()
+                .unwrap_or_else(|| Value::Object(Map::new()));
+            Ok(ToolSpec::new(name, description, parameters))
+        })
+        .collect()
+}
+
+pub(crate) fn json_type(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn json_type_of(top: &Top) -> &'static str {
+    match top {
+        Top::Value(value) => json_type(value),
+        Top::Lines(_) => "JSON Lines",
+    }
+}
+
+// ---- writing back in the input's format ----
+
+/// Messages of the output that came from one source message, or a run that came from none.
+struct Group<'a> {
+    unit: Option<usize>,
+    messages: &'a [Message],
+}
+
+/// How far ahead to look for a message a command left in place when it changed the count.
+const ALIGN_WINDOW: usize = 64;
+
+/// Splits the output into groups by the source message each came from: by position when the
+/// count is unchanged, else by finding each message among those read.
+fn groups<'a>(read: &[Message], units: &[usize], messages: &'a [Message]) -> Vec<Group<'a>> {
+    let aligned: Vec<Option<usize>> = if messages.len() == read.len() {
+        units.iter().copied().map(Some).collect()
+    } else {
+        let mut cursor = 0;
+        messages
+            .iter()
+            .map(|message| {
+                let end = read.len().min(cursor + ALIGN_WINDOW);
+                let found = (cursor..end).find(|&k| &read[k] == message)?;
+                cursor = found + 1;
+                Some(units[found])
+            })
+            .collect()
+    };
+    let mut out: Vec<Group<'a>> = Vec::new();
+    let mut start = 0;
+    for end in 1..=messages.len() {
+        if end == messages.len() || aligned[end] != aligned[start] {
+            out.push(Group { unit: aligned[start], messages: &messages[start..end] });
+            start = end;
+        }
+    }
+    out
+}
+
+impl Native {
+    /// Whether `group` is exactly what `unit` was read as.
+    fn unchanged(&self, unit: usize, group: &[Message]) -> bool {
+        let Some(first) = self.units.iter().position(|&u| u == unit) else {
+            return false;
+        };
+        let read = &self.read[first..];
+        let len = read.iter().zip(&self.units[first..]).take_while(|(_, &u)| u == unit).count();
+        read[..len] == *group
+    }
+}
+
+fn write_native(native: &Native, target: Target, messages: &[Message]) -> Vec<u8> {
+    let mut system = None;
+    let mut out = Vec::new();
+    match target {
+        Target::Haystack | Target::OpenAi => {
+            for group in groups(&native.read, &native.units, messages) {
+                let fresh = match target {
+                    Target::Haystack => group.messages.iter().map(Message::to_value).collect(),
+                    _ => openai::encode(group.messages),
+                };
+                let shape = match target {
+                    Target::Haystack => &haystack::SHAPE,
+                    _ => &openai::SHAPE,
+                };
+                // Haystack output is always `ChatMessage.to_dict`'s shape, so older shapes are
+                // brought up to date; what it does not know of a message is still kept.
+                push_group(native, &group, fresh, shape, target != Target::Haystack, &mut out);
+            }
+        }
+        Target::Anthropic => {
+            let system_unit = native.originals.len().checked_sub(1).filter(|&u| native.units.contains(&u));
+            let (system_messages, rest): (Vec<Message>, Vec<Message>) =
+                messages.iter().cloned().partition(|m| m.role == Role::System);
+            if !system_messages.is_empty() {
+                system = Some(match system_unit {
+                    Some(unit) if native.unchanged(unit, &system_messages) => native.originals[unit].clone(),
+                    _ => anthropic::encode_system(&system_messages.iter().collect::<Vec<_>>()),
+                });
+            }
+            let (read, units): (Vec<Message>, Vec<usize>) = native
+                .read
+                .iter()
+                .cloned()
+                .zip(native.units.iter().copied())
+                .filter(|(_, unit)| Some(*unit) != system_unit)
+                .unzip();
+            for group in groups(&read, &units, &rest) {
+                let refs: Vec<&Message> = group.messages.iter().collect();
+                let prefer_string = group
+                    .unit
+                    .and_then(|u| native.originals.get(u))
+                    .is_none_or(|original| original.get("content").is_some_and(Value::is_string));
+                let fresh = match group.unit {
+                    Some(_) => vec![anthropic::encode_group(&refs, prefer_string)],
+                    None => anthropic::encode(&refs),
+                };
+                push_group(native, &group, fresh, &anthropic::SHAPE, true, &mut out);
+            }
+        }
+    }
+    let system = match target {
+        Target::Anthropic => match system {
+            Some(system) => SystemEdit::Set(system),
+            None => SystemEdit::Remove,
+        },
+        _ => SystemEdit::Keep,
+    };
+    let mut top = native.top.clone();
+    let messages = Value::Array(out);
+    match (&mut top, &native.place) {
+        (Top::Lines(_), Place::Root) => {
+            return lines_bytes(messages.as_array().into_iter().flatten());
+        }
+        (Top::Lines(lines), Place::Item { index, key }) => {
+            if let Some(Value::Object(item)) = lines.get_mut(*index).map(|line| &mut line.value) {
+                place_messages(item, key, messages, system);
+            }
+        }
+        (Top::Value(value), Place::Root) => *value = messages,
+        (Top::Value(Value::Object(object)), Place::Key(key)) => place_messages(object, key, messages, system),
+        (Top::Value(Value::Array(items)), Place::Item { index, key }) => {
+            if let Some(Value::Object(item)) = items.get_mut(*index) {
+                place_messages(item, key, messages, system);
+            }
+        }
+        _ => {}
+    }
+    match &top {
+        Top::Lines(lines) => lines_bytes(lines.iter().map(|line| &line.value)),
+        Top::Value(value) => json_bytes(value),
+    }
+}
+
+/// What to do with an Anthropic envelope's `system` when writing back.
+enum SystemEdit {
+    Keep,
+    Set(Value),
+    Remove,
+}
+
+fn place_messages(container: &mut Map<String, Value>, key: &str, messages: Value, system: SystemEdit) {
+    container.insert(key.to_owned(), messages);
+    match system {
+        SystemEdit::Keep => {}
+        SystemEdit::Set(system) => {
+            container.insert("system".to_owned(), system);
+        }
+        SystemEdit::Remove => {
+            container.shift_remove("system");
+        }
+    }
+}
+
+fn lines_bytes<'a>(values: impl Iterator<Item = &'a Value>) -> Vec<u8> {
+    let mut out = Vec::new();
+    for value in values {
+        if serde_json::to_writer(&mut out, value).is_ok() {
+            out.push(b'\n');
+        }
+    }
+    out
+}
+
+/// Adds a group's encoding to `out`: the original when unchanged, else the fresh encoding laid
+/// over the original when there is one to lay it over.
+fn push_group(
+    native: &Native,
+    group: &Group<'_>,
+    fresh: Vec<Value>,
+    shape: &overlay::Shape,
+    verbatim: bool,
+    out: &mut Vec<Value>,
+) {
+    match group.unit {
+        Some(unit) if verbatim && native.unchanged(unit, group.messages) => {
+            out.push(native.originals[unit].clone())
+        }
+        Some(unit) if fresh.len() == 1 => {
+            let fresh = fresh.into_iter().next().unwrap_or(Value::Null);
+            out.push(overlay::overlay(&native.originals[unit], fresh, shape));
+        }
+        _ => out.extend(fresh),
+    }
+}

@@ -1,0 +1,372 @@
+//! OpenAI Chat Completions messages, and SWE-agent's `history`, which is written in them.
+
+use anyhow::{anyhow, Result};
+use compaction_model::{
+    FilePart, ImagePart, JsonObject, Message, Part, ResultPart, Role, TextPart, ToolCall, ToolResultContent,
+};
+use serde_json::{json, Map, Value};
+
+use super::overlay::Shape;
+use super::pairing::{unpaired, OpenCalls};
+use super::{json_type, Decoded, Locator};
+
+/// Key in a tool call's `extra` holding `function.arguments` when it is not a JSON object, so it
+/// is written back as it was.
+pub(crate) const RAW_ARGUMENTS: &str = "raw_arguments";
+
+static FUNCTION: Shape =
+    Shape { known: &["name", "arguments"], nested: &[], json_text: &["arguments"], aliases: &[] };
+static CALL: Shape = Shape {
+    known: &["id", "type", "function"],
+    nested: &[("function", &FUNCTION)],
+    json_text: &[],
+    aliases: &[],
+};
+static PART: Shape = Shape {
+    known: &["type", "text", "image_url", "file", "refusal"],
+    nested: &[],
+    json_text: &[],
+    aliases: &[],
+};
+
+/// The keys of an OpenAI message; anything else on it is kept when it is written back.
+pub(crate) static SHAPE: Shape = Shape {
+    known: &["role", "content", "tool_calls", "tool_call_id", "name"],
+    nested: &[("content", &PART), ("tool_calls", &CALL)],
+    json_text: &[],
+    aliases: &[("role", "developer", "system")],
+};
+
+pub(crate) fn read(values: &[Value], locator: &Locator) -> Result<Decoded> {
+    let mut calls = OpenCalls::default();
+    let mut decoded = Decoded::default();
+    for (index, value) in values.iter().enumerate() {
+        let message =
+            read_message(value, &mut calls).map_err(|error| anyhow!("{}: {error}", locator.at(index)))?;
+        decoded.extend(index, vec![message]);
+    }
+    Ok(decoded)
+}
+
+fn read_message(value: &Value, calls: &mut OpenCalls) -> Result<Message, String> {
+    let Some(object) = value.as_object() else {
+        return Err(format!("expected a message object, found {}", json_type(value)));
+    };
+    let role = match object.get("role") {
+        Some(Value::String(role)) => role.as_str(),
+        Some(other) => return Err(format!("`role` must be a string, found {}", json_type(other))),
+        None => return Err(format!("no `role` field (keys present: {})", keys(object))),
+    };
+    let name = match object.get("name") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(name)) => Some(name.clone()),
+        Some(other) => return Err(format!("`name` must be a string, found {}", json_type(other))),
+    };
+    let content = object.get("content");
+    let (role, parts) = match role {
+        "system" | "developer" => (Role::System, content_parts(content)?),
+        "user" => (Role::User, content_parts(content)?),
+        "assistant" => {
+            let mut parts = content_parts(content)?;
+            match object.get("tool_calls") {
+                None | Some(Value::Null) => {}
+                Some(Value::Array(items)) => {
+                    for (k, item) in items.iter().enumerate() {
+                        let call = tool_call(item).map_err(|error| format!("`tool_calls[{k}]`: {error}"))?;
+                        calls.push(&call);
+                        parts.push(Part::ToolCall(call));
+                    }
+                }
+                Some(other) => {
+                    return Err(format!("`tool_calls` must be an array, found {}", json_type(other)))
+                }
+            }
+            (Role::Assistant, parts)
+        }
+        "tool" => {
+            let id = tool_call_id(object)?;
+            let origin = calls.answer(id.as_deref()).ok_or_else(|| unpaired(id.as_deref()))?;
+            let result = result_content(content)?;
+            let mut message = Message::tool(result, origin, false);
+            message.name = name;
+            return Ok(message);
+        }
+        other => {
+            return Err(format!(
+                "unknown role {other:?}; expected system, developer, user, assistant or tool"
+            ))
+        }
+    };
+    Ok(Message { role, parts, name, meta: JsonObject::new() })
+}
+
+/// `tool_call_id`, or SWE-agent's one-element `tool_call_ids`.
+fn tool_call_id(object: &Map<String, Value>) -> Result<Option<String>, String> {
+    match object.get("tool_call_id") {
+        Some(Value::String(id)) => return Ok(Some(id.clone())),
+        None | Some(Value::Null) => {}
+        Some(other) => return Err(format!("`tool_call_id` must be a string, found {}", json_type(other))),
+    }
+    match object.get("tool_call_ids") {
+        Some(Value::Array(ids)) => Ok(ids.first().and_then(Value::as_str).map(str::to_owned)),
+        _ => Ok(None),
+    }
+}
+
+/// A tool call: `{"id", "type": "function", "function": {"name", "arguments": "<JSON text>"}}`.
+pub(crate) fn tool_call(value: &Value) -> Result<ToolCall, String> {
+    let Some(object) = value.as_object() else {
+        return Err(format!("expected an object, found {}", json_type(value)));
+    };
+    match object.get("type").and_then(Value::as_str) {
+        None | Some("function") => {}
+        Some(other) => return Err(format!("tool calls of type {other:?} are not supported")),
+    }
+    let id = match object.get("id") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(id)) => Some(id.clone()),
+        Some(other) => return Err(format!("`id` must be a string, found {}", json_type(other))),
+    };
+    let Some(function) = object.get("function").and_then(Value::as_object) else {
+        return Err("no `function` object".into());
+    };
+    let Some(name) = function.get("name").and_then(Value::as_str) else {
+        return Err("`function.name` is missing or not a string".into());
+    };
+    let mut call = ToolCall::new(name, JsonObject::new());
+    call.id = id;
+    match function.get("arguments") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(arguments)) => call.arguments = arguments.clone(),
+        Some(Value::String(text)) => match serde_json::from_str::<Value>(text) {
+            Ok(Value::Object(arguments)) => call.arguments = arguments,
+            // Not a JSON object (truncated by the model, or nested past the parser's limit):
+            // kept as it was, to be written back unchanged.
+            _ => {
+                let mut extra = JsonObject::new();
+                extra.insert(RAW_ARGUMENTS.into(), Value::String(text.clone()));
+                call.extra = Some(extra);
+            }
+        },
+        Some(other) => {
+            return Err(format!("`function.arguments` must be a JSON string, found {}", json_type(other)))
+        }
+    }
+    Ok(call)
+}
+
+fn content_parts(content: Option<&Value>) -> Result<Vec<Part>, String> {
+    match content {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::String(text)) => Ok(vec![Part::Text(TextPart::new(text.clone()))]),
+        Some(Value::Array(items)) => items
+            .iter()
+            .enumerate()
+            .map(|(k, item)| content_part(item).map_err(|error| format!("`content[{k}]`: {error}")))
+            .collect(),
+        Some(other) => {
+            Err(format!("`content` must be a string, null or an array of parts, found {}", json_type(other)))
+        }
+    }
+}
+
+fn content_part(value: &Value) -> Result<Part, String> {
+    let kind = value.get("type").and_then(Value::as_str);
+    let string = |key: &str| value.get(key).and_then(Value::as_str).map(str::to_owned);
+    match kind {
+        Some("text") => {
+            Ok(Part::Text(TextPart::new(string("text").ok_or("`text` is missing or not a string")?)))
+        }
+        Some("refusal") => Ok(Part::Text(TextPart::new(string("refusal").unwrap_or_default()))),
+        Some("image_url") => image(value).map(Part::Image),
+        Some("file") => {
+            let file = value.get("file").ok_or("no `file` object")?;
+            let data = file
+                .get("file_data")
+                .and_then(Value::as_str)
+                .ok_or("only inline `file_data` files are supported")?;
+            let (mime, base64) = data_url(data).ok_or("`file_data` is not a base64 data URL")?;
+            let filename = file.get("filename").and_then(Value::as_str).map(str::to_owned);
+            Ok(Part::File(FilePart::new(base64, Some(mime), filename)))
+        }
+        Some(other) => Err(format!("content parts of type {other:?} are not supported")),
+        None => Err("a content part needs a `type`".into()),
+    }
+}
+
+fn image(value: &Value) -> Result<ImagePart, String> {
+    let image_url = value.get("image_url").ok_or("no `image_url` object")?;
+    let url = image_url.get("url").and_then(Value::as_str).ok_or("`image_url.url` is missing")?;
+    let (mime, base64) = data_url(url).ok_or("only base64 `data:` image URLs are supported")?;
+    let mut image = ImagePart::new(base64, Some(mime));
+    image.detail = image_url.get("detail").and_then(Value::as_str).map(str::to_owned);
+    Ok(image)
+}
+
+/// `data:image/png;base64,AAAA` → (`image/png`, `AAAA`).
+fn data_url(url: &str) -> Option<(String, String)> {
+    let rest = url.strip_prefix("data:")?;
+    let (header, data) = rest.split_once(',')?;
+    let mime = header.strip_suffix(";base64")?;
+    Some((mime.to_owned(), data.to_owned()))
+}
+
+fn result_content(content: Option<&Value>) -> Result<ToolResultContent, String> {
+    match content {
+        None | Some(Value::Null) => Ok(ToolResultContent::Text(String::new())),
+        Some(Value::String(text)) => Ok(ToolResultContent::Text(text.clone())),
+        Some(Value::Array(items)) => items
+            .iter()
+            .enumerate()
+            .map(|(k, item)| {
+                let part = content_part(item).map_err(|error| format!("`content[{k}]`: {error}"))?;
+                match part {
+                    Part::Text(text) => Ok(ResultPart::Text(text)),
+                    Part::Image(image) => Ok(ResultPart::Image(image)),
+                    Part::File(file) => Ok(ResultPart::File(file)),
+                    _ => Err(format!("`content[{k}]` cannot be part of a tool result")),
+                }
+            })
+            .collect::<Result<_, _>>()
+            .map(ToolResultContent::Parts),
+        Some(other) => {
+            Err(format!("`content` must be a string or an array of parts, found {}", json_type(other)))
+        }
+    }
+}
+
+fn keys(object: &Map<String, Value>) -> String {
+    if object.is_empty() {
+        return "none".into();
+    }
+    object.keys().map(String::as_str).collect::<Vec<_>>().join(", ")
+}
+
+// ---- writing ----
+
+/// Messages as OpenAI messages; a Haystack tool message with several results becomes several.
+pub(crate) fn encode(messages: &[Message]) -> Vec<Value> {
+    let mut out = Vec::with_capacity(messages.len());
+    for message in messages {
+        encode_message(message, &mut out);
+    }
+    out
+}
+
+fn encode_message(message: &Message, out: &mut Vec<Value>) {
+    let with_name = |mut object: Map<String, Value>| {
+        if let Some(name) = &message.name {
+            object.insert("name".into(), Value::String(name.clone()));
+        }
+        Value::Object(object)
+    };
+    match message.role {
+        Role::Tool if message.has_tool_call_result() => {
+            for result in message.tool_call_results() {
+                let mut object = Map::new();
+                object.insert("role".into(), "tool".into());
+                object.insert("content".into(), result_value(&result.result));
+                if let Some(id) = &result.origin.id {
+                    object.insert("tool_call_id".into(), Value::String(id.clone()));
+                }
+                out.push(with_name(object));
+            }
+        }
+        Role::Assistant => {
+            let mut object = Map::new();
+            object.insert("role".into(), "assistant".into());
+            let content = content_value(message);
+            object.insert("content".into(), if content == json!([]) { Value::Null } else { content });
+            let calls: Vec<Value> = message.tool_calls().map(call_value).collect();
+            if !calls.is_empty() {
+                object.insert("tool_calls".into(), Value::Array(calls));
+            }
+            out.push(with_name(object));
+        }
+        role => {
+            let mut object = Map::new();
+            object.insert("role".into(), role.as_str().into());
+            object.insert("content".into(), content_value(message));
+            out.push(with_name(object));
+        }
+    }
+}
+
+/// One text as a string; anything else as a list of parts. Reasoning has no place in Chat
+/// Completions and is left out.
+fn content_value(message: &Message) -> Value {
+    let parts: Vec<&Part> = message
+        .parts
+        .iter()
+        .filter(|p| matches!(p, Part::Text(_) | Part::Image(_) | Part::File(_)))
+        .collect();
+    if let [Part::Text(text)] = parts.as_slice() {
+        return Value::String(text.text.clone());
+    }
+    Value::Array(
+        parts
+            .into_iter()
+            .filter_map(|part| match part {
+                Part::Text(text) => Some(json!({"type": "text", "text": text.text})),
+                Part::Image(image) => Some(image_value(image)),
+                Part::File(file) => Some(file_value(file)),
+                _ => None,
+            })
+            .collect(),
+    )
+}
+
+fn image_value(image: &ImagePart) -> Value {
+    let mime = image.mime_type.as_deref().unwrap_or("image/png");
+    let mut url = Map::new();
+    url.insert("url".into(), Value::String(format!("data:{mime};base64,{}", image.base64_image)));
+    if let Some(detail) = &image.detail {
+        url.insert("detail".into(), Value::String(detail.clone()));
+    }
+    json!({"type": "image_url", "image_url": url})
+}
+
+fn file_value(file: &FilePart) -> Value {
+    let mime = file.mime_type.as_deref().unwrap_or("application/octet-stream");
+    let mut inner = Map::new();
+    inner.insert("file_data".into(), Value::String(format!("data:{mime};base64,{}", file.base64_data)));
+    if let Some(filename) = &file.filename {
+        inner.insert("filename".into(), Value::String(filename.clone()));
+    }
+    json!({"type": "file", "file": inner})
+}
+
+fn result_value(result: &ToolResultContent) -> Value {
+    match result {
+        ToolResultContent::Text(text) => Value::String(text.clone()),
+        ToolResultContent::Parts(parts) => Value::Array(
+            parts
+                .iter()
+                .map(|part| match part {
+                    ResultPart::Text(text) => json!({"type": "text", "text": text.text}),
+                    ResultPart::Image(image) => image_value(image),
+                    ResultPart::File(file) => file_value(file),
+                })
+                .collect(),
+        ),
+    }
+}
+
+/// Arguments as JSON text; arguments that were not a JSON object are written back as read.
+pub(crate) fn arguments_text(call: &ToolCall) -> String {
+    let raw = call.extra.as_ref().and_then(|extra| extra.get(RAW_ARGUMENTS)).and_then(Value::as_str);
+    match raw {
+        Some(raw) if call.arguments.is_empty() => raw.to_owned(),
+        _ => Value::Object(call.arguments.clone()).to_string(),
+    }
+}
+
+fn call_value(call: &ToolCall) -> Value {
+    let mut object = Map::new();
+    if let Some(id) = &call.id {
+        object.insert("id".into(), Value::String(id.clone()));
+    }
+    object.insert("type".into(), "function".into());
+    object.insert("function".into(), json!({"name": call.tool_name, "arguments": arguments_text(call)}));
+    Value::Object(object)
+}

@@ -1,0 +1,82 @@
+//! Writing changed conversations back: what a compactor changed changes, nothing else.
+
+use compaction_model::{Message, Part, ToolResultContent};
+use serde_json::{json, Value};
+
+use super::{read, write, Format, Target};
+
+const OPENAI: &str = include_str!("../../../../examples/transcripts/openai/weather.json");
+const ANTHROPIC: &str = include_str!("../../../../examples/transcripts/anthropic/search.json");
+
+fn prune(messages: &mut [Message], index: usize) {
+    for part in &mut messages[index].parts {
+        if let Part::ToolCallResult(result) = part {
+            result.result = ToolResultContent::Text("[pruned]".into());
+        }
+    }
+}
+
+fn written(input: &str, messages: &[Message], target: Target) -> Value {
+    let conversation = read(input.as_bytes(), "t", None, None).unwrap();
+    serde_json::from_slice(&write(&conversation, messages, target).unwrap()).unwrap()
+}
+
+#[test]
+fn a_pruned_openai_result_changes_only_its_content() {
+    let conversation = read(OPENAI.as_bytes(), "t", None, None).unwrap();
+    assert_eq!(conversation.format, Format::OpenAi);
+    let mut messages = conversation.messages.clone();
+    prune(&mut messages, 6);
+    let out = written(OPENAI, &messages, Target::OpenAi);
+    let mut expected: Value = serde_json::from_str(OPENAI).unwrap();
+    expected["messages"][6]["content"] = json!("[pruned]");
+    assert_eq!(out, expected);
+}
+
+#[test]
+fn a_changed_openai_call_keeps_raw_arguments_and_unknown_fields() {
+    let conversation = read(OPENAI.as_bytes(), "t", None, None).unwrap();
+    let mut messages = conversation.messages.clone();
+    messages[2].parts.insert(0, Part::Text(compaction_model::TextPart::new("Checking both.")));
+    messages[0].parts = vec![Part::Text(compaction_model::TextPart::new("Be brief."))];
+    let out = written(OPENAI, &messages, Target::OpenAi);
+    let mut expected: Value = serde_json::from_str(OPENAI).unwrap();
+    expected["messages"][0]["content"] = json!("Be brief.");
+    expected["messages"][2]["content"] = json!("Checking both.");
+    assert_eq!(out, expected);
+    assert_eq!(out["messages"][0]["role"], "developer");
+    assert_eq!(out["messages"][2]["tool_calls"][1]["function"]["arguments"], "{\"city\": \"Oslo\"");
+    assert_eq!(out["messages"][2]["refusal"], Value::Null);
+}
+
+#[test]
+fn a_pruned_anthropic_result_stays_in_its_user_message() {
+    let conversation = read(ANTHROPIC.as_bytes(), "t", None, None).unwrap();
+    let mut messages = conversation.messages.clone();
+    prune(&mut messages, 4);
+    let out = written(ANTHROPIC, &messages, Target::Anthropic);
+    let mut expected: Value = serde_json::from_str(ANTHROPIC).unwrap();
+    expected["messages"][2]["content"][1]["content"] = json!("[pruned]");
+    assert_eq!(out, expected);
+}
+
+#[test]
+fn a_dropped_message_leaves_the_others_as_they_were() {
+    let conversation = read(OPENAI.as_bytes(), "t", None, None).unwrap();
+    let mut messages = conversation.messages.clone();
+    messages.remove(1);
+    let out = written(OPENAI, &messages, Target::OpenAi);
+    let mut expected: Value = serde_json::from_str(OPENAI).unwrap();
+    expected["messages"].as_array_mut().unwrap().remove(1);
+    assert_eq!(out, expected);
+}
+
+#[test]
+fn a_changed_anthropic_system_is_written_to_the_envelope() {
+    let conversation = read(ANTHROPIC.as_bytes(), "t", None, None).unwrap();
+    let mut messages = conversation.messages.clone();
+    messages[0] = Message::system("New rules.");
+    let out = written(ANTHROPIC, &messages, Target::Anthropic);
+    assert_eq!(out["system"], "New rules.");
+    assert_eq!(out["messages"], serde_json::from_str::<Value>(ANTHROPIC).unwrap()["messages"]);
+}
