@@ -78,9 +78,18 @@ impl InputArgs {
     /// Reads the conversation the arguments name. Of a file holding several, when none was
     /// chosen, a note on standard error says which one was read.
     pub fn read(&self) -> Result<Conversation> {
+        Ok(self.read_timed()?.conversation)
+    }
+
+    /// Like [`InputArgs::read`], also keeping the input's bytes and how long reading and parsing
+    /// took, for commands that write the input back unchanged or report timings.
+    pub fn read_timed(&self) -> Result<ReadInput> {
         let source = Source::from_arg(self.input.as_deref());
+        let started = std::time::Instant::now();
         let bytes = source.read_bytes()?;
+        let read = started.elapsed();
         let conversation = formats::read(&bytes, &source.name(), self.format, self.conversation)?;
+        let parse = started.elapsed() - read;
         if conversation.conversations > 1 && self.conversation.is_none() {
             eprintln!(
                 "note: {} holds {} conversations; read conversation {} (choose with --conversation N)",
@@ -89,8 +98,21 @@ impl InputArgs {
                 conversation.selected
             );
         }
-        Ok(conversation)
+        Ok(ReadInput { conversation, bytes, read, parse })
     }
+}
+
+/// A conversation with the bytes it was read from.
+#[derive(Debug)]
+pub struct ReadInput {
+    /// The conversation.
+    pub conversation: Conversation,
+    /// The input, byte for byte.
+    pub bytes: Vec<u8>,
+    /// Time spent reading the bytes.
+    pub read: std::time::Duration,
+    /// Time spent parsing them.
+    pub parse: std::time::Duration,
 }
 
 /// A JSON syntax error with its line and column.

@@ -29,7 +29,25 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     };
     let mut file = tempfile::NamedTempFile::new_in(dir).with_context(|| format!("{name}: cannot create"))?;
     file.write_all(bytes).with_context(|| format!("{name}: cannot write"))?;
+    set_final_permissions(file.as_file(), path).with_context(|| format!("{name}: cannot write"))?;
     file.as_file().sync_all().with_context(|| format!("{name}: cannot write"))?;
     file.persist(path).map_err(|e| e.error).with_context(|| format!("{name}: cannot write"))?;
+    Ok(())
+}
+
+/// Gives the temporary file the permissions of the file it replaces, or 0644 for a new one (a
+/// temporary file starts private, 0600).
+#[cfg(unix)]
+fn set_final_permissions(file: &std::fs::File, path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let permissions = match std::fs::metadata(path) {
+        Ok(existing) => existing.permissions(),
+        Err(_) => std::fs::Permissions::from_mode(0o644),
+    };
+    file.set_permissions(permissions)
+}
+
+#[cfg(not(unix))]
+fn set_final_permissions(_file: &std::fs::File, _path: &Path) -> std::io::Result<()> {
     Ok(())
 }

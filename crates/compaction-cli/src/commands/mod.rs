@@ -2,6 +2,7 @@
 
 pub mod convert;
 pub mod count;
+pub mod prune;
 
 use anyhow::Result;
 use compaction_model::Message;

@@ -2,6 +2,7 @@
 
 mod errors;
 mod formats;
+mod prune;
 mod real_transcripts;
 mod roundtrip;
 

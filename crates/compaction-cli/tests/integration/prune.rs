@@ -1,0 +1,163 @@
+//! `compaction prune`: output, report, dry run, atomic writes, and pairing on real transcripts.
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+use crate::{repo, run, sample};
+
+fn scratch(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("compaction-prune-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Every tool result of a Haystack conversation has an earlier call with its id and name, and
+/// every call has its result.
+fn assert_paired(messages: &[Value], what: &str) {
+    let mut open: HashMap<String, usize> = HashMap::new();
+    for (index, message) in messages.iter().enumerate() {
+        for part in message["content"].as_array().unwrap() {
+            if let Some(call) = part.get("tool_call") {
+                *open.entry(format!("{}|{}", call["id"], call["tool_name"])).or_default() += 1;
+            }
+            if let Some(result) = part.get("tool_call_result") {
+                let key = format!("{}|{}", result["origin"]["id"], result["origin"]["tool_name"]);
+                let slot = open.get_mut(&key).filter(|n| **n > 0);
+                let Some(count) = slot else { panic!("{what}: result at {index} has no open call {key}") };
+                *count -= 1;
+            }
+        }
+    }
+    // Every call answered, except possibly in a final step still waiting for its results.
+    let unanswered: usize = open.values().sum();
+    assert!(unanswered <= 8, "{what}: {unanswered} calls without results");
+}
+
+#[test]
+fn prune_writes_a_smaller_conversation_and_a_report() {
+    let dir = scratch("report");
+    let out = dir.join("out.json");
+    let report = dir.join("report.json");
+    let input = sample("haystack/agent-run.json");
+    let before = run(&["count", &input], None).count();
+    let result = run(
+        &[
+            "prune",
+            &input,
+            "--target-tokens",
+            "10",
+            "--min-tokens",
+            "0",
+            "-o",
+            out.to_str().unwrap(),
+            "--report",
+            report.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert_eq!(result.code, 0, "{}", result.stderr);
+    assert!(result.stdout.is_empty(), "the conversation goes to -o, not stdout");
+    let after = run(&["count", out.to_str().unwrap()], None).count();
+    assert!(after < before, "{after} < {before}");
+    let report: Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    assert_eq!(report["changed"], true);
+    assert_eq!(report["tokens_before"], before);
+    for key in ["tokens_after", "target_tokens", "target_reached", "pruned", "results", "timings_ms"] {
+        assert!(report.get(key).is_some(), "report lacks {key}: {report}");
+    }
+    for key in ["read", "parse", "compact", "write"] {
+        assert!(report["timings_ms"][key].is_number(), "timings lack {key}");
+    }
+    assert!(!report["pruned"].as_array().unwrap().is_empty());
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(text.contains("Tool result removed to free up context"), "{text}");
+}
+
+#[test]
+fn nothing_to_prune_writes_the_input_unchanged() {
+    let input = sample("openai/weather.json");
+    let result = run(&["prune", &input, "--target-tokens", "1000000"], None);
+    assert_eq!(result.code, 0, "{}", result.stderr);
+    assert_eq!(result.stdout, std::fs::read(&input).unwrap());
+}
+
+#[test]
+fn dry_run_prints_the_plan_and_writes_nothing() {
+    let dir = scratch("dry");
+    let out = dir.join("out.json");
+    let input = sample("haystack/agent-run.json");
+    let result = run(
+        &[
+            "prune",
+            &input,
+            "--target-tokens",
+            "10",
+            "--min-tokens",
+            "0",
+            "--dry-run",
+            "-o",
+            out.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert_eq!(result.code, 0, "{}", result.stderr);
+    let report: Value = serde_json::from_slice(&result.stdout).unwrap();
+    assert_eq!(report["changed"], true);
+    assert!(!out.exists(), "a dry run writes no conversation");
+}
+
+#[test]
+fn a_failed_run_leaves_an_existing_output_as_it_was() {
+    let dir = scratch("atomic");
+    let out = dir.join("out.json");
+    std::fs::write(&out, b"precious").unwrap();
+    let bad = dir.join("bad.json");
+    std::fs::write(&bad, b"[{\"role\": \"user\", \"content\": \"x\"}, {\"role\": ").unwrap();
+    let result =
+        run(&["prune", bad.to_str().unwrap(), "--target-tokens", "1", "-o", out.to_str().unwrap()], None);
+    assert_eq!(result.code, 1);
+    assert!(result.stderr.contains("bad.json"), "{}", result.stderr);
+    assert_eq!(std::fs::read(&out).unwrap(), b"precious");
+    let leftovers: Vec<_> = std::fs::read_dir(&dir).unwrap().flatten().collect();
+    assert_eq!(leftovers.len(), 2, "no temporary file stays behind");
+}
+
+#[test]
+fn invalid_settings_are_usage_errors() {
+    let input = sample("haystack/read-file.json");
+    let result = run(&["prune", &input, "--target-tokens", "1", "--min-keep-steps", "0"], None);
+    assert_eq!(result.code, 2, "{}", result.stderr);
+    assert!(result.stdout.is_empty());
+    let result = run(&["prune", &input], None);
+    assert_eq!(result.code, 2, "--target-tokens is required");
+}
+
+#[test]
+fn every_real_transcript_prunes_with_calls_paired() {
+    let dir = repo().join("../shared/transcripts/raw");
+    if !dir.is_dir() {
+        eprintln!("skipped: no transcript corpus at {}", dir.display());
+        return;
+    }
+    let mut seen = 0;
+    for folder in std::fs::read_dir(&dir).unwrap() {
+        for entry in std::fs::read_dir(folder.unwrap().path()).unwrap() {
+            let path = entry.unwrap().path();
+            if path.file_name().is_some_and(|n| n == "LICENSE") {
+                continue;
+            }
+            let path = path.display().to_string();
+            let result = run(&["prune", &path, "--target-tokens", "2000", "--to", "haystack"], None);
+            assert_eq!(result.code, 0, "{path}: {}", result.stderr);
+            let messages = match result.json() {
+                Value::Array(messages) => messages,
+                other => panic!("{path}: expected an array, got {other}"),
+            };
+            assert_paired(&messages, &path);
+            seen += 1;
+        }
+    }
+    assert_eq!(seen, 7);
+}
