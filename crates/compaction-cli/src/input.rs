@@ -85,11 +85,13 @@ impl InputArgs {
     /// took, for commands that write the input back unchanged or report timings.
     pub fn read_timed(&self) -> Result<ReadInput> {
         let source = Source::from_arg(self.input.as_deref());
+        let spinner = crate::progress::spinner(&format!("reading {}", source.name()));
         let started = std::time::Instant::now();
         let bytes = source.read_bytes()?;
         let read = started.elapsed();
         let conversation = formats::read(&bytes, &source.name(), self.format, self.conversation)?;
         let parse = started.elapsed() - read;
+        spinner.finish_and_clear();
         if conversation.conversations > 1 && self.conversation.is_none() {
             eprintln!(
                 "note: {} holds {} conversations; read conversation {} (choose with --conversation N)",

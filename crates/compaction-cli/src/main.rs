@@ -9,6 +9,7 @@ mod commands;
 mod formats;
 mod input;
 mod output;
+mod progress;
 
 use std::process::ExitCode;
 
@@ -18,6 +19,9 @@ use clap::{Parser, Subcommand};
 #[derive(Debug, Parser)]
 #[command(name = "compaction", version, about, propagate_version = true)]
 struct Cli {
+    /// No progress bar on standard error.
+    #[arg(long, short, global = true)]
+    quiet: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -43,6 +47,7 @@ impl std::error::Error for UsageError {}
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    progress::set_quiet(cli.quiet);
     let result = match cli.command {
         Command::Count(args) => commands::count::run(args),
         Command::Convert(args) => commands::convert::run(args),

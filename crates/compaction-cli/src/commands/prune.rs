@@ -110,6 +110,7 @@ pub fn run(args: Args) -> Result<()> {
     let conversation = &input.conversation;
     let messages = &conversation.messages;
 
+    let spinner = crate::progress::spinner("pruning");
     let started = Instant::now();
     let (compaction, report) = if args.dry_run {
         (None, compactor.plan(messages, args.target_tokens, counter.as_ref()))
@@ -119,6 +120,7 @@ pub fn run(args: Args) -> Result<()> {
         (compaction, report)
     };
     let compact_time = started.elapsed();
+    spinner.finish_and_clear();
 
     let started = Instant::now();
     if !args.dry_run {
