@@ -76,3 +76,8 @@ pub use steps::{agent_step_spans, last_assistant_index, replace_tool_results_unt
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
+
+// The workspace README's library example runs too.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+struct WorkspaceReadmeDoctests;
