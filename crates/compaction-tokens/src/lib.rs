@@ -60,6 +60,7 @@ mod huggingface;
 mod parallel;
 mod pyjson;
 mod render;
+mod running;
 mod spec;
 #[cfg(feature = "tiktoken")]
 mod tiktoken;
@@ -73,6 +74,7 @@ pub use render::{
     char_len, render_message, rendered_conversation, rendered_message, rendered_message_chars, rendered_text,
     rendered_tools, rendered_tools_chars, NonText,
 };
+pub use running::RunningCount;
 pub use spec::counter_from_spec;
 #[cfg(feature = "tiktoken")]
 pub use tiktoken::{Encoding, TiktokenCounter};
