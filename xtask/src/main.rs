@@ -4,9 +4,15 @@
 //!   running Haystack 3.4.1 in a virtual environment this command makes (`.venv-ref`).
 //! - `differential [--seed N] [--cases K]`: draw fresh random cases, run them through the
 //!   reference, then through this project's conformance tests, and report disagreements.
+//! - `gen-transcript [--size 50MB] [--seed N] [-o FILE]`: write a deterministic synthetic agent
+//!   transcript (default under `target/transcripts/`).
+//! - `bench-vs-reference [--runs N]`: time this project against the reference side by side and
+//!   write BENCHMARKS.md.
 //!
 //! `cargo test -p xtask` also checks the workspace's architecture invariants (see `tidy.rs`).
 
+mod bench;
+mod gen;
 mod reference;
 #[cfg(test)]
 mod tidy;
@@ -24,6 +30,8 @@ fn main() -> Result<()> {
     match command.as_str() {
         "fixtures" => reference::fixtures(rest),
         "differential" => reference::differential(rest),
+        "gen-transcript" => gen::gen_transcript(rest),
+        "bench-vs-reference" => bench::bench_vs_reference(rest),
         "help" | "--help" | "-h" => {
             print_help();
             Ok(())
@@ -36,7 +44,10 @@ fn print_help() {
     println!(
         "cargo xtask <command>\n\n\
          fixtures [--seed N] [--random-cases K]   regenerate the committed reference fixtures\n\
-         differential [--seed N] [--cases K]      compare fresh random cases against the reference"
+         differential [--seed N] [--cases K]      compare fresh random cases against the reference\n\
+         gen-transcript [--size 50MB] [--seed N] [-o FILE]\n\
+         \x20                                        write a synthetic agent transcript (target/transcripts/)\n\
+         bench-vs-reference [--runs N]            time this project against the reference, write BENCHMARKS.md"
     );
 }
 

@@ -11,7 +11,7 @@ use crate::{flag_value, project_root};
 const REFERENCE: &str = "haystack-ai==3.4.1";
 
 /// The Python interpreter of `.venv-ref`, made (and filled) on first use.
-fn reference_python() -> Result<PathBuf> {
+pub(crate) fn reference_python() -> Result<PathBuf> {
     let root = project_root();
     let venv = root.join(".venv-ref");
     let python = venv.join("bin").join("python");
@@ -40,7 +40,7 @@ fn reference_python() -> Result<PathBuf> {
 
 /// A folder with the `.tiktoken` tables tiktoken-rs ships, saved under the names Python
 /// tiktoken looks for (the SHA-1 of the URL it would download), so it never needs the network.
-fn tiktoken_cache() -> Result<PathBuf> {
+pub(crate) fn tiktoken_cache() -> Result<PathBuf> {
     let cache = project_root().join("target").join("tiktoken-cache");
     std::fs::create_dir_all(&cache)?;
     let assets = tiktoken_rs_assets()?;
@@ -79,7 +79,7 @@ fn tiktoken_rs_assets() -> Result<PathBuf> {
     bail!("tiktoken-rs is not in the dependency graph")
 }
 
-fn run(command: &mut Command) -> Result<()> {
+pub(crate) fn run(command: &mut Command) -> Result<()> {
     let status = command.status().with_context(|| format!("running {command:?}"))?;
     if !status.success() {
         bail!("{command:?} failed with {status}");
