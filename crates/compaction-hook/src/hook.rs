@@ -1,0 +1,354 @@
+//! [`CompactionHook`]: decides before each model call whether the conversation must be compacted,
+//! and with which target.
+
+use std::fmt;
+
+use compaction_core::{last_assistant_index, CompactionReport, Compactor, ToolResultPruningCompactor};
+use compaction_model::Message;
+use compaction_tokens::{ApproximateTokenCounter, TokenCounter};
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::{Map, Value};
+
+use crate::error::Error;
+use crate::offload_compactor::{OffloadCompactorSettings, ToolResultOffloadCompactor};
+use crate::serial::{as_object, component, float, integer, Integer};
+use crate::store::FileSystemToolResultStore;
+
+/// The class path Haystack writes as `type` in `CompactionHook.to_dict()`.
+pub const HAYSTACK_HOOK_TYPE: &str = "haystack.hooks.compaction.hooks.CompactionHook";
+const HAYSTACK_APPROXIMATE_TYPE: &str = "haystack.token_counters.approximate_counter.ApproximateTokenCounter";
+
+/// When a [`CompactionHook`] compacts and how far down: the model's window and two fractions of it.
+///
+/// Serializes as `{"context_window", "compact_at", "compact_to"}`; deserializing (and
+/// [`CompactionHookSettings::from_value`]) also reads Haystack's `CompactionHook.to_dict()` form,
+/// taking these three numbers from its `init_parameters` and checking them as the reference does.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct CompactionHookSettings {
+    /// The model's context window in tokens. At least 1.
+    pub context_window: usize,
+    /// The fraction of the window at which compaction starts (default 0.7).
+    pub compact_at: f64,
+    /// The fraction of the window compaction aims for (default 0.4).
+    pub compact_to: f64,
+}
+
+impl CompactionHookSettings {
+    /// Settings for a window of `context_window` tokens with the reference's fractions, 0.7 and 0.4.
+    pub fn new(context_window: usize) -> Self {
+        CompactionHookSettings { context_window, compact_at: 0.7, compact_to: 0.4 }
+    }
+
+    /// Checks `context_window >= 1` and `0 < compact_to < compact_at <= 1`.
+    pub fn validate(&self) -> Result<(), Error> {
+        if self.context_window < 1 {
+            return Err(Error::ContextWindowTooSmall(self.context_window as i128));
+        }
+        let (at, to) = (self.compact_at, self.compact_to);
+        // Written so that NaN fails, as Python's chained comparison does.
+        if !(0.0 < to && to < at && at <= 1.0) {
+            return Err(Error::InvalidFractions { compact_at: at, compact_to: to });
+        }
+        Ok(())
+    }
+
+    /// Reads settings in the plain form or Haystack's `to_dict` form; missing fractions take
+    /// their defaults, `context_window` is required.
+    pub fn from_value(value: &Value) -> Result<Self, Error> {
+        let params = init_parameters(value, HAYSTACK_HOOK_TYPE)?;
+        let window = match params.get("context_window") {
+            None => return Err(invalid("context_window", "is required")),
+            Some(v) => match integer("context_window", v)? {
+                Integer::NonNegative(n) => n,
+                Integer::Negative(n) => return Err(Error::ContextWindowTooSmall(n)),
+            },
+        };
+        let mut settings = CompactionHookSettings::new(window);
+        if let Some(v) = params.get("compact_at") {
+            settings.compact_at = float("compact_at", v)?;
+        }
+        if let Some(v) = params.get("compact_to") {
+            settings.compact_to = float("compact_to", v)?;
+        }
+        settings.validate()?;
+        Ok(settings)
+    }
+}
+
+impl<'de> Deserialize<'de> for CompactionHookSettings {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let value = Value::deserialize(deserializer)?;
+        CompactionHookSettings::from_value(&value).map_err(serde::de::Error::custom)
+    }
+}
+
+/// The `init_parameters` of a Haystack `to_dict` form of `expected`, or the plain object itself.
+pub(crate) fn init_parameters<'a>(value: &'a Value, expected: &str) -> Result<&'a Map<String, Value>, Error> {
+    let object = as_object("settings", value)?;
+    if !object.contains_key("type") && !object.contains_key("init_parameters") {
+        return Ok(object);
+    }
+    let found = object.get("type").and_then(Value::as_str).unwrap_or_default();
+    if found != expected {
+        return Err(Error::UnsupportedComponent { key: "type".into(), type_name: found.into() });
+    }
+    static EMPTY: std::sync::OnceLock<Map<String, Value>> = std::sync::OnceLock::new();
+    match object.get("init_parameters") {
+        None => Ok(EMPTY.get_or_init(Map::new)),
+        Some(params) => as_object("init_parameters", params),
+    }
+}
+
+pub(crate) fn invalid(key: &str, reason: &str) -> Error {
+    Error::InvalidSetting { key: key.to_owned(), reason: reason.to_owned() }
+}
+
+/// What one [`CompactionHook::run`] saw and did.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CompactionOutcome {
+    /// The compactor's name.
+    pub strategy: String,
+    /// The estimated size of the whole request, tools included.
+    pub estimated_tokens: usize,
+    /// Whether the estimate reached `context_window * compact_at`.
+    pub triggered: bool,
+    /// The target handed to the compactor; `None` when not triggered.
+    pub target_tokens: Option<usize>,
+    /// The estimated non-message part of the request (tool schemas, chat template); negative
+    /// when the counter measured the messages above the estimate. `None` when not triggered.
+    pub overhead: Option<i64>,
+    /// Whether the conversation was replaced.
+    pub compacted: bool,
+    /// The compactor's report, when it compacted.
+    pub report: Option<CompactionReport>,
+}
+
+/// Compacts an agent's conversation once it fills too much of the model's context window.
+///
+/// Run it before each model call. It estimates the request's size, anchored on the provider's
+/// own count in [`AgentState::context_tokens`](crate::AgentState) when there is one, and once the
+/// estimate reaches `compact_at` of the window it asks its [`Compactor`] to bring the messages
+/// down to `compact_to` of the window, less the part of the request that is not messages.
+/// Hooks chain: run several in order (see [`run_compaction_hooks`]) and each sees what the
+/// previous one left, such as pruning first and a harsher fallback second.
+pub struct CompactionHook {
+    compactor: Box<dyn Compactor>,
+    counter: Box<dyn TokenCounter>,
+    settings: CompactionHookSettings,
+}
+
+impl fmt::Debug for CompactionHook {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CompactionHook")
+            .field("compactor", &self.compactor)
+            .field("counter", &self.counter.describe())
+            .field("settings", &self.settings)
+            .finish()
+    }
+}
+
+impl CompactionHook {
+    /// A hook running `compactor` under `settings`, counting with the default
+    /// [`ApproximateTokenCounter`].
+    pub fn new(compactor: Box<dyn Compactor>, settings: CompactionHookSettings) -> Result<Self, Error> {
+        settings.validate()?;
+        Ok(CompactionHook { compactor, counter: Box::new(ApproximateTokenCounter::default()), settings })
+    }
+
+    /// The same hook counting with `counter`.
+    pub fn with_counter(mut self, counter: Box<dyn TokenCounter>) -> Self {
+        self.counter = counter;
+        self
+    }
+
+    /// Builds a hook from Haystack's `CompactionHook.to_dict()` output. The compactor may be a
+    /// `ToolResultPruningCompactor` or a `ToolResultOffloadCompactor` with a
+    /// `FileSystemToolResultStore`; the counter, an `ApproximateTokenCounter` (or absent).
+    pub fn from_value(value: &Value) -> Result<Self, Error> {
+        let settings = CompactionHookSettings::from_value(value)?;
+        let params = init_parameters(value, HAYSTACK_HOOK_TYPE)?;
+        let compactor: Box<dyn Compactor> = match params.get("compactor") {
+            None | Some(Value::Null) => return Err(invalid("compactor", "is required")),
+            Some(spec) => match component("compactor", spec)? {
+                compaction_core::HAYSTACK_PRUNING_TYPE => {
+                    Box::new(ToolResultPruningCompactor::from_value(spec)?)
+                }
+                crate::offload_compactor::HAYSTACK_OFFLOAD_COMPACTOR_TYPE => {
+                    let settings = OffloadCompactorSettings::from_value(spec)?;
+                    let store = spec
+                        .get("init_parameters")
+                        .and_then(|p| p.get("store"))
+                        .ok_or_else(|| invalid("store", "is required"))?;
+                    let store = FileSystemToolResultStore::from_value(store)?;
+                    Box::new(ToolResultOffloadCompactor::new(std::sync::Arc::new(store), settings)?)
+                }
+                other => {
+                    return Err(Error::UnsupportedComponent {
+                        key: "compactor".into(),
+                        type_name: other.into(),
+                    })
+                }
+            },
+        };
+        let mut hook = CompactionHook::new(compactor, settings)?;
+        if let Some(spec) = params.get("token_counter").filter(|v| !v.is_null()) {
+            let kind = component("token_counter", spec)?;
+            if kind != HAYSTACK_APPROXIMATE_TYPE {
+                return Err(Error::UnsupportedComponent {
+                    key: "token_counter".into(),
+                    type_name: kind.into(),
+                });
+            }
+            let p = init_parameters(spec, HAYSTACK_APPROXIMATE_TYPE)?;
+            let ratio =
+                p.get("chars_per_token").map(|v| float("chars_per_token", v)).transpose()?.unwrap_or(4.0);
+            let count = |key: &str, default: usize| -> Result<usize, Error> {
+                match p.get(key) {
+                    None => Ok(default),
+                    Some(v) => match integer(key, v)? {
+                        Integer::NonNegative(n) => Ok(n),
+                        Integer::Negative(_) => Err(invalid(key, "must be at least 0")),
+                    },
+                }
+            };
+            let counter = ApproximateTokenCounter::with_charges(
+                ratio,
+                count("tokens_per_image", 85)?,
+                count("tokens_per_file", 1000)?,
+            )
+            .map_err(|e| invalid("chars_per_token", &e.to_string()))?;
+            hook = hook.with_counter(Box::new(counter));
+        }
+        Ok(hook)
+    }
+
+    /// The settings in use.
+    pub fn settings(&self) -> &CompactionHookSettings {
+        &self.settings
+    }
+
+    /// The compactor in use.
+    pub fn compactor(&self) -> &dyn Compactor {
+        self.compactor.as_ref()
+    }
+
+    /// The counter in use.
+    pub fn counter(&self) -> &dyn TokenCounter {
+        self.counter.as_ref()
+    }
+
+    /// The estimated size of the next request: the whole conversation and the tools counted
+    /// locally when the provider's count is unknown, otherwise the provider's count plus the
+    /// messages that arrived after the last assistant message.
+    pub fn estimate(&self, state: &crate::AgentState) -> usize {
+        let messages = state.messages();
+        if state.context_tokens == 0 {
+            return self.counter.count(messages, &state.tools);
+        }
+        match last_assistant_index(messages) {
+            None => state.context_tokens,
+            Some(last) => state.context_tokens + self.counter.count(&messages[last + 1..], &[]),
+        }
+    }
+
+    /// Compacts `state`'s conversation if it fills too much of the window, and says what it did.
+    pub fn run(&self, state: &mut crate::AgentState) -> CompactionOutcome {
+        let strategy = self.compactor.name().to_owned();
+        let estimated = self.estimate(state);
+        let window = self.settings.context_window as f64;
+        let triggered = estimated as f64 >= window * self.settings.compact_at;
+        let span = tracing::debug_span!(
+            "compaction_hook",
+            haystack.agent.hook.compaction.strategy = strategy.as_str(),
+            haystack.agent.hook.compaction.estimated_context_tokens = estimated,
+            haystack.agent.hook.compaction.triggered = triggered,
+            haystack.agent.hook.compaction.target_tokens = tracing::field::Empty,
+            haystack.agent.hook.compaction.compacted = tracing::field::Empty,
+        );
+        let _entered = span.enter();
+        let mut outcome = CompactionOutcome {
+            strategy,
+            estimated_tokens: estimated,
+            triggered,
+            target_tokens: None,
+            overhead: None,
+            compacted: false,
+            report: None,
+        };
+        if !triggered {
+            tracing::debug!(
+                haystack.agent.hook.compaction.estimated_context_tokens = estimated,
+                haystack.agent.hook.compaction.triggered = false,
+                "conversation below the compaction threshold"
+            );
+            return outcome;
+        }
+
+        let message_tokens = self.counter.count(state.messages(), &[]);
+        let overhead = estimated as i128 - message_tokens as i128;
+        if overhead < 0 {
+            tracing::warn!(
+                message_tokens,
+                estimated,
+                "the token counter measured the messages above the estimated context size; it may be \
+                 overestimating, consider a more accurate counter"
+            );
+        }
+        // Python: int(window * compact_to), a float product truncated toward zero.
+        let budget = (window * self.settings.compact_to) as i128;
+        let target = (budget - overhead).max(0);
+        let target = usize::try_from(target).unwrap_or(usize::MAX);
+        span.record("haystack.agent.hook.compaction.target_tokens", target);
+        outcome.target_tokens = Some(target);
+        outcome.overhead = Some(i64::try_from(overhead).unwrap_or(i64::MAX));
+
+        let compaction = self.compactor.compact(state.messages(), target, self.counter.as_ref());
+        span.record("haystack.agent.hook.compaction.compacted", compaction.is_some());
+        let Some(compaction) = compaction else {
+            tracing::debug!(
+                haystack.agent.hook.compaction.target_tokens = target,
+                haystack.agent.hook.compaction.compacted = false,
+                "compactor declined"
+            );
+            return outcome;
+        };
+        let before = state.messages().len();
+        if state.context_tokens != 0 {
+            state.context_tokens = self.accounted(&compaction.messages, overhead);
+        }
+        state.set_messages(compaction.messages);
+        tracing::debug!(
+            haystack.agent.hook.compaction.target_tokens = target,
+            haystack.agent.hook.compaction.compacted = true,
+            step = state.step_count,
+            before,
+            after = state.messages().len(),
+            "compacted the conversation"
+        );
+        outcome.compacted = true;
+        outcome.report = Some(compaction.report);
+        outcome
+    }
+
+    /// The provider-accounted part of a compacted conversation (through its last assistant
+    /// message, or all of it), plus the overhead. Counting the trailing tool results here would
+    /// make a second hook count them twice.
+    fn accounted(&self, messages: &[Message], overhead: i128) -> usize {
+        let accounted = match last_assistant_index(messages) {
+            None => messages,
+            Some(last) => &messages[..=last],
+        };
+        let tokens = self.counter.count(accounted, &[]) as i128 + overhead;
+        // Python would store a negative count here; a count cannot be negative, so it stops at 0.
+        usize::try_from(tokens.max(0)).unwrap_or(usize::MAX)
+    }
+}
+
+/// Runs `hooks` in order on `state`, each seeing what the previous one left, and returns every
+/// outcome.
+pub fn run_compaction_hooks(
+    hooks: &[CompactionHook],
+    state: &mut crate::AgentState,
+) -> Vec<CompactionOutcome> {
+    hooks.iter().map(|hook| hook.run(state)).collect()
+}

@@ -1,0 +1,142 @@
+//! Integration tests of compaction-hook: the reference's hook fixtures, offloading exactness
+//! against pointer texts and store contents the reference produced, store safety, and the
+//! hook's own rules.
+
+mod conformance;
+mod hook_rules;
+mod offload_reference;
+mod safety;
+
+use std::path::{Path, PathBuf};
+
+use compaction_tokens::TokenCounter;
+use serde_json::Value;
+
+/// Every fixture file of `kind` under this crate's `tests/data`, and a differential run's when
+/// `COMPACTION_EXTRA_FIXTURES` is set.
+pub fn fixture_files(kind: &str) -> Vec<PathBuf> {
+    let mut roots = vec![PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(kind)];
+    if let Some(extra) = std::env::var_os("COMPACTION_EXTRA_FIXTURES") {
+        roots.push(PathBuf::from(extra).join("crates/compaction-hook/tests/data").join(kind));
+    }
+    let mut files: Vec<PathBuf> = roots
+        .iter()
+        .filter_map(|root| std::fs::read_dir(root).ok())
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    files.sort();
+    files
+}
+
+/// Reads a JSON file.
+pub fn read_json(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path).expect("fixture readable");
+    serde_json::from_str(&text).expect("fixture is JSON")
+}
+
+/// Equality as Python sees two JSON documents: numbers by value, integers digit for digit, and
+/// object keys in the same order.
+pub fn python_equal(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => {
+            let float = |s: &str| s.contains(['.', 'e', 'E']);
+            let (x, y) = (x.as_str(), y.as_str());
+            match (float(x), float(y)) {
+                (true, true) => x.parse::<f64>().ok() == y.parse::<f64>().ok(),
+                (false, false) => {
+                    x.trim_start_matches('-') == "0" && y.trim_start_matches('-') == "0" || x == y
+                }
+                _ => false,
+            }
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| python_equal(a, b))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|((ka, va), (kb, vb))| ka == kb && python_equal(va, vb))
+        }
+        _ => a == b,
+    }
+}
+
+/// Builds the counter a fixture's `counter` object describes.
+pub fn counter_from_fixture(spec: &Value) -> Box<dyn TokenCounter> {
+    let image = spec["tokens_per_image"].as_u64().unwrap_or(85) as usize;
+    let file = spec["tokens_per_file"].as_u64().unwrap_or(1000) as usize;
+    match spec["kind"].as_str() {
+        Some("approximate") | None => {
+            let ratio = spec["chars_per_token"].as_f64().unwrap_or(4.0);
+            Box::new(
+                compaction_tokens::ApproximateTokenCounter::with_charges(ratio, image, file)
+                    .expect("valid ratio"),
+            )
+        }
+        Some("tiktoken") => {
+            let encoding =
+                compaction_tokens::Encoding::from_name_or_model(spec["encoding"].as_str().unwrap_or(""))
+                    .expect("known encoding");
+            Box::new(compaction_tokens::TiktokenCounter::with_charges(encoding, image, file))
+        }
+        other => panic!("counter kind {other:?} not supported by these tests"),
+    }
+}
+
+/// `value` with every occurrence of `from` inside its strings replaced by `to`.
+pub fn replace_in_strings(value: &Value, from: &str, to: &str) -> Value {
+    match value {
+        Value::String(s) => Value::String(s.replace(from, to)),
+        Value::Array(items) => Value::Array(items.iter().map(|v| replace_in_strings(v, from, to)).collect()),
+        Value::Object(map) => {
+            Value::Object(map.iter().map(|(k, v)| (k.clone(), replace_in_strings(v, from, to))).collect())
+        }
+        other => other.clone(),
+    }
+}
+
+/// Every file under `root`, by relative path, as `{"text": ...}` or `{"base64": ...}`, sorted.
+pub fn store_contents(root: &Path) -> Value {
+    let mut files = Vec::new();
+    collect(root, root, &mut files);
+    files.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut out = serde_json::Map::new();
+    for (rel, bytes) in files {
+        let entry = match String::from_utf8(bytes) {
+            Ok(text) => serde_json::json!({"text": text}),
+            Err(e) => serde_json::json!({"base64": base64(e.as_bytes())}),
+        };
+        out.insert(rel, entry);
+    }
+    Value::Object(out)
+}
+
+fn collect(root: &Path, dir: &Path, out: &mut Vec<(String, Vec<u8>)>) {
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            collect(root, &path, out);
+        } else {
+            let rel = path.strip_prefix(root).expect("under root").to_string_lossy().into_owned();
+            out.push((rel, std::fs::read(&path).expect("readable")));
+        }
+    }
+}
+
+/// Standard base64 with padding.
+pub fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let n = chunk.iter().enumerate().fold(0u32, |acc, (i, b)| acc | (u32::from(*b) << (16 - 8 * i)));
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
