@@ -54,7 +54,7 @@ fn run(args: &[String]) -> Result<(), String> {
     let pruned = compaction.as_ref().map_or(0, |c| c.report.results.len());
     if let Some(path) = value(args, "--output") {
         let written = match &compaction {
-            Some(c) => messages_to_value(&c.messages),
+            Some(c) => messages_to_value(&c.messages(&messages)),
             None => serde_json::Value::Null,
         };
         std::fs::write(path, serde_json::to_vec(&written).map_err(|e| e.to_string())?)

@@ -37,13 +37,76 @@ pub trait Compactor: Send + Sync + fmt::Debug {
     fn name(&self) -> &str;
 }
 
-/// A compacted conversation and what was done to it.
+/// A compaction: how the conversation changes, and a report of what was done.
+///
+/// A compaction does not copy the conversation. It holds only what changes — for the
+/// tool-result strategies, the few rewritten messages — so compacting a 50 MB conversation
+/// costs what the rewrite costs, not a copy of 50 MB. [`Compaction::messages`] builds the new
+/// conversation beside the old one; [`Compaction::apply`] rewrites an owned conversation in place.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Compaction {
-    /// The shorter conversation.
-    pub messages: Vec<Message>,
+    /// How the conversation changes.
+    pub edits: Edits,
     /// What changed.
     pub report: CompactionReport,
+}
+
+/// How a compaction changes a conversation.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Edits {
+    /// Messages replaced in place, by index, in increasing order; every other message stays.
+    Replace(Vec<(usize, Message)>),
+    /// A whole new conversation, for strategies that drop or merge messages.
+    Whole(Vec<Message>),
+}
+
+impl Compaction {
+    /// A compaction that replaces messages in place. `replacements` need not be sorted.
+    pub fn replacing(mut replacements: Vec<(usize, Message)>, report: CompactionReport) -> Self {
+        replacements.sort_by_key(|(index, _)| *index);
+        Compaction { edits: Edits::Replace(replacements), report }
+    }
+
+    /// The compacted conversation, built from `original` (the conversation that was compacted).
+    pub fn messages(&self, original: &[Message]) -> Vec<Message> {
+        match &self.edits {
+            Edits::Replace(replacements) => {
+                let mut messages = original.to_vec();
+                for (index, message) in replacements {
+                    if let Some(slot) = messages.get_mut(*index) {
+                        *slot = message.clone();
+                    }
+                }
+                messages
+            }
+            Edits::Whole(messages) => messages.clone(),
+        }
+    }
+
+    /// Rewrites `messages` (the conversation that was compacted) into the compacted one, moving
+    /// the replacements in without copying anything else. Returns the report.
+    pub fn apply(self, messages: &mut Vec<Message>) -> CompactionReport {
+        match self.edits {
+            Edits::Replace(replacements) => {
+                for (index, message) in replacements {
+                    if let Some(slot) = messages.get_mut(index) {
+                        *slot = message;
+                    }
+                }
+            }
+            Edits::Whole(whole) => *messages = whole,
+        }
+        self.report
+    }
+
+    /// The indices of the messages that change, for in-place edits; `None` when the whole
+    /// conversation is replaced.
+    pub fn replaced_indices(&self) -> Option<Vec<usize>> {
+        match &self.edits {
+            Edits::Replace(replacements) => Some(replacements.iter().map(|(index, _)| *index).collect()),
+            Edits::Whole(_) => None,
+        }
+    }
 }
 
 /// What a compaction did: the sizes before and after, and each rewritten tool result.

@@ -44,8 +44,8 @@
 //!
 //! // The older result gave way to the placeholder; the newest step is protected.
 //! assert_eq!(compaction.report.changed_indices(), vec![2]);
-//! assert_eq!(compaction.messages[4], conversation[4]);
-//! assert!(counter.count(&compaction.messages, &[]) < before);
+//! assert_eq!(compaction.messages(&conversation)[4], conversation[4]);
+//! assert!(counter.count(&compaction.messages(&conversation), &[]) < before);
 //! // A conversation that already fits is left alone.
 //! assert!(compactor.compact(&conversation, before, &counter).is_none());
 //! # Ok::<(), compaction_core::Error>(())
@@ -66,7 +66,7 @@ mod pruning;
 mod settings;
 mod steps;
 
-pub use compactor::{Compaction, CompactionReport, Compactor, InputReport, ResultReport};
+pub use compactor::{Compaction, CompactionReport, Compactor, Edits, InputReport, ResultReport};
 pub use error::Error;
 pub use pruning::{ToolResultPruningCompactor, STRATEGY_TOOL_INPUT_CLEARING};
 pub use settings::{PruningSettings, DEFAULT_PLACEHOLDER, HAYSTACK_PRUNING_TYPE};

@@ -246,14 +246,13 @@ impl Compactor for ToolResultPruningCompactor {
         counter: &dyn TokenCounter,
     ) -> Option<Compaction> {
         let plan = self.run(messages, target_tokens, counter)?;
-        let mut compacted = messages.to_vec();
-        for (index, replacement) in plan.replaced {
-            compacted[index] = replacement.message;
-        }
-        for (index, message, _) in plan.cleared {
-            compacted[index] = message;
-        }
-        Some(Compaction { messages: compacted, report: plan.report })
+        let replacements = plan
+            .replaced
+            .into_iter()
+            .map(|(index, replacement)| (index, replacement.message))
+            .chain(plan.cleared.into_iter().map(|(index, message, _)| (index, message)))
+            .collect();
+        Some(Compaction::replacing(replacements, plan.report))
     }
 
     fn name(&self) -> &str {

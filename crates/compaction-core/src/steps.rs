@@ -182,9 +182,7 @@ pub fn replace_tool_results_until_target(
         return None;
     }
     let report = walk.report(messages, strategy, target_tokens);
-    let mut compacted = messages.to_vec();
-    for (index, replacement) in walk.replaced {
-        compacted[index] = replacement.message;
-    }
-    Some(Compaction { messages: compacted, report })
+    let replacements =
+        walk.replaced.into_iter().map(|(index, replacement)| (index, replacement.message)).collect();
+    Some(Compaction::replacing(replacements, report))
 }

@@ -243,7 +243,7 @@ impl CompactionHook {
     pub fn estimate(&self, state: &crate::AgentState) -> usize {
         let messages = state.messages();
         if state.context_tokens == 0 {
-            return self.counter.count(messages, &state.tools);
+            return state.count_with_tools(self.counter.as_ref());
         }
         match last_assistant_index(messages) {
             None => state.context_tokens,
@@ -313,10 +313,10 @@ impl CompactionHook {
             return outcome;
         };
         let before = state.messages().len();
+        let report = state.apply(compaction);
         if state.context_tokens != 0 {
-            state.context_tokens = self.accounted(&compaction.messages, overhead);
+            state.context_tokens = self.accounted(state.messages(), overhead);
         }
-        state.set_messages(compaction.messages);
         tracing::debug!(
             haystack.agent.hook.compaction.target_tokens = target,
             haystack.agent.hook.compaction.compacted = true,
@@ -326,7 +326,7 @@ impl CompactionHook {
             "compacted the conversation"
         );
         outcome.compacted = true;
-        outcome.report = Some(compaction.report);
+        outcome.report = Some(report);
         outcome
     }
 

@@ -1,6 +1,9 @@
 //! [`AgentState`]: what an agent loop owns and the hooks read and rewrite.
 
+use std::sync::Mutex;
+
 use compaction_model::{Message, ToolSpec};
+use compaction_tokens::{RunningCount, TokenCounter};
 
 /// The part of an agent run the hooks need: the conversation, the provider's last token count,
 /// the tool schemas sent with each request, and the step count.
@@ -8,11 +11,14 @@ use compaction_model::{Message, ToolSpec};
 /// It is plain data, so any framework can fill it from its own types. The messages sit behind
 /// accessors ([`AgentState::messages`], [`AgentState::push`], [`AgentState::extend`],
 /// [`AgentState::messages_mut`], [`AgentState::set_messages`]) rather than in a public field:
-/// every change goes through a method, which leaves room to keep per-message token counts valid
-/// as the conversation grows.
-#[derive(Debug, Clone, Default, PartialEq)]
+/// every change goes through a method, so the state keeps a running token count that stays
+/// valid while the conversation only grows: a hook step that does not compact measures only the
+/// messages added since the last step, not the whole conversation.
+#[derive(Debug, Default)]
 pub struct AgentState {
     messages: Vec<Message>,
+    /// The running count of `messages`; cleared whenever they change other than by appending.
+    running: Mutex<RunningCount>,
     /// The provider's token count of the last request plus its reply; 0 when unknown (nothing
     /// sent yet, or a provider that reports no usage).
     pub context_tokens: usize,
@@ -22,7 +28,50 @@ pub struct AgentState {
     pub step_count: usize,
 }
 
+impl Clone for AgentState {
+    fn clone(&self) -> Self {
+        AgentState {
+            messages: self.messages.clone(),
+            running: Mutex::new(self.running.lock().map(|r| r.clone()).unwrap_or_default()),
+            context_tokens: self.context_tokens,
+            tools: self.tools.clone(),
+            step_count: self.step_count,
+        }
+    }
+}
+
+impl PartialEq for AgentState {
+    /// States are equal when what they hold is; the running count is a cache.
+    fn eq(&self, other: &Self) -> bool {
+        self.messages == other.messages
+            && self.context_tokens == other.context_tokens
+            && self.tools == other.tools
+            && self.step_count == other.step_count
+    }
+}
+
 impl AgentState {
+    /// `counter.count(messages, tools)` of the whole conversation, measuring only the messages
+    /// appended since the last call with the same counter.
+    pub fn count_with_tools(&self, counter: &dyn TokenCounter) -> usize {
+        match self.running.lock() {
+            Ok(mut running) => running.count(counter, &self.messages, &self.tools),
+            Err(_) => counter.count(&self.messages, &self.tools),
+        }
+    }
+
+    fn forget_counts(&mut self) {
+        if let Ok(running) = self.running.get_mut() {
+            running.clear();
+        }
+    }
+
+    /// Rewrites the conversation with a compaction's edits, in place.
+    pub fn apply(&mut self, compaction: compaction_core::Compaction) -> compaction_core::CompactionReport {
+        self.forget_counts();
+        compaction.apply(&mut self.messages)
+    }
+
     /// A state holding `messages`, with no provider count, no tools and step 0.
     pub fn new(messages: Vec<Message>) -> Self {
         AgentState { messages, ..AgentState::default() }
@@ -57,11 +106,13 @@ impl AgentState {
 
     /// The conversation, for changes in place.
     pub fn messages_mut(&mut self) -> &mut Vec<Message> {
+        self.forget_counts();
         &mut self.messages
     }
 
     /// Replaces the whole conversation.
     pub fn set_messages(&mut self, messages: Vec<Message>) {
+        self.forget_counts();
         self.messages = messages;
     }
 

@@ -126,7 +126,7 @@ pub fn run(args: Args) -> Result<()> {
     if !args.dry_run {
         let target = args.to.unwrap_or_else(|| conversation.format.default_target());
         let bytes = match &compaction {
-            Some(compaction) => formats::write(conversation, &compaction.messages, target)?,
+            Some(compaction) => formats::write(conversation, &compaction.messages(messages), target)?,
             None if args.to.is_none() => input.bytes.clone(),
             None => formats::write(conversation, messages, target)?,
         };

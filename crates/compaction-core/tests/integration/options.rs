@@ -81,7 +81,7 @@ fn clear_tool_inputs_empties_the_pruned_calls_and_marks_them() {
     let compaction = compactor.compact(&messages, 0, &CharCounter).expect("pruned");
     // Only `a`'s result was big enough to prune, so only `a`'s arguments go.
     assert_eq!(compaction.report.changed_indices(), vec![2]);
-    let assistant = &compaction.messages[1];
+    let assistant = &compaction.messages(&messages)[1];
     let calls: Vec<_> = assistant.tool_calls().collect();
     assert_eq!((calls[0].id.as_deref(), calls[0].tool_name.as_str()), (Some("a"), "read"));
     assert!(calls[0].arguments.is_empty());
@@ -92,15 +92,23 @@ fn clear_tool_inputs_empties_the_pruned_calls_and_marks_them() {
         json!({"strategy": STRATEGY_TOOL_INPUT_CLEARING, "original_tokens": original, "cleared_call_ids": ["a"]})
     );
     // The pruned result's copy of the call is cleared too, so call and result still agree.
-    assert!(compaction.messages[2].tool_call_result().expect("result").origin.arguments.is_empty());
+    assert!(compaction.messages(&messages)[2]
+        .tool_call_result()
+        .expect("result")
+        .origin
+        .arguments
+        .is_empty());
     let inputs = &compaction.report.inputs_cleared;
     assert_eq!(inputs.len(), 1);
     assert_eq!((inputs[0].index, inputs[0].call_ids.clone()), (1, vec![Some("a".to_owned())]));
-    assert_eq!(inputs[0].tokens_freed, original - CharCounter.count(&compaction.messages[1..2], &[]));
+    assert_eq!(
+        inputs[0].tokens_freed,
+        original - CharCounter.count(&compaction.messages(&messages)[1..2], &[])
+    );
     let report = &compaction.report;
     assert_eq!(report.tokens_before - report.tokens_after, report.tokens_freed());
     // The newest step is untouched.
-    assert_eq!(&compaction.messages[4..], &messages[4..]);
+    assert_eq!(&compaction.messages(&messages)[4..], &messages[4..]);
 }
 
 #[test]
@@ -114,10 +122,12 @@ fn clearing_again_extends_the_marker() {
     let target = CharCounter.count(&messages, &[]) - 1;
     let first = compactor.compact(&messages, target, &CharCounter).expect("pruned");
     assert_eq!(first.report.changed_indices(), vec![2]);
-    let second = compactor.compact(&first.messages, target - 500, &CharCounter).expect("pruned");
+    let first_messages = first.messages(&messages);
+    let second = compactor.compact(&first_messages, target - 500, &CharCounter).expect("pruned");
+    let second_messages = second.messages(&first_messages);
     assert_eq!(second.report.changed_indices(), vec![4]);
-    assert_eq!(second.messages[1], first.messages[1]);
-    assert_eq!(second.messages[3].meta["context_compaction"]["cleared_call_ids"], json!(["s1"]));
+    assert_eq!(second_messages[1], first_messages[1]);
+    assert_eq!(second_messages[3].meta["context_compaction"]["cleared_call_ids"], json!(["s1"]));
 }
 
 #[test]
@@ -158,7 +168,10 @@ fn the_report_tells_what_changed() {
     assert_eq!(report.results[0].call_id.as_deref(), Some("r1"));
     for r in &report.results {
         assert_eq!(r.original_tokens, counter.count(&messages[r.index..=r.index], &[]));
-        assert_eq!(r.replacement_tokens, counter.count(&compaction.messages[r.index..=r.index], &[]));
+        assert_eq!(
+            r.replacement_tokens,
+            counter.count(&compaction.messages(&messages)[r.index..=r.index], &[])
+        );
         assert_eq!(r.tokens_freed, r.original_tokens - r.replacement_tokens);
     }
     assert_eq!(report.tokens_after, before - report.tokens_freed());
@@ -240,6 +253,6 @@ fn a_compactor_is_a_trait_object() {
     let boxed: Box<dyn Compactor> = Box::new(ToolResultPruningCompactor::default());
     let messages = four_steps();
     let compaction = boxed.compact(&messages, 0, &CharCounter).expect("pruned");
-    assert!(compaction.messages.iter().zip(&messages).any(|(a, b)| a != b));
-    assert!(matches!(compaction.messages[2].parts[0], Part::ToolCallResult(_)));
+    assert!(compaction.messages(&messages).iter().zip(&messages).any(|(a, b)| a != b));
+    assert!(matches!(compaction.messages(&messages)[2].parts[0], Part::ToolCallResult(_)));
 }

@@ -216,7 +216,7 @@ fn check(
         return;
     };
     assert!(total > target, "compacted a conversation that fits");
-    let (out, report) = (&compaction.messages, &compaction.report);
+    let (out, report) = (&compaction.messages(messages), &compaction.report);
     assert_eq!(out.len(), messages.len());
     assert!(counter.count(out, &[]) <= total, "output larger");
     assert!(report.tokens_after < report.tokens_before);

@@ -127,12 +127,12 @@ fn prunes_oldest_first_and_stops_at_the_target() {
     // Pruning one result is enough.
     let compaction = compactor.compact(&messages, total(&messages) - 100, &CharCounter).expect("pruned");
     assert_eq!(compaction.report.changed_indices(), vec![2]);
-    assert_eq!(compaction.messages[4], messages[4]);
+    assert_eq!(compaction.messages(&messages)[4], messages[4]);
     assert!(compaction.report.target_reached);
     // A tighter target takes the next one too, but never the newest step's.
     let compaction = compactor.compact(&messages, 0, &CharCounter).expect("pruned");
     assert_eq!(compaction.report.changed_indices(), vec![2, 4]);
-    assert_eq!(compaction.messages[6], messages[6]);
+    assert_eq!(compaction.messages(&messages)[6], messages[6]);
     assert!(!compaction.report.target_reached);
 }
 
@@ -151,7 +151,7 @@ fn pruned_message_keeps_origin_error_and_meta() {
     ];
     let compaction =
         ToolResultPruningCompactor::default().compact(&messages, 0, &CharCounter).expect("pruned");
-    let pruned = &compaction.messages[2];
+    let pruned = &compaction.messages(&messages)[2];
     assert_eq!(pruned.role, Role::Tool);
     let result = pruned.tool_call_result().expect("a result");
     assert_eq!(result.origin, origin);
@@ -194,7 +194,7 @@ fn parallel_results_of_one_step_are_protected_together() {
     let compaction =
         ToolResultPruningCompactor::default().compact(&messages, 0, &CharCounter).expect("pruned");
     assert_eq!(compaction.report.changed_indices(), vec![2]);
-    assert_eq!(&compaction.messages[3..], &messages[3..]);
+    assert_eq!(&compaction.messages(&messages)[3..], &messages[3..]);
 }
 
 #[test]
@@ -264,7 +264,8 @@ fn placeholder_fills_in_only_the_tool_name() {
     let compactor =
         compactor(PruningSettings { placeholder: placeholder.into(), ..PruningSettings::default() });
     let compaction = compactor.compact(&messages, total(&messages) - 1, &CharCounter).expect("pruned");
-    let text = &compaction.messages[2].tool_call_result().expect("result").result;
+    let compacted = compaction.messages(&messages);
+    let text = &compacted[2].tool_call_result().expect("result").result;
     assert_eq!(*text, r#"{"note": "pruned"} search/search {other} {}"#.into());
 }
 
@@ -308,7 +309,7 @@ fn a_message_with_several_results_is_replaced_through_its_first() {
     ];
     let compaction =
         ToolResultPruningCompactor::default().compact(&messages, 0, &CharCounter).expect("pruned");
-    let pruned = &compaction.messages[2];
+    let pruned = &compaction.messages(&messages)[2];
     assert_eq!(pruned.name, None);
     assert_eq!(pruned.parts.len(), 1);
     assert_eq!(pruned.tool_call_result().expect("result").origin, a);

@@ -210,11 +210,12 @@ fn offload_compactor_keys_are_random_and_unique() {
         assert_eq!(hex.len(), 32);
         assert!(hex.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()));
     }
-    let marker = compaction_model::CompactionMarker::read(&compaction.messages[3].meta).expect("marker");
+    let marker =
+        compaction_model::CompactionMarker::read(&compaction.messages(&messages)[3].meta).expect("marker");
     assert_eq!(marker.strategy, "tool_result_offloading");
     assert_eq!(marker.original_tokens as usize, counter.count(&messages[3..4], &[]));
     // Offloaded pointers are not offloaded again.
-    assert!(compactor.compact(&compaction.messages, 0, &counter).is_none());
+    assert!(compactor.compact(&compaction.messages(&messages), 0, &counter).is_none());
 }
 
 #[test]

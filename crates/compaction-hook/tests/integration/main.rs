@@ -4,6 +4,7 @@
 
 mod conformance;
 mod hook_rules;
+mod incremental;
 mod offload_reference;
 mod safety;
 

@@ -1,0 +1,78 @@
+//! A hook step that does not compact measures only what was added since the last step.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use compaction_core::ToolResultPruningCompactor;
+use compaction_hook::{AgentState, CompactionHook, CompactionHookSettings};
+use compaction_model::{Message, ToolCall, ToolSpec};
+use compaction_tokens::{ApproximateTokenCounter, Measure, TokenCounter};
+
+/// The approximate counter, recording how many messages it was asked to measure.
+#[derive(Debug, Default)]
+struct Recording {
+    inner: ApproximateTokenCounter,
+    measured: AtomicUsize,
+}
+
+impl TokenCounter for Recording {
+    fn count(&self, messages: &[Message], tools: &[ToolSpec]) -> usize {
+        self.measured.fetch_add(messages.len(), Ordering::Relaxed);
+        self.inner.count(messages, tools)
+    }
+    fn describe(&self) -> String {
+        "recording".into()
+    }
+    fn measure_joined(&self, message: &Message) -> Option<Measure> {
+        self.measured.fetch_add(1, Ordering::Relaxed);
+        self.inner.measure_joined(message)
+    }
+    fn count_after(&self, before: Measure, last: &Message, tools: &[ToolSpec]) -> usize {
+        self.measured.fetch_add(1, Ordering::Relaxed);
+        self.inner.count_after(before, last, tools)
+    }
+}
+
+fn step(i: usize) -> [Message; 2] {
+    let call = ToolCall::new("search", serde_json::Map::new()).with_id(format!("c{i}"));
+    [
+        Message::assistant_with_calls(None, vec![call.clone()]),
+        Message::tool(format!("result {i} ").repeat(20), call, false),
+    ]
+}
+
+#[test]
+fn untriggered_steps_measure_only_new_messages() {
+    let counter = std::sync::Arc::new(Recording::default());
+    let hook = CompactionHook::new(
+        Box::new(ToolResultPruningCompactor::default()),
+        CompactionHookSettings::new(100_000_000),
+    )
+    .expect("valid")
+    .with_counter(Box::new(counter.clone()));
+    let tools = vec![ToolSpec::new("search", "Search the web.", serde_json::json!({"type": "object"}))];
+    let mut state = AgentState::new(vec![Message::user("go")]).with_tools(tools.clone());
+    let exact = ApproximateTokenCounter::default();
+    for i in 0..300 {
+        let before = counter.measured.load(Ordering::Relaxed);
+        let outcome = hook.run(&mut state);
+        assert!(!outcome.triggered);
+        assert_eq!(outcome.estimated_tokens, exact.count(state.messages(), &tools), "step {i}");
+        let measured = counter.measured.load(Ordering::Relaxed) - before;
+        assert!(measured <= 4, "step {i} measured {measured} messages");
+        state.extend(step(i));
+    }
+}
+
+#[test]
+fn rewriting_messages_resets_the_running_count() {
+    let counter = ApproximateTokenCounter::default();
+    let mut state = AgentState::new(vec![Message::user("go")]);
+    for i in 0..5 {
+        state.extend(step(i));
+    }
+    assert_eq!(state.count_with_tools(&counter), counter.count(state.messages(), &[]));
+    state.messages_mut()[2] = Message::tool("short", ToolCall::new("search", Default::default()), false);
+    assert_eq!(state.count_with_tools(&counter), counter.count(state.messages(), &[]));
+    state.set_messages(vec![Message::user("fresh")]);
+    assert_eq!(state.count_with_tools(&counter), counter.count(state.messages(), &[]));
+}
