@@ -108,7 +108,10 @@ pub fn fixtures(args: &[String]) -> Result<()> {
     if let Some(k) = flag_value(args, "--random-cases") {
         extra.extend(["--random-cases", k]);
     }
-    generator(&project_root(), seed, &extra)
+    generator(&project_root(), seed, &extra)?;
+    let python = reference_python()?;
+    let script = project_root().join("xtask").join("reference").join("generate_offload.py");
+    run(Command::new(python).arg(script).arg(project_root()).env("HAYSTACK_TELEMETRY_ENABLED", "False"))
 }
 
 /// `cargo xtask differential`: fresh random cases through the reference, then through the
