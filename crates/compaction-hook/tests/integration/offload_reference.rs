@@ -1,6 +1,6 @@
 //! Offloading against the reference: pointer texts, keys, meta and store contents that Haystack's
 //! `ToolResultOffloadHook` and `ToolResultOffloadCompactor` produced (tests/data/offload, made by
-//! its generate.py), and the offload-run-prune sequence.
+//! xtask/reference/generate_offload.py), and the offload-run-prune sequence.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
