@@ -30,7 +30,8 @@ struct Cli {
 enum Command {
     Count(commands::count::Args),
     Convert(commands::convert::Args),
-    Prune(commands::prune::Args),
+    // Boxed: its many options would make every other variant as large.
+    Prune(Box<commands::prune::Args>),
 }
 
 /// An error in how the command was called, as opposed to in what it read (exit status 2).
@@ -51,7 +52,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Count(args) => commands::count::run(args),
         Command::Convert(args) => commands::convert::run(args),
-        Command::Prune(args) => commands::prune::run(args),
+        Command::Prune(args) => commands::prune::run(*args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

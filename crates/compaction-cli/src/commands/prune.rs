@@ -4,7 +4,12 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use compaction_core::{Compaction, CompactionReport, Compactor, PruningSettings, ToolResultPruningCompactor};
+use compaction_core::{CompactionReport, Compactor, PruningSettings, ToolResultPruningCompactor};
+use compaction_hook::{
+    AgentState, CompactionHook, CompactionHookSettings, CompactionOutcome, FileSystemToolResultStore,
+    OffloadCompactorSettings, ToolResultOffloadCompactor,
+};
+use compaction_model::Message;
 use serde_json::{json, Value};
 
 use crate::formats::{self, Target};
@@ -15,12 +20,18 @@ use crate::UsageError;
 ///
 /// Results are replaced oldest first with a placeholder, keeping every tool call paired with its
 /// result, until the conversation is at or under --target-tokens; the results of the most recent
-/// steps are never touched. The conversation is written in the input's format (or --to), and
-/// unchanged, byte for byte, when nothing was pruned.
+/// steps are never touched. With --context-window instead, the compaction hook decides: nothing
+/// happens below --compact-at of the window, and the target is --compact-to of it. With
+/// --offload-to, results are written to files there and replaced by a pointer instead.
+/// The conversation is written in the input's format (or --to), and unchanged, byte for byte,
+/// when nothing was pruned.
 #[derive(Debug, clap::Args)]
+#[command(group(clap::ArgGroup::new("goal").required(true).args(["target_tokens", "context_window"])))]
 #[command(after_help = "Examples:\n  \
     compaction prune session.json --target-tokens 50000 -o pruned.json --report report.json\n  \
-    compaction prune run.traj --target-tokens 20000 --counter tiktoken:gpt-4o --exclude-tools memory --dry-run")]
+    compaction prune run.traj --target-tokens 20000 --counter tiktoken:gpt-4o --exclude-tools memory --dry-run\n  \
+    compaction prune session.jsonl --context-window 200000 --compact-at 0.7 --compact-to 0.4 --report r.json\n  \
+    compaction prune session.jsonl --context-window 200000 --offload-to results/ -o session.pruned.json")]
 pub struct Args {
     #[command(flatten)]
     pub input: InputArgs,
@@ -32,7 +43,30 @@ pub struct Args {
     pub to: Option<Target>,
     /// Prune until the conversation is at or under this many tokens.
     #[arg(long, value_name = "N")]
-    pub target_tokens: usize,
+    pub target_tokens: Option<usize>,
+    /// Run the compaction hook for a model with this context window (tokens) instead of a fixed
+    /// target.
+    #[arg(long, value_name = "N")]
+    pub context_window: Option<usize>,
+    /// With --context-window: compact once the request reaches this fraction of the window.
+    #[arg(long, value_name = "F", default_value_t = 0.7, requires = "context_window")]
+    pub compact_at: f64,
+    /// With --context-window: the fraction of the window to compact down to.
+    #[arg(long, value_name = "F", default_value_t = 0.4, requires = "context_window")]
+    pub compact_to: f64,
+    /// With --context-window: the provider's token count of the last request and its reply
+    /// (0: unknown, count everything).
+    #[arg(long, value_name = "N", default_value_t = 0, requires = "context_window")]
+    pub context_tokens: usize,
+    /// A JSON array of tool specs sent with each request; the file's own tools when absent.
+    #[arg(long, value_name = "FILE")]
+    pub tools: Option<PathBuf>,
+    /// Offload old results to files in this folder and leave a pointer, instead of pruning.
+    #[arg(long, value_name = "DIR")]
+    pub offload_to: Option<PathBuf>,
+    /// With --offload-to: characters of each offloaded text kept in its pointer.
+    #[arg(long, value_name = "N", default_value_t = 200, requires = "offload_to")]
+    pub preview_chars: usize,
     /// The counter: approximate, approximate:CHARS_PER_TOKEN, tiktoken, tiktoken:ENCODING_OR_MODEL
     /// or huggingface:PATH.
     #[arg(long, default_value = "approximate")]
@@ -104,29 +138,64 @@ pub fn list(text: &str) -> Vec<String> {
 
 /// Runs the command.
 pub fn run(args: Args) -> Result<()> {
-    let compactor = args.prune.compactor()?;
+    if args.dry_run && args.offload_to.is_some() {
+        return Err(
+            UsageError("--dry-run cannot be combined with --offload-to, which writes files".into()).into()
+        );
+    }
+    let compactor = compactor(&args)?;
     let counter = super::counter(&args.counter)?;
     let input = args.input.read_timed()?;
     let conversation = &input.conversation;
     let messages = &conversation.messages;
+    let tools = match &args.tools {
+        Some(path) => crate::input::read_tools(path)?,
+        None => conversation.tools.clone(),
+    };
 
     let spinner = crate::progress::spinner("pruning");
     let started = Instant::now();
-    let (compaction, report) = if args.dry_run {
-        (None, compactor.plan(messages, args.target_tokens, counter.as_ref()))
-    } else {
-        let compaction = compactor.compact(messages, args.target_tokens, counter.as_ref());
-        let report = compaction.as_ref().map(|c: &Compaction| c.report.clone());
-        (compaction, report)
-    };
+    // The compacted conversation (None: unchanged), the compactor's report, and the hook's
+    // outcome in --context-window mode.
+    let (compacted, report, hook): (Option<Vec<Message>>, Option<CompactionReport>, Option<Hooked>) =
+        match (args.target_tokens, args.context_window) {
+            (Some(target), _) if args.dry_run => {
+                (None, compactor.plan_report(messages, target, counter.as_ref()), None)
+            }
+            (Some(target), _) => match compactor.compact(messages, target, counter.as_ref()) {
+                Some(compaction) => (Some(compaction.messages(messages)), Some(compaction.report), None),
+                None => (None, None, None),
+            },
+            (None, Some(window)) => {
+                let settings = CompactionHookSettings {
+                    context_window: window,
+                    compact_at: args.compact_at,
+                    compact_to: args.compact_to,
+                };
+                let hook = CompactionHook::new(compactor.into_box(), settings)
+                    .map_err(|e| UsageError(e.to_string()))?
+                    .with_counter(counter);
+                let mut state = AgentState::new(messages.clone())
+                    .with_tools(tools.clone())
+                    .with_context_tokens(args.context_tokens);
+                let outcome = hook.run(&mut state);
+                let report = outcome.report.clone();
+                let hooked = Hooked { outcome, context_tokens: state.context_tokens };
+                let compacted = hooked.outcome.compacted.then(|| state.into_messages());
+                (compacted, report, Some(hooked))
+            }
+            (None, None) => {
+                return Err(UsageError("give --target-tokens N or --context-window N".into()).into())
+            }
+        };
     let compact_time = started.elapsed();
     spinner.finish_and_clear();
 
     let started = Instant::now();
     if !args.dry_run {
         let target = args.to.unwrap_or_else(|| conversation.format.default_target());
-        let bytes = match &compaction {
-            Some(compaction) => formats::write(conversation, &compaction.messages(messages), target)?,
+        let bytes = match &compacted {
+            Some(compacted) => formats::write(conversation, compacted, target)?,
             None if args.to.is_none() => input.bytes.clone(),
             None => formats::write(conversation, messages, target)?,
         };
@@ -134,15 +203,90 @@ pub fn run(args: Args) -> Result<()> {
     }
     let write_time = started.elapsed();
 
-    let tokens_before = report.as_ref().map_or_else(|| counter.count(messages, &[]), |r| r.tokens_before);
     let timings = Timings { read: input.read, parse: input.parse, compact: compact_time, write: write_time };
-    let document = report_json(report.as_ref(), tokens_before, args.target_tokens, &timings);
+    let tokens_before = match (&report, &hook) {
+        (Some(report), _) => report.tokens_before,
+        (None, Some(hooked)) => hooked.outcome.estimated_tokens,
+        (None, None) => super::counter(&args.counter)?.count(messages, &[]),
+    };
+    let target = args.target_tokens.or(hook.as_ref().and_then(|h| h.outcome.target_tokens)).unwrap_or(0);
+    let mut document = report_json(report.as_ref(), tokens_before, target, &timings);
+    if let Some(hooked) = &hook {
+        document["triggered"] = json!(hooked.outcome.triggered);
+        document["estimated_tokens"] = json!(hooked.outcome.estimated_tokens);
+        document["target_tokens"] = json!(hooked.outcome.target_tokens);
+        document["context_tokens"] = json!(hooked.context_tokens);
+        document["changed"] = json!(hooked.outcome.compacted);
+    }
     match (&args.report, args.dry_run) {
         (Some(path), _) => write_report(path, &document)?,
         (None, true) => crate::output::write_output(None, &report_bytes(&document)?)?,
         (None, false) => {}
     }
     Ok(())
+}
+
+/// What the hook did in --context-window mode.
+struct Hooked {
+    outcome: CompactionOutcome,
+    context_tokens: usize,
+}
+
+/// The compactor the options ask for: pruning, or offloading to --offload-to.
+enum Chosen {
+    Pruning(ToolResultPruningCompactor),
+    Offload(ToolResultOffloadCompactor),
+}
+
+impl Chosen {
+    fn compact(
+        &self,
+        messages: &[Message],
+        target: usize,
+        counter: &dyn compaction_tokens::TokenCounter,
+    ) -> Option<compaction_core::Compaction> {
+        match self {
+            Chosen::Pruning(c) => c.compact(messages, target, counter),
+            Chosen::Offload(c) => c.compact(messages, target, counter),
+        }
+    }
+
+    fn plan_report(
+        &self,
+        messages: &[Message],
+        target: usize,
+        counter: &dyn compaction_tokens::TokenCounter,
+    ) -> Option<CompactionReport> {
+        match self {
+            Chosen::Pruning(c) => c.plan(messages, target, counter),
+            // Offloading writes files, so it has no dry run (refused before this point).
+            Chosen::Offload(_) => None,
+        }
+    }
+
+    fn into_box(self) -> Box<dyn Compactor> {
+        match self {
+            Chosen::Pruning(c) => Box::new(c),
+            Chosen::Offload(c) => Box::new(c),
+        }
+    }
+}
+
+fn compactor(args: &Args) -> Result<Chosen> {
+    match &args.offload_to {
+        None => Ok(Chosen::Pruning(args.prune.compactor()?)),
+        Some(dir) => {
+            let store = std::sync::Arc::new(FileSystemToolResultStore::new(dir.clone()));
+            let settings = OffloadCompactorSettings {
+                min_keep_steps: args.prune.min_keep_steps,
+                min_tokens: args.prune.min_tokens,
+                preview_chars: args.preview_chars,
+            };
+            let compactor =
+                ToolResultOffloadCompactor::new(store, settings).map_err(|e| UsageError(e.to_string()))?;
+            Ok(Chosen::Offload(compactor))
+        }
+    }
 }
 
 /// How long each phase took.

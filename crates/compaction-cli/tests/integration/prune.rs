@@ -161,3 +161,99 @@ fn every_real_transcript_prunes_with_calls_paired() {
     }
     assert_eq!(seen, 7);
 }
+
+#[test]
+fn context_window_runs_the_hook_logic() {
+    let input = sample("haystack/agent-run.json");
+    let total = run(&["count", &input], None).count();
+    // Below compact_at of the window: nothing happens and the input comes back unchanged.
+    let window = (total * 2).to_string();
+    let dir = scratch("window");
+    let report = dir.join("r.json");
+    let result =
+        run(&["prune", &input, "--context-window", &window, "--report", report.to_str().unwrap()], None);
+    assert_eq!(result.code, 0, "{}", result.stderr);
+    assert_eq!(result.stdout, std::fs::read(&input).unwrap());
+    let document: Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    assert_eq!(document["triggered"], false);
+    assert_eq!(document["changed"], false);
+    assert_eq!(document["estimated_tokens"], total);
+    assert_eq!(document["context_tokens"], 0);
+
+    // Above it: compacted towards compact_to of the window.
+    let window = (total + total / 4).to_string();
+    let result = run(
+        &[
+            "prune",
+            &input,
+            "--context-window",
+            &window,
+            "--compact-to",
+            "0.3",
+            "--report",
+            report.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert_eq!(result.code, 0, "{}", result.stderr);
+    let document: Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    assert_eq!(document["triggered"], true);
+    assert_eq!(document["changed"], true);
+    let expected_target = ((total + total / 4) as f64 * 0.3) as u64;
+    assert_eq!(document["target_tokens"], expected_target, "no tools, so no overhead");
+    let after = run(&["count", "-"], Some(&result.stdout)).count();
+    assert!(after < total);
+
+    // Invalid fractions are usage errors.
+    let result = run(
+        &["prune", &input, "--context-window", "1000", "--compact-at", "0.3", "--compact-to", "0.5"],
+        None,
+    );
+    assert_eq!(result.code, 2, "{}", result.stderr);
+}
+
+#[test]
+fn offload_to_writes_results_to_files_and_leaves_pointers() {
+    let dir = scratch("offload");
+    let store = dir.join("store");
+    let input = sample("haystack/agent-run.json");
+    let result = run(
+        &[
+            "prune",
+            &input,
+            "--target-tokens",
+            "5000",
+            "--offload-to",
+            store.to_str().unwrap(),
+            "--to",
+            "haystack",
+        ],
+        None,
+    );
+    assert_eq!(result.code, 0, "{}", result.stderr);
+    let messages = match result.json() {
+        Value::Array(messages) => messages,
+        other => panic!("expected an array, got {other}"),
+    };
+    let original = match run(&["convert", &input, "--to", "haystack"], None).json() {
+        Value::Array(messages) => messages,
+        other => panic!("expected an array, got {other}"),
+    };
+    let mut offloaded = 0;
+    for (index, message) in messages.iter().enumerate() {
+        let Some(references) = message["meta"]["tool_result_offloaded"].as_array() else { continue };
+        if original[index]["meta"].get("tool_result_offloaded").is_some() {
+            continue;
+        }
+        offloaded += 1;
+        let text = message["content"][0]["tool_call_result"]["result"].as_str().unwrap();
+        assert!(text.starts_with("Tool result offloaded to"), "{text}");
+        let reference = references[0].as_str().unwrap();
+        assert!(reference.starts_with(store.to_str().unwrap()), "{reference}");
+        let stored = std::fs::read_to_string(reference).unwrap();
+        let before = original[index]["content"][0]["tool_call_result"]["result"].as_str().unwrap();
+        assert_eq!(stored, before, "the store holds the original result");
+    }
+    assert!(offloaded > 0);
+    assert_paired(&messages, "offloaded");
+}
