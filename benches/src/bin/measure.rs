@@ -1,6 +1,7 @@
 //! Times one compaction in a release build, for `cargo xtask bench-vs-reference`.
 //!
 //! `measure INPUT --counter SPEC (--target N | --fraction F) [--runs R] [--output FILE]`
+//! `measure INPUT --counter SPEC --hook-steps N`
 //!
 //! Reads and parses INPUT outside the timer, counts it, then times `compact()` R times (default 1)
 //! and prints one JSON object: sizes, the counts, every timing in seconds and how many messages
@@ -18,6 +19,53 @@ fn value<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
     args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).map(String::as_str)
 }
 
+/// Replays INPUT as an agent run of up to `steps` model calls: before each assistant message the
+/// compaction hook runs (window: half the transcript's tokens, so it triggers now and then), then
+/// the message is appended. Prints the time of every step, to show a step that does not compact
+/// costs the same late in the run as early on.
+fn hook_run(messages: Vec<compaction_model::Message>, spec: &str, steps: usize) -> Result<(), String> {
+    use compaction_hook::{AgentState, CompactionHook, CompactionHookSettings};
+    let counter = counter_from_spec(spec).map_err(|e| e.to_string())?;
+    let total = counter.count(&messages, &[]);
+    let settings = CompactionHookSettings::new((total / 2).max(1));
+    let hook = CompactionHook::new(Box::new(ToolResultPruningCompactor::default()), settings)
+        .map_err(|e| e.to_string())?
+        .with_counter(counter);
+    let mut state = AgentState::new(Vec::new());
+    let mut untriggered = Vec::new();
+    let mut triggered = 0usize;
+    let started = Instant::now();
+    for message in messages {
+        if message.is_from(compaction_model::Role::Assistant) {
+            if untriggered.len() + triggered >= steps {
+                break;
+            }
+            let step = Instant::now();
+            let outcome = hook.run(&mut state);
+            let seconds = step.elapsed().as_secs_f64();
+            if outcome.triggered {
+                triggered += 1;
+            } else {
+                untriggered.push(seconds);
+            }
+            state.step_count += 1;
+        }
+        state.push(message);
+    }
+    let mean = |xs: &[f64]| if xs.is_empty() { 0.0 } else { xs.iter().sum::<f64>() / xs.len() as f64 };
+    let window = 200.min(untriggered.len());
+    let report = json!({
+        "steps": untriggered.len() + triggered,
+        "triggered": triggered,
+        "total_seconds": started.elapsed().as_secs_f64(),
+        "first_steps_mean_seconds": mean(&untriggered[..window]),
+        "last_steps_mean_seconds": mean(&untriggered[untriggered.len() - window..]),
+        "messages_at_end": state.messages().len(),
+    });
+    println!("{report}");
+    Ok(())
+}
+
 fn run(args: &[String]) -> Result<(), String> {
     let input =
         args.first().filter(|a| !a.starts_with("--")).ok_or("usage: measure INPUT --counter SPEC ...")?;
@@ -29,6 +77,10 @@ fn run(args: &[String]) -> Result<(), String> {
     let messages = compaction_benches::parse(&bytes);
     let parse_seconds = started.elapsed().as_secs_f64();
 
+    if let Some(steps) = value(args, "--hook-steps") {
+        let steps = steps.parse().map_err(|_| "--hook-steps takes a number")?;
+        return hook_run(messages, spec, steps);
+    }
     let counter = counter_from_spec(spec).map_err(|e| e.to_string())?;
     let started = Instant::now();
     let total = counter.count(&messages, &[]);
