@@ -86,6 +86,12 @@ pub enum Error {
         /// What is wrong with it.
         reason: String,
     },
+    /// The text is not JSON (reading from bytes with [`messages_from_slice`](crate::messages_from_slice)).
+    #[error("invalid JSON: {reason}")]
+    Json {
+        /// serde_json's description, with the line and column.
+        reason: String,
+    },
     /// The conversation is not a JSON array of messages.
     #[error("a conversation must be a JSON array of messages, found {found}")]
     NotAnArray {
@@ -106,7 +112,7 @@ impl Error {
             | Error::UnknownPart { index, .. }
             | Error::BadToolResult { index, .. }
             | Error::InvalidMedia { index, .. } => Some(*index),
-            Error::NotAnArray { .. } => None,
+            Error::Json { .. } | Error::NotAnArray { .. } => None,
         }
     }
 }

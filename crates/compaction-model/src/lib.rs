@@ -14,7 +14,8 @@
 //! - a `meta` JSON object per message, where compaction and offloading leave the markers in
 //!   [`meta`](crate::CONTEXT_COMPACTION) so later runs know what was rewritten.
 //!
-//! Reading ([`Message::from_value`], [`messages_from_value`]) accepts every shape Haystack's
+//! Reading ([`Message::from_value`], [`messages_from_value`], or from bytes without a `Value`
+//! tree: [`Message::from_slice`], [`messages_from_slice`]) accepts every shape Haystack's
 //! `ChatMessage.from_dict` accepts: the current one, `content` as a plain string, the older
 //! `_role`/`_content` shape and the flat part shapes. Writing ([`Message::to_value`] or
 //! `serde_json::to_string`) produces exactly what `ChatMessage.to_dict` produces. Fields this
@@ -83,4 +84,4 @@ pub use sniff::{
     base64_decoded_len, decode_base64_strict, guess_mime, is_image_mime, Base64Error, IMAGE_MIME_TYPES,
 };
 pub use tool::ToolSpec;
-pub use wire::{messages_from_value, messages_to_value};
+pub use wire::{array_spans, messages_from_slice, messages_from_value, messages_to_value, value_end};

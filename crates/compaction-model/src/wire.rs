@@ -3,9 +3,19 @@
 //! Reading accepts every shape `ChatMessage.from_dict` accepts; writing produces exactly what
 //! `ChatMessage.to_dict` produces, key order included, so a conversation written by this crate
 //! and one written by Haystack are the same JSON.
+//!
+//! Reading from bytes ([`messages_from_slice`], [`Message::from_slice`]) skips the
+//! `serde_json::Value` tree for messages in the current shape: they are deserialized straight
+//! into a [`Message`]. Anything that path is not sure of (older shapes, flat parts, unknown
+//! fields, bad input) is read again through [`Message::from_value`], so both ways accept, reject
+//! and report exactly the same.
 
+use std::fmt;
+use std::ops::Range;
+
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::ser::{SerializeMap, SerializeSeq};
-use serde::{Serialize, Serializer};
+use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Map, Value};
 
 use crate::error::Error;
@@ -23,6 +33,162 @@ pub fn messages_from_value(value: Value) -> Result<Vec<Message>, Error> {
         }
         other => Err(Error::NotAnArray { found: json_type(&other) }),
     }
+}
+
+/// Reads a conversation from the JSON text of an array of messages: the same messages, or the
+/// same error, as [`messages_from_value`] gives for the parsed text; text that is not JSON is
+/// [`Error::Json`].
+pub fn messages_from_slice(json: &[u8]) -> Result<Vec<Message>, Error> {
+    let whole = || {
+        let value: Value = serde_json::from_slice(json).map_err(json_error)?;
+        messages_from_value(value)
+    };
+    let Some(spans) = array_spans(json) else {
+        return whole();
+    };
+    let mut messages = Vec::with_capacity(spans.len());
+    for (index, span) in spans.into_iter().enumerate() {
+        match Message::from_slice(&json[span], index) {
+            Ok(message) => messages.push(message),
+            // A syntax error further on is what the whole text's parse reports first.
+            Err(_) => return whole(),
+        }
+    }
+    Ok(messages)
+}
+
+/// The byte range of each element of the JSON array `json` is, found by a quick scan for
+/// strings and brackets; `None` when `json` is not an array, is nested deeper than the scan
+/// follows, or is visibly malformed.
+///
+/// The scan does not validate the elements. When every element parses on its own, the whole
+/// text parses, to the same values: a caller can parse the elements separately (in parallel, or
+/// straight into messages) and go back to parsing the whole text only when one fails.
+pub fn array_spans(json: &[u8]) -> Option<Vec<Range<usize>>> {
+    let mut at = skip_whitespace(json, 0);
+    if json.get(at) != Some(&b'[') {
+        return None;
+    }
+    at = skip_whitespace(json, at + 1);
+    let mut spans = Vec::new();
+    if json.get(at) == Some(&b']') {
+        at += 1;
+    } else {
+        loop {
+            let end = skip_value(json, at)?;
+            spans.push(at..end);
+            at = skip_whitespace(json, end);
+            match json.get(at)? {
+                b',' => at = skip_whitespace(json, at + 1),
+                b']' => {
+                    at += 1;
+                    break;
+                }
+                _ => return None,
+            }
+        }
+    }
+    (skip_whitespace(json, at) == json.len()).then_some(spans)
+}
+
+/// How deep [`array_spans`] follows nesting; serde_json refuses more than 128 levels, and an
+/// element parsed alone sits one level higher than inside its array, so deep input goes the
+/// whole-text way, where the limit is the same as ever.
+const SCAN_DEPTH: usize = 100;
+
+fn skip_whitespace(json: &[u8], mut at: usize) -> usize {
+    while matches!(json.get(at), Some(b' ' | b'\n' | b'\t' | b'\r')) {
+        at += 1;
+    }
+    at
+}
+
+/// The end of the value starting at `at`: a string, a container, or a scalar running up to the
+/// next delimiter.
+fn skip_value(json: &[u8], at: usize) -> Option<usize> {
+    match *json.get(at)? {
+        b'"' => skip_string(json, at + 1),
+        b'[' | b'{' => {
+            let mut depth = 0;
+            let mut k = at;
+            loop {
+                match *json.get(k)? {
+                    b'"' => k = skip_string(json, k + 1)?,
+                    b'[' | b'{' => {
+                        depth += 1;
+                        if depth > SCAN_DEPTH {
+                            return None;
+                        }
+                        k += 1;
+                    }
+                    b']' | b'}' => {
+                        depth -= 1;
+                        k += 1;
+                        if depth == 0 {
+                            return Some(k);
+                        }
+                    }
+                    _ => k += 1,
+                }
+            }
+        }
+        _ => {
+            let len = json[at..]
+                .iter()
+                .position(|b| matches!(b, b',' | b']' | b'}' | b' ' | b'\n' | b'\t' | b'\r'))
+                .unwrap_or(json.len() - at);
+            (len > 0).then_some(at + len)
+        }
+    }
+}
+
+/// The index after the closing quote of the string whose contents start at `at`.
+fn skip_string(json: &[u8], mut at: usize) -> Option<usize> {
+    loop {
+        at += find_special(json.get(at..)?, false)?;
+        if json[at] == b'"' {
+            return Some(at + 1);
+        }
+        at += 2;
+    }
+}
+
+/// The position of the first `"` or `\\` in `bytes` (or, with `control`, the first byte below
+/// 0x20), looking at eight bytes at a time: strings are most of a transcript.
+fn find_special(bytes: &[u8], control: bool) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    // A byte of `x` is flagged when it is zero, or below `ONES * n` for the third test. A
+    // borrow can flag bytes after the first true hit, never before it, so the lowest flag is
+    // exact.
+    let below = |x: u64, n: u64| x.wrapping_sub(ONES * n) & !x;
+    let mut at = 0;
+    while let Some(word) = bytes.get(at..at + 8) {
+        let mut eight = [0; 8];
+        eight.copy_from_slice(word);
+        let word = u64::from_le_bytes(eight);
+        let mut hits = below(word ^ (ONES * u64::from(b'"')), 1) | below(word ^ (ONES * u64::from(b'\\')), 1);
+        if control {
+            hits |= below(word, 0x20);
+        }
+        let hits = hits & HIGH;
+        if hits != 0 {
+            return Some(at + (hits.trailing_zeros() / 8) as usize);
+        }
+        at += 8;
+    }
+    let special = |b: &u8| *b == b'"' || *b == b'\\' || (control && *b < 0x20);
+    bytes[at..].iter().position(special).map(|k| at + k)
+}
+
+/// The end of the JSON value that starts at `at` in `json`, found by the quick scan of
+/// [`array_spans`] (strings and brackets, nothing validated); `None` when the scan is not sure.
+pub fn value_end(json: &[u8], at: usize) -> Option<usize> {
+    skip_value(json, at)
+}
+
+fn json_error(error: serde_json::Error) -> Error {
+    Error::Json { reason: error.to_string() }
 }
 
 /// Writes a conversation as a JSON array of messages in Haystack's current shape.
@@ -83,16 +249,491 @@ impl Message {
         Ok(Message { role, parts, name, meta })
     }
 
+    /// Reads one message from its JSON text: the same message, or the same error, as
+    /// [`Message::from_value`] gives for the parsed text; text that is not JSON is
+    /// [`Error::Json`]. `index` is its position in the conversation, used in errors.
+    pub fn from_slice(json: &[u8], index: usize) -> Result<Message, Error> {
+        if let Some((message, len)) = Message::from_encoded(json) {
+            if skip_whitespace(json, len) == json.len() {
+                return Ok(message);
+            }
+        }
+        if let Ok(Quick(message)) = serde_json::from_slice::<Quick>(json) {
+            return Ok(message);
+        }
+        let value: Value = serde_json::from_slice(json).map_err(json_error)?;
+        Message::from_value(value, index)
+    }
+
+    /// Reads the message at the start of `json` when it is written exactly as this crate writes
+    /// it (`serde_json::to_writer`: compact, the current shape, keys in order, strings escaped
+    /// as serde_json escapes them), with the length of its text; `None` for anything else.
+    ///
+    /// What this accepts, [`Message::from_slice`] reads the same, and writing the message gives
+    /// back the same bytes: a caller can keep the text in place of encoding it again. Messages
+    /// with images, files or unknown fields are not read here.
+    pub fn from_encoded(json: &[u8]) -> Option<(Message, usize)> {
+        let mut text = Encoded { json, at: 0 };
+        let message = text.message()?;
+        Some((message, text.at))
+    }
+
     /// Writes the message as Haystack's `ChatMessage.to_dict` does.
     pub fn to_value(&self) -> Value {
         serde_json::to_value(self).unwrap_or(Value::Null)
     }
 }
 
-impl<'de> serde::Deserialize<'de> for Message {
+impl<'de> Deserialize<'de> for Message {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let value = Value::deserialize(deserializer)?;
         Message::from_value(value, 0).map_err(serde::de::Error::custom)
+    }
+}
+
+// ---- reading text in exactly our encoding ----
+//
+// One pass over the bytes that both reads the message and checks that they are its encoding.
+// Every string must use only the escapes serde_json writes; nested JSON (meta, arguments,
+// extra) is parsed by serde_json and must serialize back to the same bytes. Anything else is
+// `None`, and the caller reads the message another way.
+
+struct Encoded<'a> {
+    json: &'a [u8],
+    at: usize,
+}
+
+impl Encoded<'_> {
+    fn literal(&mut self, text: &[u8]) -> Option<()> {
+        if self.json.get(self.at..)?.starts_with(text) {
+            self.at += text.len();
+            Some(())
+        } else {
+            None
+        }
+    }
+
+    fn message(&mut self) -> Option<Message> {
+        self.literal(b"{\"role\":\"")?;
+        let role = [Role::Tool, Role::Assistant, Role::User, Role::System].into_iter().find(|role| {
+            self.json.get(self.at..).is_some_and(|rest| {
+                rest.starts_with(role.as_str().as_bytes()) && rest.get(role.as_str().len()) == Some(&b'"')
+            })
+        })?;
+        self.at += role.as_str().len() + 1;
+        self.literal(b",\"meta\":")?;
+        let meta = self.object()?;
+        self.literal(b",\"name\":")?;
+        let name = self.string_or_null()?;
+        self.literal(b",\"content\":[")?;
+        let mut parts = Vec::new();
+        if self.literal(b"]").is_none() {
+            loop {
+                parts.push(self.part()?);
+                if self.literal(b",").is_none() {
+                    self.literal(b"]")?;
+                    break;
+                }
+            }
+        }
+        self.literal(b"}")?;
+        // A part is large and a vector grows to four at once; most messages have one part.
+        parts.shrink_to_fit();
+        Some(Message { role, parts, name, meta })
+    }
+
+    fn part(&mut self) -> Option<Part> {
+        if self.literal(b"{\"text\":").is_some() {
+            let text = self.string()?;
+            self.literal(b"}")?;
+            return Some(Part::Text(TextPart::new(text)));
+        }
+        if self.literal(b"{\"tool_call\":").is_some() {
+            let call = self.tool_call()?;
+            self.literal(b"}")?;
+            return Some(Part::ToolCall(call));
+        }
+        if self.literal(b"{\"reasoning\":{\"reasoning_text\":").is_some() {
+            let reasoning_text = self.string()?;
+            self.literal(b",\"extra\":")?;
+            let extra = self.object()?;
+            self.literal(b"}}")?;
+            return Some(Part::Reasoning(ReasoningPart {
+                reasoning_text,
+                extra,
+                unknown: JsonObject::new(),
+            }));
+        }
+        self.literal(b"{\"tool_call_result\":{\"result\":")?;
+        let result = if self.literal(b"[").is_some() {
+            let mut parts = Vec::new();
+            if self.literal(b"]").is_none() {
+                loop {
+                    self.literal(b"{\"text\":")?;
+                    parts.push(ResultPart::Text(TextPart::new(self.string()?)));
+                    self.literal(b"}")?;
+                    if self.literal(b",").is_none() {
+                        self.literal(b"]")?;
+                        break;
+                    }
+                }
+            }
+            parts.shrink_to_fit();
+            ToolResultContent::Parts(parts)
+        } else {
+            ToolResultContent::Text(self.string()?)
+        };
+        self.literal(b",\"origin\":")?;
+        let origin = self.tool_call()?;
+        self.literal(b",\"error\":")?;
+        let error = if self.literal(b"true").is_some() {
+            true
+        } else {
+            self.literal(b"false")?;
+            false
+        };
+        self.literal(b"}}")?;
+        Some(Part::ToolCallResult(ToolCallResult { result, origin, error, unknown: JsonObject::new() }))
+    }
+
+    fn tool_call(&mut self) -> Option<ToolCall> {
+        self.literal(b"{\"tool_name\":")?;
+        let tool_name = self.string()?;
+        self.literal(b",\"arguments\":")?;
+        let arguments = self.object()?;
+        self.literal(b",\"id\":")?;
+        let id = self.string_or_null()?;
+        self.literal(b",\"extra\":")?;
+        let extra = if self.literal(b"null").is_some() { None } else { Some(self.object()?) };
+        self.literal(b"}")?;
+        Some(ToolCall { tool_name, arguments, id, extra, unknown: JsonObject::new() })
+    }
+
+    /// A JSON object, parsed by serde_json, that serializes back to its own bytes.
+    fn object(&mut self) -> Option<JsonObject> {
+        if self.literal(b"{}").is_some() {
+            return Some(JsonObject::new());
+        }
+        if self.json.get(self.at) != Some(&b'{') {
+            return None;
+        }
+        let end = skip_value(self.json, self.at)?;
+        let text = &self.json[self.at..end];
+        let Value::Object(object) = serde_json::from_slice(text).ok()? else { return None };
+        let mut rest = Compare(text);
+        serde_json::to_writer(&mut rest, &object).ok()?;
+        if !rest.0.is_empty() {
+            return None;
+        }
+        self.at = end;
+        Some(object)
+    }
+
+    fn string_or_null(&mut self) -> Option<Option<String>> {
+        if self.literal(b"null").is_some() {
+            return Some(None);
+        }
+        self.string().map(Some)
+    }
+
+    /// A string whose escapes are all the ones serde_json writes, unescaped.
+    fn string(&mut self) -> Option<String> {
+        self.literal(b"\"")?;
+        let mut text = Vec::new();
+        loop {
+            let rest = self.json.get(self.at..)?;
+            let run = find_special(rest, true)?;
+            text.extend_from_slice(&rest[..run]);
+            self.at += run + 1;
+            match rest[run] {
+                b'"' => break,
+                b'\\' => {}
+                _ => return None,
+            }
+            let escape = *self.json.get(self.at)?;
+            self.at += 1;
+            let byte = match escape {
+                b'"' => b'"',
+                b'\\' => b'\\',
+                b'b' => 0x08,
+                b'f' => 0x0c,
+                b'n' => b'\n',
+                b'r' => b'\r',
+                b't' => b'\t',
+                b'u' => {
+                    let hex = self.json.get(self.at..self.at + 4)?;
+                    self.at += 4;
+                    let digit = |d: u8| match d {
+                        b'0'..=b'9' => Some(d - b'0'),
+                        b'a'..=b'f' => Some(d - b'a' + 10),
+                        _ => None,
+                    };
+                    if &hex[..2] != b"00" {
+                        return None;
+                    }
+                    let byte = digit(hex[2])? << 4 | digit(hex[3])?;
+                    // serde_json writes these as \u00XX; the others below 0x20 have short forms.
+                    if byte >= 0x20 || matches!(byte, 0x08 | 0x09 | 0x0a | 0x0c | 0x0d) {
+                        return None;
+                    }
+                    byte
+                }
+                _ => return None,
+            };
+            text.push(byte);
+        }
+        // Strings are most of a transcript's memory: give back what growing left over.
+        text.shrink_to_fit();
+        String::from_utf8(text).ok()
+    }
+}
+
+/// A writer that checks what it is given against the bytes it holds, consuming them.
+struct Compare<'a>(&'a [u8]);
+
+impl std::io::Write for Compare<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self.0.strip_prefix(buf) {
+            Some(rest) => {
+                self.0 = rest;
+                Ok(buf.len())
+            }
+            None => Err(std::io::ErrorKind::InvalidData.into()),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+// ---- reading without a Value tree ----
+//
+// The quick path takes only what it can read exactly as `Message::from_value` would: the
+// current shape, each key at most once, no unknown keys, parts wrapped with one key each
+// (`text`, `tool_call`, `tool_call_result` with a string result). Anything else is an error
+// here, which sends the message back to the `Value` path; the error itself is never shown.
+// Nested JSON (meta, arguments, extra) is read as a `Value`, as the other path reads it.
+
+/// A message read the quick way.
+struct Quick(Message);
+
+/// Why the quick path gave up; only ever replaced by the other path's answer.
+fn give_up<E: de::Error>() -> E {
+    E::custom("not in the quick path's shape")
+}
+
+/// A key of the quick path's objects, matched without allocating.
+struct KeyOf<const N: usize>(&'static [&'static str; N]);
+
+impl<'de, const N: usize> DeserializeSeed<'de> for KeyOf<N> {
+    type Value = usize;
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<usize, D::Error> {
+        deserializer.deserialize_str(self)
+    }
+}
+
+impl<const N: usize> Visitor<'_> for KeyOf<N> {
+    type Value = usize;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a known key")
+    }
+    fn visit_str<E: de::Error>(self, key: &str) -> Result<usize, E> {
+        self.0.iter().position(|k| *k == key).ok_or_else(give_up)
+    }
+}
+
+/// Reads the keys of an object in `keys`, each at most once, handing each value to `read`.
+fn each_key<'de, A: MapAccess<'de>, const N: usize>(
+    map: &mut A,
+    keys: &'static [&'static str; N],
+    mut read: impl FnMut(usize, &mut A) -> Result<(), A::Error>,
+) -> Result<(), A::Error> {
+    let mut seen = [false; N];
+    while let Some(key) = map.next_key_seed(KeyOf(keys))? {
+        if std::mem::replace(&mut seen[key], true) {
+            return Err(give_up());
+        }
+        read(key, map)?;
+    }
+    Ok(())
+}
+
+/// A JSON object, read as a `Value` so it is exactly what the `Value` path holds.
+fn object<'de, A: MapAccess<'de>>(map: &mut A) -> Result<Option<JsonObject>, A::Error> {
+    match map.next_value::<Value>()? {
+        Value::Object(object) => Ok(Some(object)),
+        Value::Null => Ok(None),
+        _ => Err(give_up()),
+    }
+}
+
+impl<'de> Deserialize<'de> for Quick {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_map(QuickMessage)
+    }
+}
+
+struct QuickMessage;
+
+impl<'de> Visitor<'de> for QuickMessage {
+    type Value = Quick;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a message")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Quick, A::Error> {
+        let (mut role, mut meta, mut name, mut parts) = (None, None, None, None);
+        each_key(&mut map, &["role", "meta", "name", "content"], |key, map| {
+            match key {
+                0 => role = Some(Role::parse(&map.next_value::<String>()?).ok_or_else(give_up)?),
+                1 => meta = object(map)?,
+                2 => name = map.next_value::<Option<String>>()?,
+                _ => parts = Some(map.next_value::<QuickContent>()?.0),
+            }
+            Ok(())
+        })?;
+        match (role, parts) {
+            (Some(role), Some(parts)) => {
+                Ok(Quick(Message { role, parts, name, meta: meta.unwrap_or_default() }))
+            }
+            _ => Err(give_up()),
+        }
+    }
+}
+
+/// A message's `content`: a string, or a list of parts.
+struct QuickContent(Vec<Part>);
+
+impl<'de> Deserialize<'de> for QuickContent {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(QuickContentVisitor)
+    }
+}
+
+struct QuickContentVisitor;
+
+impl<'de> Visitor<'de> for QuickContentVisitor {
+    type Value = QuickContent;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("content")
+    }
+    fn visit_str<E: de::Error>(self, text: &str) -> Result<QuickContent, E> {
+        Ok(QuickContent(vec![Part::Text(TextPart::new(text))]))
+    }
+    fn visit_string<E: de::Error>(self, text: String) -> Result<QuickContent, E> {
+        Ok(QuickContent(vec![Part::Text(TextPart::new(text))]))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<QuickContent, A::Error> {
+        let mut parts = Vec::with_capacity(seq.size_hint().unwrap_or(1));
+        while let Some(QuickPart(part)) = seq.next_element()? {
+            parts.push(part);
+        }
+        parts.shrink_to_fit();
+        Ok(QuickContent(parts))
+    }
+}
+
+/// A wrapped part with one key.
+struct QuickPart(Part);
+
+impl<'de> Deserialize<'de> for QuickPart {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_map(QuickPartVisitor)
+    }
+}
+
+struct QuickPartVisitor;
+
+impl<'de> Visitor<'de> for QuickPartVisitor {
+    type Value = QuickPart;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a part")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<QuickPart, A::Error> {
+        let key =
+            map.next_key_seed(KeyOf(&["text", "tool_call", "tool_call_result"]))?.ok_or_else(give_up)?;
+        let part = match key {
+            0 => Part::Text(TextPart::new(map.next_value::<String>()?)),
+            1 => Part::ToolCall(map.next_value::<QuickCall>()?.0),
+            _ => Part::ToolCallResult(map.next_value::<QuickResult>()?.0),
+        };
+        // A second key makes it a part of another kind, or one with unknown fields.
+        if map.next_key::<de::IgnoredAny>()?.is_some() {
+            return Err(give_up());
+        }
+        Ok(QuickPart(part))
+    }
+}
+
+struct QuickCall(ToolCall);
+
+impl<'de> Deserialize<'de> for QuickCall {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_map(QuickCallVisitor)
+    }
+}
+
+struct QuickCallVisitor;
+
+impl<'de> Visitor<'de> for QuickCallVisitor {
+    type Value = QuickCall;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a tool call")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<QuickCall, A::Error> {
+        let (mut tool_name, mut arguments, mut id, mut extra) = (None, None, None, None);
+        each_key(&mut map, &["tool_name", "arguments", "id", "extra"], |key, map| {
+            match key {
+                0 => tool_name = Some(map.next_value::<String>()?),
+                1 => arguments = Some(object(map)?.ok_or_else(give_up)?),
+                2 => id = map.next_value::<Option<String>>()?,
+                _ => extra = object(map)?,
+            }
+            Ok(())
+        })?;
+        match (tool_name, arguments) {
+            (Some(tool_name), Some(arguments)) => {
+                Ok(QuickCall(ToolCall { tool_name, arguments, id, extra, unknown: JsonObject::new() }))
+            }
+            _ => Err(give_up()),
+        }
+    }
+}
+
+struct QuickResult(ToolCallResult);
+
+impl<'de> Deserialize<'de> for QuickResult {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_map(QuickResultVisitor)
+    }
+}
+
+struct QuickResultVisitor;
+
+impl<'de> Visitor<'de> for QuickResultVisitor {
+    type Value = QuickResult;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a tool result")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<QuickResult, A::Error> {
+        let (mut result, mut origin, mut error) = (None, None, None);
+        each_key(&mut map, &["result", "origin", "error"], |key, map| {
+            match key {
+                0 => result = Some(map.next_value::<String>()?),
+                1 => origin = Some(map.next_value::<QuickCall>()?.0),
+                _ => error = Some(map.next_value::<bool>()?),
+            }
+            Ok(())
+        })?;
+        match (result, origin, error) {
+            (Some(result), Some(origin), Some(error)) => Ok(QuickResult(ToolCallResult {
+                result: ToolResultContent::Text(result),
+                origin,
+                error,
+                unknown: JsonObject::new(),
+            })),
+            _ => Err(give_up()),
+        }
     }
 }
 

@@ -1,6 +1,6 @@
 //! `ChatMessage.from_dict` → `to_dict` of the reference, on the committed convert fixtures.
 
-use compaction_model::{messages_from_value, messages_to_value};
+use compaction_model::{messages_from_slice, messages_from_value, messages_to_value, Message};
 use serde_json::Value;
 
 use crate::{fixture_files, python_equal};
@@ -53,4 +53,35 @@ fn conformance_convert_matches_reference() {
         files.len(),
         failures.join("\n")
     );
+}
+
+/// Reading from bytes gives what reading the parsed value gives, message for message and error
+/// for error, whether the text is compact (the quick path) or spaced out (the `Value` path).
+#[test]
+fn reading_bytes_agrees_with_reading_values() {
+    let files = fixture_files("convert");
+    let mut failures = Vec::new();
+    for path in &files {
+        let text = std::fs::read_to_string(path).expect("fixture readable");
+        let fixture: Value = serde_json::from_str(&text).expect("fixture is JSON");
+        let name = path.file_name().unwrap_or_default().to_string_lossy().into_owned();
+        for key in ["input", "output"] {
+            let Some(conversation) = fixture.get(key).filter(|v| !v.is_null()) else { continue };
+            let expected = messages_from_value(conversation.clone());
+            let compact = serde_json::to_vec(conversation).expect("serializable");
+            let pretty = serde_json::to_vec_pretty(conversation).expect("serializable");
+            for (layout, bytes) in [("compact", &compact), ("pretty", &pretty)] {
+                if messages_from_slice(bytes) != expected {
+                    failures.push(format!("{name}: {key}, {layout}: messages_from_slice disagrees"));
+                }
+            }
+            for (index, item) in conversation.as_array().into_iter().flatten().enumerate() {
+                let bytes = serde_json::to_vec(item).expect("serializable");
+                if Message::from_slice(&bytes, index) != Message::from_value(item.clone(), index) {
+                    failures.push(format!("{name}: {key}[{index}]: Message::from_slice disagrees"));
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

@@ -79,3 +79,51 @@ fn big_integers_keep_every_digit() {
     let text = serde_json::to_string(&messages).expect("serializes");
     assert!(text.contains("123456789012345678901234567890"), "{text}");
 }
+
+/// Shapes the quick byte reader leaves to the `Value` reader, and bad text: both readers agree.
+#[test]
+fn reading_bytes_agrees_on_odd_shapes() {
+    let cases: &[&str] = &[
+        r#"[{"role":"user","meta":{},"name":null,"content":[{"text":"a"}]}]"#,
+        r#"[{"role":"user","role":"assistant","content":"twice"}]"#,
+        r#"[{"content":"first","role":"user"}]"#,
+        r#"[{"r\u006fle":"user","c\u006fntent":"escaped keys"}]"#,
+        r#"[{"role":"user","meta":false,"content":"falsy meta"}]"#,
+        r#"[{"role":"user","meta":{"a":1,"a":2},"content":"duplicate meta key"}]"#,
+        r#"[{"role":"user","meta":{"$serde_json::private::Number":"1"},"content":"x"}]"#,
+        r#"[{"role":"user","content":[{"text":"a","extra":1}]}]"#,
+        r#"[{"role":"user","content":[{"text":"a","text":"b"}]}]"#,
+        r#"[{"role":"assistant","content":[{"tool_call":{"tool_name":"t","arguments":null}}]}]"#,
+        r#"[{"role":"assistant","content":[{"tool_call":{"tool_name":"t","arguments":{},"id":7}}]}]"#,
+        r#"[{"role":"tool","content":[{"tool_call_result":{"result":"r","origin":{"tool_name":"t","arguments":{}}}}]}]"#,
+        r#"[{"role":"tool","content":[{"tool_call_result":{"result":"r","error":false,"origin":{"tool_name":"t","arguments":{}},"x":1}}]}]"#,
+        r#"[{"_role":"user","_content":[{"text":"legacy"}]}]"#,
+        r#"[{"role":"robot","content":"beep"}]"#,
+        r#"[{"role":"user","content":"a"},{"role":"user","content":"b"}"#,
+        r#"[{"role":"user","content":"a"}] x"#,
+        r#"[{"role":"user","content":"a"},]"#,
+        r#"[{"role":"user","content":"a"} {"role":"user","content":"b"}]"#,
+        r#"[{"role":"user","content":"\ud800"}]"#,
+        r#"[{"role":"user","content":1e5}]"#,
+        r#" [ ] "#,
+        r#"[1, "two", null]"#,
+        r#"{"role":"user"}"#,
+        r#""#,
+    ];
+    for case in cases {
+        let expected = serde_json::from_slice(case.as_bytes())
+            .map_err(|e| Error::Json { reason: e.to_string() })
+            .and_then(messages_from_value);
+        assert_eq!(compaction_model::messages_from_slice(case.as_bytes()), expected, "{case}");
+    }
+    let deep = format!(
+        r#"[{{"role":"user","meta":{{"a":{}1{}}},"content":"deep"}}]"#,
+        "[".repeat(126),
+        "]".repeat(126)
+    );
+    let expected = serde_json::from_str(&deep)
+        .map_err(|e| Error::Json { reason: e.to_string() })
+        .and_then(messages_from_value);
+    assert!(expected.is_err());
+    assert_eq!(compaction_model::messages_from_slice(deep.as_bytes()), expected);
+}
