@@ -1,10 +1,11 @@
-//! The `compaction` command: count, convert and prune LLM-agent transcripts.
+//! The `compaction` command: count, convert, prune, offload and replay LLM-agent transcripts.
 //!
 //! Every command reads a conversation from a file or standard input and writes its answer to
 //! standard output or a file. Bad input is reported on one line of standard error, naming the
 //! file, the message and the problem, with exit status 1; bad usage exits with 2. Output files
 //! are written atomically, so a failed run never leaves half a file behind.
 
+mod chart;
 mod commands;
 mod formats;
 mod input;
@@ -32,6 +33,8 @@ enum Command {
     Convert(commands::convert::Args),
     // Boxed: its many options would make every other variant as large.
     Prune(Box<commands::prune::Args>),
+    Offload(Box<commands::offload::Args>),
+    Simulate(Box<commands::simulate::Args>),
 }
 
 /// An error in how the command was called, as opposed to in what it read (exit status 2).
@@ -53,6 +56,8 @@ fn main() -> ExitCode {
         Command::Count(args) => commands::count::run(args),
         Command::Convert(args) => commands::convert::run(args),
         Command::Prune(args) => commands::prune::run(*args),
+        Command::Offload(args) => commands::offload::run(*args),
+        Command::Simulate(args) => commands::simulate::run(*args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -35,7 +35,6 @@ pub fn spinner(message: &str) -> ProgressBar {
 }
 
 /// A bar over `total` steps.
-#[allow(dead_code)] // for `simulate`, next
 pub fn bar(total: u64, message: &str) -> ProgressBar {
     let bar = ProgressBar::with_draw_target(Some(total), target());
     bar.set_style(

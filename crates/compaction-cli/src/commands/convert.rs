@@ -29,6 +29,8 @@ pub struct Args {
 pub fn run(args: Args) -> Result<()> {
     let conversation = args.input.read()?;
     let target = args.to.unwrap_or_else(|| conversation.format.default_target());
-    let bytes = formats::write(&conversation, &conversation.messages, target)?;
-    crate::output::write_output(args.output.as_deref(), &bytes)
+    // Converting changes no message.
+    crate::output::write_output_with(args.output.as_deref(), |out| {
+        formats::write(&conversation, &conversation.messages, target, Some(&[]), out)
+    })
 }

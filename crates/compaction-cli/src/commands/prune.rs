@@ -145,7 +145,7 @@ pub fn run(args: Args) -> Result<()> {
     }
     let compactor = compactor(&args)?;
     let counter = super::counter(&args.counter)?;
-    let input = args.input.read_timed()?;
+    let mut input = args.input.read_timed()?;
     let conversation = &input.conversation;
     let messages = &conversation.messages;
     let tools = match &args.tools {
@@ -155,16 +155,19 @@ pub fn run(args: Args) -> Result<()> {
 
     let spinner = crate::progress::spinner("pruning");
     let started = Instant::now();
-    // The compacted conversation (None: unchanged), the compactor's report, and the hook's
-    // outcome in --context-window mode.
-    let (compacted, report, hook): (Option<Vec<Message>>, Option<CompactionReport>, Option<Hooked>) =
+    // How the conversation changes, the compactor's report, and the hook's outcome in
+    // --context-window mode.
+    let (compacted, report, hook): (Compacted, Option<CompactionReport>, Option<Hooked>) =
         match (args.target_tokens, args.context_window) {
             (Some(target), _) if args.dry_run => {
-                (None, compactor.plan_report(messages, target, counter.as_ref()), None)
+                (Compacted::Unchanged, compactor.plan_report(messages, target, counter.as_ref()), None)
             }
             (Some(target), _) => match compactor.compact(messages, target, counter.as_ref()) {
-                Some(compaction) => (Some(compaction.messages(messages)), Some(compaction.report), None),
-                None => (None, None, None),
+                Some(compaction) => {
+                    let report = compaction.report.clone();
+                    (Compacted::Edits(compaction), Some(report), None)
+                }
+                None => (Compacted::Unchanged, None, None),
             },
             (None, Some(window)) => {
                 let settings = CompactionHookSettings {
@@ -181,7 +184,10 @@ pub fn run(args: Args) -> Result<()> {
                 let outcome = hook.run(&mut state);
                 let report = outcome.report.clone();
                 let hooked = Hooked { outcome, context_tokens: state.context_tokens };
-                let compacted = hooked.outcome.compacted.then(|| state.into_messages());
+                let compacted = match hooked.outcome.compacted {
+                    true => Compacted::Whole(state.into_messages()),
+                    false => Compacted::Unchanged,
+                };
                 (compacted, report, Some(hooked))
             }
             (None, None) => {
@@ -192,14 +198,33 @@ pub fn run(args: Args) -> Result<()> {
     spinner.finish_and_clear();
 
     let started = Instant::now();
+    // In-place edits are moved into the conversation read, so nothing else is copied and the
+    // writer knows which messages changed.
+    let (whole, changed) = match compacted {
+        Compacted::Unchanged => (None, Some(Vec::new())),
+        Compacted::Edits(compaction) => {
+            let changed = compaction.replaced_indices();
+            compaction.apply(&mut input.conversation.messages);
+            (None, changed)
+        }
+        Compacted::Whole(messages) => (Some(messages), None),
+    };
+    let conversation = &input.conversation;
+    let messages = &conversation.messages;
     if !args.dry_run {
         let target = args.to.unwrap_or_else(|| conversation.format.default_target());
-        let bytes = match &compacted {
-            Some(compacted) => formats::write(conversation, compacted, target)?,
-            None if args.to.is_none() => input.bytes.clone(),
-            None => formats::write(conversation, messages, target)?,
-        };
-        crate::output::write_output(args.output.as_deref(), &bytes)?;
+        let output = args.output.as_deref();
+        match (&whole, changed.as_deref()) {
+            (None, Some([])) if args.to.is_none() => {
+                crate::output::write_output(output, conversation.source())?
+            }
+            (Some(whole), _) => crate::output::write_output_with(output, |out| {
+                formats::write(conversation, whole, target, None, out)
+            })?,
+            (None, changed) => crate::output::write_output_with(output, |out| {
+                formats::write(conversation, messages, target, changed, out)
+            })?,
+        }
     }
     let write_time = started.elapsed();
 
@@ -223,7 +248,20 @@ pub fn run(args: Args) -> Result<()> {
         (None, true) => crate::output::write_output(None, &report_bytes(&document)?)?,
         (None, false) => {}
     }
+    // The process ends here: the system takes the conversation's memory back at once, which is
+    // quicker than freeing its many allocations one by one.
+    std::mem::forget(input);
     Ok(())
+}
+
+/// How the conversation changes.
+enum Compacted {
+    /// Not at all.
+    Unchanged,
+    /// By the compactor's edits.
+    Edits(compaction_core::Compaction),
+    /// To this conversation (the hook's).
+    Whole(Vec<Message>),
 }
 
 /// What the hook did in --context-window mode.

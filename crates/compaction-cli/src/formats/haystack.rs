@@ -1,11 +1,23 @@
 //! Haystack `ChatMessage.to_dict` JSON, the model's own shape.
+//!
+//! A file that is one JSON array of messages (what Haystack and our own output write) is read
+//! without a JSON tree: messages are read one after another straight from the bytes, most by
+//! [`Message::from_encoded`], which also tells that the bytes are exactly the message's
+//! encoding; on two cores a second thread reads the second half. The bytes stay with the
+//! conversation, and a message a command did not change is written back as them when they are
+//! its encoding; only the others are encoded. Anything else (JSON Lines, another format, invalid
+//! JSON, a bad message) is read as a tree, as before, so errors are worded as they always were.
+
+use std::io::Write;
+use std::ops::Range;
 
 use anyhow::{anyhow, Result};
-use compaction_model::Message;
+use compaction_model::{value_end, Error, Message};
 use serde_json::Value;
 
-use super::overlay::Shape;
-use super::{Decoded, Locator};
+use super::overlay::{self, Shape};
+use super::{Decoded, Format, Locator, Native, Place, Target, Top};
+use crate::input::Layout;
 
 /// The keys of a Haystack message; anything else on it is kept when it is written back.
 pub(crate) static SHAPE: Shape = Shape {
@@ -18,16 +30,276 @@ pub(crate) static SHAPE: Shape = Shape {
 pub(crate) fn read(values: &[Value], locator: &Locator) -> Result<Decoded> {
     let mut decoded = Decoded::default();
     for (index, value) in values.iter().enumerate() {
-        let message = Message::from_value(value.clone(), index).map_err(|error| {
-            // The model's errors already say "message N"; a line number is what JSON Lines need.
-            let at = locator.at(index);
-            if at.ends_with(&format!("message {index}")) {
-                anyhow!("{}: {error}", locator.whole())
-            } else {
-                anyhow!("{at}: {error}")
-            }
-        })?;
+        let message = Message::from_value(value.clone(), index)
+            .map_err(|error| message_error(locator, index, &error))?;
         decoded.extend(index, vec![message]);
     }
     Ok(decoded)
+}
+
+fn message_error(locator: &Locator, index: usize, error: &Error) -> anyhow::Error {
+    // The model's errors already say "message N"; a line number is what JSON Lines need.
+    let at = locator.at(index);
+    if at.ends_with(&format!("message {index}")) {
+        anyhow!("{}: {error}", locator.whole())
+    } else {
+        anyhow!("{at}: {error}")
+    }
+}
+
+/// Where each message of a Haystack array sits in the input.
+#[derive(Debug)]
+pub(crate) struct Spans {
+    /// Each message's bytes.
+    spans: Vec<Range<usize>>,
+    /// Whether each message's bytes are exactly its encoding, so they can stand for it.
+    verbatim: Vec<bool>,
+}
+
+/// Inputs smaller than this are parsed on one thread; starting another costs more than it saves.
+const PARALLEL_BYTES: usize = 1 << 20;
+
+/// Reads `bytes` as a Haystack array of messages without a JSON tree, or `None` when the tree
+/// path must decide: not an array, empty, not Haystack (unless `forced`), or anything that does
+/// not read cleanly, such as invalid JSON or a bad message, whose error the tree path words.
+///
+/// On two or more cores a second thread starts at what looks like a message near the middle of
+/// the file. Its messages are used only when the first thread, reading from the start, reaches
+/// that very byte as the start of a message, so a wrong guess costs time, never correctness.
+pub(crate) fn read_spans(bytes: &[u8], forced: bool) -> Option<(Vec<Message>, Spans)> {
+    let body = if bytes.starts_with(b"\xEF\xBB\xBF") { 3 } else { 0 };
+    let open = skip_whitespace(bytes, body);
+    if bytes.get(open) != Some(&b'[') {
+        return None;
+    }
+    let first = skip_whitespace(bytes, open + 1);
+    if bytes.get(first) == Some(&b']') || !(forced || is_haystack(bytes, first)) {
+        return None;
+    }
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+    let guess =
+        (cores > 1 && bytes.len() >= PARALLEL_BYTES).then(|| guess_message(bytes, bytes.len() / 2)).flatten();
+    let (mut run, rest) = match guess {
+        None => (Run::read(bytes, first, None), None),
+        Some(guess) => std::thread::scope(|scope| {
+            let rest = scope.spawn(move || Run::read(bytes, guess, None));
+            let run = Run::read(bytes, first, Some(guess));
+            (run, Some(rest.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))))
+        }),
+    };
+    if run.end == End::Reached {
+        let rest = rest?;
+        run.end = rest.end;
+        run.messages.extend(rest.messages);
+        run.spans.extend(rest.spans);
+        run.verbatim.extend(rest.verbatim);
+    }
+    (run.end == End::Finished).then_some((run.messages, Spans { spans: run.spans, verbatim: run.verbatim }))
+}
+
+fn skip_whitespace(bytes: &[u8], mut at: usize) -> usize {
+    while matches!(bytes.get(at), Some(b' ' | b'\n' | b'\t' | b'\r')) {
+        at += 1;
+    }
+    at
+}
+
+/// What the tree path's detection says of the array: its first element must be a message, and
+/// the first message that tells a format decides.
+fn is_haystack(bytes: &[u8], mut at: usize) -> bool {
+    let mut first = true;
+    loop {
+        let Some(end) = value_end(bytes, at) else { return false };
+        let Ok(value) = serde_json::from_slice::<Value>(&bytes[at..end]) else { return false };
+        if first && !value.as_object().is_some_and(|o| o.contains_key("role") || o.contains_key("_role")) {
+            // The tree path looks further for an object; rare enough to leave to it.
+            return false;
+        }
+        first = false;
+        if let Some(format) = value.as_object().and_then(super::message_format) {
+            return format == Format::Haystack;
+        }
+        at = skip_whitespace(bytes, end);
+        if bytes.get(at) != Some(&b',') {
+            return false;
+        }
+        at = skip_whitespace(bytes, at + 1);
+    }
+}
+
+/// The start of what looks like a message at or after `from`: `{"role":"` after a comma.
+fn guess_message(bytes: &[u8], from: usize) -> Option<usize> {
+    const START: &[u8] = b"{\"role\":\"";
+    let mut at = from;
+    for _ in 0..64 {
+        at += bytes.get(at..)?.windows(START.len()).position(|w| w == START)?;
+        let before = bytes[..at].iter().rposition(|b| !b.is_ascii_whitespace())?;
+        if bytes[before] == b',' {
+            return Some(at);
+        }
+        at += 1;
+    }
+    None
+}
+
+/// How a run of messages ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum End {
+    /// At the closing bracket, with nothing but whitespace after it.
+    Finished,
+    /// At the byte it was told to stop at, the start of a message.
+    Reached,
+    /// At something it could not read.
+    Failed,
+}
+
+/// Messages read one after another from a position in the array.
+struct Run {
+    messages: Vec<Message>,
+    spans: Vec<Range<usize>>,
+    verbatim: Vec<bool>,
+    end: End,
+}
+
+impl Run {
+    fn read(bytes: &[u8], mut at: usize, stop: Option<usize>) -> Run {
+        let mut run = Run { messages: Vec::new(), spans: Vec::new(), verbatim: Vec::new(), end: End::Failed };
+        loop {
+            if stop == Some(at) {
+                run.end = End::Reached;
+                return run;
+            }
+            let Some((message, end, verbatim)) = read_message(bytes, at, run.messages.len()) else {
+                return run;
+            };
+            run.messages.push(message);
+            run.spans.push(at..end);
+            run.verbatim.push(verbatim);
+            at = skip_whitespace(bytes, end);
+            match bytes.get(at) {
+                Some(b',') => at = skip_whitespace(bytes, at + 1),
+                Some(b']') => {
+                    if skip_whitespace(bytes, at + 1) == bytes.len() {
+                        run.end = End::Finished;
+                    }
+                    return run;
+                }
+                _ => return run,
+            }
+        }
+    }
+}
+
+/// The message starting at `at`, where it ends, and whether its bytes are its encoding.
+fn read_message(bytes: &[u8], at: usize, index: usize) -> Option<(Message, usize, bool)> {
+    if let Some((message, len)) = Message::from_encoded(&bytes[at..]) {
+        return Some((message, at + len, true));
+    }
+    let end = value_end(bytes, at)?;
+    let raw = &bytes[at..end];
+    // Errors are left to the tree path, which words them; the index is only used in them.
+    let message = Message::from_slice(raw, index).ok()?;
+    let verbatim = encodes_as(&message, raw);
+    Some((message, end, verbatim))
+}
+
+/// Whether encoding `message` gives exactly `raw`. Encoding into a comparison, not a buffer:
+/// the first difference ends it.
+fn encodes_as(message: &Message, raw: &[u8]) -> bool {
+    let mut rest = Compare(raw);
+    serde_json::to_writer(&mut rest, message).is_ok() && rest.0.is_empty()
+}
+
+/// A writer that checks what it is given against the bytes it holds, consuming them.
+struct Compare<'a>(&'a [u8]);
+
+impl Write for Compare<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self.0.strip_prefix(buf) {
+            Some(rest) => {
+                self.0 = rest;
+                Ok(buf.len())
+            }
+            None => Err(std::io::ErrorKind::InvalidData.into()),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Writes a conversation read by [`read_spans`] back as an array.
+pub(crate) fn write_spans(
+    source: &[u8],
+    spans: &Spans,
+    messages: &[Message],
+    changed: Option<&[usize]>,
+    out: &mut dyn Write,
+) -> Result<()> {
+    if messages.len() != spans.spans.len() {
+        // Messages were dropped or added: match them to those read, as the tree path does.
+        let native = tree_native(source, spans)?;
+        return Ok(out.write_all(&super::write_native(&native, Target::Haystack, messages))?);
+    }
+    let mut unchanged = vec![changed.is_some(); messages.len()];
+    for &index in changed.unwrap_or_default() {
+        if let Some(slot) = unchanged.get_mut(index) {
+            *slot = false;
+        }
+    }
+    out.write_all(b"[")?;
+    for (index, message) in messages.iter().enumerate() {
+        if index > 0 {
+            out.write_all(b",")?;
+        }
+        let raw = &source[spans.spans[index].clone()];
+        if spans.verbatim[index] && unchanged[index] {
+            out.write_all(raw)?;
+        } else if spans.verbatim[index] {
+            // The original has exactly the keys of the encoding, in its order, so laying the
+            // encoding over it gives the encoding.
+            serde_json::to_writer(&mut *out, message)?;
+        } else {
+            let original: Value = serde_json::from_slice(raw)?;
+            serde_json::to_writer(&mut *out, &overlay::overlay(&original, message.to_value(), &SHAPE))?;
+        }
+    }
+    out.write_all(b"]\n")?;
+    Ok(())
+}
+
+/// The tree path's view of a conversation read by [`read_spans`].
+fn tree_native(source: &[u8], spans: &Spans) -> Result<Native> {
+    let mut originals = Vec::with_capacity(spans.spans.len());
+    let mut read = Vec::with_capacity(spans.spans.len());
+    for (index, span) in spans.spans.iter().enumerate() {
+        let raw = &source[span.clone()];
+        originals.push(serde_json::from_slice::<Value>(raw)?);
+        read.push(Message::from_slice(raw, index)?);
+    }
+    Ok(Native {
+        top: Top::Value(Value::Array(Vec::new())),
+        place: Place::Root,
+        units: (0..originals.len()).collect(),
+        originals,
+        read,
+    })
+}
+
+/// Writes messages in Haystack's shape, in `layout`.
+pub(crate) fn write_messages(messages: &[Message], layout: Layout, out: &mut dyn Write) -> Result<()> {
+    match layout {
+        Layout::Array => {
+            serde_json::to_writer(&mut *out, messages)?;
+            out.write_all(b"\n")?;
+        }
+        Layout::Lines => {
+            for message in messages {
+                serde_json::to_writer(&mut *out, message)?;
+                out.write_all(b"\n")?;
+            }
+        }
+    }
+    Ok(())
 }

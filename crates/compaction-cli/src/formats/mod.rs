@@ -17,6 +17,11 @@
 //! conversation at a time: the first by default, another with `--conversation N` (0 is the first).
 //! Written back in their own format, the whole file comes out with only that conversation changed.
 //! Conversations are never concatenated: their tool-call ids and system prompts are their own.
+//!
+//! A Haystack array, the common case for long transcripts, is read and written without a JSON
+//! tree: its messages are parsed straight from their bytes (on every core), and each one a
+//! command leaves alone is written back as those bytes when they are exactly what writing it
+//! would give (see [`haystack`]).
 
 mod anthropic;
 mod claude_code;
@@ -27,6 +32,8 @@ mod overlay;
 mod pairing;
 #[cfg(test)]
 mod tests;
+
+use std::io::Write;
 
 use anyhow::{anyhow, bail, Result};
 use compaction_model::{Message, Role, ToolSpec};
@@ -123,6 +130,18 @@ pub struct Conversation {
     /// Whether the file held one message (or event) a line; Haystack output follows it.
     pub layout: Layout,
     native: Option<Native>,
+    /// Each message's bytes, for a Haystack array read without a JSON tree (then `native` is
+    /// `None`).
+    spans: Option<haystack::Spans>,
+    /// The input, byte for byte.
+    source: Vec<u8>,
+}
+
+impl Conversation {
+    /// The bytes the conversation was read from.
+    pub fn source(&self) -> &[u8] {
+        &self.source
+    }
 }
 
 /// What writing back in the input's own format needs.
@@ -202,8 +221,34 @@ impl Decoded {
 }
 
 /// Reads conversation `selected` (the first when `None`) of a file, in `format` or the format
-/// detected from the content.
+/// detected from the content. The conversation keeps `bytes`.
 pub fn read(
+    bytes: Vec<u8>,
+    name: &str,
+    format: Option<Format>,
+    selected: Option<usize>,
+) -> Result<Conversation> {
+    if matches!(format, None | Some(Format::Haystack)) && selected.unwrap_or(0) == 0 {
+        if let Some((messages, spans)) = haystack::read_spans(&bytes, format.is_some()) {
+            return Ok(Conversation {
+                format: Format::Haystack,
+                messages,
+                tools: Vec::new(),
+                conversations: 1,
+                selected: 0,
+                layout: Layout::Array,
+                native: None,
+                spans: Some(spans),
+                source: bytes,
+            });
+        }
+    }
+    let mut conversation = read_tree(&bytes, name, format, selected)?;
+    conversation.source = bytes;
+    Ok(conversation)
+}
+
+fn read_tree(
     bytes: &[u8],
     name: &str,
     format: Option<Format>,
@@ -263,19 +308,32 @@ pub fn read(
         selected: index,
         layout,
         native,
+        spans: None,
+        source: Vec::new(),
     })
 }
 
-/// Writes `messages` (the conversation's, or a command's changed version of them) in `target`.
-/// In the conversation's own format the rest of the file is kept as it was.
-pub fn write(conversation: &Conversation, messages: &[Message], target: Target) -> Result<Vec<u8>> {
-    match &conversation.native {
-        Some(native) if conversation.format.native_target() == Some(target) => {
-            Ok(write_native(native, target, messages))
-        }
-        _ => Ok(match target {
-            Target::Haystack => crate::commands::haystack_bytes(messages, conversation.layout)?,
-            Target::OpenAi => json_bytes(&Value::Array(openai::encode(messages))),
+/// Writes `messages` (the conversation's, or a command's changed version of them) in `target`
+/// to `out`. In the conversation's own format the rest of the file is kept as it was.
+///
+/// `changed`, when given, holds the indices of the messages that differ from those read (then
+/// `messages` is as long as the conversation); every other message is taken to be the one read,
+/// and a Haystack message among them is written as its input bytes when those are exactly what
+/// encoding it gives. `None` means anything may have changed.
+pub fn write(
+    conversation: &Conversation,
+    messages: &[Message],
+    target: Target,
+    changed: Option<&[usize]>,
+    out: &mut dyn Write,
+) -> Result<()> {
+    let own = conversation.format.native_target() == Some(target);
+    match (&conversation.native, &conversation.spans) {
+        (_, Some(spans)) if own => haystack::write_spans(&conversation.source, spans, messages, changed, out),
+        (Some(native), _) if own => write_json(&write_native(native, target, messages), out),
+        _ => match target {
+            Target::Haystack => haystack::write_messages(messages, conversation.layout, out),
+            Target::OpenAi => write_json(&json_bytes(&Value::Array(openai::encode(messages))), out),
             Target::Anthropic => {
                 let (system, rest): (Vec<&Message>, Vec<&Message>) =
                     messages.iter().partition(|m| m.role == Role::System);
@@ -284,10 +342,14 @@ pub fn write(conversation: &Conversation, messages: &[Message], target: Target) 
                     object.insert("system".into(), anthropic::encode_system(&system));
                 }
                 object.insert("messages".into(), Value::Array(anthropic::encode(&rest)));
-                json_bytes(&Value::Object(object))
+                write_json(&json_bytes(&Value::Object(object)), out)
             }
-        }),
+        },
     }
+}
+
+fn write_json(bytes: &[u8], out: &mut dyn Write) -> Result<()> {
+    Ok(out.write_all(bytes)?)
 }
 
 fn json_bytes(value: &Value) -> Vec<u8> {
@@ -412,31 +474,33 @@ fn detect_object(object: &Map<String, Value>) -> Option<Format> {
 /// nothing but a role and string content read the same in all three; OpenAI writes them back
 /// unchanged, so it is the default.
 fn detect_messages<'a>(messages: impl Iterator<Item = &'a Value>) -> Format {
-    for message in messages {
-        let Some(message) = message.as_object() else { continue };
-        if ["_role", "_content", "meta"].iter().any(|k| message.contains_key(*k)) {
-            return Format::Haystack;
-        }
-        if ["tool_calls", "tool_call_id", "function_call"].iter().any(|k| message.contains_key(*k))
-            || message.get("content").is_some_and(Value::is_null)
-            || matches!(message.get("role").and_then(Value::as_str), Some("developer" | "tool"))
-        {
-            return Format::OpenAi;
-        }
-        let Some(Value::Array(parts)) = message.get("content") else { continue };
-        for part in parts.iter().filter_map(Value::as_object) {
-            match part.get("type").and_then(Value::as_str) {
-                None => return Format::Haystack,
-                Some("tool_use" | "tool_result" | "thinking" | "redacted_thinking" | "document") => {
-                    return Format::Anthropic
-                }
-                Some("image") if part.contains_key("source") => return Format::Anthropic,
-                Some("image_url" | "input_audio" | "refusal" | "file") => return Format::OpenAi,
-                _ => {}
+    messages.filter_map(Value::as_object).find_map(message_format).unwrap_or(Format::OpenAi)
+}
+
+/// The format one message tells, if it tells one.
+pub(crate) fn message_format(message: &Map<String, Value>) -> Option<Format> {
+    if ["_role", "_content", "meta"].iter().any(|k| message.contains_key(*k)) {
+        return Some(Format::Haystack);
+    }
+    if ["tool_calls", "tool_call_id", "function_call"].iter().any(|k| message.contains_key(*k))
+        || message.get("content").is_some_and(Value::is_null)
+        || matches!(message.get("role").and_then(Value::as_str), Some("developer" | "tool"))
+    {
+        return Some(Format::OpenAi);
+    }
+    let Some(Value::Array(parts)) = message.get("content") else { return None };
+    for part in parts.iter().filter_map(Value::as_object) {
+        match part.get("type").and_then(Value::as_str) {
+            None => return Some(Format::Haystack),
+            Some("tool_use" | "tool_result" | "thinking" | "redacted_thinking" | "document") => {
+                return Some(Format::Anthropic)
             }
+            Some("image") if part.contains_key("source") => return Some(Format::Anthropic),
+            Some("image_url" | "input_audio" | "refusal" | "file") => return Some(Format::OpenAi),
+            _ => {}
         }
     }
-    Format::OpenAi
+    None
 }
 
 fn unrecognized(top: &Top) -> String {

@@ -17,13 +17,15 @@ fn prune(messages: &mut [Message], index: usize) {
 }
 
 fn written(input: &str, messages: &[Message], target: Target) -> Value {
-    let conversation = read(input.as_bytes(), "t", None, None).unwrap();
-    serde_json::from_slice(&write(&conversation, messages, target).unwrap()).unwrap()
+    let conversation = read(input.as_bytes().to_vec(), "t", None, None).unwrap();
+    let mut out = Vec::new();
+    write(&conversation, messages, target, None, &mut out).unwrap();
+    serde_json::from_slice(&out).unwrap()
 }
 
 #[test]
 fn a_pruned_openai_result_changes_only_its_content() {
-    let conversation = read(OPENAI.as_bytes(), "t", None, None).unwrap();
+    let conversation = read(OPENAI.as_bytes().to_vec(), "t", None, None).unwrap();
     assert_eq!(conversation.format, Format::OpenAi);
     let mut messages = conversation.messages.clone();
     prune(&mut messages, 6);
@@ -35,7 +37,7 @@ fn a_pruned_openai_result_changes_only_its_content() {
 
 #[test]
 fn a_changed_openai_call_keeps_raw_arguments_and_unknown_fields() {
-    let conversation = read(OPENAI.as_bytes(), "t", None, None).unwrap();
+    let conversation = read(OPENAI.as_bytes().to_vec(), "t", None, None).unwrap();
     let mut messages = conversation.messages.clone();
     messages[2].parts.insert(0, Part::Text(compaction_model::TextPart::new("Checking both.")));
     messages[0].parts = vec![Part::Text(compaction_model::TextPart::new("Be brief."))];
@@ -51,7 +53,7 @@ fn a_changed_openai_call_keeps_raw_arguments_and_unknown_fields() {
 
 #[test]
 fn a_pruned_anthropic_result_stays_in_its_user_message() {
-    let conversation = read(ANTHROPIC.as_bytes(), "t", None, None).unwrap();
+    let conversation = read(ANTHROPIC.as_bytes().to_vec(), "t", None, None).unwrap();
     let mut messages = conversation.messages.clone();
     prune(&mut messages, 4);
     let out = written(ANTHROPIC, &messages, Target::Anthropic);
@@ -62,7 +64,7 @@ fn a_pruned_anthropic_result_stays_in_its_user_message() {
 
 #[test]
 fn a_dropped_message_leaves_the_others_as_they_were() {
-    let conversation = read(OPENAI.as_bytes(), "t", None, None).unwrap();
+    let conversation = read(OPENAI.as_bytes().to_vec(), "t", None, None).unwrap();
     let mut messages = conversation.messages.clone();
     messages.remove(1);
     let out = written(OPENAI, &messages, Target::OpenAi);
@@ -73,10 +75,55 @@ fn a_dropped_message_leaves_the_others_as_they_were() {
 
 #[test]
 fn a_changed_anthropic_system_is_written_to_the_envelope() {
-    let conversation = read(ANTHROPIC.as_bytes(), "t", None, None).unwrap();
+    let conversation = read(ANTHROPIC.as_bytes().to_vec(), "t", None, None).unwrap();
     let mut messages = conversation.messages.clone();
     messages[0] = Message::system("New rules.");
     let out = written(ANTHROPIC, &messages, Target::Anthropic);
     assert_eq!(out["system"], "New rules.");
     assert_eq!(out["messages"], serde_json::from_str::<Value>(ANTHROPIC).unwrap()["messages"]);
+}
+
+const HAYSTACK: &str = include_str!("../../../../examples/transcripts/haystack/agent-run.json");
+
+/// The tree path's output for the same conversation and messages.
+fn written_by_tree(input: &[u8], messages: &[Message]) -> Vec<u8> {
+    let conversation = super::read_tree(input, "t", None, None).unwrap();
+    let mut out = Vec::new();
+    write(&conversation, messages, Target::Haystack, None, &mut out).unwrap();
+    out
+}
+
+#[test]
+fn a_haystack_array_is_written_as_the_tree_path_writes_it() {
+    let value: Value = serde_json::from_str(HAYSTACK).unwrap();
+    let compact = serde_json::to_vec(&value).unwrap();
+    let pretty = serde_json::to_vec_pretty(&value).unwrap();
+    let mut spaced = b"\xEF\xBB\xBF[\n".to_vec();
+    for (index, message) in value.as_array().unwrap().iter().enumerate() {
+        if index > 0 {
+            spaced.extend_from_slice(b",\n");
+        }
+        spaced.extend(serde_json::to_vec(message).unwrap());
+    }
+    spaced.extend_from_slice(b"\n]\n");
+    for input in [HAYSTACK.as_bytes().to_vec(), compact, pretty, spaced] {
+        let conversation = read(input.clone(), "t", None, None).unwrap();
+        assert!(conversation.spans.is_some(), "read without a tree");
+        let pruned = conversation.messages.iter().position(Message::has_tool_call_result).unwrap();
+        let mut messages = conversation.messages.clone();
+        prune(&mut messages, pruned);
+        for (messages, changed) in [(&conversation.messages, vec![]), (&messages, vec![pruned])] {
+            let mut out = Vec::new();
+            write(&conversation, messages, Target::Haystack, Some(&changed), &mut out).unwrap();
+            assert_eq!(out, written_by_tree(&input, messages));
+            let mut out = Vec::new();
+            write(&conversation, messages, Target::Haystack, None, &mut out).unwrap();
+            assert_eq!(out, written_by_tree(&input, messages));
+        }
+        let mut fewer = conversation.messages.clone();
+        fewer.remove(1);
+        let mut out = Vec::new();
+        write(&conversation, &fewer, Target::Haystack, None, &mut out).unwrap();
+        assert_eq!(out, written_by_tree(&input, &fewer));
+    }
 }

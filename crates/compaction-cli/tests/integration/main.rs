@@ -1,10 +1,13 @@
-//! Integration tests of the `compaction` binary: formats read, round trips, real transcripts, errors.
+//! Integration tests of the `compaction` binary: formats read, round trips, real transcripts, errors,
+//! prune, offload and simulate.
 
 mod errors;
 mod formats;
+mod offload;
 mod prune;
 mod real_transcripts;
 mod roundtrip;
+mod simulate;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -257,3 +257,13 @@ fn offload_to_writes_results_to_files_and_leaves_pointers() {
     assert!(offloaded > 0);
     assert_paired(&messages, "offloaded");
 }
+
+#[test]
+fn a_report_to_a_device_is_written_to_it_not_over_it() {
+    let input = sample("haystack/agent-run.json");
+    let result =
+        run(&["prune", &input, "--target-tokens", "5000", "--report", "/dev/null", "-o", "/dev/null"], None);
+    assert_eq!(result.code, 0, "{}", result.stderr);
+    let null = std::fs::symlink_metadata("/dev/null").unwrap();
+    assert!(!null.is_file(), "/dev/null must stay a device");
+}

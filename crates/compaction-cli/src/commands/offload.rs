@@ -1,0 +1,223 @@
+//! `compaction offload`: move the latest step's tool results to files and leave pointers.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::Result;
+use compaction_hook::{
+    AgentState, AlwaysOffload, FileSystemToolResultStore, NeverOffload, OffloadOutcome, OffloadOverChars,
+    OffloadStrategies, PolicyKey, ToolResultOffloadHook,
+};
+use compaction_model::{Message, Role};
+
+use crate::formats::{self, Target};
+use crate::input::InputArgs;
+
+/// Offload the trailing tool results to files and leave a pointer in their place.
+///
+/// Runs the offload hook an agent runs after each tool step: the trailing tool results of the
+/// conversation (the latest step's) that a --policy picks are written to files under --store and
+/// replaced with a pointer naming the file, with a preview. Errors, empty results and results
+/// already offloaded stay. A result whose write fails stays in the conversation; the summary on
+/// standard error names it, and the exit status is still 0, as an agent run goes on.
+/// The conversation is written in the input's format (or --to), and unchanged, byte for byte,
+/// when nothing was offloaded.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Policies (TOOLS=POLICY; the most specific key wins: a name, then a set, then *):\n  \
+    *=always               every tool's results (the default when no --policy is given)\n  \
+    read_file=over:2000    read_file's results longer than 2000 characters\n  \
+    search,grep=over:500   one policy for a set of tools\n  \
+    memory=never           opt a tool out of a * policy\n\
+\n\
+Examples:\n  \
+    compaction offload run.json --store results/ -o run.offloaded.json\n  \
+    compaction offload session.jsonl --store results/ --policy '*=over:4000' --policy memory=never\n  \
+    compaction offload run.json --store results/ --policy read_file,grep=always --step 7 --preview-chars 80"
+)]
+pub struct Args {
+    #[command(flatten)]
+    pub input: InputArgs,
+    /// The folder the results are written to (created when missing). Files are named
+    /// STEP_TOOL_CALLID.EXT and written atomically.
+    #[arg(long, value_name = "DIR")]
+    pub store: PathBuf,
+    #[command(flatten)]
+    pub policies: Policies,
+    /// The step number used in the files' names; the number of assistant messages when absent.
+    #[arg(long, value_name = "N")]
+    pub step: Option<usize>,
+    /// Characters of each offloaded text kept in its pointer.
+    #[arg(long, value_name = "N", default_value_t = 200)]
+    pub preview_chars: usize,
+    /// Where to write the conversation; standard output when absent. Written atomically.
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
+    /// The format to write; the input's when absent.
+    #[arg(long, value_enum)]
+    pub to: Option<Target>,
+}
+
+/// The `--policy` options, shared by `offload` and `simulate`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Policies {
+    /// Which tools' results to offload: TOOLS=always, TOOLS=never or TOOLS=over:N (more than N
+    /// characters). TOOLS is a tool name, comma-joined names, or * for every other tool.
+    /// Repeatable; `*=always` when none is given.
+    #[arg(long = "policy", value_name = "TOOLS=POLICY", value_parser = parse_policy)]
+    pub policies: Vec<Policy>,
+}
+
+impl Policies {
+    /// The strategies the options describe.
+    pub fn strategies(&self) -> OffloadStrategies {
+        let mut strategies = OffloadStrategies::new();
+        if self.policies.is_empty() {
+            strategies.insert(PolicyKey::Any, Box::new(AlwaysOffload));
+        }
+        for policy in &self.policies {
+            let boxed: Box<dyn compaction_hook::OffloadPolicy> = match policy.kind {
+                PolicyKind::Always => Box::new(AlwaysOffload),
+                PolicyKind::Never => Box::new(NeverOffload),
+                PolicyKind::OverChars(n) => Box::new(OffloadOverChars::new(n)),
+            };
+            strategies.insert(policy.key.clone(), boxed);
+        }
+        strategies
+    }
+}
+
+/// One `--policy TOOLS=POLICY`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Policy {
+    /// The tools it applies to.
+    pub key: PolicyKey,
+    /// What it does.
+    pub kind: PolicyKind,
+}
+
+/// The reference's three policies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PolicyKind {
+    /// `always`.
+    Always,
+    /// `never`.
+    Never,
+    /// `over:N`.
+    OverChars(usize),
+}
+
+/// Parses `TOOLS=POLICY`; clap turns an error into a usage error (exit status 2).
+pub fn parse_policy(text: &str) -> Result<Policy, String> {
+    // Split at the last `=`: a policy never contains one, a tool name might.
+    let Some((tools, policy)) = text.rsplit_once('=') else {
+        return Err("expected TOOLS=POLICY, such as '*=always' or 'read_file=over:2000'".into());
+    };
+    let tools = tools.trim();
+    let key = if tools == "*" {
+        PolicyKey::Any
+    } else {
+        let names: Vec<&str> = tools.split(',').map(str::trim).collect();
+        if names.iter().any(|n| n.is_empty()) {
+            return Err(format!("'{tools}': expected a tool name, comma-joined names, or *"));
+        }
+        if names.contains(&"*") {
+            return Err(format!("'{tools}': * stands alone, it cannot be one of a set of names"));
+        }
+        match names.as_slice() {
+            [one] => PolicyKey::Tool((*one).to_owned()),
+            many => PolicyKey::tools(many.iter().copied()),
+        }
+    };
+    let policy = policy.trim();
+    let kind = match policy {
+        "always" => PolicyKind::Always,
+        "never" => PolicyKind::Never,
+        _ => match policy.strip_prefix("over:") {
+            Some(n) => PolicyKind::OverChars(n.trim().parse().map_err(|_| {
+                format!("'{policy}': expected over:N with N a number of characters, such as over:2000")
+            })?),
+            None => return Err(format!("'{policy}': expected always, never or over:N")),
+        },
+    };
+    Ok(Policy { key, kind })
+}
+
+/// Runs the command.
+pub fn run(args: Args) -> Result<()> {
+    let conversation = args.input.read()?;
+    let store = Arc::new(FileSystemToolResultStore::new(args.store.clone()));
+    let hook =
+        ToolResultOffloadHook::new(store, args.policies.strategies()).with_preview_chars(args.preview_chars);
+    let mut state = AgentState::new(conversation.messages.clone()).with_tools(conversation.tools.clone());
+    state.step_count = args
+        .step
+        .unwrap_or_else(|| conversation.messages.iter().filter(|m| m.role == Role::Assistant).count());
+    let outcome = hook.run(&mut state);
+    eprintln!("{}", summary(&conversation.messages, &outcome, &args.store.display().to_string()));
+
+    let output = args.output.as_deref();
+    if outcome.offloaded.is_empty() && args.to.is_none() {
+        return crate::output::write_output(output, conversation.source());
+    }
+    let target = args.to.unwrap_or_else(|| conversation.format.default_target());
+    // The hook replaces messages in place, so the offloaded ones are all that changed.
+    crate::output::write_output_with(output, |out| {
+        formats::write(&conversation, state.messages(), target, Some(&outcome.offloaded), out)
+    })
+}
+
+/// One line: how many of the trailing results went where, and which failed and why.
+pub fn summary(messages: &[Message], outcome: &OffloadOutcome, store: &str) -> String {
+    let trailing = messages.iter().rev().take_while(|m| m.has_tool_call_result()).count();
+    if trailing == 0 {
+        return "offload: nothing to do: the conversation does not end with tool results".to_owned();
+    }
+    let name = |index: usize| {
+        let tool = messages[index].tool_call_result().map_or("?", |r| r.origin.tool_name.as_str());
+        format!("{tool} (message {index})")
+    };
+    let mut line = format!(
+        "offload: {} of {trailing} trailing tool results offloaded to {store}",
+        outcome.offloaded.len()
+    );
+    if !outcome.offloaded.is_empty() {
+        let names: Vec<String> = outcome.offloaded.iter().map(|&i| name(i)).collect();
+        line.push_str(&format!(": {}", names.join(", ")));
+    }
+    if !outcome.binary_unsupported.is_empty() {
+        let names: Vec<String> = outcome.binary_unsupported.iter().map(|&i| name(i)).collect();
+        line.push_str(&format!("; kept, binary content the store does not take: {}", names.join(", ")));
+    }
+    let kept = trailing - outcome.offloaded.len() - outcome.binary_unsupported.len() - outcome.failures.len();
+    if kept > 0 {
+        line.push_str(&format!("; {kept} kept (by policy, or an error, empty or already offloaded)"));
+    }
+    if !outcome.failures.is_empty() {
+        let names: Vec<String> = outcome.failures.iter().map(|(i, e)| format!("{}: {e}", name(*i))).collect();
+        line.push_str(&format!(
+            "; {} failed and stayed in context: {}",
+            outcome.failures.len(),
+            names.join("; ")
+        ));
+    }
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn policies_parse() {
+        let p = parse_policy("*=always").unwrap();
+        assert_eq!((p.key, p.kind), (PolicyKey::Any, PolicyKind::Always));
+        let p = parse_policy("read_file=over:2000").unwrap();
+        assert_eq!((p.key, p.kind), (PolicyKey::Tool("read_file".into()), PolicyKind::OverChars(2000)));
+        let p = parse_policy("search, grep=never").unwrap();
+        assert_eq!((p.key, p.kind), (PolicyKey::tools(["search", "grep"]), PolicyKind::Never));
+        for bad in ["always", "=always", "a,,b=always", "a=sometimes", "a=over:", "a=over:-1", "a,*=never"] {
+            assert!(parse_policy(bad).is_err(), "{bad}");
+        }
+    }
+}

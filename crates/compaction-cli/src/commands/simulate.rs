@@ -1,0 +1,320 @@
+//! `compaction simulate`: replay a recorded transcript with the compaction hook in the loop.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use compaction_hook::{
+    AgentState, CompactionHook, CompactionHookSettings, FileSystemToolResultStore, ToolResultOffloadHook,
+};
+use compaction_model::{Message, Role};
+use compaction_tokens::RunningCount;
+
+use super::offload::Policies;
+use super::prune::PruneOptions;
+use crate::chart::{self, Chart};
+use crate::input::InputArgs;
+use crate::UsageError;
+
+/// Replay a transcript as the agent would have lived it with compaction, and compare.
+///
+/// Walks the recorded messages in order. Before each assistant message (a model call) the
+/// compaction hook runs on the conversation so far, with the pruning compactor the prune options
+/// describe; once more at the end when the transcript ends with tool results or a user message,
+/// for the call that would answer them. After each batch of tool results the offload hook runs,
+/// when --offload-store is given. Each model call is a step: the table on standard output shows
+/// its context without compaction (the recorded prefix) and with it (as sent, after the hook),
+/// then totals: peaks, and the tokens sent over the whole run, which is what a user pays for.
+/// The recorded replies are replayed as they were: the simulation shows what compaction would
+/// have sent, not what the model would have answered.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:\n  \
+    compaction simulate session.jsonl --context-window 200000\n  \
+    compaction simulate run.json --context-window 20000 --compact-at 0.6 --compact-to 0.3 --svg run.svg --csv run.csv\n  \
+    compaction simulate run.traj --context-window 128000 --counter tiktoken:gpt-4o --min-keep-steps 2\n  \
+    compaction simulate run.json --context-window 20000 --offload-store results/ --policy '*=over:4000'")]
+pub struct Args {
+    #[command(flatten)]
+    pub input: InputArgs,
+    /// The model's context window, in tokens.
+    #[arg(long, value_name = "N")]
+    pub context_window: usize,
+    /// Compact once the request reaches this fraction of the window.
+    #[arg(long, value_name = "F", default_value_t = 0.7)]
+    pub compact_at: f64,
+    /// The fraction of the window to compact down to.
+    #[arg(long, value_name = "F", default_value_t = 0.4)]
+    pub compact_to: f64,
+    /// The counter: approximate, approximate:CHARS_PER_TOKEN, tiktoken, tiktoken:ENCODING_OR_MODEL
+    /// or huggingface:PATH.
+    #[arg(long, default_value = "approximate")]
+    pub counter: String,
+    /// A JSON array of tool specs sent with each request; the file's own tools when absent.
+    #[arg(long, value_name = "FILE")]
+    pub tools: Option<PathBuf>,
+    #[command(flatten)]
+    pub prune: PruneOptions,
+    /// Also run the offload hook after each batch of tool results, writing to files in this
+    /// folder.
+    #[arg(long, value_name = "DIR")]
+    pub offload_store: Option<PathBuf>,
+    #[command(flatten)]
+    pub policies: Policies,
+    /// With --offload-store: characters of each offloaded text kept in its pointer.
+    #[arg(long, value_name = "N", default_value_t = 200, requires = "offload_store")]
+    pub preview_chars: usize,
+    /// Write a chart of the context per model call, with and without compaction, as SVG.
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
+    /// Write one row per model call as CSV.
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+}
+
+/// One model call of the replay.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Step {
+    /// 1 for the first call.
+    pub step: usize,
+    /// The index of the recorded message the call produced; the message count for the final
+    /// call the transcript does not record.
+    pub message: usize,
+    /// Tokens of the request without compaction: the recorded conversation so far.
+    pub without: usize,
+    /// The hook's estimate of the request with compaction, before it ran.
+    pub estimate: usize,
+    /// Tokens of the request with compaction, as sent (after the hook).
+    pub with: usize,
+    /// Whether the estimate reached the threshold.
+    pub triggered: bool,
+    /// Whether the compactor rewrote the conversation.
+    pub compacted: bool,
+    /// Tool results pruned so far.
+    pub pruned: usize,
+    /// Tool results offloaded so far.
+    pub offloaded: usize,
+}
+
+/// Runs the command.
+pub fn run(args: Args) -> Result<()> {
+    let policies_given = !args.policies.policies.is_empty();
+    if policies_given && args.offload_store.is_none() {
+        return Err(UsageError("--policy needs --offload-store DIR".into()).into());
+    }
+    let settings = CompactionHookSettings {
+        context_window: args.context_window,
+        compact_at: args.compact_at,
+        compact_to: args.compact_to,
+    };
+    let counter = super::counter(&args.counter)?;
+    let hook = CompactionHook::new(Box::new(args.prune.compactor()?), settings)
+        .map_err(|e| UsageError(e.to_string()))?
+        .with_counter(counter);
+    let offload = args.offload_store.as_ref().map(|dir| {
+        let store = Arc::new(FileSystemToolResultStore::new(dir.clone()));
+        ToolResultOffloadHook::new(store, args.policies.strategies()).with_preview_chars(args.preview_chars)
+    });
+    let conversation = args.input.read()?;
+    let tools = match &args.tools {
+        Some(path) => crate::input::read_tools(path)?,
+        None => conversation.tools.clone(),
+    };
+
+    let steps = replay(&conversation.messages, tools, &hook, offload.as_ref());
+    let name = crate::input::Source::from_arg(args.input.input.as_deref()).name();
+    let counter_name = hook.counter().describe();
+
+    let mut out = table(&steps);
+    out.push('\n');
+    out.push_str(&totals(&steps, &settings));
+    crate::output::write_output(None, out.as_bytes())?;
+
+    if let Some(path) = &args.csv {
+        crate::output::write_atomic(path, csv(&steps).as_bytes()).context("writing the CSV")?;
+    }
+    if let Some(path) = &args.svg {
+        let title_name = std::path::Path::new(&name)
+            .file_name()
+            .map_or_else(|| name.clone(), |n| n.to_string_lossy().into_owned());
+        let title = format!("{title_name}: context per model call (counter {counter_name})");
+        let chart = Chart { title, steps: &steps, settings };
+        let svg = chart::svg(&chart)?;
+        crate::output::write_atomic(path, svg.as_bytes()).context("writing the SVG")?;
+    }
+    Ok(())
+}
+
+/// Replays `messages`: the hooks run where an agent loop would run them, and each model call is
+/// recorded as a [`Step`].
+pub fn replay(
+    messages: &[Message],
+    tools: Vec<compaction_model::ToolSpec>,
+    hook: &CompactionHook,
+    offload: Option<&ToolResultOffloadHook>,
+) -> Vec<Step> {
+    let counter = hook.counter();
+    let mut state = AgentState::new(Vec::with_capacity(messages.len())).with_tools(tools);
+    // The recorded prefix only grows, so its count is kept incrementally too.
+    let mut baseline = RunningCount::default();
+    let mut steps = Vec::new();
+    let (mut pruned, mut offloaded) = (0, 0);
+    let bar = crate::progress::bar(messages.len() as u64, "simulating");
+
+    let mut call =
+        |step: usize, index: usize, state: &mut AgentState, pruned: &mut usize, offloaded: usize| {
+            let outcome = hook.run(state);
+            *pruned += outcome.report.as_ref().map_or(0, |r| r.results.len());
+            Step {
+                step,
+                message: index,
+                without: baseline.count(counter, &messages[..index], &state.tools),
+                estimate: outcome.estimated_tokens,
+                with: state.count_with_tools(counter),
+                triggered: outcome.triggered,
+                compacted: outcome.compacted,
+                pruned: *pruned,
+                offloaded,
+            }
+        };
+
+    for (index, message) in messages.iter().enumerate() {
+        if message.role == Role::Assistant {
+            let step = call(steps.len() + 1, index, &mut state, &mut pruned, offloaded);
+            steps.push(step);
+            state.step_count += 1;
+        }
+        state.push(message.clone());
+        let batch_ends = message.has_tool_call_result()
+            && !messages.get(index + 1).is_some_and(Message::has_tool_call_result);
+        if let (true, Some(offload)) = (batch_ends, offload) {
+            offloaded += offload.run(&mut state).offloaded.len();
+        }
+        bar.inc(1);
+    }
+    let answered = messages.last().is_none_or(|m| m.role == Role::Assistant || m.role == Role::System);
+    if !answered {
+        let step = call(steps.len() + 1, messages.len(), &mut state, &mut pruned, offloaded);
+        steps.push(step);
+    }
+    bar.finish_and_clear();
+    steps
+}
+
+const COLUMNS: [&str; 9] =
+    ["step", "message", "without", "estimate", "with", "saved", "pruned", "offloaded", "compaction"];
+
+fn saved(step: &Step) -> String {
+    if step.without == 0 {
+        return "-".to_owned();
+    }
+    format!("{:.1}%", 100.0 * (1.0 - step.with as f64 / step.without as f64))
+}
+
+fn outcome(step: &Step) -> &'static str {
+    match (step.triggered, step.compacted) {
+        (_, true) => "compacted",
+        (true, false) => "declined",
+        (false, false) => "-",
+    }
+}
+
+/// The per-call table, columns right-aligned to their widest cell.
+pub fn table(steps: &[Step]) -> String {
+    let rows: Vec<[String; 9]> = steps
+        .iter()
+        .map(|s| {
+            [
+                s.step.to_string(),
+                s.message.to_string(),
+                s.without.to_string(),
+                s.estimate.to_string(),
+                s.with.to_string(),
+                saved(s),
+                s.pruned.to_string(),
+                s.offloaded.to_string(),
+                outcome(s).to_owned(),
+            ]
+        })
+        .collect();
+    let mut widths = COLUMNS.map(str::len);
+    for row in &rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.len());
+        }
+    }
+    let mut out = String::new();
+    let mut line = |cells: &[&str]| {
+        let last = cells.len() - 1;
+        let padded: Vec<String> = cells
+            .iter()
+            .zip(widths)
+            .enumerate()
+            // The last column is words: left-aligned, and no trailing spaces.
+            .map(|(i, (cell, w))| if i == last { (*cell).to_owned() } else { format!("{cell:>w$}") })
+            .collect();
+        out.push_str(&padded.join("  "));
+        out.push('\n');
+    };
+    line(&COLUMNS);
+    for row in &rows {
+        line(&row.iter().map(String::as_str).collect::<Vec<_>>());
+    }
+    out
+}
+
+fn percent(part: usize, whole: usize) -> String {
+    if whole == 0 {
+        return "-".to_owned();
+    }
+    format!("{:.1}%", 100.0 * part as f64 / whole as f64)
+}
+
+/// The totals under the table.
+pub fn totals(steps: &[Step], settings: &CompactionHookSettings) -> String {
+    let window = settings.context_window;
+    let peak = |f: fn(&Step) -> usize| steps.iter().map(f).max().unwrap_or(0);
+    let sum = |f: fn(&Step) -> usize| steps.iter().map(f).sum::<usize>();
+    let (peak_without, peak_with) = (peak(|s| s.without), peak(|s| s.with));
+    let (sent_without, sent_with) = (sum(|s| s.without), sum(|s| s.with));
+    let triggered = steps.iter().filter(|s| s.triggered).count();
+    let compacted = steps.iter().filter(|s| s.compacted).count();
+    let last = steps.last();
+    let over = |f: fn(&Step) -> usize| steps.iter().filter(|s| f(s) > window).count();
+    let mut out = String::new();
+    let at = (window as f64 * settings.compact_at) as usize;
+    let to = (window as f64 * settings.compact_to) as usize;
+    let _ = writeln!(out, "context window       {window} tokens (compact at {at}, down to {to})");
+    let _ = writeln!(out, "model calls          {}", steps.len());
+    let _ = writeln!(
+        out,
+        "peak context         without {peak_without} ({} of the window), with {peak_with} ({})",
+        percent(peak_without, window),
+        percent(peak_with, window)
+    );
+    let _ = writeln!(out, "calls over window    without {}, with {}", over(|s| s.without), over(|s| s.with));
+    let _ = writeln!(
+        out,
+        "tokens sent          without {sent_without}, with {sent_with} ({} saved)",
+        percent(sent_without.saturating_sub(sent_with), sent_without)
+    );
+    let _ = writeln!(out, "compaction           triggered {triggered} times, compacted {compacted}");
+    let _ = writeln!(out, "results pruned       {}", last.map_or(0, |s| s.pruned));
+    let _ = writeln!(out, "results offloaded    {}", last.map_or(0, |s| s.offloaded));
+    out
+}
+
+/// One row per call, with a header.
+pub fn csv(steps: &[Step]) -> String {
+    let mut out = String::from(
+        "step,message,tokens_without,estimated_tokens,tokens_with,triggered,compacted,pruned,offloaded\n",
+    );
+    for s in steps {
+        let _ = writeln!(
+            out,
+            "{},{},{},{},{},{},{},{},{}",
+            s.step, s.message, s.without, s.estimate, s.with, s.triggered, s.compacted, s.pruned, s.offloaded
+        );
+    }
+    out
+}

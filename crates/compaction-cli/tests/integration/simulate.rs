@@ -1,0 +1,197 @@
+//! `compaction simulate`: the per-call table, totals, CSV and SVG, on the bundled run and on
+//! every real transcript.
+
+use std::path::PathBuf;
+
+use crate::{repo, run, sample};
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("compaction-simulate-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// One CSV row: tokens without and with compaction, and whether it compacted.
+struct Row {
+    without: u64,
+    with: u64,
+    compacted: bool,
+}
+
+fn rows(csv: &str) -> Vec<Row> {
+    let mut lines = csv.lines();
+    assert_eq!(
+        lines.next(),
+        Some("step,message,tokens_without,estimated_tokens,tokens_with,triggered,compacted,pruned,offloaded")
+    );
+    lines
+        .enumerate()
+        .map(|(i, line)| {
+            let cells: Vec<&str> = line.split(',').collect();
+            assert_eq!(cells.len(), 9, "{line}");
+            assert_eq!(cells[0], (i + 1).to_string(), "steps count from 1");
+            Row {
+                without: cells[2].parse().unwrap(),
+                with: cells[4].parse().unwrap(),
+                compacted: cells[6] == "true",
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn a_small_window_compacts_and_writes_the_table_csv_and_chart() {
+    let dir = scratch("agent-run");
+    let (svg, csv) = (dir.join("run.svg"), dir.join("run.csv"));
+    let input = sample("haystack/agent-run.json");
+    let args = [
+        "simulate",
+        &input,
+        "--context-window",
+        "12000",
+        "--svg",
+        svg.to_str().unwrap(),
+        "--csv",
+        csv.to_str().unwrap(),
+    ];
+    let done = run(&args, None);
+    assert_eq!(done.code, 0, "{}", done.stderr);
+    let table = String::from_utf8(done.stdout).unwrap();
+    let header = table.lines().next().unwrap();
+    assert_eq!(header.split_whitespace().collect::<Vec<_>>()[..3], ["step", "message", "without"]);
+    assert!(table.lines().any(|l| l.ends_with("compacted")), "{table}");
+    // The agent run has 11 assistant messages and ends with a tool result: 12 calls.
+    assert!(table.contains("model calls          12"), "{table}");
+
+    let rows = rows(&std::fs::read_to_string(&csv).unwrap());
+    assert_eq!(rows.len(), 12);
+    assert!(rows.iter().any(|r| r.compacted));
+    let peak_without = rows.iter().map(|r| r.without).max().unwrap();
+    let peak_with = rows.iter().map(|r| r.with).max().unwrap();
+    assert!(peak_with < peak_without, "{peak_with} < {peak_without}");
+    // The last call is the one answering the final result: the whole recorded conversation.
+    let whole = run(&["count", &input], None).count();
+    assert_eq!(rows.last().unwrap().without, whole);
+    assert!(table.contains(&format!("peak context         without {peak_without} ")), "{table}");
+
+    let svg = std::fs::read_to_string(&svg).unwrap();
+    assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"), "an SVG document");
+    for label in [
+        "without compaction",
+        "with compaction",
+        "context window",
+        "compact at 0.7",
+        "compact to 0.4",
+        "model call",
+        "tokens in context",
+        "agent-run.json",
+        "approximate",
+    ] {
+        assert!(svg.contains(label), "the chart shows {label}");
+    }
+}
+
+#[test]
+fn a_large_window_never_triggers() {
+    let input = sample("haystack/agent-run.json");
+    let done = run(&["simulate", &input, "--context-window", "1000000"], None);
+    assert_eq!(done.code, 0, "{}", done.stderr);
+    let table = String::from_utf8(done.stdout).unwrap();
+    assert!(table.contains("triggered 0 times"), "{table}");
+    assert!(table.contains("(0.0% saved)"), "{table}");
+}
+
+#[test]
+fn offloading_in_the_loop() {
+    let dir = scratch("offload");
+    let store = dir.join("store");
+    let csv = dir.join("run.csv");
+    let input = sample("haystack/agent-run.json");
+    let args = [
+        "simulate",
+        &input,
+        "--context-window",
+        "12000",
+        "--offload-store",
+        store.to_str().unwrap(),
+        "--policy",
+        "*=over:8000",
+        "--csv",
+        csv.to_str().unwrap(),
+    ];
+    let done = run(&args, None);
+    assert_eq!(done.code, 0, "{}", done.stderr);
+    let files = std::fs::read_dir(&store).unwrap().count();
+    assert!(files > 0);
+    let table = String::from_utf8(done.stdout).unwrap();
+    assert!(table.contains(&format!("results offloaded    {files}")), "{table}");
+}
+
+#[test]
+fn usage_errors() {
+    let input = sample("haystack/agent-run.json");
+    for args in [
+        vec!["simulate", &input],
+        vec!["simulate", &input, "--context-window", "1000", "--compact-at", "0.3", "--compact-to", "0.5"],
+        vec!["simulate", &input, "--context-window", "1000", "--policy", "*=always"],
+        vec!["simulate", &input, "--context-window", "1000", "--offload-store", "x", "--policy", "*=maybe"],
+    ] {
+        let done = run(&args, None);
+        assert_eq!(done.code, 2, "{args:?}: {}", done.stderr);
+    }
+}
+
+#[test]
+fn help_has_an_example() {
+    let done = run(&["simulate", "--help"], None);
+    assert_eq!(done.code, 0);
+    let text = String::from_utf8(done.stdout).unwrap();
+    assert!(text.contains("Examples:") && text.contains("compaction simulate "), "{text}");
+}
+
+#[test]
+fn every_real_transcript() {
+    let dir = repo().join("../shared/transcripts/raw");
+    if !dir.is_dir() {
+        eprintln!("skipped: no transcript corpus at {}", dir.display());
+        return;
+    }
+    let out = scratch("real");
+    let mut seen = 0;
+    for folder in std::fs::read_dir(&dir).unwrap() {
+        for entry in std::fs::read_dir(folder.unwrap().path()).unwrap() {
+            let path = entry.unwrap().path();
+            if path.file_name().is_some_and(|n| n == "LICENSE") {
+                continue;
+            }
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            let (svg, csv) = (out.join(format!("{name}.svg")), out.join(format!("{name}.csv")));
+            let store = out.join(format!("{name}.store"));
+            let path = path.display().to_string();
+            let args = [
+                "simulate",
+                &path,
+                "--context-window",
+                "30000",
+                "--offload-store",
+                store.to_str().unwrap(),
+                "--policy",
+                "*=over:20000",
+                "--svg",
+                svg.to_str().unwrap(),
+                "--csv",
+                csv.to_str().unwrap(),
+            ];
+            let done = run(&args, None);
+            assert_eq!(done.code, 0, "{path}: {}", done.stderr);
+            let rows = rows(&std::fs::read_to_string(&csv).unwrap());
+            assert!(!rows.is_empty(), "{path}");
+            // Compaction never makes a request larger than the recorded one.
+            assert!(rows.iter().all(|r| r.with <= r.without), "{path}");
+            assert!(std::fs::read_to_string(&svg).unwrap().contains("with compaction"), "{path}");
+            seen += 1;
+        }
+    }
+    assert_eq!(seen, 7);
+}
