@@ -8,31 +8,6 @@ use std::path::{Path, PathBuf};
 use compaction_tokens::TokenCounter;
 use serde_json::Value;
 
-/// The committed data folder, and a differential run's when `COMPACTION_EXTRA_FIXTURES` is set.
-pub fn data_roots() -> Vec<PathBuf> {
-    let mut roots = vec![PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data")];
-    if let Some(extra) = std::env::var_os("COMPACTION_EXTRA_FIXTURES") {
-        roots.push(PathBuf::from(extra).join("crates/compaction-tokens/tests/data"));
-    }
-    roots
-}
-
-/// Every fixture of one kind, with the data folder it lives in.
-pub fn fixture_files(kind: &str) -> Vec<(PathBuf, PathBuf)> {
-    let mut files = Vec::new();
-    for root in data_roots() {
-        let Ok(entries) = std::fs::read_dir(root.join(kind)) else { continue };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            if path.extension().is_some_and(|e| e == "json") {
-                files.push((root.clone(), path));
-            }
-        }
-    }
-    files.sort();
-    files
-}
-
 /// Builds the counter a fixture's `counter` object describes.
 pub fn counter_from_fixture(spec: &Value, data_root: &Path) -> Box<dyn TokenCounter> {
     let image = spec["tokens_per_image"].as_u64().unwrap_or(85) as usize;
@@ -74,4 +49,9 @@ pub fn supported(spec: &Value) -> bool {
         Some("huggingface") => cfg!(feature = "huggingface"),
         _ => false,
     }
+}
+
+/// Every fixture of one kind, with the data folder it lives in: committed, plus a differential run's.
+pub fn fixture_files(kind: &str) -> Vec<(PathBuf, PathBuf)> {
+    compaction_testkit::fixture_files(env!("CARGO_MANIFEST_DIR"), kind)
 }
