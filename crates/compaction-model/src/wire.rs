@@ -278,6 +278,12 @@ impl Message {
         Some((message, text.at))
     }
 
+    /// Whether writing the message gives exactly `raw`, so those bytes can stand for it in
+    /// output. Stops at the first difference.
+    pub fn encodes_as(&self, raw: &[u8]) -> bool {
+        encodes_as(self, raw)
+    }
+
     /// Writes the message as Haystack's `ChatMessage.to_dict` does.
     pub fn to_value(&self) -> Value {
         serde_json::to_value(self).unwrap_or(Value::Null)
@@ -420,9 +426,7 @@ impl Encoded<'_> {
         let end = skip_value(self.json, self.at)?;
         let text = &self.json[self.at..end];
         let Value::Object(object) = serde_json::from_slice(text).ok()? else { return None };
-        let mut rest = Compare(text);
-        serde_json::to_writer(&mut rest, &object).ok()?;
-        if !rest.0.is_empty() {
+        if !encodes_as(&object, text) {
             return None;
         }
         self.at = end;
@@ -486,6 +490,13 @@ impl Encoded<'_> {
         text.shrink_to_fit();
         String::from_utf8(text).ok()
     }
+}
+
+/// Whether serializing `value` gives exactly `raw`. Serializes into a comparison, not a buffer:
+/// the first difference ends it.
+fn encodes_as<T: Serialize + ?Sized>(value: &T, raw: &[u8]) -> bool {
+    let mut rest = Compare(raw);
+    serde_json::to_writer(&mut rest, value).is_ok() && rest.0.is_empty()
 }
 
 /// A writer that checks what it is given against the bytes it holds, consuming them.

@@ -199,34 +199,8 @@ fn read_message(bytes: &[u8], at: usize, index: usize) -> Option<(Message, usize
     let raw = &bytes[at..end];
     // Errors are left to the tree path, which words them; the index is only used in them.
     let message = Message::from_slice(raw, index).ok()?;
-    let verbatim = encodes_as(&message, raw);
+    let verbatim = message.encodes_as(raw);
     Some((message, end, verbatim))
-}
-
-/// Whether encoding `message` gives exactly `raw`. Encoding into a comparison, not a buffer:
-/// the first difference ends it.
-fn encodes_as(message: &Message, raw: &[u8]) -> bool {
-    let mut rest = Compare(raw);
-    serde_json::to_writer(&mut rest, message).is_ok() && rest.0.is_empty()
-}
-
-/// A writer that checks what it is given against the bytes it holds, consuming them.
-struct Compare<'a>(&'a [u8]);
-
-impl Write for Compare<'_> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        match self.0.strip_prefix(buf) {
-            Some(rest) => {
-                self.0 = rest;
-                Ok(buf.len())
-            }
-            None => Err(std::io::ErrorKind::InvalidData.into()),
-        }
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
 }
 
 /// Writes a conversation read by [`read_spans`] back as an array.
