@@ -2,7 +2,9 @@
 
 use std::fmt;
 
-use compaction_model::Message;
+use std::sync::Arc;
+
+use compaction_model::{CompactionMarker, JsonObject, Message, Part, ToolCall, STRATEGY_TOOL_RESULT_PRUNING};
 use compaction_tokens::TokenCounter;
 use serde::Serialize;
 
@@ -40,9 +42,10 @@ pub trait Compactor: Send + Sync + fmt::Debug {
 /// A compaction: how the conversation changes, and a report of what was done.
 ///
 /// A compaction does not copy the conversation. It holds only what changes — for the
-/// tool-result strategies, the few rewritten messages — so compacting a 50 MB conversation
-/// costs what the rewrite costs, not a copy of 50 MB. [`Compaction::messages`] builds the new
-/// conversation beside the old one; [`Compaction::apply`] rewrites an owned conversation in place.
+/// tool-result strategies, a description of each rewritten message — so compacting a 50 MB
+/// conversation costs what deciding costs, not a copy of 50 MB. [`Compaction::messages`] builds
+/// the new conversation beside the old one; [`Compaction::apply`] rewrites an owned conversation
+/// in place, reusing what each rewritten message keeps of its original.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Compaction {
     /// How the conversation changes.
@@ -54,28 +57,125 @@ pub struct Compaction {
 /// How a compaction changes a conversation.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Edits {
-    /// Messages replaced in place, by index, in increasing order; every other message stays.
-    Replace(Vec<(usize, Message)>),
+    /// Messages rewritten in place, by index, in increasing order; every other message stays.
+    Replace(Vec<(usize, Rewrite)>),
     /// A whole new conversation, for strategies that drop or merge messages.
     Whole(Vec<Message>),
 }
 
+/// How one message of the conversation is rewritten.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Rewrite {
+    /// This message takes the original's place.
+    Message(Message),
+    /// The original's tool result gives way to a placeholder; see [`PrunedResult`].
+    Pruned(PrunedResult),
+}
+
+/// A tool-result message pruned to a placeholder, described against the original message.
+///
+/// The rewritten message is a tool message holding one result: `placeholder` with
+/// `{tool_name}` replaced by the tool's name, the original's first result's call (its arguments
+/// emptied when `clear_arguments` is set) and error flag, and the original's meta with the
+/// [`CompactionMarker`] of strategy `tool_result_pruning` and `original_tokens` added. The
+/// original's other parts, its name and its other results do not survive, as in Haystack.
+///
+/// Describing the rewrite instead of holding the new message lets [`Compaction::apply`] move
+/// the call and the meta over instead of copying them, and lets a dry run skip building it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PrunedResult {
+    /// The placeholder text, with `{tool_name}` standing for the tool's name.
+    pub placeholder: Arc<str>,
+    /// The original message's own token count, recorded in the marker.
+    pub original_tokens: usize,
+    /// Whether the call's arguments are replaced with `{}` (`clear_tool_inputs`).
+    pub clear_arguments: bool,
+}
+
+impl PrunedResult {
+    /// The placeholder text for a result of `tool_name`.
+    pub fn text(&self, tool_name: &str) -> String {
+        self.placeholder.replace("{tool_name}", tool_name)
+    }
+
+    /// The pruned message built from `original`, which is left as it is. A message without a
+    /// tool result has nothing to prune and is returned unchanged.
+    pub fn build(&self, original: &Message) -> Message {
+        let Some(result) = original.tool_call_result() else {
+            return original.clone();
+        };
+        self.assemble(result.origin.clone(), result.error, original.meta.clone())
+    }
+
+    /// Rewrites `message` into the pruned message in place, moving its call and meta over.
+    /// A message without a tool result has nothing to prune and is left as it is.
+    pub fn rewrite(&self, message: &mut Message) {
+        let Some(position) = message.parts.iter().position(|p| matches!(p, Part::ToolCallResult(_))) else {
+            return;
+        };
+        let Part::ToolCallResult(result) = message.parts.swap_remove(position) else {
+            return;
+        };
+        let meta = std::mem::take(&mut message.meta);
+        *message = self.assemble(result.origin, result.error, meta);
+    }
+
+    fn assemble(&self, mut origin: ToolCall, error: bool, mut meta: JsonObject) -> Message {
+        if self.clear_arguments {
+            origin.arguments = JsonObject::new();
+        }
+        CompactionMarker::new(STRATEGY_TOOL_RESULT_PRUNING, self.original_tokens as u64).write_to(&mut meta);
+        let text = self.text(&origin.tool_name);
+        Message::tool(text, origin, error).with_meta(meta)
+    }
+}
+
+impl Rewrite {
+    /// The rewritten message, built from `original`.
+    pub fn build(&self, original: &Message) -> Message {
+        match self {
+            Rewrite::Message(message) => message.clone(),
+            Rewrite::Pruned(pruned) => pruned.build(original),
+        }
+    }
+
+    /// Rewrites `message` (the original) in place.
+    pub fn apply(self, message: &mut Message) {
+        match self {
+            Rewrite::Message(replacement) => *message = replacement,
+            Rewrite::Pruned(pruned) => pruned.rewrite(message),
+        }
+    }
+}
+
 impl Compaction {
     /// A compaction that replaces messages in place. `replacements` need not be sorted.
-    pub fn replacing(mut replacements: Vec<(usize, Message)>, report: CompactionReport) -> Self {
-        replacements.sort_by_key(|(index, _)| *index);
-        Compaction { edits: Edits::Replace(replacements), report }
+    pub fn replacing(replacements: Vec<(usize, Message)>, report: CompactionReport) -> Self {
+        Self::rewriting(
+            replacements.into_iter().map(|(index, message)| (index, Rewrite::Message(message))).collect(),
+            report,
+        )
+    }
+
+    /// A compaction that rewrites messages in place. `rewrites` need not be sorted.
+    pub fn rewriting(mut rewrites: Vec<(usize, Rewrite)>, report: CompactionReport) -> Self {
+        rewrites.sort_by_key(|(index, _)| *index);
+        Compaction { edits: Edits::Replace(rewrites), report }
     }
 
     /// The compacted conversation, built from `original` (the conversation that was compacted).
     pub fn messages(&self, original: &[Message]) -> Vec<Message> {
         match &self.edits {
-            Edits::Replace(replacements) => {
-                let mut messages = original.to_vec();
-                for (index, message) in replacements {
-                    if let Some(slot) = messages.get_mut(*index) {
-                        *slot = message.clone();
+            Edits::Replace(rewrites) => {
+                let mut rewrites = rewrites.iter().peekable();
+                let mut messages = Vec::with_capacity(original.len());
+                for (index, message) in original.iter().enumerate() {
+                    // Indices are sorted; a duplicate index takes its last rewrite, as `apply` does.
+                    let mut rewritten = None;
+                    while let Some((_, rewrite)) = rewrites.next_if(|(at, _)| *at == index) {
+                        rewritten = Some(rewrite);
                     }
+                    messages.push(rewritten.map_or_else(|| message.clone(), |r| r.build(message)));
                 }
                 messages
             }
@@ -83,14 +183,15 @@ impl Compaction {
         }
     }
 
-    /// Rewrites `messages` (the conversation that was compacted) into the compacted one, moving
-    /// the replacements in without copying anything else. Returns the report.
+    /// Rewrites `messages` (the conversation that was compacted) into the compacted one in
+    /// place: untouched messages are not copied, and a rewritten one keeps what it can of its
+    /// original without copying it. Returns the report.
     pub fn apply(self, messages: &mut Vec<Message>) -> CompactionReport {
         match self.edits {
-            Edits::Replace(replacements) => {
-                for (index, message) in replacements {
+            Edits::Replace(rewrites) => {
+                for (index, rewrite) in rewrites {
                     if let Some(slot) = messages.get_mut(index) {
-                        *slot = message;
+                        rewrite.apply(slot);
                     }
                 }
             }
@@ -103,7 +204,7 @@ impl Compaction {
     /// conversation is replaced.
     pub fn replaced_indices(&self) -> Option<Vec<usize>> {
         match &self.edits {
-            Edits::Replace(replacements) => Some(replacements.iter().map(|(index, _)| *index).collect()),
+            Edits::Replace(rewrites) => Some(rewrites.iter().map(|(index, _)| *index).collect()),
             Edits::Whole(_) => None,
         }
     }
@@ -163,7 +264,7 @@ pub struct InputReport {
 
 impl ResultReport {
     /// The entry for the tool-result message `original`, at `index`, rewritten as `replacement`.
-    pub fn new(index: usize, original: &Message, replacement: &Replacement) -> Self {
+    pub fn new<R>(index: usize, original: &Message, replacement: &Replacement<R>) -> Self {
         let origin = original.tool_call_result().map(|r| &r.origin);
         ResultReport {
             index,

@@ -66,7 +66,9 @@ mod pruning;
 mod settings;
 mod steps;
 
-pub use compactor::{Compaction, CompactionReport, Compactor, Edits, InputReport, ResultReport};
+pub use compactor::{
+    Compaction, CompactionReport, Compactor, Edits, InputReport, PrunedResult, ResultReport, Rewrite,
+};
 pub use error::Error;
 pub use pruning::{ToolResultPruningCompactor, STRATEGY_TOOL_INPUT_CLEARING};
 pub use settings::{PruningSettings, DEFAULT_PLACEHOLDER, HAYSTACK_PRUNING_TYPE};

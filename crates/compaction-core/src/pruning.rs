@@ -1,15 +1,16 @@
 //! [`ToolResultPruningCompactor`]: older tool results give way to a short placeholder.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use compaction_model::{
-    CompactionMarker, JsonObject, Message, Part, CONTEXT_COMPACTION, STRATEGY_TOOL_RESULT_PRUNING,
+    JsonObject, Message, Part, ToolCall, CONTEXT_COMPACTION, STRATEGY_TOOL_RESULT_PRUNING,
 };
 use compaction_tokens::TokenCounter;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
-use crate::compactor::{Compaction, CompactionReport, Compactor, InputReport};
+use crate::compactor::{Compaction, CompactionReport, Compactor, InputReport, PrunedResult, Rewrite};
 use crate::error::Error;
 use crate::settings::PruningSettings;
 use crate::steps::{agent_step_spans, protected_by_results, protected_by_steps, walk, Replacement};
@@ -46,7 +47,7 @@ pub struct ToolResultPruningCompactor {
 
 /// What a run decided, before any conversation is built.
 struct Plan {
-    replaced: Vec<(usize, Replacement)>,
+    replaced: Vec<(usize, Replacement<PrunedResult>)>,
     cleared: Vec<(usize, Message, InputReport)>,
     report: CompactionReport,
 }
@@ -68,8 +69,7 @@ impl ToolResultPruningCompactor {
         &self.settings
     }
 
-    /// A dry run: the report [`Compactor::compact`] would return, without building the
-    /// compacted conversation. Only the single replacement messages are built, to count them.
+    /// A dry run: the report [`Compactor::compact`] would return. No message is built.
     pub fn plan(
         &self,
         messages: &[Message],
@@ -88,7 +88,12 @@ impl ToolResultPruningCompactor {
             Some(keep) => protected_by_results(messages, keep),
             None => protected_by_steps(messages, self.settings.min_keep_steps),
         };
-        let mut prune = |_index: usize, message: &Message, own: usize| self.prune(message, own, counter);
+        let placeholder: Arc<str> = Arc::from(self.settings.placeholder.as_str());
+        // Every placeholder of one tool renders alike, so it is counted once per tool and flag.
+        let mut replacement_counts = HashMap::new();
+        let mut prune = |index: usize, _: &Message, own: usize| {
+            self.prune(&messages[index], own, &placeholder, &mut replacement_counts, counter)
+        };
         let walk = walk(messages, &counts, target_tokens, &protected, counter, &mut prune)?;
         if walk.replaced.is_empty() {
             return None;
@@ -110,8 +115,20 @@ impl ToolResultPruningCompactor {
         Some(Plan { replaced: walk.replaced, cleared, report })
     }
 
-    /// The placeholder message for one tool-result message, or `None` to leave it.
-    fn prune(&self, message: &Message, own: usize, counter: &dyn TokenCounter) -> Option<Replacement> {
+    /// How one tool-result message is pruned, or `None` to leave it.
+    ///
+    /// The replacement is counted through a stand-in that renders as it will: a tool message
+    /// with the placeholder and the tool's name. Counters see only the rendering (see
+    /// [`TokenCounter`]), so the meta and the call's arguments and id, which the stand-in lacks,
+    /// cannot change the count; `counted` keeps one count per tool name and error flag.
+    fn prune<'a>(
+        &self,
+        message: &'a Message,
+        own: usize,
+        placeholder: &Arc<str>,
+        counted: &mut HashMap<(&'a str, bool), usize>,
+        counter: &dyn TokenCounter,
+    ) -> Option<Replacement<PrunedResult>> {
         let result = message.tool_call_result()?;
         if message.meta.contains_key(CONTEXT_COMPACTION)
             || self.settings.skip_meta_keys.iter().any(|key| message.meta.contains_key(key))
@@ -125,15 +142,17 @@ impl ToolResultPruningCompactor {
         {
             return None;
         }
-        let text = self.settings.placeholder.replace("{tool_name}", &result.origin.tool_name);
-        let mut meta = message.meta.clone();
-        CompactionMarker::new(STRATEGY_TOOL_RESULT_PRUNING, own as u64).write_to(&mut meta);
-        let mut origin = result.origin.clone();
-        if self.settings.clear_tool_inputs {
-            origin.arguments = JsonObject::new();
-        }
-        let pruned = Message::tool(text, origin, result.error).with_meta(meta);
-        let replacement_tokens = counter.count(std::slice::from_ref(&pruned), &[]);
+        let pruned = PrunedResult {
+            placeholder: Arc::clone(placeholder),
+            original_tokens: own,
+            clear_arguments: self.settings.clear_tool_inputs,
+        };
+        let tool_name = result.origin.tool_name.as_str();
+        let replacement_tokens = *counted.entry((tool_name, result.error)).or_insert_with(|| {
+            let origin = ToolCall::new(tool_name, JsonObject::new());
+            let stand_in = Message::tool(pruned.text(tool_name), origin, result.error);
+            counter.count(std::slice::from_ref(&stand_in), &[])
+        });
         (replacement_tokens < own).then_some(Replacement {
             message: pruned,
             original_tokens: own,
@@ -147,10 +166,10 @@ impl ToolResultPruningCompactor {
 /// A call is looked for only in the assistant message that opens the result's agent step, so
 /// a result that follows no assistant message clears nothing. A message that already carries a
 /// marker of another strategy is left as it is, so no earlier record is overwritten.
-fn clear_inputs(
+fn clear_inputs<M>(
     messages: &[Message],
     each: &[usize],
-    replaced: &[(usize, Replacement)],
+    replaced: &[(usize, Replacement<M>)],
     counter: &dyn TokenCounter,
 ) -> Vec<(usize, Message, InputReport)> {
     let mut step_of = vec![None; messages.len()];
@@ -246,13 +265,13 @@ impl Compactor for ToolResultPruningCompactor {
         counter: &dyn TokenCounter,
     ) -> Option<Compaction> {
         let plan = self.run(messages, target_tokens, counter)?;
-        let replacements = plan
+        let rewrites = plan
             .replaced
             .into_iter()
-            .map(|(index, replacement)| (index, replacement.message))
-            .chain(plan.cleared.into_iter().map(|(index, message, _)| (index, message)))
+            .map(|(index, replacement)| (index, Rewrite::Pruned(replacement.message)))
+            .chain(plan.cleared.into_iter().map(|(index, message, _)| (index, Rewrite::Message(message))))
             .collect();
-        Some(Compaction::replacing(replacements, plan.report))
+        Some(Compaction::rewriting(rewrites, plan.report))
     }
 
     fn name(&self) -> &str {

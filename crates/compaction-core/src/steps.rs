@@ -9,17 +9,20 @@ use compaction_tokens::{Counts, TokenCounter};
 use crate::compactor::{Compaction, CompactionReport, ResultReport};
 
 /// A rewritten tool-result message, as a [`replace_tool_results_until_target`] callback returns it.
+///
+/// `M` is what takes the original's place: the new message itself, or (inside this crate) a
+/// description of it that is built later.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Replacement {
-    /// The message to put in the original's place.
-    pub message: Message,
+pub struct Replacement<M = Message> {
+    /// What to put in the original's place.
+    pub message: M,
     /// Tokens of the original message counted on its own.
     pub original_tokens: usize,
     /// Tokens of `message` counted on its own.
     pub replacement_tokens: usize,
 }
 
-impl Replacement {
+impl<M> Replacement<M> {
     /// Tokens the replacement frees; 0 when it is not smaller.
     pub fn tokens_freed(&self) -> usize {
         self.original_tokens.saturating_sub(self.replacement_tokens)
@@ -79,26 +82,26 @@ pub(crate) fn protected_by_results(messages: &[Message], keep: usize) -> Vec<boo
 
 /// What a walk chose, before any conversation is built.
 #[derive(Debug)]
-pub(crate) struct Walk {
+pub(crate) struct Walk<M> {
     pub(crate) tokens_before: usize,
     pub(crate) tokens_after: usize,
-    pub(crate) replaced: Vec<(usize, Replacement)>,
+    pub(crate) replaced: Vec<(usize, Replacement<M>)>,
 }
 
 /// The callback type the walk calls for every unprotected tool-result message.
-pub(crate) type ReplaceFn<'a> = dyn FnMut(usize, &Message, usize) -> Option<Replacement> + 'a;
+pub(crate) type ReplaceFn<'a, M> = dyn FnMut(usize, &Message, usize) -> Option<Replacement<M>> + 'a;
 
 /// Walks oldest first over unprotected tool-result messages, offering each to `replace`, and
 /// stops once the running total is at or under `target_tokens`. `None` when the conversation
 /// already fits.
-pub(crate) fn walk(
+pub(crate) fn walk<M>(
     messages: &[Message],
     counts: &Counts,
     target_tokens: usize,
     protected: &[bool],
     counter: &dyn TokenCounter,
-    replace: &mut ReplaceFn<'_>,
-) -> Option<Walk> {
+    replace: &mut ReplaceFn<'_, M>,
+) -> Option<Walk<M>> {
     if counts.total <= target_tokens {
         return None;
     }
@@ -130,7 +133,7 @@ pub(crate) fn walk(
     Some(Walk { tokens_before: counts.total, tokens_after: current, replaced })
 }
 
-impl Walk {
+impl<M> Walk<M> {
     /// The report of this walk: one entry per replaced message.
     pub(crate) fn report(
         &self,

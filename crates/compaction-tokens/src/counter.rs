@@ -10,6 +10,12 @@ use compaction_model::{Message, ToolSpec};
 /// `Arc<dyn TokenCounter>`, shared between threads and swapped for another backend without
 /// touching the code that uses it. Counters measure the text [`crate::rendered_text`] produces,
 /// plus a flat charge per image and file.
+///
+/// A count depends on that rendering and those charges alone. What the rendering leaves out —
+/// meta, call ids, the call a tool result answers apart from its tool name, reasoning — never
+/// changes it, so a caller may count one message and reuse the count for another that renders
+/// alike; the pruning compactor counts one placeholder per tool this way. An implementation of
+/// this trait keeps that promise.
 pub trait TokenCounter: Send + Sync + fmt::Debug {
     /// Tokens that `messages`, sent with the tool schemas `tools`, occupy. `0` when both are empty.
     fn count(&self, messages: &[Message], tools: &[ToolSpec]) -> usize;

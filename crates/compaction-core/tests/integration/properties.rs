@@ -218,6 +218,13 @@ fn check(
     assert!(total > target, "compacted a conversation that fits");
     let (out, report) = (&compaction.messages(messages), &compaction.report);
     assert_eq!(out.len(), messages.len());
+    let mut applied = messages.to_vec();
+    compaction.clone().apply(&mut applied);
+    assert_eq!(&applied, out, "rewriting in place and building beside differ");
+    for r in &report.results {
+        let recount = counter.count(&out[r.index..=r.index], &[]);
+        assert_eq!(recount, r.replacement_tokens, "{}: reported replacement count", r.index);
+    }
     assert!(counter.count(out, &[]) <= total, "output larger");
     assert!(report.tokens_after < report.tokens_before);
     assert_eq!(report.tokens_before - report.tokens_after, report.tokens_freed());
