@@ -12,7 +12,9 @@
 //! - four [`Role`]s: system, user, assistant and tool;
 //! - six kinds of [`Part`]: text, tool call, tool-call result, reasoning, image and file;
 //! - a `meta` JSON object per message, where compaction and offloading leave the markers in
-//!   [`meta`](crate::CONTEXT_COMPACTION) so later runs know what was rewritten.
+//!   [`meta`](crate::CONTEXT_COMPACTION) so later runs know what was rewritten;
+//! - [`Text`] for text parts and string results: a string that knows its length in characters,
+//!   as a Python `str` does, so counting in characters never rescans it.
 //!
 //! Reading ([`Message::from_value`], [`messages_from_value`], or from bytes without a `Value`
 //! tree: [`Message::from_slice`], [`messages_from_slice`]) accepts every shape Haystack's
@@ -68,6 +70,7 @@ mod error;
 mod message;
 mod meta;
 mod sniff;
+mod text;
 mod tool;
 mod wire;
 
@@ -83,5 +86,6 @@ pub use meta::{
 pub use sniff::{
     base64_decoded_len, decode_base64_strict, guess_mime, is_image_mime, Base64Error, IMAGE_MIME_TYPES,
 };
+pub use text::Text;
 pub use tool::ToolSpec;
 pub use wire::{array_spans, messages_from_slice, messages_from_value, messages_to_value, value_end};

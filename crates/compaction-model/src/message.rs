@@ -2,6 +2,8 @@
 
 use serde_json::{Map, Value};
 
+use crate::text::Text;
+
 /// A JSON object, as messages keep their metadata and tool-call arguments.
 pub type JsonObject = Map<String, Value>;
 
@@ -51,7 +53,7 @@ impl std::fmt::Display for Role {
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct TextPart {
     /// The text.
-    pub text: String,
+    pub text: Text,
     /// Fields the part carried that this crate does not know; written back unchanged.
     pub unknown: JsonObject,
 }
@@ -75,7 +77,7 @@ pub struct ToolCall {
 #[derive(Debug, Clone, PartialEq)]
 pub enum ToolResultContent {
     /// A plain string result.
-    Text(String),
+    Text(Text),
     /// A result made of several parts.
     Parts(Vec<ResultPart>),
 }
@@ -181,7 +183,7 @@ pub struct Message {
 
 impl TextPart {
     /// A text part with no unknown fields.
-    pub fn new(text: impl Into<String>) -> Self {
+    pub fn new(text: impl Into<Text>) -> Self {
         TextPart { text: text.into(), unknown: JsonObject::new() }
     }
 }
@@ -236,13 +238,19 @@ impl FilePart {
 
 impl From<String> for ToolResultContent {
     fn from(text: String) -> Self {
-        ToolResultContent::Text(text)
+        ToolResultContent::Text(text.into())
     }
 }
 
 impl From<&str> for ToolResultContent {
     fn from(text: &str) -> Self {
-        ToolResultContent::Text(text.to_owned())
+        ToolResultContent::Text(text.into())
+    }
+}
+
+impl From<Text> for ToolResultContent {
+    fn from(text: Text) -> Self {
+        ToolResultContent::Text(text)
     }
 }
 
@@ -264,12 +272,12 @@ impl Message {
     }
 
     /// A system message with one text.
-    pub fn system(text: impl Into<String>) -> Self {
+    pub fn system(text: impl Into<Text>) -> Self {
         Self::with_parts(Role::System, vec![Part::Text(TextPart::new(text))])
     }
 
     /// A user message with one text.
-    pub fn user(text: impl Into<String>) -> Self {
+    pub fn user(text: impl Into<Text>) -> Self {
         Self::with_parts(Role::User, vec![Part::Text(TextPart::new(text))])
     }
 
@@ -279,7 +287,7 @@ impl Message {
     }
 
     /// An assistant message with one text.
-    pub fn assistant(text: impl Into<String>) -> Self {
+    pub fn assistant(text: impl Into<Text>) -> Self {
         Self::with_parts(Role::Assistant, vec![Part::Text(TextPart::new(text))])
     }
 

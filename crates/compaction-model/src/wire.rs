@@ -387,7 +387,7 @@ impl Encoded<'_> {
             parts.shrink_to_fit();
             ToolResultContent::Parts(parts)
         } else {
-            ToolResultContent::Text(self.string()?)
+            ToolResultContent::Text(self.string()?.into())
         };
         self.literal(b",\"origin\":")?;
         let origin = self.tool_call()?;
@@ -443,7 +443,14 @@ impl Encoded<'_> {
     /// A string whose escapes are all the ones serde_json writes, unescaped.
     fn string(&mut self) -> Option<String> {
         self.literal(b"\"")?;
-        let mut text = Vec::new();
+        // Most strings hold no escape: copied at their exact size, with nothing to grow.
+        let rest = self.json.get(self.at..)?;
+        let run = find_special(rest, true)?;
+        if rest[run] == b'"' {
+            self.at += run + 1;
+            return std::str::from_utf8(&rest[..run]).ok().map(str::to_owned);
+        }
+        let mut text = Vec::with_capacity(run + run / 8 + 16);
         loop {
             let rest = self.json.get(self.at..)?;
             let run = find_special(rest, true)?;
@@ -738,7 +745,7 @@ impl<'de> Visitor<'de> for QuickResultVisitor {
         })?;
         match (result, origin, error) {
             (Some(result), Some(origin), Some(error)) => Ok(QuickResult(ToolCallResult {
-                result: ToolResultContent::Text(result),
+                result: ToolResultContent::Text(result.into()),
                 origin,
                 error,
                 unknown: JsonObject::new(),
@@ -840,7 +847,7 @@ impl Reader {
 
     fn text(&self, mut data: JsonObject, path: &str) -> Result<TextPart, Error> {
         let text = self.string(&mut data, "text", path)?;
-        Ok(TextPart { text, unknown: data })
+        Ok(TextPart { text: text.into(), unknown: data })
     }
 
     fn tool_call(&self, mut data: JsonObject, path: &str) -> Result<ToolCall, Error> {
@@ -867,7 +874,7 @@ impl Reader {
         }
         let result_path = format!("{path}.result");
         let result = match data.shift_remove("result") {
-            Some(Value::String(s)) => ToolResultContent::Text(s),
+            Some(Value::String(s)) => ToolResultContent::Text(s.into()),
             Some(Value::Array(items)) => ToolResultContent::Parts(
                 items
                     .into_iter()

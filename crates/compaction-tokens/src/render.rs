@@ -168,9 +168,11 @@ pub fn rendered_message_chars(message: &Message) -> usize {
     let mut lines = 0usize;
     let mut text_count = 0usize;
     let mut text_chars = 0usize;
-    for text in message.texts() {
-        text_count += 1;
-        text_chars += char_len(text);
+    for part in &message.parts {
+        if let Part::Text(t) = part {
+            text_count += 1;
+            text_chars += t.text.char_len();
+        }
     }
     if text_count > 0 {
         total += role + 3 + text_chars + (text_count - 1);
@@ -206,11 +208,11 @@ fn file_placeholder_chars(filename: Option<&str>) -> usize {
 fn result_chars(result: &ToolCallResult) -> usize {
     let label = "[tool:] ".len() + char_len(&result.origin.tool_name) + if result.error { 8 } else { 0 };
     let body = match &result.result {
-        ToolResultContent::Text(text) => char_len(text),
+        ToolResultContent::Text(text) => text.char_len(),
         ToolResultContent::Parts(parts) => parts
             .iter()
             .map(|part| match part {
-                ResultPart::Text(t) => char_len(&t.text),
+                ResultPart::Text(t) => t.text.char_len(),
                 ResultPart::Image(_) => "<image>".len(),
                 ResultPart::File(f) => file_placeholder_chars(f.filename.as_deref()),
             })

@@ -199,8 +199,8 @@ fn tool_result(block: &Value, calls: &mut OpenCalls) -> Result<Message, String> 
         Some(other) => return Err(format!("`is_error` must be true or false, found {}", json_type(other))),
     };
     let result = match block.get("content") {
-        None | Some(Value::Null) => ToolResultContent::Text(String::new()),
-        Some(Value::String(text)) => ToolResultContent::Text(text.clone()),
+        None | Some(Value::Null) => ToolResultContent::Text(Default::default()),
+        Some(Value::String(text)) => ToolResultContent::Text(text.into()),
         Some(Value::Array(items)) => ToolResultContent::Parts(
             items
                 .iter()
@@ -320,7 +320,7 @@ fn file_value(file: &FilePart) -> Value {
 
 fn result_value(result: &ToolCallResult) -> Value {
     let content = match &result.result {
-        ToolResultContent::Text(text) => Value::String(text.clone()),
+        ToolResultContent::Text(text) => Value::String(text.to_string()),
         ToolResultContent::Parts(parts) => Value::Array(
             parts
                 .iter()

@@ -213,8 +213,8 @@ fn data_url(url: &str) -> Option<(String, String)> {
 
 fn result_content(content: Option<&Value>) -> Result<ToolResultContent, String> {
     match content {
-        None | Some(Value::Null) => Ok(ToolResultContent::Text(String::new())),
-        Some(Value::String(text)) => Ok(ToolResultContent::Text(text.clone())),
+        None | Some(Value::Null) => Ok(ToolResultContent::Text(Default::default())),
+        Some(Value::String(text)) => Ok(ToolResultContent::Text(text.into())),
         Some(Value::Array(items)) => items
             .iter()
             .enumerate()
@@ -301,7 +301,7 @@ fn content_value(message: &Message) -> Value {
         .filter(|p| matches!(p, Part::Text(_) | Part::Image(_) | Part::File(_)))
         .collect();
     if let [Part::Text(text)] = parts.as_slice() {
-        return Value::String(text.text.clone());
+        return Value::String(text.text.to_string());
     }
     Value::Array(
         parts
@@ -338,7 +338,7 @@ fn file_value(file: &FilePart) -> Value {
 
 fn result_value(result: &ToolResultContent) -> Value {
     match result {
-        ToolResultContent::Text(text) => Value::String(text.clone()),
+        ToolResultContent::Text(text) => Value::String(text.to_string()),
         ToolResultContent::Parts(parts) => Value::Array(
             parts
                 .iter()
