@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use compaction_model::{messages_from_value, Message};
+use compaction_model::{messages_from_slice, Message};
 
 /// The seed of every benchmark transcript.
 pub const SEED: u64 = 1;
@@ -49,10 +49,10 @@ pub fn transcript_bytes(size: &str) -> Vec<u8> {
     std::fs::read(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
 }
 
-/// Parses a transcript as the command line does: JSON, then Haystack's message shapes.
+/// Parses a transcript as the command line reads a Haystack array: straight from the bytes,
+/// message by message, without a JSON tree.
 pub fn parse(bytes: &[u8]) -> Vec<Message> {
-    let value = serde_json::from_slice(bytes).unwrap_or_else(|e| panic!("transcript is not JSON: {e}"));
-    messages_from_value(value).unwrap_or_else(|e| panic!("transcript is not a conversation: {e}"))
+    messages_from_slice(bytes).unwrap_or_else(|e| panic!("transcript is not a conversation: {e}"))
 }
 
 /// Samples and measurement time for a bench over `bytes` of input: big inputs get few samples

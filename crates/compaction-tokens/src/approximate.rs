@@ -4,7 +4,6 @@ use compaction_model::{Message, ToolSpec};
 
 use crate::counter::{Counts, Measure, TokenCounter};
 use crate::error::Error;
-use crate::parallel;
 use crate::render::{rendered_message_chars, rendered_tools_chars, NonText};
 
 /// Estimates tokens from text length: `floor(characters / chars_per_token)`, plus a flat charge
@@ -72,18 +71,14 @@ impl TokenCounter for ApproximateTokenCounter {
     }
 
     fn count_each(&self, messages: &[Message]) -> Counts {
-        // Measuring is a scan over every string; large conversations spread it over the cores.
-        let work = messages.len() * 4096;
-        let measured = parallel::map(messages, work, |message| {
-            (
-                rendered_message_chars(message),
-                NonText::of_message(message).tokens(self.tokens_per_image, self.tokens_per_file),
-            )
-        });
+        // Texts know their lengths (`Text`), so what is left per message is a walk over its parts
+        // and the tool-call arguments: too little to be worth spreading over threads.
         let mut chars = messages.len().saturating_sub(1);
         let mut non_text_total = 0;
         let mut each = Vec::with_capacity(messages.len());
-        for (own, non_text) in measured {
+        for message in messages {
+            let own = rendered_message_chars(message);
+            let non_text = NonText::of_message(message).tokens(self.tokens_per_image, self.tokens_per_file);
             chars += own;
             non_text_total += non_text;
             each.push(self.text_tokens(own) + non_text);

@@ -57,6 +57,7 @@ mod counter;
 mod error;
 #[cfg(feature = "huggingface")]
 mod huggingface;
+#[cfg(feature = "tiktoken")]
 mod parallel;
 mod pyjson;
 mod render;
