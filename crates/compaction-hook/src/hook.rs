@@ -121,6 +121,10 @@ pub struct CompactionOutcome {
     pub compacted: bool,
     /// The compactor's report, when it compacted.
     pub report: Option<CompactionReport>,
+    /// The indices of the messages the compaction rewrote in place, every other message being
+    /// as it was; `None` when it did not compact or replaced the whole conversation. A writer
+    /// can copy the untouched messages' original bytes.
+    pub changed: Option<Vec<usize>>,
 }
 
 /// Compacts an agent's conversation once it fills too much of the model's context window.
@@ -274,6 +278,7 @@ impl CompactionHook {
             overhead: None,
             compacted: false,
             report: None,
+            changed: None,
         };
         if !triggered {
             tracing::debug!(
@@ -313,6 +318,7 @@ impl CompactionHook {
             return outcome;
         };
         let before = state.messages().len();
+        outcome.changed = compaction.replaced_indices();
         let report = state.apply(compaction);
         if state.context_tokens != 0 {
             state.context_tokens = self.accounted(state.messages(), overhead);

@@ -146,12 +146,11 @@ pub fn run(args: Args) -> Result<()> {
     let compactor = compactor(&args)?;
     let counter = super::counter(&args.counter)?;
     let mut input = args.input.read_timed()?;
-    let conversation = &input.conversation;
-    let messages = &conversation.messages;
     let tools = match &args.tools {
         Some(path) => crate::input::read_tools(path)?,
-        None => conversation.tools.clone(),
+        None => input.conversation.tools.clone(),
     };
+    let messages = &input.conversation.messages;
 
     let spinner = crate::progress::spinner("pruning");
     let started = Instant::now();
@@ -178,17 +177,19 @@ pub fn run(args: Args) -> Result<()> {
                 let hook = CompactionHook::new(compactor.into_box(), settings)
                     .map_err(|e| UsageError(e.to_string()))?
                     .with_counter(counter);
-                let mut state = AgentState::new(messages.clone())
+                // The conversation moves into the agent state and back: nothing is copied.
+                let mut state = AgentState::new(std::mem::take(&mut input.conversation.messages))
                     .with_tools(tools.clone())
                     .with_context_tokens(args.context_tokens);
                 let outcome = hook.run(&mut state);
                 let report = outcome.report.clone();
-                let hooked = Hooked { outcome, context_tokens: state.context_tokens };
-                let compacted = match hooked.outcome.compacted {
-                    true => Compacted::Whole(state.into_messages()),
-                    false => Compacted::Unchanged,
+                let context_tokens = state.context_tokens;
+                input.conversation.messages = state.into_messages();
+                let compacted = match (outcome.compacted, outcome.changed.clone()) {
+                    (false, _) => Compacted::Unchanged,
+                    (true, changed) => Compacted::Rewritten(changed),
                 };
-                (compacted, report, Some(hooked))
+                (compacted, report, Some(Hooked { outcome, context_tokens }))
             }
             (None, None) => {
                 return Err(UsageError("give --target-tokens N or --context-window N".into()).into())
@@ -200,28 +201,23 @@ pub fn run(args: Args) -> Result<()> {
     let started = Instant::now();
     // In-place edits are moved into the conversation read, so nothing else is copied and the
     // writer knows which messages changed.
-    let (whole, changed) = match compacted {
-        Compacted::Unchanged => (None, Some(Vec::new())),
+    let changed = match compacted {
+        Compacted::Unchanged => Some(Vec::new()),
         Compacted::Edits(compaction) => {
             let changed = compaction.replaced_indices();
             compaction.apply(&mut input.conversation.messages);
-            (None, changed)
+            changed
         }
-        Compacted::Whole(messages) => (Some(messages), None),
+        Compacted::Rewritten(changed) => changed,
     };
     let conversation = &input.conversation;
     let messages = &conversation.messages;
     if !args.dry_run {
         let target = args.to.unwrap_or_else(|| conversation.format.default_target());
         let output = args.output.as_deref();
-        match (&whole, changed.as_deref()) {
-            (None, Some([])) if args.to.is_none() => {
-                crate::output::write_output(output, conversation.source())?
-            }
-            (Some(whole), _) => crate::output::write_output_with(output, |out| {
-                formats::write(conversation, whole, target, None, out)
-            })?,
-            (None, changed) => crate::output::write_output_with(output, |out| {
+        match changed.as_deref() {
+            Some([]) if args.to.is_none() => crate::output::write_output(output, conversation.source())?,
+            changed => crate::output::write_output_with(output, |out| {
                 formats::write(conversation, messages, target, changed, out)
             })?,
         }
@@ -258,10 +254,10 @@ pub fn run(args: Args) -> Result<()> {
 enum Compacted {
     /// Not at all.
     Unchanged,
-    /// By the compactor's edits.
+    /// By the compactor's edits, still to be applied.
     Edits(compaction_core::Compaction),
-    /// To this conversation (the hook's).
-    Whole(Vec<Message>),
+    /// Already, by the hook: at these indices, or as a whole when `None`.
+    Rewritten(Option<Vec<usize>>),
 }
 
 /// What the hook did in --context-window mode.

@@ -203,6 +203,10 @@ fn context_window_runs_the_hook_logic() {
     assert_eq!(document["target_tokens"], expected_target, "no tools, so no overhead");
     let after = run(&["count", "-"], Some(&result.stdout)).count();
     assert!(after < total);
+    // The hook ran the same compactor with that target: the same bytes come out.
+    let direct = run(&["prune", &input, "--target-tokens", &expected_target.to_string()], None);
+    assert_eq!(direct.code, 0, "{}", direct.stderr);
+    assert!(result.stdout == direct.stdout, "--context-window and --target-tokens outputs differ");
 
     // Invalid fractions are usage errors.
     let result = run(
