@@ -10,12 +10,26 @@ use std::process::Command;
 use std::time::Duration;
 
 use compaction_model::{messages_from_slice, Message};
+use compaction_tokens::HuggingFaceTokenCounter;
 
 /// The seed of every benchmark transcript.
 pub const SEED: u64 = 1;
 
 /// The transcript sizes the criterion benches run on.
 pub const SIZES: &[&str] = &["1MB", "10MB", "50MB"];
+
+/// The largest transcript the HuggingFace benches run on. The tokenizers crate encodes a few MB
+/// a second, so one 50 MB sample would take about fifteen seconds and the ten criterion needs
+/// minutes; 1 MB and 10 MB show its throughput as well.
+pub const HUGGINGFACE_MAX_BYTES: usize = 20_000_000;
+
+/// The HuggingFace counter the benches use: the byte-level BPE tokenizer (GPT-2's kind) trained
+/// for the conformance tests, in `crates/compaction-tokens/tests/data/tokenizers/`.
+pub fn huggingface_bpe() -> HuggingFaceTokenCounter {
+    let path = project_root().join("crates/compaction-tokens/tests/data/tokenizers/bytelevel_bpe.json");
+    HuggingFaceTokenCounter::from_file(&path)
+        .unwrap_or_else(|e| panic!("cannot load {}: {e}", path.display()))
+}
 
 /// The workspace root.
 pub fn project_root() -> PathBuf {

@@ -5,8 +5,9 @@ use std::path::Path;
 use compaction_model::{Message, ToolSpec};
 use tokenizers::Tokenizer;
 
-use crate::counter::TokenCounter;
+use crate::counter::{Counts, TokenCounter};
 use crate::error::Error;
+use crate::parallel;
 use crate::render::{char_len, rendered_text, NonText};
 
 /// Counts tokens with a HuggingFace tokenizer loaded from a `tokenizer.json`.
@@ -59,7 +60,8 @@ impl HuggingFaceTokenCounter {
 
     /// Tokens of a piece of text, without special tokens.
     pub fn count_text(&self, text: &str) -> usize {
-        match self.tokenizer.encode(text, false) {
+        // Without offsets: only the number of tokens is wanted.
+        match self.tokenizer.encode_fast(text, false) {
             Ok(encoding) => encoding.len(),
             // With truncation off, encoding does not fail on any tokenizer we know of; should one
             // fail anyway, a four-characters-per-token estimate beats stopping the agent.
@@ -76,6 +78,24 @@ impl TokenCounter for HuggingFaceTokenCounter {
         let text = rendered_text(messages, tools);
         self.count_text(&text)
             + NonText::of_messages(messages).tokens(self.tokens_per_image, self.tokens_per_file)
+    }
+
+    fn count_each(&self, messages: &[Message]) -> Counts {
+        // A tokenizer may need the whole text at once (a pre-tokenizer such as Metaspace sees
+        // where each message starts), so the total is one tokenization of the whole and each
+        // message another of its own. They are independent: the whole runs beside the messages,
+        // which spread over the cores. The counts are those of counting one after the other.
+        let own = |message: &Message| self.count(std::slice::from_ref(message), &[]);
+        let work = parallel::work_estimate(messages);
+        if work < parallel::PARALLEL_THRESHOLD {
+            return Counts { total: self.count(messages, &[]), each: messages.iter().map(own).collect() };
+        }
+        std::thread::scope(|scope| {
+            let whole = scope.spawn(|| self.count(messages, &[]));
+            let each = parallel::map(messages, work, own);
+            let total = whole.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            Counts { total, each }
+        })
     }
 
     fn describe(&self) -> String {

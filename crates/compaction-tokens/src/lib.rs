@@ -57,7 +57,7 @@ mod counter;
 mod error;
 #[cfg(feature = "huggingface")]
 mod huggingface;
-#[cfg(feature = "tiktoken")]
+#[cfg(any(feature = "tiktoken", feature = "huggingface"))]
 mod parallel;
 mod pyjson;
 mod render;

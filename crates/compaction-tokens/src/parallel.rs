@@ -5,11 +5,18 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use compaction_model::Message;
+
 /// Below this much work (in bytes of text, roughly) threads cost more than they save.
-const PARALLEL_THRESHOLD: usize = 256 * 1024;
+pub(crate) const PARALLEL_THRESHOLD: usize = 256 * 1024;
 
 /// Messages handed out per grab; small enough to balance uneven message sizes.
 const CHUNK: usize = 8;
+
+/// A rough size of the counting work for `messages`, to decide whether threads pay off.
+pub(crate) fn work_estimate(messages: &[Message]) -> usize {
+    messages.iter().map(crate::render::rendered_message_chars).sum()
+}
 
 /// `f` applied to every item, in order, on all cores when the work is large enough.
 pub fn map<T, R, F>(items: &[T], approximate_work: usize, f: F) -> Vec<R>

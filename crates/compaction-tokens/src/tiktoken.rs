@@ -191,11 +191,6 @@ impl TiktokenCounter {
     }
 }
 
-/// A rough size of the counting work, to decide whether threads pay off.
-fn work_estimate(messages: &[Message]) -> usize {
-    messages.iter().map(crate::render::rendered_message_chars).sum()
-}
-
 impl TokenCounter for TiktokenCounter {
     fn count(&self, messages: &[Message], tools: &[ToolSpec]) -> usize {
         if messages.is_empty() && tools.is_empty() {
@@ -211,7 +206,7 @@ impl TokenCounter for TiktokenCounter {
             return self.count_text(&text);
         };
         let before: Measure =
-            parallel::map(rest, work_estimate(rest), |message| self.measure_joined(message))
+            parallel::map(rest, parallel::work_estimate(rest), |message| self.measure_joined(message))
                 .into_iter()
                 .flatten()
                 .sum();
@@ -224,7 +219,7 @@ impl TokenCounter for TiktokenCounter {
         };
         let indexed: Vec<(usize, &Message)> = messages.iter().enumerate().collect();
         let measured: Vec<(usize, usize, usize)> =
-            parallel::map(&indexed, work_estimate(messages), |&(index, message)| {
+            parallel::map(&indexed, parallel::work_estimate(messages), |&(index, message)| {
                 let text = rendered_message(message);
                 let non_text =
                     NonText::of_message(message).tokens(self.tokens_per_image, self.tokens_per_file);

@@ -67,3 +67,42 @@ fn unreadable_tokenizer_is_a_clear_error() {
     let error = compaction_tokens::HuggingFaceTokenCounter::from_bytes(b"{not json").expect_err("invalid");
     assert!(error.to_string().contains("not a valid tokenizer.json"), "{error}");
 }
+
+/// A conversation big enough that counters spread `count_each` over threads.
+fn large_conversation() -> Vec<Message> {
+    use compaction_model::ToolCall;
+    let mut messages = vec![Message::user("Find where the parser drops the last line.")];
+    for step in 0..200 {
+        let mut arguments = serde_json::Map::new();
+        arguments.insert("path".into(), format!("src/module_{step}.rs").into());
+        let call = ToolCall::new("read_file", arguments).with_id(format!("call_{step}"));
+        messages
+            .push(Message::assistant_with_calls(Some(format!("Step {step}: reading.")), vec![call.clone()]));
+        let body: String =
+            (0..40).map(|line| format!("{step:>4}:{line:>3}  let café_{line} = ✓ parse(line);\n")).collect();
+        messages.push(Message::tool(body, call, step % 7 == 0));
+    }
+    messages
+}
+
+#[test]
+fn count_each_agrees_with_counting_one_at_a_time_on_large_conversations() {
+    let messages = large_conversation();
+    let mut specs = vec!["approximate".to_owned()];
+    if cfg!(feature = "tiktoken") {
+        specs.extend(["tiktoken:o200k_base".to_owned(), "tiktoken:p50k_base".to_owned()]);
+    }
+    if cfg!(feature = "huggingface") {
+        let data = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/tokenizers");
+        specs.extend(
+            ["unigram_metaspace", "bytelevel_bpe"].map(|name| format!("huggingface:{data}/{name}.json")),
+        );
+    }
+    for spec in specs {
+        let counter = counter_from_spec(&spec).expect("spec is valid");
+        let counts = counter.count_each(&messages);
+        assert_eq!(counts.total, counter.count(&messages, &[]), "{spec}: total");
+        let each: Vec<usize> = messages.iter().map(|m| counter.count(std::slice::from_ref(m), &[])).collect();
+        assert_eq!(counts.each, each, "{spec}: each");
+    }
+}
