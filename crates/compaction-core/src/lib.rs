@@ -70,7 +70,7 @@ pub use compactor::{
     Compaction, CompactionReport, Compactor, Edits, InputReport, PrunedResult, ResultReport, Rewrite,
 };
 pub use error::Error;
-pub use pruning::{ToolResultPruningCompactor, STRATEGY_TOOL_INPUT_CLEARING};
+pub use pruning::ToolResultPruningCompactor;
 pub use settings::{PruningSettings, DEFAULT_PLACEHOLDER, HAYSTACK_PRUNING_TYPE};
 pub use steps::{agent_step_spans, last_assistant_index, replace_tool_results_until_target, Replacement};
 

@@ -4,7 +4,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use compaction_model::{
-    JsonObject, Message, Part, ToolCall, CONTEXT_COMPACTION, STRATEGY_TOOL_RESULT_PRUNING,
+    JsonObject, Message, Part, ToolCall, CONTEXT_COMPACTION, STRATEGY_TOOL_INPUT_CLEARING,
+    STRATEGY_TOOL_RESULT_PRUNING,
 };
 use compaction_tokens::TokenCounter;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -14,15 +15,6 @@ use crate::compactor::{Compaction, CompactionReport, Compactor, InputReport, Pru
 use crate::error::Error;
 use crate::settings::PruningSettings;
 use crate::steps::{agent_step_spans, protected_by_results, protected_by_steps, walk, Replacement};
-
-/// Strategy recorded on an assistant message whose tool-call arguments `clear_tool_inputs`
-/// replaced with `{}`.
-///
-/// The message's meta gets `context_compaction: {"strategy": "tool_input_clearing",
-/// "original_tokens": N, "cleared_call_ids": [...]}`: `N` is the message's count before its
-/// first clearing, and the list holds the ids of every call cleared so far (`null` for a call
-/// without an id).
-pub const STRATEGY_TOOL_INPUT_CLEARING: &str = "tool_input_clearing";
 
 /// Replaces the content of older tool results with a short placeholder, keeping every message
 /// in place so each tool call keeps its result and the model can see what it ran.

@@ -17,6 +17,15 @@ pub const STRATEGY_TOOL_RESULT_PRUNING: &str = "tool_result_pruning";
 /// Strategy name recorded by the tool-result offloading compactor.
 pub const STRATEGY_TOOL_RESULT_OFFLOADING: &str = "tool_result_offloading";
 
+/// Strategy recorded on an assistant message whose tool-call arguments `clear_tool_inputs`
+/// replaced with `{}`.
+///
+/// The message's meta gets `context_compaction: {"strategy": "tool_input_clearing",
+/// "original_tokens": N, "cleared_call_ids": [...]}`: `N` is the message's count before its
+/// first clearing, and the list holds the ids of every call cleared so far (`null` for a call
+/// without an id).
+pub const STRATEGY_TOOL_INPUT_CLEARING: &str = "tool_input_clearing";
+
 /// What a compactor records under [`CONTEXT_COMPACTION`]: which strategy ran and how many tokens
 /// the message held before.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,9 +1,7 @@
 //! The options beyond the reference, the report, the dry run and the serde forms.
 
-use compaction_core::{
-    Compactor, Error, PruningSettings, ToolResultPruningCompactor, STRATEGY_TOOL_INPUT_CLEARING,
-};
-use compaction_model::{Message, Part};
+use compaction_core::{Compactor, Error, PruningSettings, ToolResultPruningCompactor};
+use compaction_model::{Message, Part, STRATEGY_TOOL_INPUT_CLEARING};
 use compaction_tokens::{ApproximateTokenCounter, TokenCounter};
 use serde_json::json;
 
