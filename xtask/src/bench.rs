@@ -82,6 +82,8 @@ struct Bench {
 /// One side's timings of `compact()`, and the answer it gave.
 struct CompactRun {
     seconds: Vec<f64>,
+    /// Ours only: `apply()` of each run's compaction, building the compacted conversation.
+    apply_seconds: Vec<f64>,
     pruned: u64,
 }
 
@@ -168,9 +170,14 @@ impl Bench {
                 .arg(&ours_out),
         )?;
         let target = first["target_tokens"].as_u64().context("measure printed no target")?;
-        let mut ours = CompactRun { seconds: Vec::new(), pruned: first["pruned"].as_u64().unwrap_or(0) };
+        let mut ours = CompactRun {
+            seconds: Vec::new(),
+            apply_seconds: Vec::new(),
+            pruned: first["pruned"].as_u64().unwrap_or(0),
+        };
         ours.seconds.push(first["compact_seconds"][0].as_f64().unwrap_or(f64::NAN));
-        let mut reference = CompactRun { seconds: Vec::new(), pruned: 0 };
+        ours.apply_seconds.extend(first["apply_seconds"][0].as_f64());
+        let mut reference = CompactRun { seconds: Vec::new(), apply_seconds: Vec::new(), pruned: 0 };
         for run in 0..runs {
             let mut command = self.reference();
             command.arg("compact").arg(input).args(["--counter", counter, "--target", &target.to_string()]);
@@ -189,6 +196,7 @@ impl Bench {
                     &target.to_string(),
                 ]))?;
                 ours.seconds.push(answer["compact_seconds"][0].as_f64().unwrap_or(f64::NAN));
+                ours.apply_seconds.extend(answer["apply_seconds"][0].as_f64());
             }
             eprintln!("  run {}: ours {:.4}s", run + 1, ours.seconds[run]);
         }
@@ -418,6 +426,8 @@ impl Report {
         let ours = median(&c.ours.seconds);
         let reference = median(&c.reference.seconds);
         let ratio = reference / ours;
+        let whole: Vec<f64> = c.ours.seconds.iter().zip(&c.ours.apply_seconds).map(|(a, b)| a + b).collect();
+        let with_apply = median(&whole);
         let same =
             if c.identical && c.ours.pruned == c.reference.pruned { "identical" } else { "**DIFFERENT**" };
         let _ = writeln!(
@@ -426,7 +436,10 @@ impl Report {
              {} messages, {} tokens, target {}. Parsing is outside the timer on both sides.\n\n\
              | | median | runs (s) | pruned |\n|---|---:|---|---:|\n\
              | ours | {:.4} s | {} | {} |\n| reference | {:.3} s | {} | {} |\n\n\
-             Speed-up **{ratio:.1}×** (goal ≥ {goal}×: {}). Outputs (`to_dict` JSON): {same}.\n",
+             Speed-up **{ratio:.1}×** (goal ≥ {goal}×: {}). Outputs (`to_dict` JSON): {same}.\n\n\
+             The reference's `compact()` returns the new list of messages; ours returns what changes \
+             (each pruned result described, not built), and `apply()` builds the compacted \
+             conversation in place. Ours with `apply()` as well: median {:.4} s ({:.1}×; runs: {}).\n",
             c.messages,
             c.total_tokens,
             c.target,
@@ -437,6 +450,9 @@ impl Report {
             list(&c.reference.seconds),
             c.reference.pruned,
             verdict(ratio >= goal),
+            with_apply,
+            reference / with_apply,
+            list(&whole),
         );
         self.summary.push(format!("| {title} | {ratio:.1}× | ≥ {goal}× | {} |", verdict(ratio >= goal)));
     }

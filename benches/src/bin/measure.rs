@@ -3,9 +3,9 @@
 //! `measure INPUT --counter SPEC (--target N | --fraction F) [--runs R] [--output FILE]`
 //! `measure INPUT --counter SPEC --hook-steps N`
 //!
-//! Reads and parses INPUT outside the timer, counts it, then times `compact()` R times (default 1)
-//! and prints one JSON object: sizes, the counts, every timing in seconds and how many messages
-//! were pruned. `--output` writes the compacted conversation in Haystack's `to_dict` shape.
+//! Reads and parses INPUT outside the timer, counts it, then times `compact()` R times (default 1),
+//! and `apply()` of each result to a copy of the conversation, and prints one JSON object: sizes,
+//! the counts, every timing in seconds and how many messages were pruned. `--output` writes the compacted conversation in Haystack's `to_dict` shape.
 
 use std::process::ExitCode;
 use std::time::Instant;
@@ -95,11 +95,22 @@ fn run(args: &[String]) -> Result<(), String> {
 
     let compactor = ToolResultPruningCompactor::new(PruningSettings::default()).map_err(|e| e.to_string())?;
     let mut seconds = Vec::with_capacity(runs);
+    let mut apply_seconds = Vec::with_capacity(runs);
     let mut last = None;
     for _ in 0..runs.max(1) {
         let started = Instant::now();
         let compaction = compactor.compact(&messages, target, counter.as_ref());
         seconds.push(started.elapsed().as_secs_f64());
+        // compact() returns what changes; building the compacted conversation is apply(), timed
+        // on its own over a copy made outside the timer.
+        if let Some(compaction) = &compaction {
+            let mut copy = messages.clone();
+            let compaction = compaction.clone();
+            let started = Instant::now();
+            compaction.apply(&mut copy);
+            apply_seconds.push(started.elapsed().as_secs_f64());
+            drop(copy);
+        }
         last = Some(compaction);
     }
     let compaction = last.flatten();
@@ -121,6 +132,7 @@ fn run(args: &[String]) -> Result<(), String> {
         "total_tokens": total,
         "target_tokens": target,
         "compact_seconds": seconds,
+        "apply_seconds": apply_seconds,
         "pruned": pruned,
         "tokens_after": compaction.as_ref().map(|c| c.report.tokens_after),
     });

@@ -4,7 +4,9 @@ use std::fmt;
 
 use std::sync::Arc;
 
-use compaction_model::{CompactionMarker, JsonObject, Message, Part, ToolCall, STRATEGY_TOOL_RESULT_PRUNING};
+use compaction_model::{
+    CompactionMarker, JsonObject, Message, Part, Role, ToolCall, ToolCallResult, STRATEGY_TOOL_RESULT_PRUNING,
+};
 use compaction_tokens::TokenCounter;
 use serde::Serialize;
 
@@ -104,7 +106,7 @@ impl PrunedResult {
         let Some(result) = original.tool_call_result() else {
             return original.clone();
         };
-        self.assemble(result.origin.clone(), result.error, original.meta.clone())
+        self.assemble(result.origin.clone(), result.error, original.meta.clone(), Vec::with_capacity(1))
     }
 
     /// Rewrites `message` into the pruned message in place, moving its call and meta over.
@@ -117,16 +119,26 @@ impl PrunedResult {
             return;
         };
         let meta = std::mem::take(&mut message.meta);
-        *message = self.assemble(result.origin, result.error, meta);
+        // The parts' buffer is kept for the one result left.
+        let mut parts = std::mem::take(&mut message.parts);
+        parts.clear();
+        *message = self.assemble(result.origin, result.error, meta, parts);
     }
 
-    fn assemble(&self, mut origin: ToolCall, error: bool, mut meta: JsonObject) -> Message {
+    fn assemble(
+        &self,
+        mut origin: ToolCall,
+        error: bool,
+        mut meta: JsonObject,
+        mut parts: Vec<Part>,
+    ) -> Message {
         if self.clear_arguments {
             origin.arguments = JsonObject::new();
         }
         CompactionMarker::new(STRATEGY_TOOL_RESULT_PRUNING, self.original_tokens as u64).write_to(&mut meta);
         let text = self.text(&origin.tool_name);
-        Message::tool(text, origin, error).with_meta(meta)
+        parts.push(Part::ToolCallResult(ToolCallResult::new(text.into(), origin, error)));
+        Message { role: Role::Tool, parts, name: None, meta }
     }
 }
 

@@ -53,15 +53,20 @@ impl CompactionMarker {
 
     /// The marker as the JSON object stored in meta: `{"strategy": ..., "original_tokens": ...}`.
     pub fn to_value(&self) -> Value {
-        let mut marker = Map::new();
-        marker.insert("strategy".into(), Value::String(self.strategy.clone()));
+        self.clone().into_value()
+    }
+
+    /// [`CompactionMarker::to_value`], moving the strategy name in.
+    pub fn into_value(self) -> Value {
+        let mut marker = Map::with_capacity(2);
+        marker.insert("strategy".into(), Value::String(self.strategy));
         marker.insert("original_tokens".into(), Value::from(self.original_tokens));
         Value::Object(marker)
     }
 
     /// Stores the marker in `meta`, replacing any earlier one in place.
-    pub fn write_to(&self, meta: &mut JsonObject) {
-        meta.insert(CONTEXT_COMPACTION.into(), self.to_value());
+    pub fn write_to(self, meta: &mut JsonObject) {
+        meta.insert(CONTEXT_COMPACTION.into(), self.into_value());
     }
 }
 
