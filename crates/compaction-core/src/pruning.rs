@@ -90,9 +90,9 @@ impl ToolResultPruningCompactor {
         if walk.replaced.is_empty() {
             return None;
         }
-        let mut report = walk.report(messages, STRATEGY_TOOL_RESULT_PRUNING, target_tokens);
+        let (replaced, mut report) = walk.finish(STRATEGY_TOOL_RESULT_PRUNING, target_tokens);
         let cleared = if self.settings.clear_tool_inputs {
-            clear_inputs(messages, &counts.each, &walk.replaced, counter)
+            clear_inputs(messages, &counts.each, &replaced, counter)
         } else {
             Vec::new()
         };
@@ -104,7 +104,7 @@ impl ToolResultPruningCompactor {
         if self.settings.clear_at_least.is_some_and(|least| report.tokens_freed() < least) {
             return None;
         }
-        Some(Plan { replaced: walk.replaced, cleared, report })
+        Some(Plan { replaced, cleared, report })
     }
 
     /// How one tool-result message is pruned, or `None` to leave it.

@@ -86,6 +86,8 @@ pub(crate) struct Walk<M> {
     pub(crate) tokens_before: usize,
     pub(crate) tokens_after: usize,
     pub(crate) replaced: Vec<(usize, Replacement<M>)>,
+    /// One report entry per replaced message, made while the message was at hand.
+    results: Vec<ResultReport>,
 }
 
 /// The callback type the walk calls for every unprotected tool-result message.
@@ -107,6 +109,7 @@ pub(crate) fn walk<M>(
     }
     let mut current = counts.total;
     let mut replaced = Vec::new();
+    let mut results = Vec::new();
     for (index, message) in messages.iter().enumerate() {
         if protected[index] || message.tool_call_result().is_none() {
             continue;
@@ -125,30 +128,30 @@ pub(crate) fn walk<M>(
             continue;
         }
         current = current.saturating_sub(freed);
+        results.push(ResultReport::new(index, message, &replacement));
         replaced.push((index, replacement));
         if current <= target_tokens {
             break;
         }
     }
-    Some(Walk { tokens_before: counts.total, tokens_after: current, replaced })
+    Some(Walk { tokens_before: counts.total, tokens_after: current, replaced, results })
 }
 
 impl<M> Walk<M> {
-    /// The report of this walk: one entry per replaced message.
-    pub(crate) fn report(
-        &self,
-        messages: &[Message],
+    /// The replacements, with the report of this walk: one entry per replaced message.
+    pub(crate) fn finish(
+        self,
         strategy: &str,
         target_tokens: usize,
-    ) -> CompactionReport {
-        let results = self.replaced.iter().map(|(index, r)| ResultReport::new(*index, &messages[*index], r));
-        CompactionReport::new(
+    ) -> (Vec<(usize, Replacement<M>)>, CompactionReport) {
+        let report = CompactionReport::new(
             strategy,
             self.tokens_before,
             self.tokens_after,
             target_tokens,
-            results.collect(),
-        )
+            self.results,
+        );
+        (self.replaced, report)
     }
 }
 
@@ -184,8 +187,8 @@ pub fn replace_tool_results_until_target(
     if walk.replaced.is_empty() {
         return None;
     }
-    let report = walk.report(messages, strategy, target_tokens);
+    let (replaced, report) = walk.finish(strategy, target_tokens);
     let replacements =
-        walk.replaced.into_iter().map(|(index, replacement)| (index, replacement.message)).collect();
+        replaced.into_iter().map(|(index, replacement)| (index, replacement.message)).collect();
     Some(Compaction::replacing(replacements, report))
 }
