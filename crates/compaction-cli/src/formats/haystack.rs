@@ -214,7 +214,7 @@ pub(crate) fn write_spans(
     if messages.len() != spans.spans.len() {
         // Messages were dropped or added: match them to those read, as the tree path does.
         let native = tree_native(source, spans)?;
-        return Ok(out.write_all(&super::write_native(&native, Target::Haystack, messages))?);
+        return super::write_native_to(&native, Target::Haystack, messages, None, out);
     }
     let mut unchanged = vec![changed.is_some(); messages.len()];
     for &index in changed.unwrap_or_default() {
@@ -257,6 +257,7 @@ fn tree_native(source: &[u8], spans: &Spans) -> Result<Native> {
         place: Place::Root,
         units: (0..originals.len()).collect(),
         originals,
+        system: None,
         read,
     })
 }

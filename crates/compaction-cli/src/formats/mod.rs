@@ -21,7 +21,9 @@
 //! A Haystack array, the common case for long transcripts, is read and written without a JSON
 //! tree: its messages are parsed straight from their bytes (on every core), and each one a
 //! command leaves alone is written back as those bytes when they are exactly what writing it
-//! would give (see [`haystack`]).
+//! would give (see [`haystack`]). Every other file is read as a JSON tree and written back
+//! straight from it to the output, element by element: what the command left alone is
+//! serialized from the tree, and only what it changed is built (see `write_native_to`).
 
 mod anthropic;
 mod claude_code;
@@ -33,10 +35,13 @@ mod pairing;
 #[cfg(test)]
 mod tests;
 
+use std::borrow::Cow;
 use std::io::Write;
+use std::ops::Range;
 
 use anyhow::{anyhow, bail, Result};
 use compaction_model::{Message, Role, ToolSpec};
+use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_json::{Map, Value};
 
 use crate::input::Layout;
@@ -152,9 +157,12 @@ struct Native {
     place: Place,
     /// The original JSON of each source message (a unit); Anthropic's `system` is the last.
     originals: Vec<Value>,
+    /// The unit that is Anthropic's `system` prompt (the last), when the file has one.
+    system: Option<usize>,
     /// For each message read, the unit it came from.
     units: Vec<usize>,
-    /// The messages as read, to tell which ones a command changed.
+    /// The messages as read, to tell which ones a command changed, when whoever read them kept
+    /// them (the Haystack span reader does, for the rare write that needs them); else empty.
     read: Vec<Message>,
 }
 
@@ -295,10 +303,13 @@ fn read_tree(
     };
     let native = format.native_target().map(|_| {
         let mut originals = values;
-        if let Some(system) = system {
+        let system = system.map(|system| {
             originals.push(system);
-        }
-        Native { top, place, originals, units: decoded.units, read: decoded.messages.clone() }
+            originals.len() - 1
+        });
+        // The messages read are not kept: `changed` tells which ones a command changed, and the
+        // originals can be decoded again when it cannot (see `plan_write`).
+        Native { top, place, originals, system, units: decoded.units, read: Vec::new() }
     });
     Ok(Conversation {
         format,
@@ -330,7 +341,7 @@ pub fn write(
     let own = conversation.format.native_target() == Some(target);
     match (&conversation.native, &conversation.spans) {
         (_, Some(spans)) if own => haystack::write_spans(&conversation.source, spans, messages, changed, out),
-        (Some(native), _) if own => write_json(&write_native(native, target, messages), out),
+        (Some(native), _) if own => write_native_to(native, target, messages, changed, out),
         _ => match target {
             Target::Haystack => haystack::write_messages(messages, conversation.layout, out),
             Target::OpenAi => write_json(&json_bytes(&Value::Array(openai::encode(messages))), out),
@@ -522,9 +533,8 @@ fn unrecognized(top: &Top) -> String {
 fn locate(top: &Top, format: Format, name: &str) -> Result<(Place, usize)> {
     let keys = format.keys();
     let key_of = |value: &Value| keys.iter().find(|k| value.get(**k).is_some_and(Value::is_array)).copied();
-    if let Top::Value(Value::Object(object)) = top {
-        let value = Value::Object(object.clone());
-        return match key_of(&value) {
+    if let Top::Value(value @ Value::Object(object)) = top {
+        return match key_of(value) {
             Some(key) => Ok((Place::Key(key.into()), 1)),
             None => Err(anyhow!(
                 "{name}: a {} file needs {}, found an object with keys {}",
@@ -667,187 +677,408 @@ fn json_type_of(top: &Top) -> &'static str {
 }
 
 // ---- writing back in the input's format ----
+//
+// The output goes straight to the writer, one element of the messages array at a time: an
+// original the command left alone is serialized from where it sits in `Native`, and only the
+// elements that changed are built. Nothing holds a second copy of the file, and the messages as
+// read are not kept beside the ones a command works on: `changed` says which messages differ,
+// and only when it cannot tell are the originals decoded again (see `plan_write`).
 
 /// Messages of the output that came from one source message, or a run that came from none.
-struct Group<'a> {
+struct Group {
     unit: Option<usize>,
-    messages: &'a [Message],
+    /// The group's place in `Plan::order`.
+    range: Range<usize>,
+    /// Whether the group is exactly what `unit` was read as, so the original is written.
+    verbatim: bool,
+}
+
+/// What the messages array and the envelope will hold, decided before anything is written.
+struct Plan<'a> {
+    /// The messages the array is made of, by index: all of them, or all but the system ones
+    /// for Anthropic, whose system prompt goes in the envelope.
+    order: Vec<usize>,
+    groups: Vec<Group>,
+    system: SystemEdit<'a>,
+}
+
+/// What to do with an Anthropic envelope's `system` when writing back.
+enum SystemEdit<'a> {
+    Keep,
+    Set(Cow<'a, Value>),
+    Remove,
+}
+
+/// What tells a group the command left alone from one it changed.
+enum Baseline<'a> {
+    /// The messages as read.
+    Read(&'a [Message]),
+    /// For each message, whether it may differ from the one read at its index; the output is as
+    /// long as the conversation read.
+    Changed(Vec<bool>),
 }
 
 /// How far ahead to look for a message a command left in place when it changed the count.
 const ALIGN_WINDOW: usize = 64;
 
-/// Splits the output into groups by the source message each came from: by position when the
-/// count is unchanged, else by finding each message among those read.
-fn groups<'a>(read: &[Message], units: &[usize], messages: &'a [Message]) -> Vec<Group<'a>> {
-    let aligned: Vec<Option<usize>> = if messages.len() == read.len() {
-        units.iter().copied().map(Some).collect()
-    } else {
-        let mut cursor = 0;
-        messages
-            .iter()
-            .map(|message| {
-                let end = read.len().min(cursor + ALIGN_WINDOW);
-                let found = (cursor..end).find(|&k| &read[k] == message)?;
-                cursor = found + 1;
-                Some(units[found])
-            })
-            .collect()
-    };
-    let mut out: Vec<Group<'a>> = Vec::new();
+/// For each output message (`messages`), the source message it came from: by position when the
+/// count is unchanged, else by finding each message among those read. `None` when only the
+/// messages read could tell.
+fn align(
+    baseline: &Baseline,
+    read: &[usize],
+    units: &[usize],
+    messages: &[&Message],
+) -> Option<Vec<Option<usize>>> {
+    if messages.len() == units.len() {
+        return Some(units.iter().copied().map(Some).collect());
+    }
+    let Baseline::Read(all) = baseline else { return None };
+    let mut cursor = 0;
+    let aligned = messages
+        .iter()
+        .map(|message| {
+            let end = read.len().min(cursor + ALIGN_WINDOW);
+            let found = (cursor..end).find(|&k| all.get(read[k]) == Some(*message))?;
+            cursor = found + 1;
+            Some(units[found])
+        })
+        .collect();
+    Some(aligned)
+}
+
+/// Splits positions `0..aligned.len()` into runs that came from the same source message.
+fn runs(aligned: &[Option<usize>]) -> Vec<(Option<usize>, Range<usize>)> {
+    let mut out = Vec::new();
     let mut start = 0;
-    for end in 1..=messages.len() {
-        if end == messages.len() || aligned[end] != aligned[start] {
-            out.push(Group { unit: aligned[start], messages: &messages[start..end] });
+    for end in 1..=aligned.len() {
+        if end == aligned.len() || aligned[end] != aligned[start] {
+            out.push((aligned[start], start..end));
             start = end;
         }
     }
     out
 }
 
-impl Native {
-    /// Whether `group` is exactly what `unit` was read as.
-    fn unchanged(&self, unit: usize, group: &[Message]) -> bool {
-        let Some(first) = self.units.iter().position(|&u| u == unit) else {
-            return false;
-        };
-        let read = &self.read[first..];
-        let len = read.iter().zip(&self.units[first..]).take_while(|(_, &u)| u == unit).count();
-        read[..len] == *group
+/// Where each unit's messages start among those read, and how many there are.
+fn unit_spans(native: &Native) -> Vec<Option<Range<usize>>> {
+    let mut spans: Vec<Option<Range<usize>>> = vec![None; native.originals.len()];
+    for (index, &unit) in native.units.iter().enumerate() {
+        match spans.get_mut(unit) {
+            // Only the first run of a unit counts: a unit's messages are read one after another.
+            Some(Some(span)) if span.end == index => span.end = index + 1,
+            Some(slot @ None) => *slot = Some(index..index + 1),
+            _ => {}
+        }
+    }
+    spans
+}
+
+/// Whether the output messages at `group` are exactly what `unit` was read as; `None` when
+/// `baseline` cannot tell.
+fn unchanged(
+    spans: &[Option<Range<usize>>],
+    baseline: &Baseline,
+    messages: &[Message],
+    unit: usize,
+    group: &[usize],
+) -> Option<bool> {
+    let Some(Some(span)) = spans.get(unit) else {
+        return Some(false);
+    };
+    if span.len() != group.len() {
+        return Some(false);
+    }
+    match baseline {
+        Baseline::Read(read) => {
+            let Some(read) = read.get(span.clone()) else { return Some(false) };
+            Some(read.iter().zip(group).all(|(read, &index)| messages.get(index) == Some(read)))
+        }
+        Baseline::Changed(changed) => {
+            if !group.iter().copied().eq(span.clone()) {
+                return None;
+            }
+            let mut edited = group.iter().filter(|&&index| changed[index]).map(|&index| &messages[index]);
+            match edited.next() {
+                None => Some(true),
+                // OpenAI and Anthropic messages are read without meta, and every command that
+                // rewrites a message leaves its marker there: such a message is not the one read.
+                Some(first) if !first.meta.is_empty() || edited.any(|m| !m.meta.is_empty()) => Some(false),
+                Some(_) => None,
+            }
+        }
     }
 }
 
-fn write_native(native: &Native, target: Target, messages: &[Message]) -> Vec<u8> {
-    let mut system = None;
-    let mut out = Vec::new();
-    match target {
-        Target::Haystack | Target::OpenAi => {
-            for group in groups(&native.read, &native.units, messages) {
-                let fresh = match target {
-                    Target::Haystack => group.messages.iter().map(Message::to_value).collect(),
-                    _ => openai::encode(group.messages),
+/// Decides the output: which source message each group came from, which groups are written as
+/// their originals, and the envelope's `system`. `None` when `baseline` cannot tell.
+fn plan<'a>(
+    native: &'a Native,
+    target: Target,
+    messages: &[Message],
+    baseline: &Baseline,
+) -> Option<Plan<'a>> {
+    let spans = unit_spans(native);
+    let (order, read, system) = match target {
+        Target::Haystack | Target::OpenAi => (
+            (0..messages.len()).collect::<Vec<_>>(),
+            (0..native.units.len()).collect::<Vec<_>>(),
+            SystemEdit::Keep,
+        ),
+        Target::Anthropic => {
+            let system_unit = native.system.filter(|&u| native.units.contains(&u));
+            let (system_order, order): (Vec<usize>, Vec<usize>) =
+                (0..messages.len()).partition(|&index| messages[index].role == Role::System);
+            let system = if system_order.is_empty() {
+                SystemEdit::Remove
+            } else {
+                let kept = match system_unit {
+                    Some(unit) => unchanged(&spans, baseline, messages, unit, &system_order)?,
+                    None => false,
                 };
-                let shape = match target {
-                    Target::Haystack => &haystack::SHAPE,
-                    _ => &openai::SHAPE,
-                };
-                // Haystack output is always `ChatMessage.to_dict`'s shape, so older shapes are
-                // brought up to date; what it does not know of a message is still kept.
-                push_group(native, &group, fresh, shape, target != Target::Haystack, &mut out);
+                match system_unit {
+                    Some(unit) if kept => SystemEdit::Set(Cow::Borrowed(&native.originals[unit])),
+                    _ => {
+                        let system_messages: Vec<&Message> =
+                            system_order.iter().map(|&i| &messages[i]).collect();
+                        SystemEdit::Set(Cow::Owned(anthropic::encode_system(&system_messages)))
+                    }
+                }
+            };
+            let read =
+                (0..native.units.len()).filter(|&index| Some(native.units[index]) != system_unit).collect();
+            (order, read, system)
+        }
+    };
+    let units: Vec<usize> = read.iter().map(|&index| native.units[index]).collect();
+    let refs: Vec<&Message> = order.iter().map(|&index| &messages[index]).collect();
+    let aligned = align(baseline, &read, &units, &refs)?;
+    let mut groups = Vec::new();
+    for (unit, range) in runs(&aligned) {
+        // Haystack output is always `ChatMessage.to_dict`'s shape, so older shapes are brought up
+        // to date: its groups are never written as they were read.
+        let verbatim = match unit {
+            Some(unit) if target != Target::Haystack => {
+                unchanged(&spans, baseline, messages, unit, &order[range.clone()])?
+            }
+            _ => false,
+        };
+        groups.push(Group { unit, range, verbatim });
+    }
+    Some(Plan { order, groups, system })
+}
+
+/// The plan for writing `messages` back, with as little as it takes to tell which are unchanged.
+fn plan_write<'a>(
+    native: &'a Native,
+    target: Target,
+    messages: &[Message],
+    changed: Option<&[usize]>,
+) -> Result<Plan<'a>> {
+    let cannot = || anyhow!("cannot tell which messages changed");
+    // The Haystack span reader keeps the messages read when it falls back to this path.
+    if native.read.len() == native.units.len() {
+        return plan(native, target, messages, &Baseline::Read(&native.read)).ok_or_else(cannot);
+    }
+    if let Some(changed) = changed.filter(|_| messages.len() == native.units.len()) {
+        let mut flags = vec![false; messages.len()];
+        for &index in changed {
+            if let Some(flag) = flags.get_mut(index) {
+                *flag = true;
             }
         }
+        if let Some(plan) = plan(native, target, messages, &Baseline::Changed(flags)) {
+            return Ok(plan);
+        }
+    }
+    // Messages were dropped, added or moved, or a changed one carries no marker. The messages
+    // read are needed then, for as long as planning takes.
+    let read = decode_again(native, target)?;
+    plan(native, target, messages, &Baseline::Read(&read)).ok_or_else(cannot)
+}
+
+/// The messages as read, decoded again from the originals by the decoder that read them.
+fn decode_again(native: &Native, target: Target) -> Result<Vec<Message>> {
+    let locator = Locator { prefix: String::new(), noun: "message", lines: None };
+    let decoded = match target {
+        Target::Haystack => haystack::read(&native.originals, &locator)?,
+        Target::OpenAi => openai::read(&native.originals, &locator)?,
         Target::Anthropic => {
-            let system_unit = native.originals.len().checked_sub(1).filter(|&u| native.units.contains(&u));
-            let (system_messages, rest): (Vec<Message>, Vec<Message>) =
-                messages.iter().cloned().partition(|m| m.role == Role::System);
-            if !system_messages.is_empty() {
-                system = Some(match system_unit {
-                    Some(unit) if native.unchanged(unit, &system_messages) => native.originals[unit].clone(),
-                    _ => anthropic::encode_system(&system_messages.iter().collect::<Vec<_>>()),
-                });
-            }
-            let (read, units): (Vec<Message>, Vec<usize>) = native
-                .read
-                .iter()
-                .cloned()
-                .zip(native.units.iter().copied())
-                .filter(|(_, unit)| Some(*unit) != system_unit)
-                .unzip();
-            for group in groups(&read, &units, &rest) {
-                let refs: Vec<&Message> = group.messages.iter().collect();
+            // A `system` is kept after the messages.
+            let (values, system) = match (native.system, native.originals.split_last()) {
+                (Some(_), Some((last, values))) => (values, Some(last)),
+                _ => (native.originals.as_slice(), None),
+            };
+            anthropic::read(values, system, &locator)?
+        }
+    };
+    if decoded.units != native.units {
+        bail!("the messages read decode differently a second time");
+    }
+    Ok(decoded.messages)
+}
+
+/// The messages array of the output, element by element.
+struct Elements<'a> {
+    native: &'a Native,
+    target: Target,
+    messages: &'a [Message],
+    plan: &'a Plan<'a>,
+}
+
+impl<'a> Elements<'a> {
+    fn iter(&self) -> impl Iterator<Item = Cow<'a, Value>> + '_ {
+        self.plan.groups.iter().flat_map(|group| self.group(group))
+    }
+
+    /// A group's elements: the original when unchanged, else the fresh encoding laid over the
+    /// original when there is one to lay it over.
+    fn group(&self, group: &Group) -> Vec<Cow<'a, Value>> {
+        let originals = &self.native.originals;
+        if let (Some(unit), true) = (group.unit, group.verbatim) {
+            return vec![Cow::Borrowed(&originals[unit])];
+        }
+        let messages: Vec<&Message> =
+            self.plan.order[group.range.clone()].iter().map(|&index| &self.messages[index]).collect();
+        let (fresh, shape): (Vec<Value>, &overlay::Shape) = match self.target {
+            Target::Haystack => (messages.iter().map(|m| m.to_value()).collect(), &haystack::SHAPE),
+            Target::OpenAi => (
+                messages.iter().flat_map(|m| openai::encode(std::slice::from_ref(*m))).collect(),
+                &openai::SHAPE,
+            ),
+            Target::Anthropic => {
                 let prefer_string = group
                     .unit
-                    .and_then(|u| native.originals.get(u))
+                    .and_then(|u| originals.get(u))
                     .is_none_or(|original| original.get("content").is_some_and(Value::is_string));
                 let fresh = match group.unit {
-                    Some(_) => vec![anthropic::encode_group(&refs, prefer_string)],
-                    None => anthropic::encode(&refs),
+                    Some(_) => vec![anthropic::encode_group(&messages, prefer_string)],
+                    None => anthropic::encode(&messages),
                 };
-                push_group(native, &group, fresh, &anthropic::SHAPE, true, &mut out);
+                (fresh, &anthropic::SHAPE)
             }
+        };
+        match group.unit {
+            Some(unit) if fresh.len() == 1 => {
+                let fresh = fresh.into_iter().next().unwrap_or(Value::Null);
+                vec![Cow::Owned(overlay::overlay(&originals[unit], fresh, shape))]
+            }
+            _ => fresh.into_iter().map(Cow::Owned).collect(),
         }
     }
-    let system = match target {
-        Target::Anthropic => match system {
-            Some(system) => SystemEdit::Set(system),
-            None => SystemEdit::Remove,
-        },
-        _ => SystemEdit::Keep,
-    };
-    let mut top = native.top.clone();
-    let messages = Value::Array(out);
-    match (&mut top, &native.place) {
+}
+
+impl Serialize for Elements<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.iter())
+    }
+}
+
+/// The object holding the conversation, with its messages put back under `key` and its
+/// `system` edited, keys where `Map::insert` and `Map::shift_remove` would leave them.
+struct Container<'a> {
+    object: &'a Map<String, Value>,
+    key: &'a str,
+    elements: &'a Elements<'a>,
+}
+
+impl Serialize for Container<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let system = &self.elements.plan.system;
+        let mut map = serializer.serialize_map(None)?;
+        for (key, value) in self.object {
+            if key == self.key {
+                map.serialize_entry(key, self.elements)?;
+            } else if key == "system" {
+                match system {
+                    SystemEdit::Keep => map.serialize_entry(key, value)?,
+                    SystemEdit::Set(system) => map.serialize_entry(key, system)?,
+                    SystemEdit::Remove => {}
+                }
+            } else {
+                map.serialize_entry(key, value)?;
+            }
+        }
+        // A key the object lacks is inserted at its end: the messages first, then `system`.
+        if !self.object.contains_key(self.key) {
+            map.serialize_entry(self.key, self.elements)?;
+        }
+        if let (SystemEdit::Set(system), false) = (system, self.object.contains_key("system")) {
+            map.serialize_entry("system", system)?;
+        }
+        map.end()
+    }
+}
+
+/// A file's array of conversations, one of them written with its new messages.
+struct Items<'a> {
+    items: &'a [Value],
+    index: usize,
+    key: &'a str,
+    elements: &'a Elements<'a>,
+}
+
+impl Serialize for Items<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut seq = serializer.serialize_seq(None)?;
+        for (index, item) in self.items.iter().enumerate() {
+            match item {
+                Value::Object(object) if index == self.index => {
+                    seq.serialize_element(&Container { object, key: self.key, elements: self.elements })?
+                }
+                item => seq.serialize_element(item)?,
+            }
+        }
+        seq.end()
+    }
+}
+
+/// Writes the file back with `messages` in place of the conversation read, compact, as
+/// `serde_json` writes a value, ending in a newline (every line does, in JSON Lines).
+fn write_native_to(
+    native: &Native,
+    target: Target,
+    messages: &[Message],
+    changed: Option<&[usize]>,
+    out: &mut dyn Write,
+) -> Result<()> {
+    let plan = plan_write(native, target, messages, changed)?;
+    let elements = Elements { native, target, messages, plan: &plan };
+    match (&native.top, &native.place) {
         (Top::Lines(_), Place::Root) => {
-            return lines_bytes(messages.as_array().into_iter().flatten());
+            for element in elements.iter() {
+                line(out, &*element)?;
+            }
         }
         (Top::Lines(lines), Place::Item { index, key }) => {
-            if let Some(Value::Object(item)) = lines.get_mut(*index).map(|line| &mut line.value) {
-                place_messages(item, key, messages, system);
+            for (number, Line { value, .. }) in lines.iter().enumerate() {
+                match value {
+                    Value::Object(object) if number == *index => {
+                        line(out, &Container { object, key, elements: &elements })?
+                    }
+                    value => line(out, value)?,
+                }
             }
         }
-        (Top::Value(value), Place::Root) => *value = messages,
-        (Top::Value(Value::Object(object)), Place::Key(key)) => place_messages(object, key, messages, system),
+        (Top::Value(_), Place::Root) => line(out, &elements)?,
+        (Top::Value(Value::Object(object)), Place::Key(key)) => {
+            line(out, &Container { object, key, elements: &elements })?
+        }
         (Top::Value(Value::Array(items)), Place::Item { index, key }) => {
-            if let Some(Value::Object(item)) = items.get_mut(*index) {
-                place_messages(item, key, messages, system);
+            line(out, &Items { items, index: *index, key, elements: &elements })?
+        }
+        (Top::Lines(lines), _) => {
+            for Line { value, .. } in lines {
+                line(out, value)?;
             }
         }
-        _ => {}
+        (Top::Value(value), _) => line(out, value)?,
     }
-    match &top {
-        Top::Lines(lines) => lines_bytes(lines.iter().map(|line| &line.value)),
-        Top::Value(value) => json_bytes(value),
-    }
+    Ok(())
 }
 
-/// What to do with an Anthropic envelope's `system` when writing back.
-enum SystemEdit {
-    Keep,
-    Set(Value),
-    Remove,
-}
-
-fn place_messages(container: &mut Map<String, Value>, key: &str, messages: Value, system: SystemEdit) {
-    container.insert(key.to_owned(), messages);
-    match system {
-        SystemEdit::Keep => {}
-        SystemEdit::Set(system) => {
-            container.insert("system".to_owned(), system);
-        }
-        SystemEdit::Remove => {
-            container.shift_remove("system");
-        }
-    }
-}
-
-fn lines_bytes<'a>(values: impl Iterator<Item = &'a Value>) -> Vec<u8> {
-    let mut out = Vec::new();
-    for value in values {
-        if serde_json::to_writer(&mut out, value).is_ok() {
-            out.push(b'\n');
-        }
-    }
-    out
-}
-
-/// Adds a group's encoding to `out`: the original when unchanged, else the fresh encoding laid
-/// over the original when there is one to lay it over.
-fn push_group(
-    native: &Native,
-    group: &Group<'_>,
-    fresh: Vec<Value>,
-    shape: &overlay::Shape,
-    verbatim: bool,
-    out: &mut Vec<Value>,
-) {
-    match group.unit {
-        Some(unit) if verbatim && native.unchanged(unit, group.messages) => {
-            out.push(native.originals[unit].clone())
-        }
-        Some(unit) if fresh.len() == 1 => {
-            let fresh = fresh.into_iter().next().unwrap_or(Value::Null);
-            out.push(overlay::overlay(&native.originals[unit], fresh, shape));
-        }
-        _ => out.extend(fresh),
-    }
+/// `value` as one line: compact JSON and a newline.
+fn line<T: Serialize + ?Sized>(out: &mut dyn Write, value: &T) -> Result<()> {
+    serde_json::to_writer(&mut *out, value)?;
+    Ok(out.write_all(b"\n")?)
 }

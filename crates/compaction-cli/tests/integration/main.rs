@@ -1,5 +1,5 @@
 //! Integration tests of the `compaction` binary: formats read, round trips, real transcripts, errors,
-//! prune, offload and simulate.
+//! prune, offload, simulate and the bytes the JSON-tree path writes.
 
 mod errors;
 mod formats;
@@ -8,6 +8,7 @@ mod prune;
 mod real_transcripts;
 mod roundtrip;
 mod simulate;
+mod tree_writes;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
