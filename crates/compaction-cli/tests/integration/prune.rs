@@ -271,3 +271,32 @@ fn a_report_to_a_device_is_written_to_it_not_over_it() {
     let null = std::fs::symlink_metadata("/dev/null").unwrap();
     assert!(!null.is_file(), "/dev/null must stay a device");
 }
+
+#[test]
+fn a_large_file_is_read_whole() {
+    // Files of 4 MB and more are read into fresh memory by two threads; what is read must be
+    // the file, byte for byte, as from standard input.
+    let result = "data line with ünïcode and \\\"quotes\\\"\\n".repeat(400);
+    let messages: Vec<String> = (0..300)
+        .flat_map(|i| {
+            [
+                format!(
+                    r#"{{"role":"assistant","meta":{{}},"name":null,"content":[{{"tool_call":{{"tool_name":"read","arguments":{{"n":{i}}},"id":"c{i}","extra":null}}}}]}}"#
+                ),
+                format!(
+                    r#"{{"role":"tool","meta":{{}},"name":null,"content":[{{"tool_call_result":{{"result":"{i}: {result}","origin":{{"tool_name":"read","arguments":{{"n":{i}}},"id":"c{i}","extra":null}},"error":false}}}}]}}"#
+                ),
+            ]
+        })
+        .collect();
+    let input = format!("[{}]\n", messages.join(","));
+    assert!(input.len() > 4 << 20, "{} bytes is below the two-thread read", input.len());
+    let dir = scratch("large");
+    let path = dir.join("large.json");
+    std::fs::write(&path, &input).unwrap();
+    let path = path.to_str().unwrap();
+    assert_eq!(run(&["count", path], None).count(), run(&["count"], Some(input.as_bytes())).count());
+    let converted = run(&["convert", path], None);
+    assert_eq!(converted.code, 0, "{}", converted.stderr);
+    assert!(converted.stdout == input.as_bytes(), "convert changed a large file");
+}
