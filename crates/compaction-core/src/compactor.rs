@@ -158,6 +158,14 @@ impl Rewrite {
             Rewrite::Pruned(pruned) => pruned.rewrite(message),
         }
     }
+
+    /// [`Rewrite::apply`] without giving the rewrite up.
+    fn apply_ref(&self, message: &mut Message) {
+        match self {
+            Rewrite::Message(replacement) => message.clone_from(replacement),
+            Rewrite::Pruned(pruned) => pruned.rewrite(message),
+        }
+    }
 }
 
 impl Compaction {
@@ -179,15 +187,22 @@ impl Compaction {
     pub fn messages(&self, original: &[Message]) -> Vec<Message> {
         match &self.edits {
             Edits::Replace(rewrites) => {
-                let mut rewrites = rewrites.iter().peekable();
+                // As `apply` does it: the rewrites of one index one after another, in the order
+                // given (a stable sort keeps it), each on what the one before left.
+                let mut sorted: Vec<&(usize, Rewrite)> = rewrites.iter().collect();
+                sorted.sort_by_key(|(index, _)| *index);
+                let mut sorted = sorted.into_iter().peekable();
                 let mut messages = Vec::with_capacity(original.len());
                 for (index, message) in original.iter().enumerate() {
-                    // Indices are sorted; a duplicate index takes its last rewrite, as `apply` does.
-                    let mut rewritten = None;
-                    while let Some((_, rewrite)) = rewrites.next_if(|(at, _)| *at == index) {
-                        rewritten = Some(rewrite);
+                    let mut rewritten: Option<Message> = None;
+                    while let Some((_, rewrite)) = sorted.next_if(|(at, _)| *at == index) {
+                        match &mut rewritten {
+                            // The first is built from the original, which it need not copy first.
+                            None => rewritten = Some(rewrite.build(message)),
+                            Some(message) => rewrite.apply_ref(message),
+                        }
                     }
-                    messages.push(rewritten.map_or_else(|| message.clone(), |r| r.build(message)));
+                    messages.push(rewritten.unwrap_or_else(|| message.clone()));
                 }
                 messages
             }

@@ -15,10 +15,38 @@ use serde::{Serialize, Serializer};
 ///
 /// It reads as a `&str` (it derefs to one) and cannot be changed behind its count: the only
 /// way to change it in place is [`Text::edit`], which counts again.
-#[derive(Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Default)]
 pub struct Text {
     string: String,
     chars: usize,
+}
+
+// Compared, ordered and hashed as its string alone, so a `Text` and the `&str` it borrows as
+// agree (as `Borrow<str>` requires): the count follows from the string.
+impl PartialEq for Text {
+    fn eq(&self, other: &Text) -> bool {
+        self.string == other.string
+    }
+}
+
+impl Eq for Text {}
+
+impl std::hash::Hash for Text {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.string.hash(state);
+    }
+}
+
+impl PartialOrd for Text {
+    fn partial_cmp(&self, other: &Text) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Text {
+    fn cmp(&self, other: &Text) -> std::cmp::Ordering {
+        self.string.cmp(&other.string)
+    }
 }
 
 impl Text {
@@ -44,11 +72,17 @@ impl Text {
         self.string
     }
 
-    /// Changes the text through `change` and counts its characters again.
+    /// Changes the text through `change` and counts its characters again (also when `change`
+    /// panics, should the panic be caught).
     pub fn edit<R>(&mut self, change: impl FnOnce(&mut String) -> R) -> R {
-        let result = change(&mut self.string);
-        self.chars = self.string.chars().count();
-        result
+        struct Recount<'a>(&'a mut Text);
+        impl Drop for Recount<'_> {
+            fn drop(&mut self) {
+                self.0.chars = self.0.string.chars().count();
+            }
+        }
+        let guard = Recount(self);
+        change(&mut guard.0.string)
     }
 }
 
@@ -163,6 +197,26 @@ mod tests {
             assert_eq!(text.len(), string.len(), "{string:?} bytes");
             assert_eq!(text, string);
         }
+    }
+
+    #[test]
+    fn hashes_and_compares_as_its_string() {
+        let set: std::collections::HashSet<Text> = [Text::new("abc"), Text::new("café")].into();
+        assert!(set.contains("abc") && set.contains("café") && !set.contains("ab"));
+        assert!(Text::new("a") < Text::new("b"));
+    }
+
+    #[test]
+    fn a_panicking_edit_still_counts_again() {
+        let mut text = Text::new("abc");
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            text.edit(|s| {
+                s.push_str("déf");
+                panic!("stop");
+            })
+        }));
+        assert!(caught.is_err());
+        assert_eq!(text.char_len(), text.as_str().chars().count());
     }
 
     #[test]

@@ -58,9 +58,17 @@ fn message_chars(message: &Message) -> usize {
             Part::ToolCall(c) => {
                 c.tool_name.len() + serde_json::to_string(&c.arguments).map_or(0, |s| s.len())
             }
+            // Like every counter, it sees only what a result renders as (the contract the pruning
+            // compactor's one count per placeholder relies on): the texts.
             Part::ToolCallResult(r) => match &r.result {
                 ToolResultContent::Text(text) => text.chars().count(),
-                ToolResultContent::Parts(_) => 10,
+                ToolResultContent::Parts(parts) => parts
+                    .iter()
+                    .map(|part| match part {
+                        compaction_model::ResultPart::Text(t) => t.text.chars().count(),
+                        _ => 0,
+                    })
+                    .sum(),
             },
             _ => 0,
         })

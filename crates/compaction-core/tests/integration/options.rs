@@ -254,3 +254,35 @@ fn a_compactor_is_a_trait_object() {
     assert!(compaction.messages(&messages).iter().zip(&messages).any(|(a, b)| a != b));
     assert!(matches!(compaction.messages(&messages)[2].parts[0], Part::ToolCallResult(_)));
 }
+
+#[test]
+fn messages_and_apply_agree_on_any_edits() {
+    use compaction_core::{Compaction, CompactionReport, Edits, PrunedResult, Rewrite};
+    let (a, b) = (call("search", "a"), call("fetch", "b"));
+    let messages = vec![calling(&[a.clone(), b.clone()]), result(&a, 500), result(&b, 700)];
+    let pruned = |clear_arguments| {
+        Rewrite::Pruned(PrunedResult {
+            placeholder: "[gone: {tool_name}]".into(),
+            original_tokens: 9,
+            clear_arguments,
+        })
+    };
+    let report = || CompactionReport::new("test", 0, 0, 0, Vec::new());
+    // Unsorted, with two rewrites of one index (applied one after the other), a rewrite of a
+    // message without a result (left as it is) and one past the end (ignored).
+    let edits = vec![
+        (2, Rewrite::Message(result(&a, 3))),
+        (1, pruned(true)),
+        (2, pruned(false)),
+        (0, pruned(false)),
+        (9, pruned(false)),
+    ];
+    let compaction = Compaction { edits: Edits::Replace(edits), report: report() };
+    let built = compaction.messages(&messages);
+    let mut applied = messages.clone();
+    compaction.apply(&mut applied);
+    assert_eq!(built, applied);
+    assert_eq!(built[0], messages[0]);
+    assert_eq!(built[2].tool_call_result().map(|r| r.origin.tool_name.as_str()), Some("search"));
+    assert_eq!(built[1].tool_call_result().map(|r| r.origin.arguments.is_empty()), Some(true));
+}
