@@ -820,14 +820,19 @@ fn plan<'a>(
     baseline: &Baseline,
 ) -> Option<Plan<'a>> {
     let spans = unit_spans(native);
+    // A file that is only a list of messages has no envelope to hold a system prompt: a system
+    // message in it stays where it is, as in OpenAI's lists.
+    let envelope = !matches!(native.place, Place::Root);
     let (order, read, system) = match target {
-        Target::Haystack | Target::OpenAi => (
-            (0..messages.len()).collect::<Vec<_>>(),
-            (0..native.units.len()).collect::<Vec<_>>(),
-            SystemEdit::Keep,
-        ),
-        Target::Anthropic => {
+        Target::Anthropic if envelope => {
             let system_unit = native.system.filter(|&u| native.units.contains(&u));
+            // System messages go to the envelope's `system`: those read from it, and any
+            // `{"role": "system"}` message of the list, whose unit is then left out of the list's.
+            let in_system = |unit: usize| {
+                Some(unit) == native.system
+                    || native.originals.get(unit).and_then(|o| o.get("role")).and_then(Value::as_str)
+                        == Some("system")
+            };
             let (system_order, order): (Vec<usize>, Vec<usize>) =
                 (0..messages.len()).partition(|&index| messages[index].role == Role::System);
             let system = if system_order.is_empty() {
@@ -846,10 +851,14 @@ fn plan<'a>(
                     }
                 }
             };
-            let read =
-                (0..native.units.len()).filter(|&index| Some(native.units[index]) != system_unit).collect();
+            let read = (0..native.units.len()).filter(|&index| !in_system(native.units[index])).collect();
             (order, read, system)
         }
+        Target::Haystack | Target::OpenAi | Target::Anthropic => (
+            (0..messages.len()).collect::<Vec<_>>(),
+            (0..native.units.len()).collect::<Vec<_>>(),
+            SystemEdit::Keep,
+        ),
     };
     let units: Vec<usize> = read.iter().map(|&index| native.units[index]).collect();
     let refs: Vec<&Message> = order.iter().map(|&index| &messages[index]).collect();

@@ -151,3 +151,43 @@ fn an_anthropic_array_without_system_keeps_its_last_message_as_it_was() {
     let expected = input.replace(&listing(), PLACEHOLDER);
     assert_eq!(pruned(&input, &[]), expected);
 }
+
+/// An Anthropic-style list holding a `{"role": "system"}` message, as some logs do.
+fn with_inline_system() -> Vec<String> {
+    vec![
+        r#"{"role":"system","content":"You list files."}"#.to_owned(),
+        r#"{"role":"user","content":"List the files."}"#.to_owned(),
+        r#"{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"ls","input":{"path":"."}}]}"#.to_owned(),
+        format!(
+            r#"{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"t1","content":"{}","cache_control":{{"type":"ephemeral"}}}},{{"type":"text","text":"more"}}],"x":1}}"#,
+            listing()
+        ),
+        r#"{"role":"assistant","content":[{"type":"tool_use","id":"t2","name":"ls","input":{"path":"src"}}]}"#.to_owned(),
+        r#"{"role":"user","content":[{"type":"tool_result","tool_use_id":"t2","content":"main.rs"}]}"#.to_owned(),
+    ]
+}
+
+#[test]
+fn a_system_message_in_an_anthropic_list_stays_in_place() {
+    let input = format!("[{}]\n", with_inline_system().join(","));
+    assert_eq!(converted(&input, &["--format", "anthropic"]), input);
+    let expected = input.replace(&listing(), PLACEHOLDER);
+    assert_ne!(expected, input);
+    assert_eq!(pruned(&input, &["--format", "anthropic"]), expected);
+}
+
+#[test]
+fn a_system_message_in_an_envelope_joins_its_system_and_the_rest_is_kept() {
+    let messages = with_inline_system();
+    let input = format!(r#"{{"system":"Be brief.","messages":[{}]}}"#, messages.join(",")) + "\n";
+    let output = pruned(&input, &[]);
+    let written: serde_json::Value = serde_json::from_str(&output).unwrap();
+    let list = written["messages"].as_array().unwrap();
+    // The inline system message went to `system`; every other message is as it was, the
+    // pruned result laid over its original (its cache_control, text block and `x` kept).
+    assert_eq!(list.len(), messages.len() - 1);
+    let system = written["system"].to_string();
+    assert!(system.contains("Be brief.") && system.contains("You list files."), "{system}");
+    let rest = format!("[{}]", messages[1..].join(",")).replace(&listing(), PLACEHOLDER);
+    assert_eq!(written["messages"], serde_json::from_str::<serde_json::Value>(&rest).unwrap());
+}
