@@ -37,56 +37,15 @@ impl Source {
     }
 
     /// Every byte of the input.
-    pub fn read_bytes(&self) -> Result<Bytes> {
+    pub fn read_bytes(&self) -> Result<Vec<u8>> {
         match self {
             Source::Stdin => {
                 let mut bytes = Vec::new();
                 std::io::stdin().read_to_end(&mut bytes).context("<stdin>: cannot read")?;
-                Ok(Bytes::Heap(bytes))
+                Ok(bytes)
             }
             Source::File(path) => read_file(path).with_context(|| format!("{}: cannot read", path.display())),
         }
-    }
-}
-
-/// The bytes of an input.
-///
-/// A large file is read into anonymous memory (no file is mapped, so the bytes cannot change
-/// under us) that the kernel is asked to back with huge pages: most of reading a large file is
-/// the kernel handing out and clearing fresh pages, and 2 MB pages make that some twenty times
-/// fewer faults.
-pub enum Bytes {
-    /// On the heap.
-    Heap(Vec<u8>),
-    /// In an anonymous mapping.
-    Mapped(memmap2::MmapMut),
-}
-
-impl std::ops::Deref for Bytes {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        match self {
-            Bytes::Heap(bytes) => bytes,
-            Bytes::Mapped(bytes) => bytes,
-        }
-    }
-}
-
-impl From<Vec<u8>> for Bytes {
-    fn from(bytes: Vec<u8>) -> Self {
-        Bytes::Heap(bytes)
-    }
-}
-
-impl Default for Bytes {
-    fn default() -> Self {
-        Bytes::Heap(Vec::new())
-    }
-}
-
-impl std::fmt::Debug for Bytes {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Bytes({} bytes)", self.len())
     }
 }
 
@@ -94,54 +53,38 @@ impl std::fmt::Debug for Bytes {
 /// of a read is the kernel filling fresh pages, which two cores do in half the time.
 const PARALLEL_READ: usize = 4 << 20;
 
-/// Zeroed memory for `len` bytes, asked to be backed by huge pages.
-fn fresh_memory(len: usize) -> std::io::Result<memmap2::MmapMut> {
-    let memory = memmap2::MmapMut::map_anon(len)?;
-    // Only advice: without huge pages the memory works the same, with more faults.
-    #[cfg(target_os = "linux")]
-    let _ = memory.advise(memmap2::Advice::HugePage);
-    Ok(memory)
-}
-
 #[cfg(unix)]
-fn read_file(path: &Path) -> std::io::Result<Bytes> {
+fn read_file(path: &Path) -> std::io::Result<Vec<u8>> {
     use std::os::unix::fs::FileExt;
     let file = std::fs::File::open(path)?;
     let metadata = file.metadata()?;
     let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
     let len = match usize::try_from(metadata.len()) {
-        Ok(len) if len >= PARALLEL_READ && metadata.is_file() => len,
-        _ => return std::fs::read(path).map(Bytes::Heap),
+        Ok(len) if len >= PARALLEL_READ && cores > 1 && metadata.is_file() => len,
+        _ => return std::fs::read(path),
     };
-    let mut bytes = fresh_memory(len)?;
+    let mut bytes = vec![0; len];
     let (head, tail) = bytes.split_at_mut(len / 2);
     let middle = head.len() as u64;
-    let halves = if cores > 1 {
-        std::thread::scope(|scope| {
-            let second = scope.spawn(|| file.read_exact_at(tail, middle));
-            let first = file.read_exact_at(head, 0);
-            first.and(second.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
-        })
-    } else {
-        file.read_exact_at(head, 0).and_then(|()| file.read_exact_at(tail, middle))
-    };
+    let halves = std::thread::scope(|scope| {
+        let second = scope.spawn(|| file.read_exact_at(tail, middle));
+        let first = file.read_exact_at(head, 0);
+        first.and(second.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+    });
     match halves {
         Ok(()) => {}
         // Shorter than its size said: it changed while being read; read it again as a whole.
-        Err(error) if error.kind() == std::io::ErrorKind::UnexpectedEof => {
-            return std::fs::read(path).map(Bytes::Heap)
-        }
+        Err(error) if error.kind() == std::io::ErrorKind::UnexpectedEof => return std::fs::read(path),
         Err(error) => return Err(error),
     }
-    // Anything appended since its size was taken goes on the heap with the rest.
+    // Anything appended since its size was taken.
     let mut at = len as u64;
     let mut chunk = [0; 8192];
-    let mut grown: Option<Vec<u8>> = None;
     loop {
         match file.read_at(&mut chunk, at) {
-            Ok(0) => return Ok(grown.map_or(Bytes::Mapped(bytes), Bytes::Heap)),
+            Ok(0) => return Ok(bytes),
             Ok(n) => {
-                grown.get_or_insert_with(|| bytes.to_vec()).extend_from_slice(&chunk[..n]);
+                bytes.extend_from_slice(&chunk[..n]);
                 at += n as u64;
             }
             Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
@@ -151,8 +94,8 @@ fn read_file(path: &Path) -> std::io::Result<Bytes> {
 }
 
 #[cfg(not(unix))]
-fn read_file(path: &Path) -> std::io::Result<Bytes> {
-    std::fs::read(path).map(Bytes::Heap)
+fn read_file(path: &Path) -> std::io::Result<Vec<u8>> {
+    std::fs::read(path)
 }
 
 /// How Haystack messages are laid out in a file.

@@ -44,7 +44,7 @@ use compaction_model::{Message, Role, ToolSpec};
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_json::{Map, Value};
 
-use crate::input::{Bytes, Layout};
+use crate::input::Layout;
 
 /// A transcript format that can be read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -139,7 +139,7 @@ pub struct Conversation {
     /// `None`).
     spans: Option<haystack::Spans>,
     /// The input, byte for byte.
-    source: Bytes,
+    source: Vec<u8>,
 }
 
 impl Conversation {
@@ -231,12 +231,11 @@ impl Decoded {
 /// Reads conversation `selected` (the first when `None`) of a file, in `format` or the format
 /// detected from the content. The conversation keeps `bytes`.
 pub fn read(
-    bytes: impl Into<Bytes>,
+    bytes: Vec<u8>,
     name: &str,
     format: Option<Format>,
     selected: Option<usize>,
 ) -> Result<Conversation> {
-    let bytes = bytes.into();
     if matches!(format, None | Some(Format::Haystack)) && selected.unwrap_or(0) == 0 {
         if let Some((messages, spans)) = haystack::read_spans(&bytes, format.is_some()) {
             return Ok(Conversation {
@@ -321,7 +320,7 @@ fn read_tree(
         layout,
         native,
         spans: None,
-        source: Bytes::default(),
+        source: Vec::new(),
     })
 }
 
