@@ -211,6 +211,8 @@ impl Bench {
         })
     }
 
+    /// `prune` on both sides, alternating. Each run starts with no file data waiting to be
+    /// written (see [`settle`]).
     fn compare_prune(&self, input: &Path, target: u64, runs: usize) -> Result<PruneComparison> {
         let target = target.to_string();
         let mut comparison =
@@ -223,7 +225,9 @@ impl Bench {
                 "--counter",
                 "approximate",
             ]);
+            settle();
             comparison.ours.push(self.timed(ours)?);
+            settle();
             let mut reference = self.reference();
             reference
                 .arg("prune")
@@ -263,6 +267,7 @@ impl Bench {
                 "--counter",
                 "approximate",
             ]);
+            settle();
             rows.push((std::fs::metadata(input)?.len(), self.timed(command)?));
         }
         Ok(rows)
@@ -276,6 +281,7 @@ impl Bench {
                 .arg(input)
                 .args(["--counter", "approximate", "--fraction", "0.4", "--output"])
                 .arg(self.scratch.join("ours-measure.json"));
+            settle();
             rows.push((std::fs::metadata(input)?.len(), self.timed(command)?));
         }
         Ok(rows)
@@ -397,7 +403,9 @@ impl Report {
              This project against the reference, Haystack's `ToolResultPruningCompactor` (Python, \
              haystack-ai {}), on the same synthetic transcripts (`cargo xtask gen-transcript --seed {SEED}`, \
              kept in `target/transcripts/`). The two sides run alternately, {runs} run(s) each; the numbers \
-             are medians. Compaction targets are {}% of the transcript's tokens.\n\n\
+             are medians. Compaction targets are {}% of the transcript's tokens. Before each end-to-end \
+             run, `sync` writes out what earlier runs left to write, so no run pays for another's \
+             output.\n\n\
              ## Machine\n\n\
              - {cores} cores (`nproc`)\n- {}\n- {}\n- git {}\n- Python {}\n",
             python_version.split_whitespace().nth(1).unwrap_or("?"),
@@ -578,6 +586,13 @@ impl Report {
         }
         self.text
     }
+}
+
+/// Writes out what earlier runs left in the page cache (`sync`), so that a run does not pay for
+/// another's output: our `prune` syncs its file before renaming it, and on ext4 that waits for
+/// every file's pending data, the other side's 50 MB output included.
+fn settle() {
+    let _ = Command::new("sync").status();
 }
 
 fn list(values: &[f64]) -> String {
