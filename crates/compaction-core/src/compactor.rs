@@ -5,7 +5,8 @@ use std::fmt;
 use std::sync::Arc;
 
 use compaction_model::{
-    CompactionMarker, JsonObject, Message, Part, Role, ToolCall, ToolCallResult, STRATEGY_TOOL_RESULT_PRUNING,
+    CompactionMarker, JsonObject, Message, Part, Role, ToolCallResult, ToolResultContent,
+    STRATEGY_TOOL_RESULT_PRUNING,
 };
 use compaction_tokens::TokenCounter;
 use serde::Serialize;
@@ -106,39 +107,38 @@ impl PrunedResult {
         let Some(result) = original.tool_call_result() else {
             return original.clone();
         };
-        self.assemble(result.origin.clone(), result.error, original.meta.clone(), Vec::with_capacity(1))
+        let mut origin = result.origin.clone();
+        if self.clear_arguments {
+            origin.arguments = JsonObject::new();
+        }
+        let mut meta = original.meta.clone();
+        CompactionMarker::new(STRATEGY_TOOL_RESULT_PRUNING, self.original_tokens as u64).write_to(&mut meta);
+        let text = self.text(&origin.tool_name);
+        let parts = vec![Part::ToolCallResult(ToolCallResult::new(text.into(), origin, result.error))];
+        Message { role: Role::Tool, parts, name: None, meta }
     }
 
-    /// Rewrites `message` into the pruned message in place, moving its call and meta over.
-    /// A message without a tool result has nothing to prune and is left as it is.
+    /// Rewrites `message` into the pruned message in place: its first result stays where it is
+    /// with the placeholder for content, and everything else of the message goes. A message
+    /// without a tool result has nothing to prune and is left as it is.
     pub fn rewrite(&self, message: &mut Message) {
         let Some(position) = message.parts.iter().position(|p| matches!(p, Part::ToolCallResult(_))) else {
             return;
         };
-        let Part::ToolCallResult(result) = message.parts.swap_remove(position) else {
+        message.parts.swap(0, position);
+        message.parts.truncate(1);
+        let Some(Part::ToolCallResult(result)) = message.parts.first_mut() else {
             return;
         };
-        let meta = std::mem::take(&mut message.meta);
-        // The parts' buffer is kept for the one result left.
-        let mut parts = std::mem::take(&mut message.parts);
-        parts.clear();
-        *message = self.assemble(result.origin, result.error, meta, parts);
-    }
-
-    fn assemble(
-        &self,
-        mut origin: ToolCall,
-        error: bool,
-        mut meta: JsonObject,
-        mut parts: Vec<Part>,
-    ) -> Message {
         if self.clear_arguments {
-            origin.arguments = JsonObject::new();
+            result.origin.arguments = JsonObject::new();
         }
-        CompactionMarker::new(STRATEGY_TOOL_RESULT_PRUNING, self.original_tokens as u64).write_to(&mut meta);
-        let text = self.text(&origin.tool_name);
-        parts.push(Part::ToolCallResult(ToolCallResult::new(text.into(), origin, error)));
-        Message { role: Role::Tool, parts, name: None, meta }
+        result.result = ToolResultContent::Text(self.text(&result.origin.tool_name).into());
+        result.unknown = JsonObject::new();
+        message.role = Role::Tool;
+        message.name = None;
+        CompactionMarker::new(STRATEGY_TOOL_RESULT_PRUNING, self.original_tokens as u64)
+            .write_to(&mut message.meta);
     }
 }
 
