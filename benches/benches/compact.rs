@@ -4,29 +4,20 @@
 
 use std::hint::black_box;
 
-use compaction_benches::{
-    huggingface_bpe, parse, sample_plan, transcript_bytes, HUGGINGFACE_MAX_BYTES, SIZES,
-};
+use compaction_benches::{bench_counters, parse, sample_plan, transcript_bytes, SIZES};
 use compaction_core::{Compactor, PruningSettings, ToolResultPruningCompactor};
-use compaction_tokens::{ApproximateTokenCounter, TiktokenCounter, TokenCounter};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 
 fn bench_compact(c: &mut Criterion) {
     let compactor =
         ToolResultPruningCompactor::new(PruningSettings::default()).expect("default settings are valid");
-    let counters: Vec<(&str, Box<dyn TokenCounter>)> = vec![
-        ("approximate", Box::new(ApproximateTokenCounter::default())),
-        ("tiktoken_o200k", Box::new(TiktokenCounter::new("o200k_base").expect("o200k_base is built in"))),
-        ("huggingface_bpe", Box::new(huggingface_bpe())),
-    ];
+    let counters = bench_counters();
     for &size in SIZES {
         let bytes = transcript_bytes(size);
         let messages = parse(&bytes);
         let (samples, time) = sample_plan(bytes.len());
-        for (name, counter) in &counters {
-            if name.starts_with("huggingface") && bytes.len() > HUGGINGFACE_MAX_BYTES {
-                continue;
-            }
+        for bench in counters.iter().filter(|bench| bytes.len() <= bench.max_bytes) {
+            let (name, counter) = (bench.name, &bench.counter);
             let target = counter.count(&messages, &[]) * 2 / 5;
             let mut group = c.benchmark_group(format!("compact/{name}"));
             group

@@ -10,7 +10,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use compaction_model::{messages_from_slice, Message};
-use compaction_tokens::HuggingFaceTokenCounter;
+use compaction_tokens::{ApproximateTokenCounter, HuggingFaceTokenCounter, TiktokenCounter, TokenCounter};
 
 /// The seed of every benchmark transcript.
 pub const SEED: u64 = 1;
@@ -23,12 +23,38 @@ pub const SIZES: &[&str] = &["1MB", "10MB", "50MB"];
 /// minutes; 1 MB and 10 MB show its throughput as well.
 pub const HUGGINGFACE_MAX_BYTES: usize = 20_000_000;
 
-/// The HuggingFace counter the benches use: the byte-level BPE tokenizer (GPT-2's kind) trained
-/// for the conformance tests, in `crates/compaction-tokens/tests/data/tokenizers/`.
-pub fn huggingface_bpe() -> HuggingFaceTokenCounter {
-    let path = project_root().join("crates/compaction-tokens/tests/data/tokenizers/bytelevel_bpe.json");
-    HuggingFaceTokenCounter::from_file(&path)
-        .unwrap_or_else(|e| panic!("cannot load {}: {e}", path.display()))
+/// A token counter the count and compact benches run.
+#[derive(Debug)]
+pub struct BenchCounter {
+    /// Its name in the bench ids, such as `tiktoken_o200k`.
+    pub name: &'static str,
+    /// The counter.
+    pub counter: Box<dyn TokenCounter>,
+    /// The largest transcript it is benched on.
+    pub max_bytes: usize,
+}
+
+/// One counter of each backend: approximate, tiktoken o200k_base, and the byte-level BPE
+/// tokenizer (GPT-2's kind) trained for the conformance tests, in
+/// `crates/compaction-tokens/tests/data/tokenizers/`.
+pub fn bench_counters() -> Vec<BenchCounter> {
+    let tokenizer = project_root().join("crates/compaction-tokens/tests/data/tokenizers/bytelevel_bpe.json");
+    let huggingface = HuggingFaceTokenCounter::from_file(&tokenizer)
+        .unwrap_or_else(|e| panic!("cannot load {}: {e}", tokenizer.display()));
+    let tiktoken = TiktokenCounter::new("o200k_base").expect("o200k_base is built in");
+    vec![
+        BenchCounter {
+            name: "approximate",
+            counter: Box::new(ApproximateTokenCounter::default()),
+            max_bytes: usize::MAX,
+        },
+        BenchCounter { name: "tiktoken_o200k", counter: Box::new(tiktoken), max_bytes: usize::MAX },
+        BenchCounter {
+            name: "huggingface_bpe",
+            counter: Box::new(huggingface),
+            max_bytes: HUGGINGFACE_MAX_BYTES,
+        },
+    ]
 }
 
 /// The workspace root.
