@@ -62,6 +62,7 @@
 
 mod compactor;
 mod error;
+mod generator;
 mod pruning;
 mod settings;
 mod steps;
@@ -70,6 +71,7 @@ pub use compactor::{
     Compaction, CompactionReport, Compactor, Edits, InputReport, PrunedResult, ResultReport, Rewrite,
 };
 pub use error::Error;
+pub use generator::{AsyncChatGenerator, ChatGenerator, GenerateFuture, GeneratorError};
 pub use pruning::ToolResultPruningCompactor;
 pub use settings::{PruningSettings, DEFAULT_PLACEHOLDER, HAYSTACK_PRUNING_TYPE};
 pub use steps::{agent_step_spans, last_assistant_index, replace_tool_results_until_target, Replacement};

@@ -65,6 +65,10 @@ pub struct ToolCall {
     pub tool_name: String,
     /// The arguments, a JSON object.
     pub arguments: JsonObject,
+    /// The arguments exactly as the provider sent them, when they are not a JSON object (models
+    /// do send truncated or malformed JSON); `arguments` is then empty. Kept so that counts
+    /// measure what the provider received and writers can give it back.
+    pub raw_arguments: Option<String>,
     /// The provider's id for the call, which its result refers back to.
     pub id: Option<String>,
     /// Provider-specific information.
@@ -192,6 +196,16 @@ impl ToolCall {
     /// A call to `tool_name` with `arguments`, without an id.
     pub fn new(tool_name: impl Into<String>, arguments: JsonObject) -> Self {
         ToolCall { tool_name: tool_name.into(), arguments, ..ToolCall::default() }
+    }
+
+    /// A call whose arguments arrived as `raw` text that is not a JSON object.
+    pub fn with_raw_arguments(tool_name: impl Into<String>, raw: impl Into<String>) -> Self {
+        ToolCall { tool_name: tool_name.into(), raw_arguments: Some(raw.into()), ..ToolCall::default() }
+    }
+
+    /// Whether the call carries no arguments at all: an empty object and no raw text.
+    pub fn has_no_arguments(&self) -> bool {
+        self.arguments.is_empty() && self.raw_arguments.is_none()
     }
 
     /// The same call with an id.

@@ -412,7 +412,7 @@ impl Encoded<'_> {
         self.literal(b",\"extra\":")?;
         let extra = if self.literal(b"null").is_some() { None } else { Some(self.object()?) };
         self.literal(b"}")?;
-        Some(ToolCall { tool_name, arguments, id, extra, unknown: JsonObject::new() })
+        Some(ToolCall { tool_name, arguments, raw_arguments: None, id, extra, unknown: JsonObject::new() })
     }
 
     /// A JSON object, parsed by serde_json, that serializes back to its own bytes.
@@ -710,9 +710,14 @@ impl<'de> Visitor<'de> for QuickCallVisitor {
             Ok(())
         })?;
         match (tool_name, arguments) {
-            (Some(tool_name), Some(arguments)) => {
-                Ok(QuickCall(ToolCall { tool_name, arguments, id, extra, unknown: JsonObject::new() }))
-            }
+            (Some(tool_name), Some(arguments)) => Ok(QuickCall(ToolCall {
+                tool_name,
+                arguments,
+                raw_arguments: None,
+                id,
+                extra,
+                unknown: JsonObject::new(),
+            })),
             _ => Err(give_up()),
         }
     }
@@ -852,9 +857,13 @@ impl Reader {
 
     fn tool_call(&self, mut data: JsonObject, path: &str) -> Result<ToolCall, Error> {
         let tool_name = self.string(&mut data, "tool_name", path)?;
-        let arguments = match data.shift_remove("arguments") {
-            Some(Value::Object(o)) => o,
-            Some(other) => return Err(self.wrong(&format!("{path}.arguments"), "an object", &other)),
+        // Arguments that were not a JSON object when they arrived are written as their text.
+        let (arguments, raw_arguments) = match data.shift_remove("arguments") {
+            Some(Value::Object(o)) => (o, None),
+            Some(Value::String(raw)) => (JsonObject::new(), Some(raw)),
+            Some(other) => {
+                return Err(self.wrong(&format!("{path}.arguments"), "an object or a string", &other))
+            }
             None => return Err(self.missing(format!("{path}.arguments"))),
         };
         let id = self.opt_string(data.shift_remove("id"), &format!("{path}.id"))?;
@@ -863,7 +872,7 @@ impl Reader {
             Some(Value::Object(o)) => Some(o),
             Some(other) => return Err(self.wrong(&format!("{path}.extra"), "an object or null", &other)),
         };
-        Ok(ToolCall { tool_name, arguments, id, extra, unknown: data })
+        Ok(ToolCall { tool_name, arguments, raw_arguments, id, extra, unknown: data })
     }
 
     fn tool_result(&self, mut data: JsonObject, path: &str) -> Result<ToolCallResult, Error> {
@@ -1078,7 +1087,10 @@ impl Serialize for ToolCall {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut map = serializer.serialize_map(Some(4 + self.unknown.len()))?;
         map.serialize_entry("tool_name", &self.tool_name)?;
-        map.serialize_entry("arguments", &self.arguments)?;
+        match &self.raw_arguments {
+            Some(raw) => map.serialize_entry("arguments", raw)?,
+            None => map.serialize_entry("arguments", &self.arguments)?,
+        }
         map.serialize_entry("id", &self.id)?;
         map.serialize_entry("extra", &self.extra)?;
         end_with_unknown(map, &self.unknown)

@@ -33,6 +33,29 @@ pub trait TokenCounter: Send + Sync + fmt::Debug {
     /// A short description such as `approximate:4` or `tiktoken:o200k_base`, for reports.
     fn describe(&self) -> String;
 
+    /// [`TokenCounter::count`] for counters that can fail, such as one that asks a provider over
+    /// the network. Local counters never fail, and the default returns `count`'s answer.
+    ///
+    /// Callers that can report a failure (the compaction hook, the command line) count through
+    /// this method; a counter that can fail implements it for real and makes `count` its
+    /// best effort (documenting what it returns on failure).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Provider`](crate::Error::Provider) when the count could not be had.
+    fn try_count(&self, messages: &[Message], tools: &[ToolSpec]) -> Result<usize, crate::Error> {
+        Ok(self.count(messages, tools))
+    }
+
+    /// [`TokenCounter::count_each`] for counters that can fail; see [`TokenCounter::try_count`].
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Provider`](crate::Error::Provider) when a count could not be had.
+    fn try_count_each(&self, messages: &[Message]) -> Result<Counts, crate::Error> {
+        Ok(self.count_each(messages))
+    }
+
     /// What this counter measures of `message` when another message follows it (the joining
     /// newline included), in a form that adds up across messages — or `None` for a counter that
     /// must see the whole text at once (the default).
@@ -108,6 +131,12 @@ impl<T: TokenCounter + ?Sized> TokenCounter for &T {
     fn describe(&self) -> String {
         (**self).describe()
     }
+    fn try_count(&self, messages: &[Message], tools: &[ToolSpec]) -> Result<usize, crate::Error> {
+        (**self).try_count(messages, tools)
+    }
+    fn try_count_each(&self, messages: &[Message]) -> Result<Counts, crate::Error> {
+        (**self).try_count_each(messages)
+    }
     fn measure_joined(&self, message: &Message) -> Option<Measure> {
         (**self).measure_joined(message)
     }
@@ -126,6 +155,12 @@ impl<T: TokenCounter + ?Sized> TokenCounter for Box<T> {
     fn describe(&self) -> String {
         (**self).describe()
     }
+    fn try_count(&self, messages: &[Message], tools: &[ToolSpec]) -> Result<usize, crate::Error> {
+        (**self).try_count(messages, tools)
+    }
+    fn try_count_each(&self, messages: &[Message]) -> Result<Counts, crate::Error> {
+        (**self).try_count_each(messages)
+    }
     fn measure_joined(&self, message: &Message) -> Option<Measure> {
         (**self).measure_joined(message)
     }
@@ -143,6 +178,12 @@ impl<T: TokenCounter + ?Sized> TokenCounter for std::sync::Arc<T> {
     }
     fn describe(&self) -> String {
         (**self).describe()
+    }
+    fn try_count(&self, messages: &[Message], tools: &[ToolSpec]) -> Result<usize, crate::Error> {
+        (**self).try_count(messages, tools)
+    }
+    fn try_count_each(&self, messages: &[Message]) -> Result<Counts, crate::Error> {
+        (**self).try_count_each(messages)
     }
     fn measure_joined(&self, message: &Message) -> Option<Measure> {
         (**self).measure_joined(message)

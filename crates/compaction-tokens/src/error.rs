@@ -2,7 +2,7 @@
 
 use thiserror::Error;
 
-/// Why a counter could not be built.
+/// Why a counter could not be built, or could not count.
 #[derive(Debug, Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -41,5 +41,14 @@ pub enum Error {
     BackendNotEnabled {
         /// The feature to enable.
         backend: &'static str,
+    },
+    /// A counter that asks a provider for its count (over the network) could not get one.
+    #[error("counter {counter}: {source}")]
+    Provider {
+        /// The counter, as [`TokenCounter::describe`](crate::TokenCounter::describe) names it.
+        counter: String,
+        /// Why the count failed: the transport's or the provider's error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync + 'static>,
     },
 }

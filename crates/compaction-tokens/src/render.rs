@@ -54,7 +54,11 @@ pub fn render_message(message: &Message, out: &mut String) {
         out.push_str(" -> tool_call] ");
         out.push_str(&call.tool_name);
         out.push('(');
-        pyjson::write_python_json_object(&call.arguments, out);
+        match &call.raw_arguments {
+            // As the reference renders a string `arguments`: `json.dumps` of the string.
+            Some(raw) => pyjson::write_python_json_str(raw, out),
+            None => pyjson::write_python_json_object(&call.arguments, out),
+        }
         out.push(')');
         lines += 1;
     }
@@ -179,8 +183,11 @@ pub fn rendered_message_chars(message: &Message) -> usize {
         lines += 1;
     }
     for call in message.tool_calls() {
-        total +=
-            role + 16 + char_len(&call.tool_name) + 2 + pyjson::python_json_object_char_len(&call.arguments);
+        let arguments = match &call.raw_arguments {
+            Some(raw) => pyjson::python_json_str_len(raw),
+            None => pyjson::python_json_object_char_len(&call.arguments),
+        };
+        total += role + 16 + char_len(&call.tool_name) + 2 + arguments;
         lines += 1;
     }
     for part in &message.parts {

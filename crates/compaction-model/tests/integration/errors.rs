@@ -127,3 +127,19 @@ fn reading_bytes_agrees_on_odd_shapes() {
     assert!(expected.is_err());
     assert_eq!(compaction_model::messages_from_slice(deep.as_bytes()), expected);
 }
+
+/// Arguments a model sent as text that is not a JSON object are kept as that text, read through
+/// either reader, and written back as they came.
+#[test]
+fn raw_arguments_survive_both_readers() {
+    let bytes = br#"[{"role":"assistant","meta":{},"name":null,"content":[{"tool_call":{"tool_name":"edit","arguments":"{\"path\": \"a.py\", \"te","id":"c1","extra":null}}]}]"#;
+    let from_bytes = compaction_model::messages_from_slice(bytes).expect("reads");
+    let value: serde_json::Value = serde_json::from_slice(bytes).expect("JSON");
+    let from_value = compaction_model::messages_from_value(value.clone()).expect("reads");
+    assert_eq!(from_bytes, from_value);
+    let call = from_bytes[0].tool_calls().next().expect("a call");
+    assert_eq!(call.raw_arguments.as_deref(), Some("{\"path\": \"a.py\", \"te"));
+    assert!(call.arguments.is_empty());
+    assert!(!call.has_no_arguments());
+    assert_eq!(serde_json::to_value(&from_bytes).expect("writes"), value);
+}

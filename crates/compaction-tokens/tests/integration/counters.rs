@@ -106,3 +106,20 @@ fn count_each_agrees_with_counting_one_at_a_time_on_large_conversations() {
         assert_eq!(counts.each, each, "{spec}: each");
     }
 }
+
+/// Raw arguments are measured as the reference measures a string `arguments`: `json.dumps` of
+/// the string, so a megabyte of malformed arguments counts as a megabyte, not as `{}`.
+#[test]
+fn raw_arguments_count_as_their_text() {
+    use compaction_model::{Message, ToolCall};
+    use compaction_tokens::{
+        rendered_message, rendered_message_chars, ApproximateTokenCounter, TokenCounter,
+    };
+    let raw = format!("{{\"text\": \"{}", "x".repeat(1_000_000));
+    let message = Message::assistant_with_calls(None, vec![ToolCall::with_raw_arguments("edit", raw)]);
+    let rendered = rendered_message(&message);
+    assert!(rendered.starts_with("[assistant -> tool_call] edit(\"{\\\"text\\\": \\\"xxx"));
+    assert_eq!(rendered.chars().count(), rendered_message_chars(&message));
+    let tokens = ApproximateTokenCounter::default().count(std::slice::from_ref(&message), &[]);
+    assert!(tokens > 250_000, "counted {tokens}");
+}
