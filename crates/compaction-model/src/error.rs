@@ -18,7 +18,10 @@ pub enum Error {
         keys: String,
     },
     /// The role is not one of system, user, assistant, tool.
-    #[error("message {index}: unknown role {role:?}; expected one of system, user, assistant, tool")]
+    #[error(
+        "message {index}: unknown role {}; expected one of system, user, assistant, tool",
+        excerpt(role)
+    )]
     UnknownRole {
         /// Position of the message in its conversation.
         index: usize,
@@ -114,5 +117,41 @@ impl Error {
             | Error::InvalidMedia { index, .. } => Some(*index),
             Error::Json { .. } | Error::NotAnArray { .. } => None,
         }
+    }
+}
+
+/// A value quoted for an error line: whole when short, else its start and its length, so one bad
+/// value of 300 KB never makes a 300 KB line.
+pub(crate) fn excerpt(text: &str) -> String {
+    match text.char_indices().nth(KEEP) {
+        None => format!("{text:?}"),
+        Some((cut, _)) => format!("{:?}… ({} characters)", &text[..cut], text.chars().count()),
+    }
+}
+
+/// As [`excerpt`], unquoted: for names such as keys.
+pub(crate) fn cut(text: &str) -> String {
+    match text.char_indices().nth(KEEP) {
+        None => text.to_owned(),
+        Some((cut, _)) => format!("{}… ({} characters)", &text[..cut], text.chars().count()),
+    }
+}
+
+/// Characters of a value an error line shows.
+const KEEP: usize = 40;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_values_are_cut_with_their_length() {
+        assert_eq!(excerpt("tool"), "\"tool\"");
+        let long = "é".repeat(300_000);
+        let cut = excerpt(&long);
+        assert!(cut.len() < 120, "{cut}");
+        assert!(cut.ends_with("… (300000 characters)"), "{cut}");
+        let error = Error::UnknownRole { index: 3, role: long };
+        assert!(error.to_string().len() < 200);
     }
 }

@@ -1013,11 +1013,17 @@ pub(crate) fn json_type(value: &Value) -> &'static str {
     }
 }
 
+/// The keys of an object for an error line: the first few, each cut short, and how many more.
 fn key_list(data: &Map<String, Value>) -> String {
+    const SHOWN: usize = 12;
     if data.is_empty() {
         return "none".into();
     }
-    data.keys().map(String::as_str).collect::<Vec<_>>().join(", ")
+    let mut list = data.keys().take(SHOWN).map(|key| crate::error::cut(key)).collect::<Vec<_>>().join(", ");
+    if data.len() > SHOWN {
+        list.push_str(&format!(" and {} more", data.len() - SHOWN));
+    }
+    list
 }
 
 // ---- writing ----
