@@ -51,6 +51,7 @@ impl std::error::Error for UsageError {}
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    output::clean_up_on_interrupt();
     progress::set_quiet(cli.quiet);
     let result = match cli.command {
         Command::Count(args) => commands::count::run(args),

@@ -1,7 +1,14 @@
 //! Writing results: to standard output, or atomically to a file.
+//!
+//! A file is written beside its target under a name that says what it is
+//! (`.NAME.compaction-partial-XXXXXX`), then renamed over the target, so a reader never sees half a
+//! file. When the run is interrupted (SIGINT, SIGTERM, SIGHUP) the temporary file is removed
+//! before the signal ends the process; after a SIGKILL, which no program can catch, the leftover
+//! keeps that name, so it can be recognised and deleted.
 
 use std::io::{BufWriter, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use anyhow::{Context, Result};
 
@@ -52,16 +59,72 @@ fn write_atomic_with(path: &Path, write: impl FnOnce(&mut dyn Write) -> Result<(
         Some(parent) if !parent.as_os_str().is_empty() => parent,
         _ => Path::new("."),
     };
-    let mut file = tempfile::NamedTempFile::new_in(dir).with_context(|| format!("{name}: cannot create"))?;
-    {
-        let mut out = BufWriter::with_capacity(BUFFER, file.as_file_mut());
-        write(&mut out).and_then(|()| Ok(out.flush()?)).with_context(|| format!("{name}: cannot write"))?;
+    let base = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let mut file = {
+        // Registered while the lock is held, so an interrupt sees the file as soon as it exists.
+        let mut partial = partial_files();
+        let file = tempfile::Builder::new()
+            .prefix(&format!(".{base}.{PARTIAL_MARK}-"))
+            .tempfile_in(dir)
+            .with_context(|| format!("{name}: cannot create"))?;
+        partial.push(file.path().to_path_buf());
+        file
+    };
+    let temp = file.path().to_path_buf();
+    let written = (|| {
+        {
+            let mut out = BufWriter::with_capacity(BUFFER, file.as_file_mut());
+            write(&mut out).and_then(|()| Ok(out.flush()?))?;
+        }
+        set_final_permissions(file.as_file(), path)?;
+        file.as_file().sync_all()?;
+        // Renamed under the lock: an interrupt either removes the file first (the target stays as
+        // it was) or comes after the rename (the target is whole).
+        let mut partial = partial_files();
+        let persisted = file.persist(path).map_err(|e| anyhow::Error::from(e.error));
+        partial.retain(|p| p != &temp);
+        persisted.map(drop)
+    })();
+    // On failure the temporary file is dropped (and deleted) on the way out.
+    if written.is_err() {
+        partial_files().retain(|p| p != &temp);
     }
-    set_final_permissions(file.as_file(), path).with_context(|| format!("{name}: cannot write"))?;
-    file.as_file().sync_all().with_context(|| format!("{name}: cannot write"))?;
-    file.persist(path).map_err(|e| e.error).with_context(|| format!("{name}: cannot write"))?;
-    Ok(())
+    written.with_context(|| format!("{name}: cannot write"))
 }
+
+/// What names a temporary output file, so a leftover of a killed run says what it is.
+pub const PARTIAL_MARK: &str = "compaction-partial";
+
+/// Temporary output files that exist right now.
+fn partial_files() -> MutexGuard<'static, Vec<PathBuf>> {
+    static FILES: OnceLock<Mutex<Vec<PathBuf>>> = OnceLock::new();
+    // Removing paths cannot leave the list half-changed, so a poisoned lock is still usable.
+    FILES.get_or_init(|| Mutex::new(Vec::new())).lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Removes the temporary output files when SIGINT, SIGTERM or SIGHUP arrives, then lets the
+/// signal end the process as it would have. Call once, at start-up.
+#[cfg(unix)]
+pub fn clean_up_on_interrupt() {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
+        return;
+    };
+    std::thread::spawn(move || {
+        if let Some(signal) = signals.forever().next() {
+            // Holding the lock until the process ends keeps any rename from starting.
+            let partial = partial_files();
+            for path in partial.iter() {
+                let _ = std::fs::remove_file(path);
+            }
+            let _ = signal_hook::low_level::emulate_default_handler(signal);
+            std::process::exit(128 + signal);
+        }
+    });
+}
+
+#[cfg(not(unix))]
+pub fn clean_up_on_interrupt() {}
 
 /// Gives the temporary file the permissions of the file it replaces, or 0644 for a new one (a
 /// temporary file starts private, 0600).

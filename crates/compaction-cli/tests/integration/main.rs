@@ -2,6 +2,7 @@
 //! prune, offload, simulate and the bytes the JSON-tree path writes.
 
 mod errors;
+mod faults;
 mod formats;
 mod offload;
 mod prune;
