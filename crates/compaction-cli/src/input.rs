@@ -1,4 +1,4 @@
-//! Reading conversations: from a path or standard input, in any format [`formats`] knows.
+//! Reading conversations: from a path or standard input, in any format compaction-formats knows.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -7,7 +7,7 @@ use anyhow::{anyhow, Context, Result};
 use compaction_model::ToolSpec;
 use serde_json::Value;
 
-use crate::formats::{self, Conversation, Format};
+use compaction_formats::{Conversation, Format, ReadOptions};
 
 /// Where a conversation comes from.
 #[derive(Debug, Clone)]
@@ -98,22 +98,14 @@ fn read_file(path: &Path) -> std::io::Result<Vec<u8>> {
     std::fs::read(path)
 }
 
-/// How Haystack messages are laid out in a file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Layout {
-    /// One JSON array.
-    Array,
-    /// One JSON value per line.
-    Lines,
-}
-
 /// The arguments every command that reads a conversation takes.
 #[derive(Debug, Clone, clap::Args)]
 pub struct InputArgs {
     /// The conversation: a path, or `-` or nothing for standard input.
     pub input: Option<PathBuf>,
-    /// The transcript format; detected from the content when absent.
-    #[arg(long, value_enum)]
+    /// The transcript format: haystack, openai, anthropic, claude-code, swe-agent or openhands;
+    /// detected from the content when absent.
+    #[arg(long, value_name = "FORMAT")]
     pub format: Option<Format>,
     /// Which conversation of a file holding several (tau-bench trajectories, OpenHands
     /// evaluation output with one instance a line); 0, the first, when absent.
@@ -136,7 +128,18 @@ impl InputArgs {
         let started = std::time::Instant::now();
         let bytes = source.read_bytes()?;
         let read = started.elapsed();
-        let conversation = formats::read(bytes, &source.name(), self.format, self.conversation)?;
+        let mut options = ReadOptions::named(source.name());
+        options.format = self.format;
+        options.conversation = self.conversation;
+        let conversation = compaction_formats::read(bytes, &options).map_err(|error| match error {
+            compaction_formats::Error::NoSuchConversation { name, index, count } => {
+                anyhow::Error::new(crate::UsageError(format!(
+                    "{name}: --conversation {index} is out of range: the file holds {count} conversation{}",
+                    if count == 1 { "" } else { "s" }
+                )))
+            }
+            other => anyhow::Error::new(other),
+        })?;
         let parse = started.elapsed() - read;
         spinner.finish_and_clear();
         if conversation.conversations > 1 && self.conversation.is_none() {

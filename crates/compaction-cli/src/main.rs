@@ -7,7 +7,6 @@
 
 mod chart;
 mod commands;
-mod formats;
 mod input;
 mod output;
 mod progress;

@@ -4,8 +4,8 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 
-use crate::formats::{self, Target};
 use crate::input::InputArgs;
+use compaction_formats::{self as formats, Target};
 
 /// Read a conversation in any known format and write it in Haystack, OpenAI or Anthropic form.
 ///
@@ -17,8 +17,8 @@ use crate::input::InputArgs;
 pub struct Args {
     #[command(flatten)]
     pub input: InputArgs,
-    /// The format to write; the input's when absent.
-    #[arg(long, value_enum)]
+    /// The format to write: haystack, openai or anthropic; the input's when absent.
+    #[arg(long, value_name = "FORMAT")]
     pub to: Option<Target>,
     /// Where to write; standard output when absent. Written atomically.
     #[arg(short, long)]
@@ -31,6 +31,6 @@ pub fn run(args: Args) -> Result<()> {
     let target = args.to.unwrap_or_else(|| conversation.format.default_target());
     // Converting changes no message.
     crate::output::write_output_with(args.output.as_deref(), |out| {
-        formats::write(&conversation, &conversation.messages, target, Some(&[]), out)
+        Ok(formats::write(&conversation, &conversation.messages, target, Some(&[]), out)?)
     })
 }

@@ -10,8 +10,8 @@ use compaction_hook::{
 };
 use compaction_model::{Message, Role};
 
-use crate::formats::{self, Target};
 use crate::input::InputArgs;
+use compaction_formats::{self as formats, Target};
 
 /// Offload the trailing tool results to files and leave a pointer in their place.
 ///
@@ -53,8 +53,8 @@ pub struct Args {
     /// Where to write the conversation; standard output when absent. Written atomically.
     #[arg(short, long)]
     pub output: Option<PathBuf>,
-    /// The format to write; the input's when absent.
-    #[arg(long, value_enum)]
+    /// The format to write: haystack, openai or anthropic; the input's when absent.
+    #[arg(long, value_name = "FORMAT")]
     pub to: Option<Target>,
 }
 
@@ -163,7 +163,7 @@ pub fn run(args: Args) -> Result<()> {
     let target = args.to.unwrap_or_else(|| conversation.format.default_target());
     // The hook replaces messages in place, so the offloaded ones are all that changed.
     crate::output::write_output_with(output, |out| {
-        formats::write(&conversation, state.messages(), target, Some(&outcome.offloaded), out)
+        Ok(formats::write(&conversation, state.messages(), target, Some(&outcome.offloaded), out)?)
     })
 }
 

@@ -12,9 +12,9 @@ use compaction_hook::{
 use compaction_model::Message;
 use serde_json::{json, Value};
 
-use crate::formats::{self, Target};
 use crate::input::InputArgs;
 use crate::UsageError;
+use compaction_formats::{self as formats, Target};
 
 /// Prune old tool results until the conversation fits a token target.
 ///
@@ -38,8 +38,8 @@ pub struct Args {
     /// Where to write the conversation; standard output when absent. Written atomically.
     #[arg(short, long)]
     pub output: Option<PathBuf>,
-    /// The format to write; the input's when absent.
-    #[arg(long, value_enum)]
+    /// The format to write: haystack, openai or anthropic; the input's when absent.
+    #[arg(long, value_name = "FORMAT")]
     pub to: Option<Target>,
     /// Prune until the conversation is at or under this many tokens.
     #[arg(long, value_name = "N")]
@@ -218,7 +218,7 @@ pub fn run(args: Args) -> Result<()> {
         match changed.as_deref() {
             Some([]) if args.to.is_none() => crate::output::write_output(output, conversation.source())?,
             changed => crate::output::write_output_with(output, |out| {
-                formats::write(conversation, messages, target, changed, out)
+                Ok(formats::write(conversation, messages, target, changed, out)?)
             })?,
         }
     }

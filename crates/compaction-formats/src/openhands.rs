@@ -6,21 +6,22 @@
 //! result, an observation without one (an `ErrorObservation` the agent caused) is a user message,
 //! and bookkeeping events (`recall`, agent state changes) are skipped.
 
-use anyhow::{anyhow, Result};
 use compaction_model::{JsonObject, Message, Part, Role, TextPart, ToolCall};
 use serde_json::{Map, Value};
 
-use super::pairing::{unpaired, OpenCalls};
-use super::{json_type, openai, Decoded, Locator};
+use crate::document::{json_type, Locator};
+use crate::error::Error;
+use crate::pairing::{unpaired, OpenCalls};
+use crate::{openai, Decoded};
 
-pub(crate) fn read(events: &[Value], locator: &Locator) -> Result<Decoded> {
+pub(crate) fn read(events: &[Value], locator: &Locator) -> Result<Decoded, Error> {
     let mut decoded = Decoded::default();
     let mut calls = OpenCalls::default();
     // The model response the latest assistant message came from: parallel calls are one action
     // each, all with the same response.
     let mut last_response: Option<(String, usize)> = None;
     for (index, event) in events.iter().enumerate() {
-        let at = |error: String| anyhow!("{}: {error}", locator.at(index));
+        let at = |error: String| locator.invalid(index, error);
         let Some(object) = event.as_object() else {
             return Err(at(format!("expected an event object, found {}", json_type(event))));
         };

@@ -4,16 +4,17 @@
 //! blocks is read as several tool messages (then a user message for any other blocks), and those
 //! are written back as one user message.
 
-use anyhow::{anyhow, Result};
 use compaction_model::{
     FilePart, ImagePart, JsonObject, Message, Part, ReasoningPart, ResultPart, Role, TextPart, ToolCall,
     ToolCallResult, ToolResultContent,
 };
 use serde_json::{json, Map, Value};
 
-use super::overlay::Shape;
-use super::pairing::{unpaired, OpenCalls};
-use super::{json_type, Decoded, Locator};
+use crate::document::{json_type, Locator};
+use crate::error::Error;
+use crate::overlay::Shape;
+use crate::pairing::{unpaired, OpenCalls};
+use crate::Decoded;
 
 /// Key in a reasoning part's `extra` for a `thinking` block's signature.
 const SIGNATURE: &str = "signature";
@@ -47,18 +48,17 @@ pub(crate) static SHAPE: Shape =
 
 /// Reads messages; the envelope's `system`, if any, becomes a system message of unit
 /// `values.len()`.
-pub(crate) fn read(values: &[Value], system: Option<&Value>, locator: &Locator) -> Result<Decoded> {
+pub(crate) fn read(values: &[Value], system: Option<&Value>, locator: &Locator) -> Result<Decoded, Error> {
     let mut decoded = Decoded::default();
     if let Some(system) = system {
         let parts =
-            system_parts(system).map_err(|error| anyhow!("{}: `system`: {error}", locator.whole()))?;
+            system_parts(system).map_err(|error| locator.invalid_whole(format!("`system`: {error}")))?;
         let message = Message { role: Role::System, parts, name: None, meta: JsonObject::new() };
         decoded.extend(values.len(), vec![message]);
     }
     let mut calls = OpenCalls::default();
     for (index, value) in values.iter().enumerate() {
-        let messages =
-            read_message(value, &mut calls).map_err(|error| anyhow!("{}: {error}", locator.at(index)))?;
+        let messages = read_message(value, &mut calls).map_err(|error| locator.invalid(index, error))?;
         decoded.extend(index, messages);
     }
     Ok(decoded)

@@ -7,20 +7,21 @@
 //! notes, queue operations) were never sent to the model and are skipped, as are sidechain
 //! events (subagents' conversations).
 
-use anyhow::{anyhow, Result};
 use compaction_model::Role;
 use serde_json::Value;
 
-use super::pairing::OpenCalls;
-use super::{anthropic, json_type, Decoded, Locator};
+use crate::document::{json_type, Locator};
+use crate::error::Error;
+use crate::pairing::OpenCalls;
+use crate::{anthropic, Decoded};
 
-pub(crate) fn read(events: &[Value], locator: &Locator) -> Result<Decoded> {
+pub(crate) fn read(events: &[Value], locator: &Locator) -> Result<Decoded, Error> {
     let mut decoded = Decoded::default();
     let mut calls = OpenCalls::default();
     // The id and position of the latest assistant message.
     let mut last_turn: Option<(String, usize)> = None;
     for (index, event) in events.iter().enumerate() {
-        let at = |error: String| anyhow!("{}: {error}", locator.at(index));
+        let at = |error: String| locator.invalid(index, error);
         let Some(object) = event.as_object() else {
             return Err(at(format!("expected an event object, found {}", json_type(event))));
         };

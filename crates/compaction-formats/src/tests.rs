@@ -3,10 +3,10 @@
 use compaction_model::{Message, Part, ToolResultContent};
 use serde_json::{json, Value};
 
-use super::{read, write, Format, Target};
+use crate::{read, write, Format, ReadOptions, Target};
 
-const OPENAI: &str = include_str!("../../../../examples/transcripts/openai/weather.json");
-const ANTHROPIC: &str = include_str!("../../../../examples/transcripts/anthropic/search.json");
+const OPENAI: &str = include_str!("../../../examples/transcripts/openai/weather.json");
+const ANTHROPIC: &str = include_str!("../../../examples/transcripts/anthropic/search.json");
 
 fn prune(messages: &mut [Message], index: usize) {
     for part in &mut messages[index].parts {
@@ -17,7 +17,7 @@ fn prune(messages: &mut [Message], index: usize) {
 }
 
 fn written(input: &str, messages: &[Message], target: Target) -> Value {
-    let conversation = read(input.as_bytes().to_vec(), "t", None, None).unwrap();
+    let conversation = read(input.as_bytes().to_vec(), &ReadOptions::named("t")).unwrap();
     let mut out = Vec::new();
     write(&conversation, messages, target, None, &mut out).unwrap();
     serde_json::from_slice(&out).unwrap()
@@ -25,7 +25,7 @@ fn written(input: &str, messages: &[Message], target: Target) -> Value {
 
 #[test]
 fn a_pruned_openai_result_changes_only_its_content() {
-    let conversation = read(OPENAI.as_bytes().to_vec(), "t", None, None).unwrap();
+    let conversation = read(OPENAI.as_bytes().to_vec(), &ReadOptions::named("t")).unwrap();
     assert_eq!(conversation.format, Format::OpenAi);
     let mut messages = conversation.messages.clone();
     prune(&mut messages, 6);
@@ -37,7 +37,7 @@ fn a_pruned_openai_result_changes_only_its_content() {
 
 #[test]
 fn a_changed_openai_call_keeps_raw_arguments_and_unknown_fields() {
-    let conversation = read(OPENAI.as_bytes().to_vec(), "t", None, None).unwrap();
+    let conversation = read(OPENAI.as_bytes().to_vec(), &ReadOptions::named("t")).unwrap();
     let mut messages = conversation.messages.clone();
     messages[2].parts.insert(0, Part::Text(compaction_model::TextPart::new("Checking both.")));
     messages[0].parts = vec![Part::Text(compaction_model::TextPart::new("Be brief."))];
@@ -53,7 +53,7 @@ fn a_changed_openai_call_keeps_raw_arguments_and_unknown_fields() {
 
 #[test]
 fn a_pruned_anthropic_result_stays_in_its_user_message() {
-    let conversation = read(ANTHROPIC.as_bytes().to_vec(), "t", None, None).unwrap();
+    let conversation = read(ANTHROPIC.as_bytes().to_vec(), &ReadOptions::named("t")).unwrap();
     let mut messages = conversation.messages.clone();
     prune(&mut messages, 4);
     let out = written(ANTHROPIC, &messages, Target::Anthropic);
@@ -64,7 +64,7 @@ fn a_pruned_anthropic_result_stays_in_its_user_message() {
 
 #[test]
 fn a_dropped_message_leaves_the_others_as_they_were() {
-    let conversation = read(OPENAI.as_bytes().to_vec(), "t", None, None).unwrap();
+    let conversation = read(OPENAI.as_bytes().to_vec(), &ReadOptions::named("t")).unwrap();
     let mut messages = conversation.messages.clone();
     messages.remove(1);
     let out = written(OPENAI, &messages, Target::OpenAi);
@@ -75,7 +75,7 @@ fn a_dropped_message_leaves_the_others_as_they_were() {
 
 #[test]
 fn a_changed_anthropic_system_is_written_to_the_envelope() {
-    let conversation = read(ANTHROPIC.as_bytes().to_vec(), "t", None, None).unwrap();
+    let conversation = read(ANTHROPIC.as_bytes().to_vec(), &ReadOptions::named("t")).unwrap();
     let mut messages = conversation.messages.clone();
     messages[0] = Message::system("New rules.");
     let out = written(ANTHROPIC, &messages, Target::Anthropic);
@@ -83,11 +83,11 @@ fn a_changed_anthropic_system_is_written_to_the_envelope() {
     assert_eq!(out["messages"], serde_json::from_str::<Value>(ANTHROPIC).unwrap()["messages"]);
 }
 
-const HAYSTACK: &str = include_str!("../../../../examples/transcripts/haystack/agent-run.json");
+const HAYSTACK: &str = include_str!("../../../examples/transcripts/haystack/agent-run.json");
 
 /// The tree path's output for the same conversation and messages.
 fn written_by_tree(input: &[u8], messages: &[Message]) -> Vec<u8> {
-    let conversation = super::read_tree(input, "t", None, None).unwrap();
+    let conversation = crate::read_tree(input, &ReadOptions::named("t")).unwrap();
     let mut out = Vec::new();
     write(&conversation, messages, Target::Haystack, None, &mut out).unwrap();
     out
@@ -107,7 +107,7 @@ fn a_haystack_array_is_written_as_the_tree_path_writes_it() {
     }
     spaced.extend_from_slice(b"\n]\n");
     for input in [HAYSTACK.as_bytes().to_vec(), compact, pretty, spaced] {
-        let conversation = read(input.clone(), "t", None, None).unwrap();
+        let conversation = read(input.clone(), &ReadOptions::named("t")).unwrap();
         assert!(conversation.spans.is_some(), "read without a tree");
         let pruned = conversation.messages.iter().position(Message::has_tool_call_result).unwrap();
         let mut messages = conversation.messages.clone();

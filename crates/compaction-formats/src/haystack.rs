@@ -11,13 +11,14 @@
 use std::io::Write;
 use std::ops::Range;
 
-use anyhow::{anyhow, Result};
-use compaction_model::{value_end, Error, Message};
+use compaction_model::{value_end, Message};
 use serde_json::Value;
 
-use super::overlay::{self, Shape};
-use super::{Decoded, Format, Locator, Native, Place, Target, Top};
-use crate::input::Layout;
+use crate::document::{Locator, Place, Top};
+use crate::error::Error;
+use crate::overlay::{self, Shape};
+use crate::write::{write_native_to, Native};
+use crate::{Decoded, Format, Layout, Target};
 
 /// The keys of a Haystack message; anything else on it is kept when it is written back.
 pub(crate) static SHAPE: Shape = Shape {
@@ -27,24 +28,14 @@ pub(crate) static SHAPE: Shape = Shape {
     aliases: &[],
 };
 
-pub(crate) fn read(values: &[Value], locator: &Locator) -> Result<Decoded> {
+pub(crate) fn read(values: &[Value], locator: &Locator) -> Result<Decoded, Error> {
     let mut decoded = Decoded::default();
     for (index, value) in values.iter().enumerate() {
         let message = Message::from_value(value.clone(), index)
-            .map_err(|error| message_error(locator, index, &error))?;
+            .map_err(|source| Error::Message { at: Box::new(locator.at(index)), source })?;
         decoded.extend(index, vec![message]);
     }
     Ok(decoded)
-}
-
-fn message_error(locator: &Locator, index: usize, error: &Error) -> anyhow::Error {
-    // The model's errors already say "message N"; a line number is what JSON Lines need.
-    let at = locator.at(index);
-    if at.ends_with(&format!("message {index}")) {
-        anyhow!("{}: {error}", locator.whole())
-    } else {
-        anyhow!("{at}: {error}")
-    }
 }
 
 /// Where each message of a Haystack array sits in the input.
@@ -116,7 +107,7 @@ fn is_haystack(bytes: &[u8], mut at: usize) -> bool {
             return false;
         }
         first = false;
-        if let Some(format) = value.as_object().and_then(super::message_format) {
+        if let Some(format) = value.as_object().and_then(crate::detect::message_format) {
             return format == Format::Haystack;
         }
         at = skip_whitespace(bytes, end);
@@ -210,11 +201,11 @@ pub(crate) fn write_spans(
     messages: &[Message],
     changed: Option<&[usize]>,
     out: &mut dyn Write,
-) -> Result<()> {
+) -> Result<(), Error> {
     if messages.len() != spans.spans.len() {
         // Messages were dropped or added: match them to those read, as the tree path does.
         let native = tree_native(source, spans)?;
-        return super::write_native_to(&native, Target::Haystack, messages, None, out);
+        return write_native_to(&native, Target::Haystack, messages, None, out);
     }
     let mut unchanged = vec![changed.is_some(); messages.len()];
     for &index in changed.unwrap_or_default() {
@@ -244,13 +235,15 @@ pub(crate) fn write_spans(
 }
 
 /// The tree path's view of a conversation read by [`read_spans`].
-fn tree_native(source: &[u8], spans: &Spans) -> Result<Native> {
+fn tree_native(source: &[u8], spans: &Spans) -> Result<Native, Error> {
     let mut originals = Vec::with_capacity(spans.spans.len());
     let mut read = Vec::with_capacity(spans.spans.len());
     for (index, span) in spans.spans.iter().enumerate() {
         let raw = &source[span.clone()];
-        originals.push(serde_json::from_slice::<Value>(raw)?);
-        read.push(Message::from_slice(raw, index)?);
+        // These bytes were read as this very message before; failing now would be a bug.
+        let again = |reason: String| Error::WriteBack { reason: format!("message {index}: {reason}") };
+        originals.push(serde_json::from_slice::<Value>(raw).map_err(|e| again(e.to_string()))?);
+        read.push(Message::from_slice(raw, index).map_err(|e| again(e.to_string()))?);
     }
     Ok(Native {
         top: Top::Value(Value::Array(Vec::new())),
@@ -263,7 +256,7 @@ fn tree_native(source: &[u8], spans: &Spans) -> Result<Native> {
 }
 
 /// Writes messages in Haystack's shape, in `layout`.
-pub(crate) fn write_messages(messages: &[Message], layout: Layout, out: &mut dyn Write) -> Result<()> {
+pub(crate) fn write_messages(messages: &[Message], layout: Layout, out: &mut dyn Write) -> Result<(), Error> {
     match layout {
         Layout::Array => {
             serde_json::to_writer(&mut *out, messages)?;

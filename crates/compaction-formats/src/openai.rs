@@ -1,14 +1,15 @@
 //! OpenAI Chat Completions messages, and SWE-agent's `history`, which is written in them.
 
-use anyhow::{anyhow, Result};
 use compaction_model::{
     FilePart, ImagePart, JsonObject, Message, Part, ResultPart, Role, TextPart, ToolCall, ToolResultContent,
 };
 use serde_json::{json, Map, Value};
 
-use super::overlay::Shape;
-use super::pairing::{unpaired, OpenCalls};
-use super::{json_type, Decoded, Locator};
+use crate::document::{json_type, key_list, Locator};
+use crate::error::Error;
+use crate::overlay::Shape;
+use crate::pairing::{unpaired, OpenCalls};
+use crate::Decoded;
 
 /// Key in a tool call's `extra` holding `function.arguments` when it is not a JSON object, so it
 /// is written back as it was.
@@ -37,12 +38,11 @@ pub(crate) static SHAPE: Shape = Shape {
     aliases: &[("role", "developer", "system")],
 };
 
-pub(crate) fn read(values: &[Value], locator: &Locator) -> Result<Decoded> {
+pub(crate) fn read(values: &[Value], locator: &Locator) -> Result<Decoded, Error> {
     let mut calls = OpenCalls::default();
     let mut decoded = Decoded::default();
     for (index, value) in values.iter().enumerate() {
-        let message =
-            read_message(value, &mut calls).map_err(|error| anyhow!("{}: {error}", locator.at(index)))?;
+        let message = read_message(value, &mut calls).map_err(|error| locator.invalid(index, error))?;
         decoded.extend(index, vec![message]);
     }
     Ok(decoded)
@@ -55,7 +55,7 @@ fn read_message(value: &Value, calls: &mut OpenCalls) -> Result<Message, String>
     let role = match object.get("role") {
         Some(Value::String(role)) => role.as_str(),
         Some(other) => return Err(format!("`role` must be a string, found {}", json_type(other))),
-        None => return Err(format!("no `role` field (keys present: {})", keys(object))),
+        None => return Err(format!("no `role` field (keys present: {})", key_list(object))),
     };
     let name = match object.get("name") {
         None | Some(Value::Null) => None,
@@ -233,13 +233,6 @@ fn result_content(content: Option<&Value>) -> Result<ToolResultContent, String> 
             Err(format!("`content` must be a string or an array of parts, found {}", json_type(other)))
         }
     }
-}
-
-fn keys(object: &Map<String, Value>) -> String {
-    if object.is_empty() {
-        return "none".into();
-    }
-    object.keys().map(String::as_str).collect::<Vec<_>>().join(", ")
 }
 
 // ---- writing ----

@@ -1,0 +1,314 @@
+//! The file as JSON: one value or JSON Lines, where a conversation's messages sit in it, and
+//! how to name a place in it in errors.
+
+use compaction_model::ToolSpec;
+use serde_json::{Map, Value};
+
+use crate::error::{Error, Location};
+use crate::Format;
+
+/// A parsed file: one JSON value, or JSON Lines.
+#[derive(Debug, Clone)]
+pub(crate) enum Top {
+    Value(Value),
+    Lines(Vec<Line>),
+}
+
+/// One line of a JSON Lines file.
+#[derive(Debug, Clone)]
+pub(crate) struct Line {
+    /// 1 for the first line of the file (blank lines count).
+    pub number: usize,
+    pub value: Value,
+}
+
+/// Where a conversation's messages sit in the file.
+#[derive(Debug, Clone)]
+pub(crate) enum Place {
+    /// The file is the messages: an array, or one message a line.
+    Root,
+    /// Under a key of the top-level object.
+    Key(String),
+    /// Under a key of one element (or line) of a file of conversations.
+    Item { index: usize, key: String },
+}
+
+/// Names a message's position in errors: `file: line 7`, `file: conversation 3: message 12`.
+#[derive(Debug, Clone)]
+pub(crate) struct Locator {
+    base: Location,
+    noun: &'static str,
+    lines: Option<Vec<usize>>,
+}
+
+impl Locator {
+    /// A locator for messages listed without lines: `name: message 3`.
+    pub(crate) fn messages(name: &str) -> Self {
+        Locator { base: Location::file(name), noun: "message", lines: None }
+    }
+
+    /// Where message (or event) `index` is.
+    pub(crate) fn at(&self, index: usize) -> Location {
+        let at = self.base.clone().with_item(self.noun, index);
+        match &self.lines {
+            Some(lines) => at.with_line(lines.get(index).copied().unwrap_or(index + 1)),
+            None => at,
+        }
+    }
+
+    /// The conversation as a whole.
+    pub(crate) fn whole(&self) -> Location {
+        self.base.clone()
+    }
+
+    /// An error about message `index`.
+    pub(crate) fn invalid(&self, index: usize, problem: impl Into<String>) -> Error {
+        Error::Invalid { at: Box::new(self.at(index)), problem: problem.into() }
+    }
+
+    /// An error about the conversation as a whole.
+    pub(crate) fn invalid_whole(&self, problem: impl Into<String>) -> Error {
+        Error::Invalid { at: Box::new(self.whole()), problem: problem.into() }
+    }
+}
+
+pub(crate) fn parse_top(bytes: &[u8], name: &str) -> Result<Top, Error> {
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    let empty = || Error::Empty { name: name.to_owned() };
+    let Some(start) = bytes.iter().position(|b| !b.is_ascii_whitespace()) else {
+        return Err(empty());
+    };
+    let json = |line: Option<usize>, source| Error::Json { name: name.to_owned(), line, source };
+    let whole = |bytes: &[u8]| -> Result<Top, Error> {
+        serde_json::from_slice(bytes).map(Top::Value).map_err(|source| json(None, source))
+    };
+    if bytes[start] == b'[' {
+        return whole(bytes);
+    }
+    let mut lines = bytes
+        .split(|&b| b == b'\n')
+        .enumerate()
+        .filter(|(_, line)| !line.iter().all(u8::is_ascii_whitespace))
+        .map(|(number, line)| (number + 1, line));
+    let Some((first_number, first)) = lines.next() else {
+        return Err(empty());
+    };
+    let second = lines.next();
+    match serde_json::from_slice::<Value>(first) {
+        Ok(value) => {
+            let Some(second) = second else {
+                return Ok(match value {
+                    // A single message is a JSON Lines file of one line.
+                    Value::Object(ref object)
+                        if object.contains_key("role") || object.contains_key("_role") =>
+                    {
+                        Top::Lines(vec![Line { number: first_number, value }])
+                    }
+                    value => Top::Value(value),
+                });
+            };
+            let mut out = vec![Line { number: first_number, value }];
+            for (number, line) in std::iter::once(second).chain(lines) {
+                let value = serde_json::from_slice(line).map_err(|source| json(Some(number), source))?;
+                out.push(Line { number, value });
+            }
+            Ok(Top::Lines(out))
+        }
+        Err(error) => {
+            // A pretty-printed object spans lines; JSON Lines have a value on each.
+            let looks_like_lines = second.is_some_and(|(_, line)| line.first() == Some(&b'{'));
+            if bytes[start] == b'{' && !looks_like_lines {
+                whole(bytes)
+            } else {
+                Err(json(Some(first_number), error))
+            }
+        }
+    }
+}
+
+pub(crate) fn items(top: &Top) -> Option<Vec<&Value>> {
+    match top {
+        Top::Lines(lines) => Some(lines.iter().map(|line| &line.value).collect()),
+        Top::Value(Value::Array(items)) => Some(items.iter().collect()),
+        Top::Value(_) => None,
+    }
+}
+
+/// The keys a conversation's messages sit under in an object of `format`.
+pub(crate) fn keys(format: Format) -> &'static [&'static str] {
+    match format {
+        Format::Haystack | Format::ClaudeCode => &[],
+        Format::OpenAi => &["messages", "traj"],
+        Format::Anthropic => &["messages"],
+        Format::SweAgent | Format::OpenHands => &["history"],
+    }
+}
+
+/// Where the messages of `format` sit in the file, and how many conversations it holds.
+pub(crate) fn locate(top: &Top, format: Format, name: &str) -> Result<(Place, usize), Error> {
+    let keys = keys(format);
+    let key_of = |value: &Value| keys.iter().find(|k| value.get(**k).is_some_and(Value::is_array)).copied();
+    let unrecognized = |reason: String| Error::Unrecognized { name: name.to_owned(), reason };
+    if let Top::Value(value @ Value::Object(object)) = top {
+        return match key_of(value) {
+            Some(key) => Ok((Place::Key(key.into()), 1)),
+            None => Err(unrecognized(format!(
+                "a {} file needs {}, found an object with keys {}",
+                format.label(),
+                expected_keys(format),
+                key_list(object)
+            ))),
+        };
+    }
+    let Some(items) = items(top) else {
+        return Err(unrecognized(format!(
+            "expected a JSON array, an object or JSON Lines, found {}",
+            json_type_of(top)
+        )));
+    };
+    let conversation_key = items.first().and_then(|first| {
+        let is_message = first.get("role").is_some() || first.get("source").is_some();
+        if is_message {
+            None
+        } else {
+            key_of(first)
+        }
+    });
+    match conversation_key {
+        Some(key) => Ok((Place::Item { index: 0, key: key.into() }, items.len())),
+        None if matches!(format, Format::SweAgent) => {
+            Err(unrecognized("a SWE-agent trajectory is an object with `history`".into()))
+        }
+        None => Ok((Place::Root, 1)),
+    }
+}
+
+fn expected_keys(format: Format) -> String {
+    let keys = keys(format);
+    if keys.is_empty() {
+        return "an array of messages or JSON Lines".into();
+    }
+    keys.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(" or ")
+}
+
+/// At most a dozen of an object's keys, comma-separated, each cut short.
+pub(crate) fn key_list(object: &Map<String, Value>) -> String {
+    if object.is_empty() {
+        return "none".into();
+    }
+    let mut keys: Vec<String> = object.keys().take(12).map(|k| short_key(k)).collect();
+    if object.len() > 12 {
+        keys.push(format!("… ({} keys)", object.len()));
+    }
+    keys.join(", ")
+}
+
+fn short_key(key: &str) -> String {
+    if key.chars().count() <= 40 {
+        return key.to_owned();
+    }
+    crate::error::snippet(key)
+}
+
+pub(crate) fn locator(top: &Top, place: &Place, name: &str, format: Format, conversations: usize) -> Locator {
+    let noun = match format {
+        Format::ClaudeCode | Format::OpenHands => "event",
+        _ => "message",
+    };
+    let file = Location::file(name);
+    match (top, place) {
+        (Top::Lines(lines), Place::Root) => {
+            Locator { base: file, noun, lines: Some(lines.iter().map(|line| line.number).collect()) }
+        }
+        (Top::Lines(lines), Place::Item { index, key }) => {
+            let number = lines.get(*index).map_or(index + 1, |line| line.number);
+            Locator { base: file.with_line(number).with_key(key), noun, lines: None }
+        }
+        (_, Place::Item { index, .. }) if conversations > 1 => {
+            Locator { base: file.with_conversation(*index), noun, lines: None }
+        }
+        _ => Locator { base: file, noun, lines: None },
+    }
+}
+
+/// The object holding the conversation's messages, if they are not the whole file.
+pub(crate) fn container<'a>(top: &'a Top, place: &Place) -> Option<&'a Map<String, Value>> {
+    match (top, place) {
+        (Top::Value(Value::Object(object)), Place::Key(_)) => Some(object),
+        (Top::Value(Value::Array(items)), Place::Item { index, .. }) => items.get(*index)?.as_object(),
+        (Top::Lines(lines), Place::Item { index, .. }) => lines.get(*index)?.value.as_object(),
+        _ => None,
+    }
+}
+
+pub(crate) fn take_messages(top: &mut Top, place: &Place, locator: &Locator) -> Result<Vec<Value>, Error> {
+    let missing = |key: &str| locator.invalid_whole(format!("no `{key}`"));
+    let slot: &mut Value = match (top, place) {
+        (Top::Lines(lines), Place::Root) => {
+            return Ok(std::mem::take(lines).into_iter().map(|line| line.value).collect())
+        }
+        (Top::Value(value), Place::Root) => value,
+        (Top::Value(Value::Object(object)), Place::Key(key)) => {
+            object.get_mut(key).ok_or_else(|| missing(key))?
+        }
+        (Top::Value(Value::Array(items)), Place::Item { index, key }) => {
+            items.get_mut(*index).and_then(|item| item.get_mut(key.as_str())).ok_or_else(|| missing(key))?
+        }
+        (Top::Lines(lines), Place::Item { index, key }) => lines
+            .get_mut(*index)
+            .and_then(|line| line.value.get_mut(key.as_str()))
+            .ok_or_else(|| missing(key))?,
+        _ => return Err(locator.invalid_whole("the messages are not where this format keeps them")),
+    };
+    match std::mem::take(slot) {
+        Value::Array(values) => Ok(values),
+        other => {
+            let found = json_type(&other);
+            *slot = other;
+            Err(locator.invalid_whole(format!("expected an array of messages, found {found}")))
+        }
+    }
+}
+
+pub(crate) fn read_tools(container: &Map<String, Value>, locator: &Locator) -> Result<Vec<ToolSpec>, Error> {
+    let Some(Value::Array(tools)) = container.get("tools") else {
+        return Ok(Vec::new());
+    };
+    tools
+        .iter()
+        .enumerate()
+        .map(|(index, tool)| {
+            // OpenAI nests the spec under `function`; Anthropic calls the schema `input_schema`.
+            let spec = tool.get("function").unwrap_or(tool);
+            let name = spec.get("name").and_then(Value::as_str);
+            let Some(name) = name else {
+                return Err(locator.invalid_whole(format!("tools[{index}]: no `name`")));
+            };
+            let description = spec.get("description").and_then(Value::as_str).unwrap_or_default();
+            let parameters = spec
+                .get("parameters")
+                .or_else(|| spec.get("input_schema"))
+                .cloned()
+                .unwrap_or_else(|| Value::Object(Map::new()));
+            Ok(ToolSpec::new(name, description, parameters))
+        })
+        .collect()
+}
+
+pub(crate) fn json_type(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+pub(crate) fn json_type_of(top: &Top) -> &'static str {
+    match top {
+        Top::Value(value) => json_type(value),
+        Top::Lines(_) => "JSON Lines",
+    }
+}
