@@ -68,7 +68,9 @@ pub fn to_chat_completions_messages(messages: &[Message]) -> Result<Vec<Value>, 
 }
 
 fn chat_message(message: &Message) -> Result<Value, String> {
-    if message.parts.is_empty() && message.role != Role::Assistant {
+    // Reasoning is never sent, so it does not count as content.
+    let has_content = message.parts.iter().any(|p| !matches!(p, Part::Reasoning(_)));
+    if !has_content && message.role != Role::Assistant {
         return Err(format!(
             "a {} message must hold text, a tool call, a tool result, an image or a file; only assistant \
              messages can be empty",

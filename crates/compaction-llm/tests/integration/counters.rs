@@ -17,7 +17,12 @@ use crate::settings;
 /// conversation part (`input`, or `system` + `messages`) and tools, so different requests get
 /// different, predictable counts.
 fn counting_server() -> Server {
-    Server::start(|request: &Recorded| Answer::json(200, json!({"object": "response.input_tokens", "input_tokens": stand_in_count(&request.json())})))
+    Server::start(|request: &Recorded| {
+        Answer::json(
+            200,
+            json!({"object": "response.input_tokens", "input_tokens": stand_in_count(&request.json())}),
+        )
+    })
 }
 
 fn stand_in_count(body: &Value) -> usize {
@@ -37,7 +42,11 @@ fn conversation() -> Vec<Message> {
 }
 
 fn tools() -> Vec<ToolSpec> {
-    vec![ToolSpec::new("search", "Searches.", json!({"type": "object", "properties": {"q": {"type": "string"}}}))]
+    vec![ToolSpec::new(
+        "search",
+        "Searches.",
+        json!({"type": "object", "properties": {"q": {"type": "string"}}}),
+    )]
 }
 
 #[test]
@@ -50,7 +59,10 @@ fn openai_counter_posts_responses_input_and_reads_input_tokens() {
     let requests = server.requests();
     assert_eq!(requests.len(), 1);
     let request = &requests[0];
-    assert_eq!((request.path.as_str(), request.header("authorization")), ("/v1/responses/input_tokens", Some("Bearer sk-test")));
+    assert_eq!(
+        (request.path.as_str(), request.header("authorization")),
+        ("/v1/responses/input_tokens", Some("Bearer sk-test"))
+    );
     let body = request.json();
     assert_eq!(count, stand_in_count(&body));
     assert_eq!(body, counter.request_body(&messages, &tools()).unwrap());
@@ -77,7 +89,9 @@ fn nothing_to_count_asks_nothing() {
 #[test]
 fn count_each_asks_once_per_distinct_message_plus_the_whole() {
     let server = counting_server();
-    let counter = OpenAITokenCounter::new("gpt-test", settings(server.url("/v1")).with_max_concurrent_requests(3)).unwrap();
+    let counter =
+        OpenAITokenCounter::new("gpt-test", settings(server.url("/v1")).with_max_concurrent_requests(3))
+            .unwrap();
     let messages = conversation();
     let counts = counter.try_count_each(&messages).unwrap();
 
@@ -108,12 +122,18 @@ fn anthropic_counter_posts_count_tokens() {
 
     // A system message alone is still counted: as a user turn, since the API needs one.
     let system = counter.request_body(&[Message::system("Be brief.")], &[]).unwrap();
-    assert_eq!(system, json!({"model": "claude-test", "messages": [{"role": "user", "content": [{"type": "text", "text": "Be brief."}]}]}));
+    assert_eq!(
+        system,
+        json!({"model": "claude-test", "messages": [{"role": "user", "content": [{"type": "text", "text": "Be brief."}]}]})
+    );
 }
 
 #[test]
 fn a_failed_count_is_an_error_for_try_count_and_an_estimate_for_count() {
-    let server = Server::scripted(vec![Answer::json(503, json!({"error": {"message": "try later", "type": "overloaded"}}))]);
+    let server = Server::scripted(vec![Answer::json(
+        503,
+        json!({"error": {"message": "try later", "type": "overloaded"}}),
+    )]);
     let counter = OpenAITokenCounter::new("gpt-test", settings(server.url("/v1"))).unwrap();
     let messages = conversation();
 
@@ -121,7 +141,9 @@ fn a_failed_count_is_an_error_for_try_count_and_an_estimate_for_count() {
     let compaction_tokens::Error::Provider { counter: name, source } = &error else { panic!("{error:?}") };
     assert_eq!(name, "openai:gpt-test");
     let cause = source.downcast_ref::<Error>().expect("the source is compaction_llm's error");
-    assert!(matches!(cause, Error::Status { status: 503, message, .. } if message == "overloaded: try later"));
+    assert!(
+        matches!(cause, Error::Status { status: 503, message, .. } if message == "overloaded: try later")
+    );
     assert_eq!(server.requests().len(), 3);
 
     assert!(counter.try_count_each(&messages).is_err());
@@ -162,8 +184,14 @@ fn counters_from_a_spec() {
     let counter = counter_from_provider_spec("anthropic:claude-x", settings(server.url(""))).unwrap();
     assert_eq!(counter.describe(), "anthropic:claude-x");
     assert!(counter.try_count(&[Message::user("hi")], &[]).unwrap() > 0);
-    assert!(matches!(counter_from_provider_spec("openai", settings(server.url(""))), Err(Error::InvalidSpec { .. })));
-    assert!(matches!(counter_from_provider_spec("tiktoken:gpt-4o", settings(server.url(""))), Err(Error::UnknownProvider { .. })));
+    assert!(matches!(
+        counter_from_provider_spec("openai", settings(server.url(""))),
+        Err(Error::InvalidSpec { .. })
+    ));
+    assert!(matches!(
+        counter_from_provider_spec("tiktoken:gpt-4o", settings(server.url(""))),
+        Err(Error::UnknownProvider { .. })
+    ));
 }
 
 #[tokio::test]
@@ -174,14 +202,17 @@ async fn async_counts_run_concurrently_and_agree_with_the_blocking_ones() {
             Box::new(Answer::json(200, json!({"input_tokens": stand_in_count(&request.json())}))),
         )
     });
-    let counter = AnthropicTokenCounter::new("claude-test", settings(server.url("")).with_max_concurrent_requests(8)).unwrap();
+    let counter =
+        AnthropicTokenCounter::new("claude-test", settings(server.url("")).with_max_concurrent_requests(8))
+            .unwrap();
     let messages = conversation();
     let started = std::time::Instant::now();
     let counts = counter.count_each_async(&messages).await.unwrap();
     // Five requests of 150 ms each, all at once: far less than their sum.
     assert!(started.elapsed() < Duration::from_millis(600), "{:?}", started.elapsed());
     assert_eq!(server.requests().len(), 5);
-    let blocking = tokio::task::spawn_blocking(move || counter.count_each_blocking(&messages)).await.unwrap().unwrap();
+    let blocking =
+        tokio::task::spawn_blocking(move || counter.count_each_blocking(&messages)).await.unwrap().unwrap();
     assert_eq!(counts, blocking);
 
     let counter = OpenAITokenCounter::new("gpt-test", settings(server.url("/v1"))).unwrap();

@@ -43,12 +43,16 @@ fn args(value: Value) -> Map<String, Value> {
 
 #[test]
 fn openai_sends_the_conversation_and_reads_the_reply() {
-    let server = Server::scripted(vec![Answer::json(200, completion(json!({"role": "assistant", "content": "Done."})))]);
+    let server = Server::scripted(vec![Answer::json(
+        200,
+        completion(json!({"role": "assistant", "content": "Done."})),
+    )]);
     let mut kwargs = Map::new();
     kwargs.insert("temperature".into(), json!(0));
     kwargs.insert("model".into(), json!("not this one"));
     let generator = openai(&server).with_generation_kwargs(kwargs);
-    let reply = ChatGenerator::generate(&generator, &[Message::system("Summarize."), Message::user("Hi")]).unwrap();
+    let reply =
+        ChatGenerator::generate(&generator, &[Message::system("Summarize."), Message::user("Hi")]).unwrap();
 
     assert_eq!(reply.role, Role::Assistant);
     assert_eq!(reply.text(), Some("Done."));
@@ -77,12 +81,12 @@ fn openai_tool_calls_go_out_and_come_back_without_loss() {
     let server = Server::scripted(vec![Answer::json(
         200,
         completion(json!({"role": "assistant", "content": null, "reasoning_content": "thinking...",
-            "tool_calls": [
-                {"id": "call_a", "type": "function", "function": {"name": "search", "arguments": "{\"q\": \"ünï\"}"}},
-                {"id": "call_b", "type": "function", "function": {"name": "read", "arguments": "{\"path\": \"a"}},
-                {"id": "call_c", "type": "function", "function": {"name": "noargs", "arguments": ""}},
-                {"id": "call_d", "type": "custom", "custom": {"name": "patch", "input": "*** Begin"}}
-            ]})),
+        "tool_calls": [
+            {"id": "call_a", "type": "function", "function": {"name": "search", "arguments": "{\"q\": \"ünï\"}"}},
+            {"id": "call_b", "type": "function", "function": {"name": "read", "arguments": "{\"path\": \"a"}},
+            {"id": "call_c", "type": "function", "function": {"name": "noargs", "arguments": ""}},
+            {"id": "call_d", "type": "custom", "custom": {"name": "patch", "input": "*** Begin"}}
+        ]})),
     )]);
     let call = ToolCall::new("search", args(json!({"q": "x", "n": 1.5e-7}))).with_id("call_0");
     let broken = ToolCall::with_raw_arguments("read", "{\"path\": ").with_id("call_1");
@@ -108,9 +112,15 @@ fn openai_tool_calls_go_out_and_come_back_without_loss() {
     assert_eq!(calls.len(), 4);
     assert_eq!(calls[0].arguments, args(json!({"q": "ünï"})));
     assert_eq!(calls[0].id.as_deref(), Some("call_a"));
-    assert_eq!((calls[1].raw_arguments.as_deref(), calls[1].arguments.is_empty()), (Some("{\"path\": \"a"), true));
+    assert_eq!(
+        (calls[1].raw_arguments.as_deref(), calls[1].arguments.is_empty()),
+        (Some("{\"path\": \"a"), true)
+    );
     assert!(calls[2].has_no_arguments());
-    assert_eq!((calls[3].tool_name.as_str(), calls[3].raw_arguments.as_deref()), ("patch", Some("*** Begin")));
+    assert_eq!(
+        (calls[3].tool_name.as_str(), calls[3].raw_arguments.as_deref()),
+        ("patch", Some("*** Begin"))
+    );
     assert!(matches!(&reply.parts[0], Part::Reasoning(r) if r.reasoning_text == "thinking..."));
     assert_eq!(reply.text(), None);
 }
@@ -147,20 +157,22 @@ fn anthropic_sends_system_apart_and_tool_results_as_user_turns() {
     assert_eq!(
         request.json(),
         json!({"model": "claude-test", "max_tokens": 4096,
-            "system": [{"type": "text", "text": "Be brief."}],
-            "messages": [
-                {"role": "user", "content": [{"type": "text", "text": "Find a"}]},
-                {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_0", "name": "search", "input": {"q": "a"}}]},
-                {"role": "user", "content": [
-                    {"type": "tool_result", "tool_use_id": "toolu_0", "content": "no hits", "is_error": true},
-                    {"type": "text", "text": "Try again"}
-                ]}
-            ]})
+        "system": [{"type": "text", "text": "Be brief."}],
+        "messages": [
+            {"role": "user", "content": [{"type": "text", "text": "Find a"}]},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_0", "name": "search", "input": {"q": "a"}}]},
+            {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": "toolu_0", "content": "no hits", "is_error": true},
+                {"type": "text", "text": "Try again"}
+            ]}
+        ]})
     );
     assert_eq!(reply.text(), Some("Let me look."));
     let call = reply.tool_calls().next().unwrap();
     assert_eq!((call.id.as_deref(), call.tool_name.as_str()), (Some("toolu_1"), "search"));
-    assert!(matches!(&reply.parts[0], Part::Reasoning(r) if r.reasoning_text == "hmm" && r.extra["signature"] == "sig"));
+    assert!(
+        matches!(&reply.parts[0], Part::Reasoning(r) if r.reasoning_text == "hmm" && r.extra["signature"] == "sig")
+    );
     assert_eq!(reply.meta["finish_reason"], "tool_calls");
     assert_eq!(reply.meta["usage"], json!({"input_tokens": 20, "output_tokens": 5}));
     assert_eq!(reply.meta["unknown_content"][0]["type"], "server_tool_use");
@@ -198,17 +210,25 @@ fn anthropic_honours_retry_after_in_seconds() {
 #[test]
 fn server_errors_exhaust_the_retries_and_say_which_call_failed() {
     let long = "x".repeat(5000);
-    let server = Server::scripted(vec![Answer::json(500, json!({"error": {"message": long, "type": "server_error"}}))]);
+    let server = Server::scripted(vec![Answer::json(
+        500,
+        json!({"error": {"message": long, "type": "server_error"}}),
+    )]);
     let error = openai(&server).generate_blocking(&[Message::user("Hi")]).unwrap_err();
     assert_eq!(server.requests().len(), 3, "one attempt and two retries");
     let Error::Status { call, status, message } = &error else { panic!("{error:?}") };
     assert_eq!((*status, call.provider, call.attempt, call.attempts_allowed), (500, Provider::OpenAI, 3, 3));
     assert_eq!(call.url, server.url("/v1/chat/completions"));
     assert_eq!(call.model, "tiny");
-    assert!(message.starts_with("server_error: xxx") && message.ends_with('…') && message.chars().count() < 500);
+    assert!(
+        message.starts_with("server_error: xxx") && message.ends_with('…') && message.chars().count() < 500
+    );
     let shown = error.to_string();
     assert!(
-        shown.starts_with(&format!("openai POST {} (model tiny), attempt 3 of 3: HTTP 500: server_error: x", call.url)),
+        shown.starts_with(&format!(
+            "openai POST {} (model tiny), attempt 3 of 3: HTTP 500: server_error: x",
+            call.url
+        )),
         "{shown}"
     );
 }
@@ -274,7 +294,9 @@ fn malformed_replies_are_errors_not_retried() {
 
     let server = Server::scripted(vec![Answer::json(200, json!({"choices": []}))]);
     let error = openai(&server).generate_blocking(&[Message::user("Hi")]).unwrap_err();
-    assert!(matches!(&error, Error::UnexpectedReply { reason, call } if reason.contains("choices[0]") && call.attempt == 1));
+    assert!(
+        matches!(&error, Error::UnexpectedReply { reason, call } if reason.contains("choices[0]") && call.attempt == 1)
+    );
 
     let server = Server::scripted(vec![Answer::json(200, json!({"type": "message"}))]);
     let error = anthropic(&server).generate_blocking(&[Message::user("Hi")]).unwrap_err();
@@ -293,7 +315,8 @@ fn messages_the_api_cannot_take_fail_before_any_request() {
         "{error:?}"
     );
     let raw = ToolCall::with_raw_arguments("search", "oops").with_id("t1");
-    let error = anthropic(&server).generate_blocking(&[Message::assistant_with_calls(None, vec![raw])]).unwrap_err();
+    let error =
+        anthropic(&server).generate_blocking(&[Message::assistant_with_calls(None, vec![raw])]).unwrap_err();
     assert!(matches!(&error, Error::UnsupportedMessage { index: 0, provider: Provider::Anthropic, .. }));
     assert!(server.requests().is_empty());
 }
@@ -331,12 +354,18 @@ fn missing_key_child() {
 
 #[test]
 fn provider_names_and_base_urls_are_checked() {
-    let error = generator_from_provider("gemini", "m", ClientSettings::default().with_api_key("k")).unwrap_err();
+    let error =
+        generator_from_provider("gemini", "m", ClientSettings::default().with_api_key("k")).unwrap_err();
     assert!(matches!(error, Error::UnknownProvider { .. }), "{error:?}");
-    let error = generator_from_provider("openai", "m", ClientSettings::default().with_api_key("k").with_base_url("localhost:8080"))
-        .unwrap_err();
+    let error = generator_from_provider(
+        "openai",
+        "m",
+        ClientSettings::default().with_api_key("k").with_base_url("localhost:8080"),
+    )
+    .unwrap_err();
     assert!(matches!(error, Error::InvalidBaseUrl { .. }), "{error:?}");
-    let error = generator_from_provider("openai", " ", ClientSettings::default().with_api_key("k")).unwrap_err();
+    let error =
+        generator_from_provider("openai", " ", ClientSettings::default().with_api_key("k")).unwrap_err();
     assert!(matches!(error, Error::InvalidSpec { .. }), "{error:?}");
 }
 
@@ -346,13 +375,19 @@ fn generator_from_provider_talks_to_either_provider() {
         if request.path == "/v1/chat/completions" {
             Answer::json(200, completion(json!({"role": "assistant", "content": "from openai"})))
         } else {
-            Answer::json(200, anthropic_reply(json!([{"type": "text", "text": "from anthropic"}]), "end_turn"))
+            Answer::json(
+                200,
+                anthropic_reply(json!([{"type": "text", "text": "from anthropic"}]), "end_turn"),
+            )
         }
     });
     let openai = generator_from_provider("openai", "m", settings(server.url("/v1/"))).unwrap();
     assert_eq!(ChatGenerator::generate(&openai, &[Message::user("Hi")]).unwrap().text(), Some("from openai"));
     let anthropic = generator_from_provider("Anthropic", "m", settings(server.url(""))).unwrap();
-    assert_eq!(ChatGenerator::generate(&anthropic, &[Message::user("Hi")]).unwrap().text(), Some("from anthropic"));
+    assert_eq!(
+        ChatGenerator::generate(&anthropic, &[Message::user("Hi")]).unwrap().text(),
+        Some("from anthropic")
+    );
     let paths: Vec<String> = server.requests().into_iter().map(|r| r.path).collect();
     assert_eq!(paths, ["/v1/chat/completions", "/v1/messages"]);
 }
@@ -372,7 +407,10 @@ async fn async_generators_answer_and_retry() {
 
     let server = Server::scripted(vec![Answer::json(
         200,
-        anthropic_reply(json!([{"type": "tool_use", "id": "t", "name": "f", "input": {"a": [1]}}]), "tool_use"),
+        anthropic_reply(
+            json!([{"type": "tool_use", "id": "t", "name": "f", "input": {"a": [1]}}]),
+            "tool_use",
+        ),
     )]);
     let reply = AsyncChatGenerator::generate(&anthropic(&server), &[Message::user("Hi")]).await.unwrap();
     assert_eq!(reply.tool_calls().next().unwrap().arguments, args(json!({"a": [1]})));
@@ -385,9 +423,14 @@ async fn async_errors_match_the_blocking_ones() {
     assert!(matches!(&error, Error::Status { status: 500, call, .. } if call.attempt == 3), "{error:?}");
     assert_eq!(server.requests().len(), 3);
 
-    let server = Server::scripted(vec![Answer::After(Duration::from_secs(3), Box::new(Answer::raw(200, "{}")))]);
+    let server =
+        Server::scripted(vec![Answer::After(Duration::from_secs(3), Box::new(Answer::raw(200, "{}")))]);
     let settings = settings(server.url("")).with_timeout(Duration::from_millis(200)).with_max_retries(0);
-    let error = AnthropicChatGenerator::new("m", settings).unwrap().generate_async(&[Message::user("Hi")]).await.unwrap_err();
+    let error = AnthropicChatGenerator::new("m", settings)
+        .unwrap()
+        .generate_async(&[Message::user("Hi")])
+        .await
+        .unwrap_err();
     assert!(matches!(&error, Error::Timeout { call, .. } if call.attempts_allowed == 1), "{error:?}");
 
     let server = Server::scripted(vec![Answer::raw(200, "not json")]);

@@ -126,7 +126,8 @@ fn serve(stream: TcpStream, handler: &Handler, recorded: &Mutex<Vec<Recorded>>) 
             headers.push((name.trim().to_ascii_lowercase(), value.trim().to_owned()));
         }
     }
-    let length = headers.iter().find(|(n, _)| n == "content-length").and_then(|(_, v)| v.parse().ok()).unwrap_or(0);
+    let length =
+        headers.iter().find(|(n, _)| n == "content-length").and_then(|(_, v)| v.parse().ok()).unwrap_or(0);
     let mut body = vec![0; length];
     reader.read_exact(&mut body)?;
     let request = Recorded { method, path, headers, body };
