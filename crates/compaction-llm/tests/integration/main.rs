@@ -2,6 +2,7 @@
 //! (`server.rs`), and conformance of the conversions with fixtures the reference wrote.
 
 mod conformance;
+mod conversions;
 mod counters;
 mod generators;
 mod server;
