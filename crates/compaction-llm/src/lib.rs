@@ -132,3 +132,8 @@ pub use settings::{ApiKey, ClientSettings};
 #[cfg(feature = "blocking")]
 pub use spec::counter_from_provider_spec;
 pub use spec::{generator_from_provider, parse_provider_spec};
+
+// The README's examples are compiled (and run, where they need no server) as doc tests.
+#[cfg(all(doctest, feature = "blocking"))]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
