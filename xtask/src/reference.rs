@@ -101,6 +101,19 @@ fn generator(out_root: &Path, seed: &str, extra: &[&str]) -> Result<()> {
         .env("HAYSTACK_TELEMETRY_ENABLED", "False"))
 }
 
+/// compaction-llm's conversion fixtures (`generate_llm.py`), into `out_root`.
+fn llm_generator(out_root: &Path, seed: &str, extra: &[&str]) -> Result<()> {
+    let python = reference_python()?;
+    let script = project_root().join("xtask").join("reference").join("generate_llm.py");
+    run(Command::new(python)
+        .arg(script)
+        .arg("--out-root")
+        .arg(out_root)
+        .args(["--seed", seed])
+        .args(extra)
+        .env("HAYSTACK_TELEMETRY_ENABLED", "False"))
+}
+
 /// `cargo xtask fixtures`: regenerate the committed fixtures.
 pub fn fixtures(args: &[String]) -> Result<()> {
     let seed = flag_value(args, "--seed").unwrap_or("1");
@@ -109,6 +122,7 @@ pub fn fixtures(args: &[String]) -> Result<()> {
         extra.extend(["--random-cases", k]);
     }
     generator(&project_root(), seed, &extra)?;
+    llm_generator(&project_root(), seed, &extra)?;
     let python = reference_python()?;
     let script = project_root().join("xtask").join("reference").join("generate_offload.py");
     run(Command::new(python).arg(script).arg(project_root()).env("HAYSTACK_TELEMETRY_ENABLED", "False"))
@@ -129,6 +143,7 @@ pub fn differential(args: &[String]) -> Result<()> {
     std::fs::create_dir_all(&out)?;
     eprintln!("differential run: seed {seed}, {cases} random cases per kind, in {}", out.display());
     generator(&out, &seed, &["--random-cases", cases])?;
+    llm_generator(&out, &seed, &["--random-cases", cases])?;
     run(Command::new(env!("CARGO"))
         .args(["test", "--workspace", "--all-features", "--test", "integration", "--", "conformance"])
         .current_dir(project_root())

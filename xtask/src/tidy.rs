@@ -10,8 +10,34 @@ use serde_json::Value;
 use crate::project_root;
 
 /// Layers, bottom first. A crate may depend only on crates below it.
-const LAYERS: &[&str] =
-    &["compaction-model", "compaction-tokens", "compaction-core", "compaction-hook", "compaction-cli"];
+const LAYERS: &[&str] = &[
+    "compaction-model",
+    "compaction-tokens",
+    "compaction-core",
+    "compaction-llm",
+    "compaction-hook",
+    "compaction-cli",
+];
+
+/// Crates that may not do network I/O: everything below compaction-llm, and the hook, which
+/// reaches a model only through compaction-core's generator traits.
+const NO_NETWORK: &[&str] = &["compaction-model", "compaction-tokens", "compaction-core", "compaction-hook"];
+
+/// HTTP clients and TLS stacks: pulling one in is doing network I/O.
+const NETWORK_LIBRARIES: &[&str] = &[
+    "reqwest",
+    "ureq",
+    "hyper",
+    "h2",
+    "isahc",
+    "curl",
+    "attohttpc",
+    "minreq",
+    "surf",
+    "rustls",
+    "native-tls",
+    "openssl",
+];
 
 fn metadata() -> Value {
     let output = Command::new(env!("CARGO"))
@@ -167,6 +193,36 @@ fn only_allowed_crates_do_io() {
                 assert!(
                     !code.iter().any(|line| line.contains(forbidden)),
                     "Architecture Invariant broken: {} uses {forbidden}",
+                    path.display()
+                );
+            }
+        });
+    }
+}
+
+#[test]
+fn only_compaction_llm_does_network_io() {
+    for krate in NO_NETWORK {
+        // With every feature on: no feature of these crates may bring a network stack either.
+        let output = Command::new(env!("CARGO"))
+            .args(["tree", "-p", krate, "-e", "normal", "--all-features", "--prefix", "none", "--offline"])
+            .current_dir(project_root())
+            .output()
+            .expect("cargo tree runs");
+        assert!(output.status.success(), "cargo tree failed: {}", String::from_utf8_lossy(&output.stderr));
+        let tree = String::from_utf8_lossy(&output.stdout);
+        for library in NETWORK_LIBRARIES {
+            assert!(
+                !tree.lines().any(|l| l.starts_with(&format!("{library} "))),
+                "Architecture Invariant broken: {krate} pulls in {library}; network I/O belongs in compaction-llm"
+            );
+        }
+        visit(&project_root().join("crates").join(krate).join("src"), &mut |path| {
+            let text = std::fs::read_to_string(path).unwrap_or_default();
+            for forbidden in ["std::net", "TcpStream", "UdpSocket"] {
+                assert!(
+                    !text.contains(forbidden),
+                    "Architecture Invariant broken: {} uses {forbidden}; network I/O belongs in compaction-llm",
                     path.display()
                 );
             }

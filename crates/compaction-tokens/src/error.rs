@@ -43,7 +43,7 @@ pub enum Error {
         backend: &'static str,
     },
     /// A counter that asks a provider for its count (over the network) could not get one.
-    #[error("counter {counter}: {source}")]
+    #[error("counter {counter} could not count")]
     Provider {
         /// The counter, as [`TokenCounter::describe`](crate::TokenCounter::describe) names it.
         counter: String,

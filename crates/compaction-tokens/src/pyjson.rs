@@ -187,6 +187,14 @@ fn classify(text: &str) -> PyNumber<'_> {
     }
 }
 
+/// Appends a number as Python's `json.dumps` prints what `json.loads` read from its text:
+/// integers digit for digit (`-0` as `0`), floats as `repr` (`1e-05`, `1e+16`, `0.1`), non-finite
+/// ones as `Infinity`, `-Infinity`, `NaN`. For other crates that must print JSON as the reference
+/// does (compaction-llm writes tool-call arguments with `json.dumps(..., ensure_ascii=False)`).
+pub fn write_python_json_number(n: &Number, out: &mut String) {
+    write_number(n, out);
+}
+
 /// Appends a number as `json.dumps` prints what `json.loads` read.
 fn write_number(n: &Number, out: &mut String) {
     match classify(n.as_str()) {

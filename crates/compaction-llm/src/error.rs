@@ -1,0 +1,144 @@
+//! The one error type of this crate: what was asked of which provider, and why it failed.
+
+use std::fmt;
+
+use thiserror::Error;
+
+use crate::provider::Provider;
+
+/// A boxed error from the HTTP stack, kept whole as a source.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// Which call failed: the provider, the URL, the model and the attempt.
+///
+/// Displayed as `openai POST http://127.0.0.1:8080/v1/chat/completions (model gpt-4o), attempt 2 of 6`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CallInfo {
+    /// The provider called.
+    pub provider: Provider,
+    /// The full URL posted to.
+    pub url: String,
+    /// The model named in the request.
+    pub model: String,
+    /// The attempt that failed, from 1.
+    pub attempt: u32,
+    /// How many attempts the settings allow (`max_retries + 1`).
+    pub attempts_allowed: u32,
+}
+
+impl fmt::Display for CallInfo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} POST {} (model {}), attempt {} of {}",
+            self.provider, self.url, self.model, self.attempt, self.attempts_allowed
+        )
+    }
+}
+
+/// Why a client could not be built, a message could not be sent, or a call failed.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// No API key was given and the provider's environment variable is unset or empty.
+    #[error(
+        "no API key for {provider}: set the {variable} environment variable (any non-empty value for a \
+         local server that checks none) or give one in the settings"
+    )]
+    MissingApiKey {
+        /// The provider that needs the key.
+        provider: Provider,
+        /// The environment variable read.
+        variable: &'static str,
+    },
+    /// A provider name that this crate does not know.
+    #[error("unknown provider {name:?}; expected `openai` or `anthropic`")]
+    UnknownProvider {
+        /// The name as given.
+        name: String,
+    },
+    /// A `PROVIDER:MODEL` spec that could not be read.
+    #[error("invalid provider spec {spec:?}: {reason}")]
+    InvalidSpec {
+        /// The spec as given.
+        spec: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A base URL that is not an `http://` or `https://` URL.
+    #[error("invalid base URL {url:?}: {reason}")]
+    InvalidBaseUrl {
+        /// The URL as given.
+        url: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The HTTP client could not be set up (TLS configuration).
+    #[error("could not set up the HTTP client for {provider}")]
+    Client {
+        /// The provider the client was for.
+        provider: Provider,
+        /// The HTTP library's error.
+        #[source]
+        source: BoxError,
+    },
+    /// A message has content the provider's API cannot take.
+    #[error("message {index} cannot be sent to {provider}: {reason}")]
+    UnsupportedMessage {
+        /// The provider whose format was being written.
+        provider: Provider,
+        /// The message's index in the conversation given.
+        index: usize,
+        /// What it holds that the API cannot take.
+        reason: String,
+    },
+    /// The provider answered with an error status (after the retries the settings allow, for
+    /// statuses worth retrying).
+    #[error("{call}: HTTP {status}: {message}")]
+    Status {
+        /// The call that failed.
+        call: CallInfo,
+        /// The HTTP status code.
+        status: u16,
+        /// The provider's error message (or the start of the body), cut short.
+        message: String,
+    },
+    /// The call took longer than the connect or total timeout.
+    #[error("{call}: timed out")]
+    Timeout {
+        /// The call that failed.
+        call: CallInfo,
+        /// The HTTP library's error.
+        #[source]
+        source: BoxError,
+    },
+    /// The connection failed or broke (DNS, refused, reset, TLS).
+    #[error("{call}: transport error")]
+    Transport {
+        /// The call that failed.
+        call: CallInfo,
+        /// The HTTP library's error.
+        #[source]
+        source: BoxError,
+    },
+    /// The provider answered with a success status but a body that is not JSON.
+    #[error("{call}: the reply is not JSON (it starts {start:?})")]
+    MalformedReply {
+        /// The call that failed.
+        call: CallInfo,
+        /// The start of the body, cut short.
+        start: String,
+        /// The parser's error.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The reply is JSON but not of the shape the API documents.
+    #[error("{call}: unexpected reply: {reason}")]
+    UnexpectedReply {
+        /// The call that failed.
+        call: CallInfo,
+        /// What was missing or wrong.
+        reason: String,
+    },
+}
