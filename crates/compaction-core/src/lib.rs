@@ -74,7 +74,9 @@ pub use error::Error;
 pub use generator::{AsyncChatGenerator, ChatGenerator, GenerateFuture, GeneratorError};
 pub use pruning::ToolResultPruningCompactor;
 pub use settings::{PruningSettings, DEFAULT_PLACEHOLDER, HAYSTACK_PRUNING_TYPE};
-pub use steps::{agent_step_spans, last_assistant_index, replace_tool_results_until_target, Replacement};
+pub use steps::{
+    agent_step_spans, last_assistant_index, replace_tool_results_until_target, Replacement, RewrittenResult,
+};
 
 // The README's examples are compiled and run as doc tests, so they cannot drift.
 #[cfg(doctest)]

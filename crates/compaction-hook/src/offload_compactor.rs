@@ -173,7 +173,7 @@ impl ToolResultOffloadCompactor {
         };
         let replacement_tokens = counter.count(std::slice::from_ref(&offloaded), &[]);
         // A pointer that is not smaller is dropped by the walk; its store entry stays unused.
-        Some(Replacement { message: offloaded, original_tokens: own, replacement_tokens })
+        Some(Replacement::new(offloaded, own, replacement_tokens))
     }
 }
 

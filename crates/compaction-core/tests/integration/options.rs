@@ -110,6 +110,55 @@ fn clear_tool_inputs_empties_the_pruned_calls_and_marks_them() {
 }
 
 #[test]
+fn clear_tool_inputs_drops_raw_arguments_too() {
+    // Arguments a model sent that are not a JSON object are kept as their text; clearing the
+    // inputs of a pruned call removes that text as well.
+    let raw =
+        compaction_model::ToolCall::with_raw_arguments("read", "{\"path\": \"/etc/".repeat(40)).with_id("a");
+    let c = call("read", "c");
+    let messages = vec![
+        Message::user("go"),
+        calling(std::slice::from_ref(&raw)),
+        result(&raw, 500),
+        calling(std::slice::from_ref(&c)),
+        result(&c, 500),
+    ];
+    let compactor = compactor(PruningSettings { clear_tool_inputs: true, ..PruningSettings::default() });
+    let compaction = compactor.compact(&messages, 0, &CharCounter).expect("pruned");
+    let out = compaction.messages(&messages);
+    let cleared = out[1].tool_calls().next().expect("call");
+    assert!(cleared.has_no_arguments(), "{cleared:?}");
+    assert_eq!(cleared.id.as_deref(), Some("a"));
+    assert!(out[2].tool_call_result().expect("result").origin.has_no_arguments());
+    assert_eq!(compaction.report.inputs_cleared[0].call_ids, vec![Some("a".to_owned())]);
+}
+
+#[test]
+fn clear_tool_inputs_clears_every_pruned_result_of_a_batch() {
+    let (a, b, c) = (call("read", "a"), call("search", "b"), call("read", "c"));
+    let mut batch = result(&a, 500);
+    batch.parts.extend(result(&b, 500).parts);
+    let messages = vec![
+        Message::user("go"),
+        calling(&[a.clone(), b.clone()]),
+        batch,
+        calling(std::slice::from_ref(&c)),
+        result(&c, 500),
+    ];
+    let compactor = compactor(PruningSettings { clear_tool_inputs: true, ..PruningSettings::default() });
+    let compaction = compactor.compact(&messages, 0, &CharCounter).expect("pruned");
+    let out = compaction.messages(&messages);
+    assert!(out[1].tool_calls().all(|call| call.arguments.is_empty()));
+    assert!(out[2].tool_call_results().all(|r| r.origin.arguments.is_empty()));
+    let ids: Vec<_> = out[2].tool_call_results().map(|r| r.origin.id.clone()).collect();
+    assert_eq!(ids, vec![Some("a".to_owned()), Some("b".to_owned())]);
+    assert_eq!(
+        compaction.report.inputs_cleared[0].call_ids,
+        vec![Some("a".to_owned()), Some("b".to_owned())]
+    );
+}
+
+#[test]
 fn clearing_again_extends_the_marker() {
     let messages = four_steps();
     let compactor = compactor(PruningSettings {
@@ -261,11 +310,7 @@ fn messages_and_apply_agree_on_any_edits() {
     let (a, b) = (call("search", "a"), call("fetch", "b"));
     let messages = vec![calling(&[a.clone(), b.clone()]), result(&a, 500), result(&b, 700)];
     let pruned = |clear_arguments| {
-        Rewrite::Pruned(PrunedResult {
-            placeholder: "[gone: {tool_name}]".into(),
-            original_tokens: 9,
-            clear_arguments,
-        })
+        Rewrite::Pruned(PrunedResult { clear_arguments, ..PrunedResult::new("[gone: {tool_name}]", 9) })
     };
     let report = || CompactionReport::new("test", 0, 0, 0, Vec::new());
     // Unsorted, with two rewrites of one index (applied one after the other), a rewrite of a
