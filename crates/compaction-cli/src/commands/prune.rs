@@ -109,6 +109,9 @@ pub struct PruneOptions {
     /// Protect the N most recent tool results one by one, instead of whole steps.
     #[arg(long, value_name = "N")]
     pub keep_tool_results: Option<usize>,
+    /// Keep the first and last N characters of each pruned result around the placeholder.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub preview_ends: usize,
 }
 
 impl PruneOptions {
@@ -122,6 +125,7 @@ impl PruneOptions {
             clear_at_least: self.clear_at_least,
             clear_tool_inputs: self.clear_tool_inputs,
             keep_tool_results: self.keep_tool_results,
+            preview_chars: self.preview_ends,
             ..PruningSettings::default()
         };
         if let Some(placeholder) = &self.placeholder {

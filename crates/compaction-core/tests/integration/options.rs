@@ -1,7 +1,7 @@
 //! The options beyond the reference, the report, the dry run and the serde forms.
 
 use compaction_core::{Compactor, Error, PruningSettings, ToolResultPruningCompactor};
-use compaction_model::{Message, Part, STRATEGY_TOOL_INPUT_CLEARING};
+use compaction_model::{Message, Part, ToolResultContent, STRATEGY_TOOL_INPUT_CLEARING};
 use compaction_tokens::{ApproximateTokenCounter, TokenCounter};
 use serde_json::json;
 
@@ -156,6 +156,74 @@ fn clear_tool_inputs_clears_every_pruned_result_of_a_batch() {
         compaction.report.inputs_cleared[0].call_ids,
         vec![Some("a".to_owned()), Some("b".to_owned())]
     );
+}
+
+#[test]
+fn a_preview_keeps_both_ends_around_the_placeholder() {
+    let (a, c) = (call("read", "a"), call("read", "c"));
+    // 300 characters: an astral head, plain middle, a distinct tail.
+    let text = format!("{}{}{}", "\u{1F600}".repeat(20), "m".repeat(260), "end of log");
+    let messages = vec![
+        Message::user("go"),
+        calling(std::slice::from_ref(&a)),
+        Message::tool(text.clone(), a.clone(), false),
+        calling(std::slice::from_ref(&c)),
+        result(&c, 500),
+    ];
+    let settings = PruningSettings { preview_chars: 20, min_tokens: 0, ..PruningSettings::default() };
+    let compaction = compactor(settings.clone()).compact(&messages, 0, &CharCounter).expect("pruned");
+    let out = compaction.messages(&messages);
+    let pruned = out[2].tool_call_result().expect("result");
+    let placeholder = compaction_core::DEFAULT_PLACEHOLDER.replace("{tool_name}", "read");
+    let expected = format!("{}...\n{placeholder}\n...{}", "\u{1F600}".repeat(20), &text[text.len() - 20..]);
+    assert!(
+        matches!(&pruned.result, ToolResultContent::Text(t) if t.as_str() == expected),
+        "{:?}",
+        pruned.result
+    );
+    assert_eq!(pruned.origin, a);
+    // The report counts what the model will see, preview included.
+    assert_eq!(compaction.report.results[0].replacement_tokens, CharCounter.count(&out[2..3], &[]));
+    let mut applied = messages.clone();
+    compaction.apply(&mut applied);
+    assert_eq!(applied, out);
+
+    // A result no longer than both ends together would not get smaller, so it stays.
+    let short = vec![
+        Message::user("go"),
+        calling(std::slice::from_ref(&a)),
+        Message::tool("x".repeat(40), a.clone(), false),
+        calling(std::slice::from_ref(&c)),
+        result(&c, 500),
+    ];
+    assert_eq!(compactor(settings).compact(&short, 0, &CharCounter), None);
+}
+
+#[test]
+fn a_preview_reads_the_texts_of_a_result_made_of_parts() {
+    use compaction_model::{ResultPart, TextPart, ToolCallResult};
+    let a = call("read", "a");
+    let parts = vec![
+        ResultPart::Text(TextPart::new("first part ".repeat(10))),
+        ResultPart::Text(TextPart::new("last part".repeat(10))),
+    ];
+    let result = ToolCallResult::new(ToolResultContent::Parts(parts), a, false);
+    let pruned =
+        compaction_core::PrunedResult { preview_chars: 5, ..compaction_core::PrunedResult::new("[gone]", 1) };
+    assert_eq!(pruned.replacement_text(&result), "first...\n[gone]\n... part");
+    let blank = compaction_core::PrunedResult::new("[gone {tool_name}]", 1);
+    assert_eq!(blank.replacement_text(&result), "[gone read]");
+}
+
+#[test]
+fn preview_chars_is_a_setting_beyond_the_reference() {
+    let settings = PruningSettings::from_value(&json!({"preview_chars": 80})).expect("reads");
+    assert_eq!(settings.preview_chars, 80);
+    assert_eq!(serde_json::to_value(&settings).expect("writes")["preview_chars"], json!(80));
+    assert_eq!(settings.to_haystack_value(), Err(Error::NotInReference("preview_chars")));
+    assert!(PruningSettings::from_value(&json!({"preview_chars": -1})).is_err());
+    // Off by default, and then absent from the plain form.
+    assert_eq!(PruningSettings::default().preview_chars, 0);
 }
 
 #[test]
