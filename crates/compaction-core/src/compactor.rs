@@ -42,6 +42,21 @@ pub trait Compactor: Send + Sync + fmt::Debug {
     fn name(&self) -> &str;
 }
 
+impl<T: Compactor + ?Sized> Compactor for std::sync::Arc<T> {
+    fn compact(
+        &self,
+        messages: &[Message],
+        target_tokens: usize,
+        counter: &dyn TokenCounter,
+    ) -> Option<Compaction> {
+        (**self).compact(messages, target_tokens, counter)
+    }
+
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+}
+
 /// A compaction: how the conversation changes, and a report of what was done.
 ///
 /// A compaction does not copy the conversation. It holds only what changes — for the

@@ -50,7 +50,7 @@ fn conformance_hook_matches_reference() {
                 &input,
                 messages_to_value(state.messages()).as_array().expect("array"),
                 expected["messages"].as_array().expect("array"),
-                &fixture["compactor"]["settings"]["placeholder"]
+                fixture["compactor"]["settings"]["placeholder"]
                     .as_str()
                     .unwrap_or(compaction_core::DEFAULT_PLACEHOLDER),
                 reached,
