@@ -60,6 +60,7 @@ fn as_text<S: serde::Serializer>(error: &Error, s: S) -> Result<S::Ok, S::Error>
 
 /// What one offload hook run did.
 #[derive(Debug, Default, Serialize)]
+#[must_use = "the outcome lists the results whose writes failed"]
 pub struct OffloadOutcome {
     /// Indices of the messages rewritten, oldest first.
     pub offloaded: Vec<usize>,

@@ -102,7 +102,7 @@ fn offloading_matches_reference() {
                 let mut state =
                     AgentState::new(messages_from_value(fixture["messages"].clone()).expect("messages"));
                 state.step_count = 1;
-                offload.run(&mut state);
+                assert!(offload.run(&mut state).failures.is_empty(), "{name}");
                 check(
                     &name,
                     "offloaded",

@@ -119,7 +119,7 @@ fn per_run_store_replaces_the_hooks_own() {
     let hook = ToolResultOffloadHook::new(own.clone(), OffloadStrategies::new().with("*", AlwaysOffload));
     let mine = InMemoryToolResultStore::new();
     let mut state = AgentState::new(conversation(1, 5));
-    hook.run_with_store(&mut state, &mine);
+    assert_eq!(hook.run_with_store(&mut state, &mine).offloaded, vec![3]);
     assert!(own.is_empty());
     assert_eq!(mine.len(), 1);
 }
