@@ -81,7 +81,9 @@ struct Location<'a> {
 
 impl FileSystemToolResultStore {
     /// A store writing under `root` (relative roots are taken from the current directory),
-    /// which is created if missing, opened, and checked to be writable.
+    /// which is created if missing, opened, and checked to be writable. This is blocking I/O,
+    /// done once; an async program makes its store before it starts serving, or on a blocking
+    /// thread.
     ///
     /// # Errors
     ///
