@@ -6,11 +6,9 @@ use std::sync::Arc;
 
 use compaction_benches::{parse, sample_plan, transcript_bytes, SIZES};
 use compaction_core::Compactor;
-use compaction_hook::{
-    AgentState, CompactionHook, CompactionHookSettings, InMemoryToolResultStore, OffloadCompactorSettings,
-    ToolResultOffloadCompactor,
-};
+use compaction_hook::{AgentState, CompactionHook, CompactionHookSettings};
 use compaction_model::Message;
+use compaction_offload::{InMemoryToolResultStore, OffloadCompactorSettings, ToolResultOffloadCompactor};
 use compaction_tokens::{ApproximateTokenCounter, TokenCounter};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 

@@ -1,7 +1,7 @@
 """Regenerates the offload exactness fixtures from the reference (Haystack 3.4.1).
 
 Run by `cargo xtask fixtures` (or: .venv-ref/bin/python xtask/reference/generate_offload.py OUT_ROOT).
-Writes one JSON file per case into OUT_ROOT/crates/compaction-hook/tests/data/offload. Store paths are written with the resolved
+Writes one JSON file per case into OUT_ROOT/crates/compaction-offload/tests/data/offload. Store paths are written with the resolved
 root replaced by `{ROOT}`; `uuid4` is patched so the compactor's keys are deterministic.
 """
 
@@ -29,7 +29,7 @@ from haystack.token_counters import ApproximateTokenCounter  # noqa: E402
 
 import sys  # noqa: E402
 
-OUT = Path(sys.argv[1] if len(sys.argv) > 1 else Path(__file__).parents[2]) / "crates/compaction-hook/tests/data/offload"
+OUT = Path(sys.argv[1] if len(sys.argv) > 1 else Path(__file__).parents[2]) / "crates/compaction-offload/tests/data/offload"
 OUT.mkdir(parents=True, exist_ok=True)
 PNG = base64.b64encode(bytes.fromhex("89504e470d0a1a0a0000000d4948445200000001000000010806000000")).decode()
 PDF = base64.b64encode(b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n1 0 obj\n<<>>\nendobj\n").decode()

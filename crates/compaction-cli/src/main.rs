@@ -2,8 +2,9 @@
 //!
 //! Every command reads a conversation from a file or standard input and writes its answer to
 //! standard output or a file. Bad input is reported on one line of standard error, naming the
-//! file, the message and the problem, with exit status 1; bad usage exits with 2. Output files
-//! are written atomically, so a failed run never leaves half a file behind.
+//! file, the message and the problem, with exit status 1; bad usage exits with 2; a run that
+//! wrote its output but could not store every result it was asked to offload exits with 3.
+//! Output files are written atomically, so a failed run never leaves half a file behind.
 
 mod chart;
 mod commands;
@@ -48,6 +49,19 @@ impl std::fmt::Display for UsageError {
 
 impl std::error::Error for UsageError {}
 
+/// The command did what it could and wrote its output, but not all that was asked: some store
+/// writes failed, and each is already named on standard error (exit status 3).
+#[derive(Debug)]
+pub struct PartialFailure(pub String);
+
+impl std::fmt::Display for PartialFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for PartialFailure {}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     output::clean_up_on_interrupt();
@@ -66,6 +80,8 @@ fn main() -> ExitCode {
             eprintln!("error: {message}");
             if error.downcast_ref::<UsageError>().is_some() {
                 ExitCode::from(2)
+            } else if error.downcast_ref::<PartialFailure>().is_some() {
+                ExitCode::from(3)
             } else {
                 ExitCode::from(1)
             }

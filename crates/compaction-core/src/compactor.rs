@@ -5,13 +5,13 @@ use std::fmt;
 use std::sync::Arc;
 
 use compaction_model::{
-    CompactionMarker, JsonObject, Message, Part, Role, ToolCallResult, ToolResultContent,
-    STRATEGY_TOOL_RESULT_PRUNING,
+    CompactionMarker, JsonObject, Message, Part, ResultPart, Role, ToolCall, ToolCallResult,
+    ToolResultContent, STRATEGY_TOOL_RESULT_PRUNING,
 };
 use compaction_tokens::TokenCounter;
 use serde::Serialize;
 
-use crate::steps::Replacement;
+use crate::steps::{Replacement, RewrittenResult};
 
 /// Rewrites a conversation into a shorter one that carries the same working context.
 ///
@@ -40,6 +40,21 @@ pub trait Compactor: Send + Sync + fmt::Debug {
     /// The strategy's name, as reports and traces show it (Haystack's class name, such as
     /// `ToolResultPruningCompactor`).
     fn name(&self) -> &str;
+}
+
+impl<T: Compactor + ?Sized> Compactor for std::sync::Arc<T> {
+    fn compact(
+        &self,
+        messages: &[Message],
+        target_tokens: usize,
+        counter: &dyn TokenCounter,
+    ) -> Option<Compaction> {
+        (**self).compact(messages, target_tokens, counter)
+    }
+
+    fn name(&self) -> &str {
+        (**self).name()
+    }
 }
 
 /// A compaction: how the conversation changes, and a report of what was done.
@@ -75,71 +90,188 @@ pub enum Rewrite {
     Pruned(PrunedResult),
 }
 
-/// A tool-result message pruned to a placeholder, described against the original message.
+/// A tool-result message whose results give way to a placeholder, described against the
+/// original message.
 ///
-/// The rewritten message is a tool message holding one result: `placeholder` with
-/// `{tool_name}` replaced by the tool's name, the original's first result's call (its arguments
-/// emptied when `clear_arguments` is set) and error flag, and the original's meta with the
-/// [`CompactionMarker`] of strategy `tool_result_pruning` and `original_tokens` added. The
-/// original's other parts, its name and its other results do not survive, as in Haystack.
+/// Each pruned result keeps its place, its call (the arguments emptied when `clear_arguments`
+/// is set) and its error flag; its content becomes `placeholder` with `{tool_name}` replaced by
+/// the tool's name (with `preview_chars`, framed by the first and last characters of its text).
+/// The message's meta gets the [`CompactionMarker`] of strategy `tool_result_pruning` and
+/// `original_tokens`. A message made only of tool results becomes a tool message without a
+/// name, as in Haystack; a message that also holds text, calls or other parts keeps them, its
+/// role and its name. Results not selected stay as they are.
 ///
-/// Describing the rewrite instead of holding the new message lets [`Compaction::apply`] move
-/// the call and the meta over instead of copying them, and lets a dry run skip building it.
+/// For a message holding one result and nothing else (the common case) the rewrite is exactly
+/// Haystack's. Haystack keeps only the first result of a message and drops its other parts;
+/// this keeps every one of them, so no call loses its result.
+///
+/// Describing the rewrite instead of holding the new message lets [`Compaction::apply`] edit the
+/// original in place instead of copying it, and lets a dry run skip building it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PrunedResult {
     /// The placeholder text, with `{tool_name}` standing for the tool's name.
     pub placeholder: Arc<str>,
     /// The original message's own token count, recorded in the marker.
     pub original_tokens: usize,
-    /// Whether the call's arguments are replaced with `{}` (`clear_tool_inputs`).
+    /// Whether the pruned calls' arguments are emptied (`clear_tool_inputs`): `{}`, and no raw
+    /// argument text.
     pub clear_arguments: bool,
+    /// Which results are pruned, by position among the message's tool results (0 is the first),
+    /// in increasing order. Empty means every result of the message.
+    pub results: Vec<usize>,
+    /// Characters of each pruned text kept at its start and at its end around the placeholder;
+    /// 0 keeps none (the reference's blank placeholder).
+    pub preview_chars: usize,
 }
 
 impl PrunedResult {
-    /// The placeholder text for a result of `tool_name`.
+    /// A description pruning every result of a message to `placeholder`, with no preview and
+    /// the arguments kept.
+    pub fn new(placeholder: impl Into<Arc<str>>, original_tokens: usize) -> Self {
+        PrunedResult {
+            placeholder: placeholder.into(),
+            original_tokens,
+            clear_arguments: false,
+            results: Vec::new(),
+            preview_chars: 0,
+        }
+    }
+
+    /// The placeholder text for a result of `tool_name`, without a preview.
     pub fn text(&self, tool_name: &str) -> String {
         self.placeholder.replace("{tool_name}", tool_name)
+    }
+
+    /// The text that replaces `result`: the placeholder, framed by the first and last
+    /// `preview_chars` characters of the result's text when a preview is asked for.
+    ///
+    /// The preview is taken from the result's text (its text parts joined by newlines, for a
+    /// result made of parts). A text no longer than twice `preview_chars` is not cut: the
+    /// placeholder then follows the whole text, which frees nothing, so the compactor leaves
+    /// such a result as it is.
+    pub fn replacement_text(&self, result: &ToolCallResult) -> String {
+        let placeholder = self.text(&result.origin.tool_name);
+        if self.preview_chars == 0 {
+            return placeholder;
+        }
+        let joined;
+        let text: &str = match &result.result {
+            ToolResultContent::Text(text) => text.as_str(),
+            ToolResultContent::Parts(parts) => {
+                joined = parts
+                    .iter()
+                    .filter_map(|part| match part {
+                        ResultPart::Text(t) => Some(t.text.as_str()),
+                        _ => None,
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                &joined
+            }
+        };
+        preview_around(text, &placeholder, self.preview_chars)
+    }
+
+    /// Whether the result at `position` (among the message's results) is pruned.
+    fn selects(&self, position: usize) -> bool {
+        self.results.is_empty() || self.results.binary_search(&position).is_ok()
     }
 
     /// The pruned message built from `original`, which is left as it is. A message without a
     /// tool result has nothing to prune and is returned unchanged.
     pub fn build(&self, original: &Message) -> Message {
-        let Some(result) = original.tool_call_result() else {
+        if !original.has_tool_call_result() {
             return original.clone();
-        };
-        let mut origin = result.origin.clone();
-        if self.clear_arguments {
-            origin.arguments = JsonObject::new();
         }
+        let only_results = original.parts.iter().all(|p| matches!(p, Part::ToolCallResult(_)));
+        let mut position = 0;
+        let parts = original
+            .parts
+            .iter()
+            .map(|part| match part {
+                Part::ToolCallResult(result) => {
+                    let selected = self.selects(position);
+                    position += 1;
+                    if selected {
+                        Part::ToolCallResult(self.pruned(result))
+                    } else {
+                        part.clone()
+                    }
+                }
+                other => other.clone(),
+            })
+            .collect();
         let mut meta = original.meta.clone();
         CompactionMarker::new(STRATEGY_TOOL_RESULT_PRUNING, self.original_tokens as u64).write_to(&mut meta);
-        let text = self.text(&origin.tool_name);
-        let parts = vec![Part::ToolCallResult(ToolCallResult::new(text.into(), origin, result.error))];
-        Message { role: Role::Tool, parts, name: None, meta }
+        let (role, name) =
+            if only_results { (Role::Tool, None) } else { (original.role, original.name.clone()) };
+        Message { role, parts, name, meta }
     }
 
-    /// Rewrites `message` into the pruned message in place: its first result stays where it is
-    /// with the placeholder for content, and everything else of the message goes. A message
-    /// without a tool result has nothing to prune and is left as it is.
-    pub fn rewrite(&self, message: &mut Message) {
-        let Some(position) = message.parts.iter().position(|p| matches!(p, Part::ToolCallResult(_))) else {
-            return;
-        };
-        message.parts.swap(0, position);
-        message.parts.truncate(1);
-        let Some(Part::ToolCallResult(result)) = message.parts.first_mut() else {
-            return;
-        };
+    /// One pruned result, built from the original.
+    fn pruned(&self, result: &ToolCallResult) -> ToolCallResult {
+        let text = self.replacement_text(result);
+        let mut origin = result.origin.clone();
         if self.clear_arguments {
-            result.origin.arguments = JsonObject::new();
+            clear_arguments(&mut origin);
         }
-        result.result = ToolResultContent::Text(self.text(&result.origin.tool_name).into());
-        result.unknown = JsonObject::new();
-        message.role = Role::Tool;
-        message.name = None;
+        ToolCallResult::new(text.into(), origin, result.error)
+    }
+
+    /// Rewrites `message` into the pruned message in place: each selected result keeps its place
+    /// with the placeholder for content; every other part stays. A message without a tool result
+    /// has nothing to prune and is left as it is.
+    pub fn rewrite(&self, message: &mut Message) {
+        if !message.has_tool_call_result() {
+            return;
+        }
+        let mut only_results = true;
+        let mut position = 0;
+        for part in &mut message.parts {
+            let Part::ToolCallResult(result) = part else {
+                only_results = false;
+                continue;
+            };
+            let selected = self.selects(position);
+            position += 1;
+            if !selected {
+                continue;
+            }
+            let text = self.replacement_text(result);
+            if self.clear_arguments {
+                clear_arguments(&mut result.origin);
+            }
+            result.result = ToolResultContent::Text(text.into());
+            result.unknown = JsonObject::new();
+        }
+        if only_results {
+            message.role = Role::Tool;
+            message.name = None;
+        }
         CompactionMarker::new(STRATEGY_TOOL_RESULT_PRUNING, self.original_tokens as u64)
             .write_to(&mut message.meta);
     }
+}
+
+/// Empties a call's arguments: `{}`, and no raw argument text.
+pub(crate) fn clear_arguments(call: &mut ToolCall) {
+    call.arguments = JsonObject::new();
+    call.raw_arguments = None;
+}
+
+/// `placeholder` framed by the first and last `keep` characters of `text`, or by the whole text
+/// when it is no longer than `2 * keep` characters.
+fn preview_around(text: &str, placeholder: &str, keep: usize) -> String {
+    let head_end = text.char_indices().nth(keep).map_or(text.len(), |(byte, _)| byte);
+    if head_end == text.len() {
+        return format!("{text}\n{placeholder}");
+    }
+    // The tail starts `keep` characters before the end, but never inside the head.
+    let tail_start = text.char_indices().rev().nth(keep.saturating_sub(1)).map_or(0, |(byte, _)| byte);
+    if tail_start <= head_end {
+        return format!("{text}\n{placeholder}");
+    }
+    format!("{}...\n{placeholder}\n...{}", &text[..head_end], &text[tail_start..])
 }
 
 impl Rewrite {
@@ -257,18 +389,26 @@ pub struct CompactionReport {
     pub inputs_cleared: Vec<InputReport>,
 }
 
-/// One rewritten tool-result message.
+/// One rewritten tool result.
+///
+/// A message holding one result gets one entry, with the message's counts. A message holding
+/// several gets one entry per rewritten result, in message order; each entry's counts are the
+/// message's just before and just after that result was rewritten, so the entries of a message
+/// add up to what the message frees, and the last one's `replacement_tokens` is the count of the
+/// message built.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ResultReport {
     /// The message's index in the conversation.
     pub index: usize,
+    /// The result's position among the message's tool results (0 is the first).
+    pub position: usize,
     /// The tool that produced the result.
     pub tool_name: String,
     /// The id of the call the result answers, if it has one.
     pub call_id: Option<String>,
     /// The message's tokens before.
     pub original_tokens: usize,
-    /// The replacement's tokens.
+    /// The message's tokens after.
     pub replacement_tokens: usize,
     /// Tokens freed: `original_tokens - replacement_tokens`.
     pub tokens_freed: usize,
@@ -290,16 +430,31 @@ pub struct InputReport {
 }
 
 impl ResultReport {
-    /// The entry for the tool-result message `original`, at `index`, rewritten as `replacement`.
+    /// The entry for the tool-result message `original`, at `index`, rewritten as `replacement`:
+    /// its first result, with the message's counts.
     pub fn new<R>(index: usize, original: &Message, replacement: &Replacement<R>) -> Self {
-        let origin = original.tool_call_result().map(|r| &r.origin);
+        Self::for_result(
+            index,
+            original,
+            &RewrittenResult {
+                position: 0,
+                tokens_before: replacement.original_tokens,
+                tokens_after: replacement.replacement_tokens,
+            },
+        )
+    }
+
+    /// The entry for one result of the message `original`, at `index`.
+    pub fn for_result(index: usize, original: &Message, rewritten: &RewrittenResult) -> Self {
+        let origin = original.tool_call_results().nth(rewritten.position).map(|r| &r.origin);
         ResultReport {
             index,
+            position: rewritten.position,
             tool_name: origin.map(|o| o.tool_name.clone()).unwrap_or_default(),
             call_id: origin.and_then(|o| o.id.clone()),
-            original_tokens: replacement.original_tokens,
-            replacement_tokens: replacement.replacement_tokens,
-            tokens_freed: replacement.tokens_freed(),
+            original_tokens: rewritten.tokens_before,
+            replacement_tokens: rewritten.tokens_after,
+            tokens_freed: rewritten.tokens_before.saturating_sub(rewritten.tokens_after),
         }
     }
 }
@@ -329,9 +484,11 @@ impl CompactionReport {
         self.results.iter().map(|r| r.tool_name.as_str()).collect()
     }
 
-    /// The indices of the rewritten messages, oldest first.
+    /// The indices of the rewritten messages, oldest first, each once.
     pub fn changed_indices(&self) -> Vec<usize> {
-        self.results.iter().map(|r| r.index).collect()
+        let mut indices: Vec<usize> = self.results.iter().map(|r| r.index).collect();
+        indices.dedup();
+        indices
     }
 
     /// Tokens freed in all, by rewritten results and cleared inputs together.

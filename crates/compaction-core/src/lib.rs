@@ -13,8 +13,10 @@
 //! - [`ToolResultPruningCompactor`] replaces older tool results with a short placeholder, as
 //!   Haystack 3.4's `ToolResultPruningCompactor` does, configured by [`PruningSettings`] (which
 //!   also read Haystack's `to_dict` form). Its options beyond the reference, all off by
-//!   default, are `exclude_tools`, `clear_at_least`, `clear_tool_inputs` and
-//!   `keep_tool_results`; [`ToolResultPruningCompactor::plan`] is a dry run.
+//!   default, are `exclude_tools`, `clear_at_least`, `clear_tool_inputs`,
+//!   `keep_tool_results` and `preview_chars` (keep both ends of a pruned result around the
+//!   placeholder); [`ToolResultPruningCompactor::plan`] is a dry run. Every tool result of a
+//!   message is judged and pruned on its own, so no call loses its result.
 //! - [`replace_tool_results_until_target`], [`agent_step_spans`] and [`last_assistant_index`]
 //!   are the building blocks for other strategies that rewrite tool results in place.
 //!
@@ -74,7 +76,9 @@ pub use error::Error;
 pub use generator::{AsyncChatGenerator, ChatGenerator, GenerateFuture, GeneratorError};
 pub use pruning::ToolResultPruningCompactor;
 pub use settings::{PruningSettings, DEFAULT_PLACEHOLDER, HAYSTACK_PRUNING_TYPE};
-pub use steps::{agent_step_spans, last_assistant_index, replace_tool_results_until_target, Replacement};
+pub use steps::{
+    agent_step_spans, last_assistant_index, replace_tool_results_until_target, Replacement, RewrittenResult,
+};
 
 // The README's examples are compiled and run as doc tests, so they cannot drift.
 #[cfg(doctest)]

@@ -4,17 +4,21 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use compaction_model::{
-    JsonObject, Message, Part, ToolCall, CONTEXT_COMPACTION, STRATEGY_TOOL_INPUT_CLEARING,
-    STRATEGY_TOOL_RESULT_PRUNING,
+    JsonObject, Message, Part, Role, ToolCall, ToolCallResult, CONTEXT_COMPACTION,
+    STRATEGY_TOOL_INPUT_CLEARING, STRATEGY_TOOL_RESULT_PRUNING,
 };
 use compaction_tokens::TokenCounter;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
-use crate::compactor::{Compaction, CompactionReport, Compactor, InputReport, PrunedResult, Rewrite};
+use crate::compactor::{
+    clear_arguments, Compaction, CompactionReport, Compactor, InputReport, PrunedResult, Rewrite,
+};
 use crate::error::Error;
 use crate::settings::PruningSettings;
-use crate::steps::{agent_step_spans, protected_by_results, protected_by_steps, walk, Replacement};
+use crate::steps::{
+    agent_step_spans, protected_by_results, protected_by_steps, walk, Replacement, RewrittenResult,
+};
 
 /// Replaces the content of older tool results with a short placeholder, keeping every message
 /// in place so each tool call keeps its result and the model can see what it ran.
@@ -24,12 +28,15 @@ use crate::steps::{agent_step_spans, protected_by_results, protected_by_steps, w
 /// visited, and pruning stops as soon as the running total is at or under the target. A message
 /// is left alone when it already carries the `context_compaction` marker (any value), when its
 /// meta holds one of `skip_meta_keys`, when its own count is at most `min_tokens`, or when the
-/// placeholder would not make it smaller. A pruned message is a fresh tool message holding one
-/// result: the placeholder, the first result's origin call and error flag, and the original meta
-/// plus `context_compaction: {"strategy": "tool_result_pruning", "original_tokens": N}`.
+/// placeholder would not make it smaller. A pruned message is a tool message holding the
+/// placeholder with the result's origin call and error flag, and the original meta plus
+/// `context_compaction: {"strategy": "tool_result_pruning", "original_tokens": N}`.
 ///
-/// As in the reference, a message holding several results is judged and replaced through its
-/// first result only; its other results, its text and its name do not survive pruning.
+/// Unlike the reference, which reads only a message's first result and drops the rest, a
+/// message holding several results, or a result beside text or calls, has each result judged
+/// and pruned on its own (see [`PrunedResult`]); every result keeps its call id and the
+/// message's other parts stay. A message holding one result and nothing else, the common case,
+/// is pruned exactly as the reference prunes it.
 ///
 /// The options beyond the reference are described on [`PruningSettings`].
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -109,10 +116,15 @@ impl ToolResultPruningCompactor {
 
     /// How one tool-result message is pruned, or `None` to leave it.
     ///
-    /// The replacement is counted through a stand-in that renders as it will: a tool message
-    /// with the placeholder and the tool's name. Counters see only the rendering (see
-    /// [`TokenCounter`]), so the meta and the call's arguments and id, which the stand-in lacks,
-    /// cannot change the count; `counted` keeps one count per tool name and error flag.
+    /// A message holding one result and nothing else is judged as the reference judges it, by
+    /// its own count; its replacement is counted through a stand-in that renders as it will: a
+    /// tool message with the placeholder and the tool's name. Counters see only the rendering
+    /// (see [`TokenCounter`]), so the meta and the call's arguments and id, which the stand-in
+    /// lacks, cannot change the count; `counted` keeps one count per tool name and error flag.
+    ///
+    /// Any other message (several results, or a result beside text or calls) has each result
+    /// judged on its own: by the count of a tool message holding only that result, against
+    /// `min_tokens` and `exclude_tools`, and kept pruned only when the message gets smaller.
     fn prune<'a>(
         &self,
         message: &'a Message,
@@ -121,34 +133,79 @@ impl ToolResultPruningCompactor {
         counted: &mut HashMap<(&'a str, bool), usize>,
         counter: &dyn TokenCounter,
     ) -> Option<Replacement<PrunedResult>> {
-        let result = message.tool_call_result()?;
-        if message.meta.contains_key(CONTEXT_COMPACTION)
+        if !message.has_tool_call_result()
+            || message.meta.contains_key(CONTEXT_COMPACTION)
             || self.settings.skip_meta_keys.iter().any(|key| message.meta.contains_key(key))
-            || own <= self.settings.min_tokens
         {
             return None;
         }
-        // The whole message is dropped for its first result, so any excluded tool in it counts.
-        if !self.settings.exclude_tools.is_empty()
-            && message.tool_call_results().any(|r| self.settings.exclude_tools.contains(&r.origin.tool_name))
-        {
-            return None;
-        }
-        let pruned = PrunedResult {
+        let excluded = |result: &ToolCallResult| {
+            !self.settings.exclude_tools.is_empty()
+                && self.settings.exclude_tools.contains(&result.origin.tool_name)
+        };
+        let mut pruned = PrunedResult {
             placeholder: Arc::clone(placeholder),
             original_tokens: own,
             clear_arguments: self.settings.clear_tool_inputs,
+            results: Vec::new(),
+            preview_chars: self.settings.preview_chars,
         };
-        let tool_name = result.origin.tool_name.as_str();
-        let replacement_tokens = *counted.entry((tool_name, result.error)).or_insert_with(|| {
-            let origin = ToolCall::new(tool_name, JsonObject::new());
-            let stand_in = Message::tool(pruned.text(tool_name), origin, result.error);
-            counter.count(std::slice::from_ref(&stand_in), &[])
-        });
-        (replacement_tokens < own).then_some(Replacement {
+        if let [Part::ToolCallResult(result)] = message.parts.as_slice() {
+            if own <= self.settings.min_tokens || excluded(result) {
+                return None;
+            }
+            let tool_name = result.origin.tool_name.as_str();
+            let stand_in = |text: String| {
+                let stand_in = Message::tool(text, ToolCall::new(tool_name, JsonObject::new()), result.error);
+                counter.count(std::slice::from_ref(&stand_in), &[])
+            };
+            let replacement_tokens = if pruned.preview_chars == 0 {
+                *counted.entry((tool_name, result.error)).or_insert_with(|| stand_in(pruned.text(tool_name)))
+            } else {
+                // A preview differs from result to result, so each is counted.
+                stand_in(pruned.replacement_text(result))
+            };
+            let rewritten =
+                RewrittenResult { position: 0, tokens_before: own, tokens_after: replacement_tokens };
+            return (replacement_tokens < own).then(|| Replacement {
+                message: pruned,
+                original_tokens: own,
+                replacement_tokens,
+                results: vec![rewritten],
+            });
+        }
+        let mut current = own;
+        let mut rewritten = Vec::new();
+        let mut selected = Vec::new();
+        for (position, result) in message.tool_call_results().enumerate() {
+            if excluded(result) {
+                continue;
+            }
+            let parts = vec![Part::ToolCallResult(result.clone())];
+            let alone = Message { role: Role::Tool, parts, name: None, meta: JsonObject::new() };
+            if counter.count(std::slice::from_ref(&alone), &[]) <= self.settings.min_tokens {
+                continue;
+            }
+            selected.push(position);
+            pruned.results.clone_from(&selected);
+            let after = counter.count(std::slice::from_ref(&pruned.build(message)), &[]);
+            if after < current {
+                rewritten.push(RewrittenResult { position, tokens_before: current, tokens_after: after });
+                current = after;
+            } else {
+                // This result's placeholder would not make the message smaller.
+                selected.pop();
+            }
+        }
+        if rewritten.is_empty() {
+            return None;
+        }
+        pruned.results = selected;
+        Some(Replacement {
             message: pruned,
             original_tokens: own,
-            replacement_tokens,
+            replacement_tokens: current,
+            results: rewritten,
         })
     }
 }
@@ -170,24 +227,33 @@ fn clear_inputs<M>(
     }
     // Per assistant message, the positions (within its parts) of the calls to clear.
     let mut wanted: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
-    for (index, _) in replaced {
-        let (Some(assistant), Some(result)) = (step_of[*index], messages[*index].tool_call_result()) else {
-            continue;
+    for (index, replacement) in replaced {
+        let Some(assistant) = step_of[*index] else { continue };
+        let results: Vec<&ToolCallResult> = messages[*index].tool_call_results().collect();
+        let positions: Vec<usize> = if replacement.results.is_empty() {
+            vec![0]
+        } else {
+            replacement.results.iter().map(|r| r.position).collect()
         };
-        let origin = &result.origin;
-        let position = messages[assistant].parts.iter().position(|part| match part {
-            Part::ToolCall(call) => match &origin.id {
-                Some(id) => call.id.as_ref() == Some(id),
-                None => {
-                    call.id.is_none()
-                        && call.tool_name == origin.tool_name
-                        && call.arguments == origin.arguments
+        for origin in positions.iter().filter_map(|&p| results.get(p)).map(|r| &r.origin) {
+            let position = messages[assistant].parts.iter().position(|part| match part {
+                Part::ToolCall(call) => match &origin.id {
+                    Some(id) => call.id.as_ref() == Some(id),
+                    None => {
+                        call.id.is_none()
+                            && call.tool_name == origin.tool_name
+                            && call.arguments == origin.arguments
+                            && call.raw_arguments == origin.raw_arguments
+                    }
+                },
+                _ => false,
+            });
+            if let Some(position) = position {
+                let list = wanted.entry(assistant).or_default();
+                if !list.contains(&position) {
+                    list.push(position);
                 }
-            },
-            _ => false,
-        });
-        if let Some(position) = position {
-            wanted.entry(assistant).or_default().push(position);
+            }
         }
     }
     let mut cleared = Vec::new();
@@ -207,8 +273,8 @@ fn clear_inputs<M>(
         let mut call_ids: Vec<Option<String>> = Vec::new();
         for position in positions {
             if let Part::ToolCall(call) = &mut message.parts[position] {
-                if !call.arguments.is_empty() {
-                    call.arguments = JsonObject::new();
+                if !call.has_no_arguments() {
+                    clear_arguments(call);
                     call_ids.push(call.id.clone());
                 }
             }

@@ -41,13 +41,22 @@ pub struct PruningSettings {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub clear_at_least: Option<usize>,
     /// Beyond the reference: also replace the arguments of the calls whose results were pruned
-    /// with `{}`, keeping call ids and names.
+    /// with `{}` (and drop any raw argument text), keeping call ids and names.
     #[serde(skip_serializing_if = "is_false")]
     pub clear_tool_inputs: bool,
     /// Beyond the reference: protect the newest this-many tool-result messages, counted one by
     /// one, instead of whole agent steps (`min_keep_steps` is then not used). At least 1.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub keep_tool_results: Option<usize>,
+    /// Beyond the reference: keep the first and last this-many characters of each pruned
+    /// result's text around the placeholder, so the model still sees how it began and ended.
+    /// 0 (the default) keeps none.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub preview_chars: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 fn is_false(b: &bool) -> bool {
@@ -65,6 +74,7 @@ impl Default for PruningSettings {
             clear_at_least: None,
             clear_tool_inputs: false,
             keep_tool_results: None,
+            preview_chars: 0,
         }
     }
 }
@@ -135,6 +145,12 @@ impl PruningSettings {
                         },
                     }
                 }
+                "preview_chars" => {
+                    settings.preview_chars = match integer(key, value)? {
+                        Integer::NonNegative(n) => n,
+                        Integer::Negative(_) => return Err(invalid(key, "must be at least 0")),
+                    }
+                }
                 _ => return Err(Error::UnknownSetting(key.clone())),
             }
         }
@@ -155,6 +171,9 @@ impl PruningSettings {
         }
         if self.keep_tool_results.is_some() {
             return Err(Error::NotInReference("keep_tool_results"));
+        }
+        if self.preview_chars != 0 {
+            return Err(Error::NotInReference("preview_chars"));
         }
         let mut params = Map::new();
         params.insert("min_keep_steps".into(), Value::from(self.min_keep_steps));

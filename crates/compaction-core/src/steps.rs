@@ -1,7 +1,7 @@
 //! Agent steps and the walk that rewrites tool results oldest first until a target is met.
 //!
-//! Any strategy that rewrites tool results in place (pruning here, offloading in the hook crate)
-//! shares this walk, so they agree on which results are protected and when to stop.
+//! Any strategy that rewrites tool results in place (pruning here, offloading in the offload
+//! crate) shares this walk, so they agree on which results are protected and when to stop.
 
 use compaction_model::{Message, Role};
 use compaction_tokens::{Counts, TokenCounter};
@@ -20,12 +20,41 @@ pub struct Replacement<M = Message> {
     pub original_tokens: usize,
     /// Tokens of `message` counted on its own.
     pub replacement_tokens: usize,
+    /// Which of the message's results were rewritten, in message order, each with the message's
+    /// count just before and after its rewrite (see [`ResultReport`]). Empty when the callback
+    /// describes only the whole message: the report then names the message's first result.
+    pub results: Vec<RewrittenResult>,
+}
+
+/// One result of a message that a [`Replacement`] rewrote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RewrittenResult {
+    /// The result's position among the message's tool results (0 is the first).
+    pub position: usize,
+    /// The message's tokens just before this result was rewritten.
+    pub tokens_before: usize,
+    /// The message's tokens just after.
+    pub tokens_after: usize,
 }
 
 impl<M> Replacement<M> {
+    /// A replacement described as a whole: `message`, freeing `original_tokens -
+    /// replacement_tokens`.
+    pub fn new(message: M, original_tokens: usize, replacement_tokens: usize) -> Self {
+        Replacement { message, original_tokens, replacement_tokens, results: Vec::new() }
+    }
+
     /// Tokens the replacement frees; 0 when it is not smaller.
     pub fn tokens_freed(&self) -> usize {
         self.original_tokens.saturating_sub(self.replacement_tokens)
+    }
+
+    /// The report entries of this replacement of `original`, at `index`.
+    pub(crate) fn reports(&self, index: usize, original: &Message) -> Vec<ResultReport> {
+        if self.results.is_empty() {
+            return vec![ResultReport::new(index, original, self)];
+        }
+        self.results.iter().map(|r| ResultReport::for_result(index, original, r)).collect()
     }
 }
 
@@ -128,7 +157,7 @@ pub(crate) fn walk<M>(
             continue;
         }
         current = current.saturating_sub(freed);
-        results.push(ResultReport::new(index, message, &replacement));
+        results.extend(replacement.reports(index, message));
         replaced.push((index, replacement));
         if current <= target_tokens {
             break;
@@ -164,6 +193,10 @@ impl<M> Walk<M> {
 /// when it frees at least one token; the running total drops by what each one frees, and the
 /// walk stops as soon as it is at or under the target. Results of one step are protected
 /// together, so parallel calls keep all their results.
+///
+/// A message holding several results is offered once: the callback judges each of its results
+/// on its own and rewrites those that qualify in one replacement (listing them in
+/// [`Replacement::results`]), and the target is checked after the message, as after any other.
 ///
 /// `strategy` is recorded in the report, such as
 /// [`STRATEGY_TOOL_RESULT_PRUNING`](compaction_model::STRATEGY_TOOL_RESULT_PRUNING). `None` when

@@ -7,12 +7,10 @@ use compaction_core::{last_assistant_index, CompactionReport, Compactor, ToolRes
 use compaction_model::Message;
 use compaction_tokens::{ApproximateTokenCounter, TokenCounter};
 use serde::{Deserialize, Deserializer, Serialize};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::error::Error;
-use crate::offload_compactor::{OffloadCompactorSettings, ToolResultOffloadCompactor};
-use crate::serial::{as_object, component, float, integer, Integer};
-use crate::store::FileSystemToolResultStore;
+use crate::serial::{component, float, init_parameters, integer, invalid, Integer};
 
 /// The class path Haystack writes as `type` in `CompactionHook.to_dict()`.
 pub const HAYSTACK_HOOK_TYPE: &str = "haystack.hooks.compaction.hooks.CompactionHook";
@@ -82,27 +80,6 @@ impl<'de> Deserialize<'de> for CompactionHookSettings {
     }
 }
 
-/// The `init_parameters` of a Haystack `to_dict` form of `expected`, or the plain object itself.
-pub(crate) fn init_parameters<'a>(value: &'a Value, expected: &str) -> Result<&'a Map<String, Value>, Error> {
-    let object = as_object("settings", value)?;
-    if !object.contains_key("type") && !object.contains_key("init_parameters") {
-        return Ok(object);
-    }
-    let found = object.get("type").and_then(Value::as_str).unwrap_or_default();
-    if found != expected {
-        return Err(Error::UnsupportedComponent { key: "type".into(), type_name: found.into() });
-    }
-    static EMPTY: std::sync::OnceLock<Map<String, Value>> = std::sync::OnceLock::new();
-    match object.get("init_parameters") {
-        None => Ok(EMPTY.get_or_init(Map::new)),
-        Some(params) => as_object("init_parameters", params),
-    }
-}
-
-pub(crate) fn invalid(key: &str, reason: &str) -> Error {
-    Error::InvalidSetting { key: key.to_owned(), reason: reason.to_owned() }
-}
-
 /// What one [`CompactionHook::run`] saw and did.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CompactionOutcome {
@@ -165,26 +142,20 @@ impl CompactionHook {
         self
     }
 
-    /// Builds a hook from Haystack's `CompactionHook.to_dict()` output. The compactor may be a
-    /// `ToolResultPruningCompactor` or a `ToolResultOffloadCompactor` with a
-    /// `FileSystemToolResultStore`; the counter, an `ApproximateTokenCounter` (or absent).
+    /// Builds a hook from Haystack's `CompactionHook.to_dict()` output with a
+    /// `ToolResultPruningCompactor`; the counter may be an `ApproximateTokenCounter` (or
+    /// absent).
+    ///
+    /// A hook whose compactor is a `ToolResultOffloadCompactor` needs a store, which this crate
+    /// does not hold: the compaction-offload crate reads that form
+    /// (`compaction_offload::compaction_hook_from_value`).
     pub fn from_value(value: &Value) -> Result<Self, Error> {
-        let settings = CompactionHookSettings::from_value(value)?;
         let params = init_parameters(value, HAYSTACK_HOOK_TYPE)?;
         let compactor: Box<dyn Compactor> = match params.get("compactor") {
             None | Some(Value::Null) => return Err(invalid("compactor", "is required")),
             Some(spec) => match component("compactor", spec)? {
                 compaction_core::HAYSTACK_PRUNING_TYPE => {
                     Box::new(ToolResultPruningCompactor::from_value(spec)?)
-                }
-                crate::offload_compactor::HAYSTACK_OFFLOAD_COMPACTOR_TYPE => {
-                    let settings = OffloadCompactorSettings::from_value(spec)?;
-                    let store = spec
-                        .get("init_parameters")
-                        .and_then(|p| p.get("store"))
-                        .ok_or_else(|| invalid("store", "is required"))?;
-                    let store = FileSystemToolResultStore::from_value(store)?;
-                    Box::new(ToolResultOffloadCompactor::new(std::sync::Arc::new(store), settings)?)
                 }
                 other => {
                     return Err(Error::UnsupportedComponent {
@@ -194,6 +165,15 @@ impl CompactionHook {
                 }
             },
         };
+        Self::from_value_with_compactor(value, compactor)
+    }
+
+    /// Builds a hook from Haystack's `CompactionHook.to_dict()` output with `compactor` in
+    /// place of the one the form names: the window, the fractions and the counter are read
+    /// from `value`. For crates that build compactors this one cannot.
+    pub fn from_value_with_compactor(value: &Value, compactor: Box<dyn Compactor>) -> Result<Self, Error> {
+        let settings = CompactionHookSettings::from_value(value)?;
+        let params = init_parameters(value, HAYSTACK_HOOK_TYPE)?;
         let mut hook = CompactionHook::new(compactor, settings)?;
         if let Some(spec) = params.get("token_counter").filter(|v| !v.is_null()) {
             let kind = component("token_counter", spec)?;

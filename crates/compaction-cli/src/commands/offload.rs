@@ -4,11 +4,12 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::Result;
-use compaction_hook::{
-    AgentState, AlwaysOffload, FileSystemToolResultStore, NeverOffload, OffloadOutcome, OffloadOverChars,
+use compaction_hook::AgentState;
+use compaction_model::{Message, Role};
+use compaction_offload::{
+    AlwaysOffload, FileSystemToolResultStore, NeverOffload, OffloadFailure, OffloadOutcome, OffloadOverChars,
     OffloadStrategies, PolicyKey, ToolResultOffloadHook,
 };
-use compaction_model::{Message, Role};
 
 use crate::input::InputArgs;
 use compaction_formats::{self as formats, Target};
@@ -18,8 +19,12 @@ use compaction_formats::{self as formats, Target};
 /// Runs the offload hook an agent runs after each tool step: the trailing tool results of the
 /// conversation (the latest step's) that a --policy picks are written to files under --store and
 /// replaced with a pointer naming the file, with a preview. Errors, empty results and results
-/// already offloaded stay. A result whose write fails stays in the conversation; the summary on
-/// standard error names it, and the exit status is still 0, as an agent run goes on.
+/// already offloaded stay. No file is ever replaced: when a file's name is taken (by an earlier
+/// run, or another process writing to the same folder) the result goes to NAME_2.EXT, and so on,
+/// and the pointer names that file. A store folder that cannot be created or written is an
+/// error before anything is read (exit status 1). A result whose write fails stays in the
+/// conversation; each such failure is named on standard error with its file's name and the
+/// system's error, the conversation is still written, and the exit status is 3.
 /// The conversation is written in the input's format (or --to), and unchanged, byte for byte,
 /// when nothing was offloaded.
 #[derive(Debug, clap::Args)]
@@ -39,7 +44,7 @@ pub struct Args {
     #[command(flatten)]
     pub input: InputArgs,
     /// The folder the results are written to (created when missing). Files are named
-    /// STEP_TOOL_CALLID.EXT and written atomically.
+    /// STEP_TOOL_CALLID.EXT (NAME_2.EXT, … when taken) and written atomically.
     #[arg(long, value_name = "DIR")]
     pub store: PathBuf,
     #[command(flatten)]
@@ -76,7 +81,7 @@ impl Policies {
             strategies.insert(PolicyKey::Any, Box::new(AlwaysOffload));
         }
         for policy in &self.policies {
-            let boxed: Box<dyn compaction_hook::OffloadPolicy> = match policy.kind {
+            let boxed: Box<dyn compaction_offload::OffloadPolicy> = match policy.kind {
                 PolicyKind::Always => Box::new(AlwaysOffload),
                 PolicyKind::Never => Box::new(NeverOffload),
                 PolicyKind::OverChars(n) => Box::new(OffloadOverChars::new(n)),
@@ -143,10 +148,18 @@ pub fn parse_policy(text: &str) -> Result<Policy, String> {
     Ok(Policy { key, kind })
 }
 
+/// Opens the store folder `dir`, as a command's first step: one that cannot be created or
+/// written is an error before any work.
+pub fn open_store(dir: &std::path::Path) -> Result<FileSystemToolResultStore> {
+    // The store's error already carries the system's; chaining it would print that twice.
+    FileSystemToolResultStore::new(dir)
+        .map_err(|error| anyhow::anyhow!("cannot use {} as the offload store: {error}", dir.display()))
+}
+
 /// Runs the command.
 pub fn run(args: Args) -> Result<()> {
+    let store = Arc::new(open_store(&args.store)?);
     let conversation = args.input.read()?;
-    let store = Arc::new(FileSystemToolResultStore::new(args.store.clone()));
     let hook =
         ToolResultOffloadHook::new(store, args.policies.strategies()).with_preview_chars(args.preview_chars);
     let mut state = AgentState::new(conversation.messages.clone()).with_tools(conversation.tools.clone());
@@ -154,52 +167,87 @@ pub fn run(args: Args) -> Result<()> {
         .step
         .unwrap_or_else(|| conversation.messages.iter().filter(|m| m.role == Role::Assistant).count());
     let outcome = hook.run(&mut state);
+    say_failures(&outcome.failures);
     eprintln!("{}", summary(&conversation.messages, &outcome, &args.store.display().to_string()));
 
     let output = args.output.as_deref();
     if outcome.offloaded.is_empty() && args.to.is_none() {
-        return crate::output::write_output(output, conversation.source());
+        crate::output::write_output(output, conversation.source())?;
+    } else {
+        let target = args.to.unwrap_or_else(|| conversation.format.default_target());
+        // The hook replaces messages in place, so the offloaded ones are all that changed.
+        crate::output::write_output_with(output, |out| {
+            Ok(formats::write(&conversation, state.messages(), target, Some(&outcome.offloaded), out)?)
+        })?;
     }
-    let target = args.to.unwrap_or_else(|| conversation.format.default_target());
-    // The hook replaces messages in place, so the offloaded ones are all that changed.
-    crate::output::write_output_with(output, |out| {
-        Ok(formats::write(&conversation, state.messages(), target, Some(&outcome.offloaded), out)?)
-    })
+    partial(&outcome.failures)
 }
 
-/// One line: how many of the trailing results went where, and which failed and why.
+/// Names every failed store write on standard error: the result, the file's key, and why.
+pub fn say_failures(failures: &[OffloadFailure]) {
+    for failure in failures {
+        let at = failure.at;
+        let key = failure.key.as_deref().map_or_else(String::new, |k| format!(" under {k}"));
+        eprintln!(
+            "offload: could not store the result of {} (message {}{}){key}: {}; it stays in the conversation",
+            failure.tool_name,
+            at.index,
+            if at.position > 0 { format!(", result {}", at.position + 1) } else { String::new() },
+            failure.error
+        );
+    }
+}
+
+/// Exit status 3 when some results could not be stored, once the output is written.
+pub fn partial(failures: &[OffloadFailure]) -> Result<()> {
+    let mut results: Vec<_> = failures.iter().map(|f| (f.at.index, f.at.position)).collect();
+    results.dedup();
+    match results.len() {
+        0 => Ok(()),
+        n => Err(crate::PartialFailure(format!(
+            "{n} tool result{} could not be offloaded and stayed in the conversation (named above)",
+            if n == 1 { "" } else { "s" }
+        ))
+        .into()),
+    }
+}
+
+/// One line: how many of the trailing results went where, and how many failed.
 pub fn summary(messages: &[Message], outcome: &OffloadOutcome, store: &str) -> String {
-    let trailing = messages.iter().rev().take_while(|m| m.has_tool_call_result()).count();
-    if trailing == 0 {
+    let trailing_messages = messages.iter().rev().take_while(|m| m.has_tool_call_result()).count();
+    if trailing_messages == 0 {
         return "offload: nothing to do: the conversation does not end with tool results".to_owned();
     }
-    let name = |index: usize| {
-        let tool = messages[index].tool_call_result().map_or("?", |r| r.origin.tool_name.as_str());
-        format!("{tool} (message {index})")
+    let trailing: usize =
+        messages[messages.len() - trailing_messages..].iter().map(|m| m.tool_call_results().count()).sum();
+    let name = |index: usize, position: usize| {
+        let tool =
+            messages[index].tool_call_results().nth(position).map_or("?", |r| r.origin.tool_name.as_str());
+        match position {
+            0 => format!("{tool} (message {index})"),
+            p => format!("{tool} (message {index}, result {})", p + 1),
+        }
     };
     let mut line = format!(
         "offload: {} of {trailing} trailing tool results offloaded to {store}",
-        outcome.offloaded.len()
+        outcome.results.len()
     );
-    if !outcome.offloaded.is_empty() {
-        let names: Vec<String> = outcome.offloaded.iter().map(|&i| name(i)).collect();
+    if !outcome.results.is_empty() {
+        let names: Vec<String> = outcome.results.iter().map(|r| name(r.at.index, r.at.position)).collect();
         line.push_str(&format!(": {}", names.join(", ")));
     }
     if !outcome.binary_unsupported.is_empty() {
-        let names: Vec<String> = outcome.binary_unsupported.iter().map(|&i| name(i)).collect();
+        let names: Vec<String> =
+            outcome.binary_unsupported.iter().map(|r| name(r.index, r.position)).collect();
         line.push_str(&format!("; kept, binary content the store does not take: {}", names.join(", ")));
     }
-    let kept = trailing - outcome.offloaded.len() - outcome.binary_unsupported.len() - outcome.failures.len();
+    let failed = outcome.failed_results().len();
+    let kept = trailing.saturating_sub(outcome.results.len() + outcome.binary_unsupported.len() + failed);
     if kept > 0 {
         line.push_str(&format!("; {kept} kept (by policy, or an error, empty or already offloaded)"));
     }
-    if !outcome.failures.is_empty() {
-        let names: Vec<String> = outcome.failures.iter().map(|(i, e)| format!("{}: {e}", name(*i))).collect();
-        line.push_str(&format!(
-            "; {} failed and stayed in context: {}",
-            outcome.failures.len(),
-            names.join("; ")
-        ));
+    if failed > 0 {
+        line.push_str(&format!("; {failed} failed and stayed in context"));
     }
     line
 }

@@ -5,11 +5,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use compaction_core::{CompactionReport, Compactor, PruningSettings, ToolResultPruningCompactor};
-use compaction_hook::{
-    AgentState, CompactionHook, CompactionHookSettings, CompactionOutcome, FileSystemToolResultStore,
-    OffloadCompactorSettings, ToolResultOffloadCompactor,
-};
+use compaction_hook::{AgentState, CompactionHook, CompactionHookSettings, CompactionOutcome};
 use compaction_model::Message;
+use compaction_offload::{OffloadCompactorSettings, OffloadFailure, ToolResultOffloadCompactor};
 use serde_json::{json, Value};
 
 use crate::input::InputArgs;
@@ -22,7 +20,11 @@ use compaction_formats::{self as formats, Target};
 /// result, until the conversation is at or under --target-tokens; the results of the most recent
 /// steps are never touched. With --context-window instead, the compaction hook decides: nothing
 /// happens below --compact-at of the window, and the target is --compact-to of it. With
-/// --offload-to, results are written to files there and replaced by a pointer instead.
+/// --offload-to, results are written to files there and replaced by a pointer instead; no file
+/// is ever replaced (a taken name gets a numbered sibling), a folder that cannot be created or
+/// written is an error before anything is read, and a result whose write fails stays in the
+/// conversation, is named on standard error and listed in the report, and makes the exit
+/// status 3.
 /// The conversation is written in the input's format (or --to), and unchanged, byte for byte,
 /// when nothing was pruned.
 #[derive(Debug, clap::Args)]
@@ -62,6 +64,7 @@ pub struct Args {
     #[arg(long, value_name = "FILE")]
     pub tools: Option<PathBuf>,
     /// Offload old results to files in this folder and leave a pointer, instead of pruning.
+    /// Files are never replaced; a write that fails leaves its result and exits with 3.
     #[arg(long, value_name = "DIR")]
     pub offload_to: Option<PathBuf>,
     /// With --offload-to: characters of each offloaded text kept in its pointer.
@@ -109,6 +112,9 @@ pub struct PruneOptions {
     /// Protect the N most recent tool results one by one, instead of whole steps.
     #[arg(long, value_name = "N")]
     pub keep_tool_results: Option<usize>,
+    /// Keep the first and last N characters of each pruned result around the placeholder.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub preview_ends: usize,
 }
 
 impl PruneOptions {
@@ -122,6 +128,7 @@ impl PruneOptions {
             clear_at_least: self.clear_at_least,
             clear_tool_inputs: self.clear_tool_inputs,
             keep_tool_results: self.keep_tool_results,
+            preview_chars: self.preview_ends,
             ..PruningSettings::default()
         };
         if let Some(placeholder) = &self.placeholder {
@@ -143,8 +150,9 @@ pub fn run(args: Args) -> Result<()> {
             UsageError("--dry-run cannot be combined with --offload-to, which writes files".into()).into()
         );
     }
-    let compactor = compactor(&args)?;
     let counter = super::counter(&args.counter)?;
+    // Opens the store, if offloading: a folder that cannot be used fails before the input is read.
+    let compactor = compactor(&args)?;
     let mut input = args.input.read_timed()?;
     let tools = match &args.tools {
         Some(path) => crate::input::read_tools(path)?,
@@ -152,6 +160,8 @@ pub fn run(args: Args) -> Result<()> {
     };
     let messages = &input.conversation.messages;
 
+    // Store writes that failed, when offloading: each result stays in the conversation.
+    let mut failures: Vec<OffloadFailure> = Vec::new();
     let spinner = crate::progress::spinner("pruning");
     let started = Instant::now();
     // How the conversation changes, the compactor's report, and the hook's outcome in
@@ -161,7 +171,7 @@ pub fn run(args: Args) -> Result<()> {
             (Some(target), _) if args.dry_run => {
                 (Compacted::Unchanged, compactor.plan_report(messages, target, counter.as_ref()), None)
             }
-            (Some(target), _) => match compactor.compact(messages, target, counter.as_ref()) {
+            (Some(target), _) => match compactor.compact(messages, target, counter.as_ref(), &mut failures) {
                 Some(compaction) => {
                     let report = compaction.report.clone();
                     (Compacted::Edits(compaction), Some(report), None)
@@ -174,7 +184,7 @@ pub fn run(args: Args) -> Result<()> {
                     compact_at: args.compact_at,
                     compact_to: args.compact_to,
                 };
-                let hook = CompactionHook::new(compactor.into_box(), settings)
+                let hook = CompactionHook::new(compactor.to_box(), settings)
                     .map_err(|e| UsageError(e.to_string()))?
                     .with_counter(counter);
                 // The conversation moves into the agent state and back: nothing is copied.
@@ -182,6 +192,7 @@ pub fn run(args: Args) -> Result<()> {
                     .with_tools(tools.clone())
                     .with_context_tokens(args.context_tokens);
                 let outcome = hook.run(&mut state);
+                failures.extend(compactor.take_failures());
                 let report = outcome.report.clone();
                 let context_tokens = state.context_tokens;
                 input.conversation.messages = state.into_messages();
@@ -197,6 +208,7 @@ pub fn run(args: Args) -> Result<()> {
         };
     let compact_time = started.elapsed();
     spinner.finish_and_clear();
+    super::offload::say_failures(&failures);
 
     let started = Instant::now();
     // In-place edits are moved into the conversation read, so nothing else is copied and the
@@ -239,6 +251,9 @@ pub fn run(args: Args) -> Result<()> {
         document["context_tokens"] = json!(hooked.context_tokens);
         document["changed"] = json!(hooked.outcome.compacted);
     }
+    if args.offload_to.is_some() {
+        document["store_failures"] = json!(failures);
+    }
     match (&args.report, args.dry_run) {
         (Some(path), _) => write_report(path, &document)?,
         (None, true) => crate::output::write_output(None, &report_bytes(&document)?)?,
@@ -247,7 +262,7 @@ pub fn run(args: Args) -> Result<()> {
     // The process ends here: the system takes the conversation's memory back at once, which is
     // quicker than freeing its many allocations one by one.
     std::mem::forget(input);
-    Ok(())
+    super::offload::partial(&failures)
 }
 
 /// How the conversation changes.
@@ -269,7 +284,8 @@ struct Hooked {
 /// The compactor the options ask for: pruning, or offloading to --offload-to.
 enum Chosen {
     Pruning(ToolResultPruningCompactor),
-    Offload(ToolResultOffloadCompactor),
+    /// Shared with the hook in --context-window mode, so its failures can be taken afterwards.
+    Offload(std::sync::Arc<ToolResultOffloadCompactor>),
 }
 
 impl Chosen {
@@ -278,10 +294,15 @@ impl Chosen {
         messages: &[Message],
         target: usize,
         counter: &dyn compaction_tokens::TokenCounter,
+        failures: &mut Vec<OffloadFailure>,
     ) -> Option<compaction_core::Compaction> {
         match self {
             Chosen::Pruning(c) => c.compact(messages, target, counter),
-            Chosen::Offload(c) => c.compact(messages, target, counter),
+            Chosen::Offload(c) => {
+                let done = c.offload(messages, target, counter);
+                failures.extend(done.failures);
+                done.compaction
+            }
         }
     }
 
@@ -298,10 +319,18 @@ impl Chosen {
         }
     }
 
-    fn into_box(self) -> Box<dyn Compactor> {
+    fn to_box(&self) -> Box<dyn Compactor> {
         match self {
-            Chosen::Pruning(c) => Box::new(c),
-            Chosen::Offload(c) => Box::new(c),
+            Chosen::Pruning(c) => Box::new(c.clone()),
+            Chosen::Offload(c) => Box::new(std::sync::Arc::clone(c)),
+        }
+    }
+
+    /// The offload compactor's failures since the last call; none for pruning.
+    fn take_failures(&self) -> Vec<OffloadFailure> {
+        match self {
+            Chosen::Pruning(_) => Vec::new(),
+            Chosen::Offload(c) => c.take_failures(),
         }
     }
 }
@@ -310,7 +339,7 @@ fn compactor(args: &Args) -> Result<Chosen> {
     match &args.offload_to {
         None => Ok(Chosen::Pruning(args.prune.compactor()?)),
         Some(dir) => {
-            let store = std::sync::Arc::new(FileSystemToolResultStore::new(dir.clone()));
+            let store = std::sync::Arc::new(super::offload::open_store(dir)?);
             let settings = OffloadCompactorSettings {
                 min_keep_steps: args.prune.min_keep_steps,
                 min_tokens: args.prune.min_tokens,
@@ -318,7 +347,7 @@ fn compactor(args: &Args) -> Result<Chosen> {
             };
             let compactor =
                 ToolResultOffloadCompactor::new(store, settings).map_err(|e| UsageError(e.to_string()))?;
-            Ok(Chosen::Offload(compactor))
+            Ok(Chosen::Offload(std::sync::Arc::new(compactor)))
         }
     }
 }

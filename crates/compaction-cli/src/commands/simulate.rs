@@ -5,10 +5,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use compaction_hook::{
-    AgentState, CompactionHook, CompactionHookSettings, FileSystemToolResultStore, ToolResultOffloadHook,
-};
+use compaction_hook::{AgentState, CompactionHook, CompactionHookSettings};
 use compaction_model::{Message, Role};
+use compaction_offload::{OffloadFailure, ToolResultOffloadHook};
 use compaction_tokens::RunningCount;
 
 use super::offload::Policies;
@@ -23,7 +22,9 @@ use crate::UsageError;
 /// compaction hook runs on the conversation so far, with the pruning compactor the prune options
 /// describe; once more at the end when the transcript ends with tool results or a user message,
 /// for the call that would answer them. After each batch of tool results the offload hook runs,
-/// when --offload-store is given. Each model call is a step: the table on standard output shows
+/// when --offload-store is given (a folder that cannot be created or written is an error before
+/// anything is read; a write that fails is named on standard error, its result stays, and the
+/// exit status is 3). Each model call is a step: the table on standard output shows
 /// its context without compaction (the recorded prefix) and with it (as sent, after the hook),
 /// then totals: peaks, and the tokens sent over the whole run, which is what a user pays for.
 /// The recorded replies are replayed as they were: the simulation shows what compaction would
@@ -111,23 +112,34 @@ pub fn run(args: Args) -> Result<()> {
     let hook = CompactionHook::new(Box::new(args.prune.compactor()?), settings)
         .map_err(|e| UsageError(e.to_string()))?
         .with_counter(counter);
-    let offload = args.offload_store.as_ref().map(|dir| {
-        let store = Arc::new(FileSystemToolResultStore::new(dir.clone()));
-        ToolResultOffloadHook::new(store, args.policies.strategies()).with_preview_chars(args.preview_chars)
-    });
+    let offload = match &args.offload_store {
+        Some(dir) => {
+            let store = Arc::new(super::offload::open_store(dir)?);
+            Some(
+                ToolResultOffloadHook::new(store, args.policies.strategies())
+                    .with_preview_chars(args.preview_chars),
+            )
+        }
+        None => None,
+    };
     let conversation = args.input.read()?;
     let tools = match &args.tools {
         Some(path) => crate::input::read_tools(path)?,
         None => conversation.tools.clone(),
     };
 
-    let steps = replay(&conversation.messages, tools, &hook, offload.as_ref());
+    let mut failures = Vec::new();
+    let steps = replay(&conversation.messages, tools, &hook, offload.as_ref(), &mut failures);
+    super::offload::say_failures(&failures);
     let name = crate::input::Source::from_arg(args.input.input.as_deref()).name();
     let counter_name = hook.counter().describe();
 
     let mut out = table(&steps);
     out.push('\n');
     out.push_str(&totals(&steps, &settings));
+    if offload.is_some() {
+        out.push_str(&format!("offload failures     {}\n", failures.len()));
+    }
     crate::output::write_output(None, out.as_bytes())?;
 
     if let Some(path) = &args.csv {
@@ -142,16 +154,17 @@ pub fn run(args: Args) -> Result<()> {
         let svg = chart::svg(&chart)?;
         crate::output::write_atomic(path, svg.as_bytes()).context("writing the SVG")?;
     }
-    Ok(())
+    super::offload::partial(&failures)
 }
 
 /// Replays `messages`: the hooks run where an agent loop would run them, and each model call is
-/// recorded as a [`Step`].
+/// recorded as a [`Step`]. Store writes the offload hook could not make are added to `failures`.
 pub fn replay(
     messages: &[Message],
     tools: Vec<compaction_model::ToolSpec>,
     hook: &CompactionHook,
     offload: Option<&ToolResultOffloadHook>,
+    failures: &mut Vec<OffloadFailure>,
 ) -> Vec<Step> {
     let counter = hook.counter();
     let mut state = AgentState::new(Vec::with_capacity(messages.len())).with_tools(tools);
@@ -188,7 +201,9 @@ pub fn replay(
         let batch_ends = message.has_tool_call_result()
             && !messages.get(index + 1).is_some_and(Message::has_tool_call_result);
         if let (true, Some(offload)) = (batch_ends, offload) {
-            offloaded += offload.run(&mut state).offloaded.len();
+            let outcome = offload.run(&mut state);
+            offloaded += outcome.results.len();
+            failures.extend(outcome.failures);
         }
         bar.inc(1);
     }

@@ -300,3 +300,30 @@ fn a_large_file_is_read_whole() {
     assert_eq!(converted.code, 0, "{}", converted.stderr);
     assert!(converted.stdout == input.as_bytes(), "convert changed a large file");
 }
+
+#[test]
+fn preview_ends_keep_both_ends_of_each_pruned_result() {
+    let input = sample("haystack/agent-run.json");
+    let original = crate::haystack(&[&input]);
+    let done = run(&["prune", &input, "--target-tokens", "10", "--preview-ends", "30"], None);
+    assert_eq!(done.code, 0, "{}", done.stderr);
+    let pruned = done.json();
+    let mut seen = 0;
+    for (before, after) in original.iter().zip(pruned.as_array().unwrap()) {
+        let (Some(old), Some(new)) = (
+            before["content"][0]["tool_call_result"]["result"].as_str(),
+            after["content"][0]["tool_call_result"]["result"].as_str(),
+        ) else {
+            continue;
+        };
+        if old == new {
+            continue;
+        }
+        seen += 1;
+        let head: String = old.chars().take(30).collect();
+        let tail: String = old.chars().rev().take(30).collect::<Vec<_>>().into_iter().rev().collect();
+        assert!(new.starts_with(&format!("{head}...\n[Tool result removed")), "{new}");
+        assert!(new.ends_with(&format!("\n...{tail}")), "{new}");
+    }
+    assert!(seen > 3, "{seen} results pruned");
+}

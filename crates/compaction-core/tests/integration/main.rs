@@ -56,7 +56,11 @@ fn message_chars(message: &Message) -> usize {
         .map(|part| match part {
             Part::Text(t) => t.text.chars().count(),
             Part::ToolCall(c) => {
-                c.tool_name.len() + serde_json::to_string(&c.arguments).map_or(0, |s| s.len())
+                c.tool_name.len()
+                    + match &c.raw_arguments {
+                        Some(raw) => raw.len(),
+                        None => serde_json::to_string(&c.arguments).map_or(0, |s| s.len()),
+                    }
             }
             // Like every counter, it sees only what a result renders as (the contract the pruning
             // compactor's one count per placeholder relies on): the texts.

@@ -1,7 +1,7 @@
 //! The options beyond the reference, the report, the dry run and the serde forms.
 
 use compaction_core::{Compactor, Error, PruningSettings, ToolResultPruningCompactor};
-use compaction_model::{Message, Part, STRATEGY_TOOL_INPUT_CLEARING};
+use compaction_model::{Message, Part, ToolResultContent, STRATEGY_TOOL_INPUT_CLEARING};
 use compaction_tokens::{ApproximateTokenCounter, TokenCounter};
 use serde_json::json;
 
@@ -107,6 +107,123 @@ fn clear_tool_inputs_empties_the_pruned_calls_and_marks_them() {
     assert_eq!(report.tokens_before - report.tokens_after, report.tokens_freed());
     // The newest step is untouched.
     assert_eq!(&compaction.messages(&messages)[4..], &messages[4..]);
+}
+
+#[test]
+fn clear_tool_inputs_drops_raw_arguments_too() {
+    // Arguments a model sent that are not a JSON object are kept as their text; clearing the
+    // inputs of a pruned call removes that text as well.
+    let raw =
+        compaction_model::ToolCall::with_raw_arguments("read", "{\"path\": \"/etc/".repeat(40)).with_id("a");
+    let c = call("read", "c");
+    let messages = vec![
+        Message::user("go"),
+        calling(std::slice::from_ref(&raw)),
+        result(&raw, 500),
+        calling(std::slice::from_ref(&c)),
+        result(&c, 500),
+    ];
+    let compactor = compactor(PruningSettings { clear_tool_inputs: true, ..PruningSettings::default() });
+    let compaction = compactor.compact(&messages, 0, &CharCounter).expect("pruned");
+    let out = compaction.messages(&messages);
+    let cleared = out[1].tool_calls().next().expect("call");
+    assert!(cleared.has_no_arguments(), "{cleared:?}");
+    assert_eq!(cleared.id.as_deref(), Some("a"));
+    assert!(out[2].tool_call_result().expect("result").origin.has_no_arguments());
+    assert_eq!(compaction.report.inputs_cleared[0].call_ids, vec![Some("a".to_owned())]);
+}
+
+#[test]
+fn clear_tool_inputs_clears_every_pruned_result_of_a_batch() {
+    let (a, b, c) = (call("read", "a"), call("search", "b"), call("read", "c"));
+    let mut batch = result(&a, 500);
+    batch.parts.extend(result(&b, 500).parts);
+    let messages = vec![
+        Message::user("go"),
+        calling(&[a.clone(), b.clone()]),
+        batch,
+        calling(std::slice::from_ref(&c)),
+        result(&c, 500),
+    ];
+    let compactor = compactor(PruningSettings { clear_tool_inputs: true, ..PruningSettings::default() });
+    let compaction = compactor.compact(&messages, 0, &CharCounter).expect("pruned");
+    let out = compaction.messages(&messages);
+    assert!(out[1].tool_calls().all(|call| call.arguments.is_empty()));
+    assert!(out[2].tool_call_results().all(|r| r.origin.arguments.is_empty()));
+    let ids: Vec<_> = out[2].tool_call_results().map(|r| r.origin.id.clone()).collect();
+    assert_eq!(ids, vec![Some("a".to_owned()), Some("b".to_owned())]);
+    assert_eq!(
+        compaction.report.inputs_cleared[0].call_ids,
+        vec![Some("a".to_owned()), Some("b".to_owned())]
+    );
+}
+
+#[test]
+fn a_preview_keeps_both_ends_around_the_placeholder() {
+    let (a, c) = (call("read", "a"), call("read", "c"));
+    // 300 characters: an astral head, plain middle, a distinct tail.
+    let text = format!("{}{}{}", "\u{1F600}".repeat(20), "m".repeat(260), "end of log");
+    let messages = vec![
+        Message::user("go"),
+        calling(std::slice::from_ref(&a)),
+        Message::tool(text.clone(), a.clone(), false),
+        calling(std::slice::from_ref(&c)),
+        result(&c, 500),
+    ];
+    let settings = PruningSettings { preview_chars: 20, min_tokens: 0, ..PruningSettings::default() };
+    let compaction = compactor(settings.clone()).compact(&messages, 0, &CharCounter).expect("pruned");
+    let out = compaction.messages(&messages);
+    let pruned = out[2].tool_call_result().expect("result");
+    let placeholder = compaction_core::DEFAULT_PLACEHOLDER.replace("{tool_name}", "read");
+    let expected = format!("{}...\n{placeholder}\n...{}", "\u{1F600}".repeat(20), &text[text.len() - 20..]);
+    assert!(
+        matches!(&pruned.result, ToolResultContent::Text(t) if t.as_str() == expected),
+        "{:?}",
+        pruned.result
+    );
+    assert_eq!(pruned.origin, a);
+    // The report counts what the model will see, preview included.
+    assert_eq!(compaction.report.results[0].replacement_tokens, CharCounter.count(&out[2..3], &[]));
+    let mut applied = messages.clone();
+    compaction.apply(&mut applied);
+    assert_eq!(applied, out);
+
+    // A result no longer than both ends together would not get smaller, so it stays.
+    let short = vec![
+        Message::user("go"),
+        calling(std::slice::from_ref(&a)),
+        Message::tool("x".repeat(40), a.clone(), false),
+        calling(std::slice::from_ref(&c)),
+        result(&c, 500),
+    ];
+    assert_eq!(compactor(settings).compact(&short, 0, &CharCounter), None);
+}
+
+#[test]
+fn a_preview_reads_the_texts_of_a_result_made_of_parts() {
+    use compaction_model::{ResultPart, TextPart, ToolCallResult};
+    let a = call("read", "a");
+    let parts = vec![
+        ResultPart::Text(TextPart::new("first part ".repeat(10))),
+        ResultPart::Text(TextPart::new("last part".repeat(10))),
+    ];
+    let result = ToolCallResult::new(ToolResultContent::Parts(parts), a, false);
+    let pruned =
+        compaction_core::PrunedResult { preview_chars: 5, ..compaction_core::PrunedResult::new("[gone]", 1) };
+    assert_eq!(pruned.replacement_text(&result), "first...\n[gone]\n... part");
+    let blank = compaction_core::PrunedResult::new("[gone {tool_name}]", 1);
+    assert_eq!(blank.replacement_text(&result), "[gone read]");
+}
+
+#[test]
+fn preview_chars_is_a_setting_beyond_the_reference() {
+    let settings = PruningSettings::from_value(&json!({"preview_chars": 80})).expect("reads");
+    assert_eq!(settings.preview_chars, 80);
+    assert_eq!(serde_json::to_value(&settings).expect("writes")["preview_chars"], json!(80));
+    assert_eq!(settings.to_haystack_value(), Err(Error::NotInReference("preview_chars")));
+    assert!(PruningSettings::from_value(&json!({"preview_chars": -1})).is_err());
+    // Off by default, and then absent from the plain form.
+    assert_eq!(PruningSettings::default().preview_chars, 0);
 }
 
 #[test]
@@ -261,11 +378,7 @@ fn messages_and_apply_agree_on_any_edits() {
     let (a, b) = (call("search", "a"), call("fetch", "b"));
     let messages = vec![calling(&[a.clone(), b.clone()]), result(&a, 500), result(&b, 700)];
     let pruned = |clear_arguments| {
-        Rewrite::Pruned(PrunedResult {
-            placeholder: "[gone: {tool_name}]".into(),
-            original_tokens: 9,
-            clear_arguments,
-        })
+        Rewrite::Pruned(PrunedResult { clear_arguments, ..PrunedResult::new("[gone: {tool_name}]", 9) })
     };
     let report = || CompactionReport::new("test", 0, 0, 0, Vec::new());
     // Unsorted, with two rewrites of one index (applied one after the other), a rewrite of a

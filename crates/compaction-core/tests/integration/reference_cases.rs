@@ -9,7 +9,7 @@ use compaction_core::{
     agent_step_spans, last_assistant_index, replace_tool_results_until_target, Compactor, Error,
     PruningSettings, Replacement, ToolResultPruningCompactor, DEFAULT_PLACEHOLDER, HAYSTACK_PRUNING_TYPE,
 };
-use compaction_model::{Message, Role, ToolSpec, TOOL_RESULT_OFFLOADED};
+use compaction_model::{Message, Role, ToolResultContent, ToolSpec, TOOL_RESULT_OFFLOADED};
 use compaction_tokens::{Counts, TokenCounter};
 use serde_json::{json, Value};
 
@@ -293,16 +293,20 @@ fn the_input_is_not_changed() {
     assert_eq!(messages, before);
 }
 
+/// Beyond the reference, which keeps only the first result: each result is judged and pruned on
+/// its own, and every part of the message stays.
 #[test]
-fn a_message_with_several_results_is_replaced_through_its_first() {
-    let (a, b, c) = (call("search", "a"), call("read", "b"), call("search", "c"));
+fn a_message_with_several_results_has_each_pruned_on_its_own() {
+    let (a, b, d, c) = (call("search", "a"), call("read", "b"), call("search", "d"), call("search", "c"));
     let mut batch = result(&a, 300);
     batch.parts.extend(result(&b, 300).parts);
+    // Too small to prune on its own.
+    batch.parts.extend(result(&d, 150).parts);
     batch.parts.push(compaction_model::Part::Text(compaction_model::TextPart::new("note")));
     let batch = batch.with_name("runner").with_meta(meta(json!({"batch": true})));
     let messages = vec![
         Message::user("go"),
-        calling(&[a.clone(), b.clone()]),
+        calling(&[a.clone(), b.clone(), d.clone()]),
         batch,
         calling(std::slice::from_ref(&c)),
         result(&c, 500),
@@ -310,12 +314,43 @@ fn a_message_with_several_results_is_replaced_through_its_first() {
     let compaction =
         ToolResultPruningCompactor::default().compact(&messages, 0, &CharCounter).expect("pruned");
     let pruned = &compaction.messages(&messages)[2];
-    assert_eq!(pruned.name, None);
-    assert_eq!(pruned.parts.len(), 1);
-    assert_eq!(pruned.tool_call_result().expect("result").origin, a);
-    // The whole message's count, not the first result's.
-    assert_eq!(pruned.meta["context_compaction"]["original_tokens"], json!(604));
+    // The message keeps its name, its role and its text, since it holds more than results.
+    assert_eq!(pruned.name.as_deref(), Some("runner"));
+    assert_eq!(pruned.parts.len(), 4);
+    assert_eq!(pruned.parts[3], messages[2].parts[3]);
+    let results: Vec<_> = pruned.tool_call_results().collect();
+    assert_eq!(results.iter().map(|r| r.origin.clone()).collect::<Vec<_>>(), vec![a, b, d]);
+    let placeholder = |tool: &str| DEFAULT_PLACEHOLDER.replace("{tool_name}", tool);
+    assert!(matches!(&results[0].result, ToolResultContent::Text(t) if t.as_str() == placeholder("search")));
+    assert!(matches!(&results[1].result, ToolResultContent::Text(t) if t.as_str() == placeholder("read")));
+    assert_eq!(results[2], messages[2].tool_call_results().nth(2).expect("third"));
+    // The whole message's count, before.
+    assert_eq!(pruned.meta["context_compaction"]["original_tokens"], json!(754));
     assert_eq!(pruned.meta["batch"], json!(true));
+    // One report entry per pruned result, chained through the message's count.
+    let entries: Vec<_> = compaction.report.results.iter().filter(|r| r.index == 2).collect();
+    assert_eq!(entries.iter().map(|r| r.position).collect::<Vec<_>>(), vec![0, 1]);
+    assert_eq!(entries[0].original_tokens, 754);
+    assert_eq!(entries[0].replacement_tokens, entries[1].original_tokens);
+    assert_eq!(entries[1].replacement_tokens, CharCounter.count(std::slice::from_ref(pruned), &[]));
+    assert_eq!(entries[1].call_id.as_deref(), Some("b"));
+}
+
+/// A message made only of results becomes a tool message without a name, as in the reference.
+#[test]
+fn a_batch_of_results_only_becomes_a_tool_message() {
+    let (a, b, c) = (call("search", "a"), call("read", "b"), call("search", "c"));
+    let mut batch = result(&a, 300);
+    batch.parts.extend(result(&b, 300).parts);
+    batch.role = Role::User;
+    let batch = batch.with_name("runner");
+    let messages = vec![calling(&[a, b]), batch, calling(std::slice::from_ref(&c)), result(&c, 500)];
+    let compaction =
+        ToolResultPruningCompactor::default().compact(&messages, 0, &CharCounter).expect("pruned");
+    let pruned = &compaction.messages(&messages)[1];
+    assert_eq!((pruned.role, pruned.name.as_deref()), (Role::Tool, None));
+    assert_eq!(pruned.tool_call_results().count(), 2);
+    assert_eq!(compaction.report.changed_indices(), vec![1]);
 }
 
 #[test]
@@ -403,11 +438,7 @@ fn the_walk_offers_unprotected_results_with_index_and_own_count() {
     let mut replace = |index: usize, message: &Message, own: usize| {
         offered.push((index, own));
         let origin = message.tool_call_result()?.origin.clone();
-        Some(Replacement {
-            message: Message::tool("gone", origin, false),
-            original_tokens: own,
-            replacement_tokens: 4,
-        })
+        Some(Replacement::new(Message::tool("gone", origin, false), own, 4))
     };
     let compaction =
         replace_tool_results_until_target(&messages, 0, &CharCounter, 1, "test_strategy", &mut replace)
@@ -424,8 +455,7 @@ fn the_walk_returns_none_when_nothing_is_replaced() {
     let mut never = |_: usize, _: &Message, _: usize| None;
     assert_eq!(replace_tool_results_until_target(&messages, 0, &CharCounter, 1, "s", &mut never), None);
     // A replacement that frees nothing is not kept either.
-    let mut same = |_: usize, message: &Message, own: usize| {
-        Some(Replacement { message: message.clone(), original_tokens: own, replacement_tokens: own })
-    };
+    let mut same =
+        |_: usize, message: &Message, own: usize| Some(Replacement::new(message.clone(), own, own));
     assert_eq!(replace_tool_results_until_target(&messages, 0, &CharCounter, 1, "s", &mut same), None);
 }

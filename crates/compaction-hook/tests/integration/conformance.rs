@@ -3,6 +3,7 @@
 use compaction_core::{PruningSettings, ToolResultPruningCompactor};
 use compaction_hook::{AgentState, CompactionHook, CompactionHookSettings};
 use compaction_model::{messages_from_value, messages_to_value, ToolSpec};
+use compaction_testkit::{check_pruning_deviation, holds_result_beside_other_parts};
 use serde_json::Value;
 
 use crate::{counter_from_fixture, fixture_files, python_equal, read_json};
@@ -12,6 +13,7 @@ fn conformance_hook_matches_reference() {
     let files = fixture_files("hook");
     assert!(!files.is_empty(), "no hook fixtures found");
     let mut failures = Vec::new();
+    let mut deviations = 0;
     for path in &files {
         let fixture = read_json(path);
         let messages = messages_from_value(fixture["messages"].clone()).expect("messages parse");
@@ -35,11 +37,34 @@ fn conformance_hook_matches_reference() {
 
         let expected = &fixture["expected"];
         let mut wrong = Vec::new();
-        if !python_equal(&messages_to_value(state.messages()), &expected["messages"]) {
-            wrong.push("messages");
-        }
-        if Some(state.context_tokens as u64) != expected["context_tokens"].as_u64() {
-            wrong.push("context_tokens");
+        let input = fixture["messages"].as_array().cloned().unwrap_or_default();
+        if input.iter().any(holds_result_beside_other_parts) {
+            // The reference drops a message's other results and parts; this project keeps them
+            // (README, "Deviations from the reference"), so the messages are checked against
+            // the deviation, and the provider count that follows from them is not compared.
+            deviations += 1;
+            let theirs = messages_from_value(expected["messages"].clone()).expect("expected messages");
+            let target = expected["target_tokens"].as_u64().unwrap_or(0) as usize;
+            let reached = hook.counter().count(&theirs, &[]) <= target;
+            let problems = check_pruning_deviation(
+                &input,
+                messages_to_value(state.messages()).as_array().expect("array"),
+                expected["messages"].as_array().expect("array"),
+                fixture["compactor"]["settings"]["placeholder"]
+                    .as_str()
+                    .unwrap_or(compaction_core::DEFAULT_PLACEHOLDER),
+                reached,
+            );
+            if !problems.is_empty() {
+                failures.push(format!("{}: {problems:?}", path.display()));
+            }
+        } else {
+            if !python_equal(&messages_to_value(state.messages()), &expected["messages"]) {
+                wrong.push("messages");
+            }
+            if Some(state.context_tokens as u64) != expected["context_tokens"].as_u64() {
+                wrong.push("context_tokens");
+            }
         }
         if Value::Bool(outcome.compacted) != expected["compacted"] {
             wrong.push("compacted");
@@ -58,5 +83,8 @@ fn conformance_hook_matches_reference() {
         }
     }
     assert!(failures.is_empty(), "{} of {} fixtures differ: {failures:#?}", failures.len(), files.len());
-    eprintln!("{} hook fixtures match the reference", files.len());
+    eprintln!(
+        "{} hook fixtures match the reference, {deviations} of them as the documented deviation",
+        files.len()
+    );
 }

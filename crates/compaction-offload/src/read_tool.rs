@@ -3,7 +3,7 @@
 use compaction_model::{JsonObject, Message, ToolCall, ToolSpec};
 use serde_json::{json, Value};
 
-use crate::store::{StoredContent, ToolResultStore};
+use crate::store::{AsyncToolResultStore, StoredContent, ToolResultStore};
 
 /// The read-back tool's name.
 pub const READ_TOOL_NAME: &str = "read_offloaded_result";
@@ -54,12 +54,37 @@ impl ReadResponse {
 }
 
 /// Serves a call of the read-back tool from `store`. Never panics: bad arguments, unknown
-/// references and binary entries are answered in words the model can act on.
+/// references, refused entries and binary content are answered in words the model can act on.
 pub fn read_offloaded_result(store: &dyn ToolResultStore, arguments: &JsonObject) -> ReadResponse {
+    match parse(arguments) {
+        Ok(request) => respond(&request, store.read(request.reference)),
+        Err(response) => response,
+    }
+}
+
+/// [`read_offloaded_result`] for an async store: the read never blocks the calling thread.
+pub async fn read_offloaded_result_async(
+    store: &dyn AsyncToolResultStore,
+    arguments: &JsonObject,
+) -> ReadResponse {
+    match parse(arguments) {
+        Ok(request) => respond(&request, store.read(request.reference).await),
+        Err(response) => response,
+    }
+}
+
+/// A call's arguments, checked.
+struct Request<'a> {
+    reference: &'a str,
+    start: Option<usize>,
+    end: Option<usize>,
+}
+
+fn parse(arguments: &JsonObject) -> Result<Request<'_>, ReadResponse> {
     let Some(reference) = arguments.get("reference").and_then(Value::as_str) else {
-        return ReadResponse::fail(
+        return Err(ReadResponse::fail(
             "`reference` is required: pass the reference quoted in the pointer.".into(),
-        );
+        ));
     };
     let line = |key: &str| -> Result<Option<usize>, ReadResponse> {
         match arguments.get(key) {
@@ -70,11 +95,12 @@ pub fn read_offloaded_result(store: &dyn ToolResultStore, arguments: &JsonObject
             },
         }
     };
-    let (start, end) = match (line("start_line"), line("end_line")) {
-        (Ok(s), Ok(e)) => (s, e),
-        (Err(r), _) | (_, Err(r)) => return r,
-    };
-    let text = match store.read(reference) {
+    Ok(Request { reference, start: line("start_line")?, end: line("end_line")? })
+}
+
+fn respond(request: &Request<'_>, read: Result<StoredContent, crate::Error>) -> ReadResponse {
+    let reference = request.reference;
+    let text = match read {
         Ok(StoredContent::Text(text)) => text,
         Ok(StoredContent::Bytes(bytes)) => {
             return ReadResponse::fail(format!(
@@ -84,12 +110,12 @@ pub fn read_offloaded_result(store: &dyn ToolResultStore, arguments: &JsonObject
         }
         Err(error) => return ReadResponse::fail(format!("Cannot read '{reference}': {error}")),
     };
-    if start.is_none() && end.is_none() {
+    if request.start.is_none() && request.end.is_none() {
         return ReadResponse::ok(text);
     }
     let lines: Vec<&str> = text.split('\n').collect();
-    let first = start.unwrap_or(1);
-    let last = end.unwrap_or(lines.len()).min(lines.len());
+    let first = request.start.unwrap_or(1);
+    let last = request.end.unwrap_or(lines.len()).min(lines.len());
     if first > lines.len() {
         return ReadResponse::fail(format!(
             "'{reference}' has {} lines; start_line {first} is past the end.",

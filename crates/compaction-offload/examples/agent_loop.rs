@@ -2,16 +2,17 @@
 //! one back with the read-back tool, and the compaction hook prunes the
 //! shorter ones that stayed once the window fills; pruning leaves the pointers alone.
 //!
-//! Run with `cargo run -p compaction-hook --example agent_loop`.
+//! Run with `cargo run -p compaction-offload --example agent_loop`.
 
 use std::sync::Arc;
 
 use compaction_core::{PruningSettings, ToolResultPruningCompactor};
-use compaction_hook::{
-    read_offloaded_result, read_tool_spec, AgentState, CompactionHook, CompactionHookSettings,
-    InMemoryToolResultStore, OffloadOverChars, OffloadStrategies, ToolResultOffloadHook, READ_TOOL_NAME,
-};
+use compaction_hook::{AgentState, CompactionHook, CompactionHookSettings};
 use compaction_model::{Message, ToolCall, ToolSpec};
+use compaction_offload::{
+    read_offloaded_result, read_tool_spec, InMemoryToolResultStore, OffloadOverChars, OffloadStrategies,
+    ToolResultOffloadHook, READ_TOOL_NAME,
+};
 use compaction_tokens::{ApproximateTokenCounter, TokenCounter};
 use serde_json::json;
 
@@ -99,6 +100,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let offloaded = offload.run(&mut state);
         if !offloaded.offloaded.is_empty() {
             println!("  offloaded messages {:?}", offloaded.offloaded);
+        }
+        // A store failure leaves the result in context; say it rather than swallow it.
+        for failure in &offloaded.failures {
+            eprintln!("  could not offload message {}: {}", failure.at.index, failure.error);
         }
         if let Some(result) = state.messages().last().and_then(|m| m.tool_call_result()) {
             if result.origin.tool_name == READ_TOOL_NAME {

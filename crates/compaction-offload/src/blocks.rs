@@ -1,14 +1,16 @@
-//! Writing one tool result to a store and building the pointer that replaces it, shared by the
-//! offload hook and the offload compactor.
+//! One tool result as it is offloaded: its blocks (text, image, file), the writes they take,
+//! the pointer that replaces the result, and the message that carries the pointers.
 
 use compaction_model::{
-    set_offloaded_references, FilePart, ImagePart, Message, ResultPart, ToolCallResult, ToolResultContent,
+    set_offloaded_references, FilePart, ImagePart, Message, Part, ResultPart, Role, ToolCallResult,
+    ToolResultContent,
 };
 use compaction_tokens::char_len;
 use serde_json::Value;
 
 use crate::error::Error;
-use crate::store::{Content, ToolResultStore};
+use crate::plan::PendingWrite;
+use crate::store::StoreProfile;
 
 /// One part of a result as it is offloaded.
 #[derive(Debug, Clone, Copy)]
@@ -28,10 +30,7 @@ pub(crate) enum Offloadable<'a> {
 }
 
 /// The parts of `result` to offload, or why it stays.
-pub(crate) fn offloadable_blocks<'a>(
-    result: &'a ToolCallResult,
-    store: &dyn ToolResultStore,
-) -> Offloadable<'a> {
+pub(crate) fn offloadable_blocks<'a>(result: &'a ToolCallResult, profile: &StoreProfile) -> Offloadable<'a> {
     let blocks: Vec<Block<'a>> = match &result.result {
         ToolResultContent::Text(text) => vec![Block::Text(text)],
         ToolResultContent::Parts(parts) => parts
@@ -46,10 +45,9 @@ pub(crate) fn offloadable_blocks<'a>(
     if blocks.iter().all(|b| matches!(b, Block::Text(t) if t.is_empty())) {
         return Offloadable::Empty;
     }
-    if !store.supports_binary_content() && !blocks.iter().all(|b| matches!(b, Block::Text(_))) {
+    if !profile.supports_binary_content() && !blocks.iter().all(|b| matches!(b, Block::Text(_))) {
         tracing::warn!(
             tool = result.origin.tool_name.as_str(),
-            store = ?store,
             "the result has image or file content, but the store does not support binary content; \
              leaving the result in context"
         );
@@ -70,64 +68,101 @@ pub(crate) fn payload(blocks: &[Block<'_>]) -> String {
         .collect()
 }
 
-/// Writes every block of `message`'s first result to `store` and returns the pointer message:
-/// one tool result holding the pointer text, with the original call and error flag, and the
-/// original meta plus `extra_meta` plus the references under `tool_result_offloaded`.
+/// The pointer text that replaces a result, with a hole for each write's reference.
+#[derive(Debug, Clone)]
+pub(crate) struct Pointer {
+    pieces: Vec<Piece>,
+}
+
+#[derive(Debug, Clone)]
+enum Piece {
+    Text(String),
+    /// The reference of this result's write at this position.
+    Reference(usize),
+}
+
+impl Pointer {
+    /// The pointer text with `references` (one per write of the result, in order) filled in.
+    pub(crate) fn text<S: AsRef<str>>(&self, references: &[S]) -> String {
+        let mut out = String::new();
+        for piece in &self.pieces {
+            match piece {
+                Piece::Text(text) => out.push_str(text),
+                Piece::Reference(i) => out.push_str(references.get(*i).map_or("", AsRef::as_ref)),
+            }
+        }
+        out
+    }
+}
+
+/// A result's planned offload: the writes it takes and its pointer.
+#[derive(Debug)]
+pub(crate) struct PlannedResult<'a> {
+    pub(crate) writes: Vec<PendingWrite<'a>>,
+    pub(crate) pointer: Pointer,
+}
+
+/// Plans writing every block of a result of `tool_name` under keys starting with `key_prefix`
+/// (one block keeps the prefix as its key; several get `_0`, `_1`, …), and the pointer: one
+/// line for one block, a numbered list for several, each naming its reference, with a preview
+/// of `preview_chars` characters of each text. The reference's texts exactly.
 ///
-/// Blocks written before a failure stay in the store, unreferenced, as in the reference.
-pub(crate) fn offloaded_message(
-    message: &Message,
-    result: &ToolCallResult,
-    blocks: &[Block<'_>],
-    store: &dyn ToolResultStore,
+/// An image or file whose base64 cannot be decoded fails the whole result, before any write.
+pub(crate) fn plan_result<'a>(
+    blocks: &[Block<'a>],
+    tool_name: &str,
     key_prefix: &str,
     preview_chars: usize,
-    extra_meta: Option<(&str, Value)>,
-) -> Result<Message, Error> {
+) -> Result<PlannedResult<'a>, Error> {
     let single = blocks.len() == 1;
-    let mut references = Vec::with_capacity(blocks.len());
+    let mut writes = Vec::with_capacity(blocks.len());
     let mut descriptions = Vec::with_capacity(blocks.len());
     for (position, block) in blocks.iter().enumerate() {
         let key = if single { key_prefix.to_owned() } else { format!("{key_prefix}_{position}") };
-        let (reference, description) =
-            offload_block(*block, store, &key, preview_chars, &result.origin.tool_name, position)?;
-        references.push(reference);
-        descriptions.push(description);
+        let (write, before, after) = plan_block(*block, &key, preview_chars, tool_name, position)?;
+        writes.push(write);
+        descriptions.push((before, after));
     }
-    let pointer = if single {
-        format!("Tool result offloaded to {}", descriptions[0])
-    } else {
-        let mut lines = vec![format!("Tool result offloaded to {} files:", descriptions.len())];
-        lines.extend(descriptions.iter().enumerate().map(|(i, d)| format!("{}. {d}", i + 1)));
-        lines.join("\n")
+    let mut pieces = Vec::new();
+    let mut describe = |i: usize, (before, after): (String, String)| {
+        pieces.push(Piece::Text(before));
+        pieces.push(Piece::Reference(i));
+        pieces.push(Piece::Text(after));
     };
-    let mut meta = message.meta.clone();
-    if let Some((key, value)) = extra_meta {
-        meta.insert(key.to_owned(), value);
+    if single {
+        let mut parts = descriptions.into_iter();
+        let (before, after) = parts.next().unwrap_or_default();
+        describe(0, (format!("Tool result offloaded to {before}"), after));
+    } else {
+        let count = descriptions.len();
+        for (i, (before, after)) in descriptions.into_iter().enumerate() {
+            let lead =
+                if i == 0 { format!("Tool result offloaded to {count} files:\n") } else { "\n".to_owned() };
+            describe(i, (format!("{lead}{}. {before}", i + 1), after));
+        }
     }
-    set_offloaded_references(&mut meta, &references);
-    Ok(Message::tool(pointer, result.origin.clone(), result.error).with_meta(meta))
+    Ok(PlannedResult { writes, pointer: Pointer { pieces } })
 }
 
-fn offload_block(
-    block: Block<'_>,
-    store: &dyn ToolResultStore,
+/// One block's write, and its description around the reference.
+fn plan_block<'a>(
+    block: Block<'a>,
     key: &str,
     preview_chars: usize,
     tool_name: &str,
     position: usize,
-) -> Result<(String, String), Error> {
+) -> Result<(PendingWrite<'a>, String, String), Error> {
     let (encoded, mime, filename, fallback_label) = match block {
         Block::Text(text) => {
-            let reference = store.write(&format!("{key}.txt"), Content::Text(text))?;
             let length = char_len(text);
             let cut = match text.char_indices().nth(preview_chars) {
                 Some((byte, _)) => format!("{}...", &text[..byte]),
                 None => text.to_owned(),
             };
             return Ok((
-                reference.clone(),
-                format!("text ({length} characters) at '{reference}'. Preview: {cut}"),
+                PendingWrite::text(format!("{key}.txt"), text),
+                format!("text ({length} characters) at '"),
+                format!("'. Preview: {cut}"),
             ));
         }
         Block::Image(image) => (image.base64_image.as_str(), image.mime_type.as_deref(), None, "image"),
@@ -148,10 +183,53 @@ fn offload_block(
         .filter(|s| !s.is_empty())
         .or_else(|| mime.and_then(guess_extension))
         .unwrap_or(".bin");
-    let reference = store.write(&format!("{key}{extension}"), Content::Bytes(&data))?;
     let label = mime.unwrap_or(fallback_label);
     let named = filename.map(|f| format!(" named '{f}'")).unwrap_or_default();
-    Ok((reference.clone(), format!("{label}{named} ({} bytes) at '{reference}'", data.len())))
+    let before = format!("{label}{named} ({} bytes) at '", data.len());
+    Ok((PendingWrite::bytes(format!("{key}{extension}"), data), before, "'".to_owned()))
+}
+
+/// `message` with the results at `pointers`' positions (among its results) replaced by tool
+/// results holding the pointer texts, with their calls and error flags; its meta plus
+/// `extra_meta` plus `references` under `tool_result_offloaded`.
+///
+/// A message made only of results becomes a tool message without a name, as in the reference,
+/// which builds a fresh tool message for the one result it reads; a message that also holds
+/// text or calls keeps them, its role and its name, and results not listed stay as they were.
+pub(crate) fn pointer_message(
+    message: &Message,
+    pointers: &[(usize, String)],
+    references: &[String],
+    extra_meta: Option<(&str, Value)>,
+) -> Message {
+    let mut meta = message.meta.clone();
+    if let Some((key, value)) = extra_meta {
+        meta.insert(key.to_owned(), value);
+    }
+    set_offloaded_references(&mut meta, references);
+    let only_results = message.parts.iter().all(|p| matches!(p, Part::ToolCallResult(_)));
+    let mut position = 0;
+    let parts = message
+        .parts
+        .iter()
+        .map(|part| match part {
+            Part::ToolCallResult(result) => {
+                let pointer = pointers.iter().find(|(p, _)| *p == position).map(|(_, text)| text);
+                position += 1;
+                match pointer {
+                    Some(text) => Part::ToolCallResult(ToolCallResult::new(
+                        text.as_str().into(),
+                        result.origin.clone(),
+                        result.error,
+                    )),
+                    None => part.clone(),
+                }
+            }
+            other => other.clone(),
+        })
+        .collect();
+    let (role, name) = if only_results { (Role::Tool, None) } else { (message.role, message.name.clone()) };
+    Message { role, parts, name, meta }
 }
 
 /// Python's `base64.b64decode` without `validate`: characters outside the alphabet are dropped.

@@ -1,15 +1,16 @@
 //! Offloading against the reference: pointer texts, keys, meta and store contents that Haystack's
 //! `ToolResultOffloadHook` and `ToolResultOffloadCompactor` produced (tests/data/offload, made by
-//! xtask/reference/generate_offload.py), and the offload-run-prune sequence.
+//! xtask/reference/generate_offload.py), and the offload-run-prune sequence. The hook's cases run
+//! through the blocking and the async paths alike.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use compaction_hook::{
-    AgentState, CompactionHook, Compactor, FileSystemToolResultStore, OffloadCompactorSettings,
-    ToolResultOffloadCompactor, ToolResultOffloadHook,
-};
+use compaction_hook::{AgentState, CompactionHook, Compactor};
 use compaction_model::{messages_from_value, messages_to_value};
+use compaction_offload::{
+    FileSystemToolResultStore, OffloadCompactorSettings, ToolResultOffloadCompactor, ToolResultOffloadHook,
+};
 use serde_json::Value;
 
 use crate::{fixture_files, python_equal, read_json, replace_in_strings, store_contents};
@@ -50,6 +51,7 @@ fn offloading_matches_reference() {
                 let mut state =
                     AgentState::new(messages_from_value(fixture["messages"].clone()).expect("messages"));
                 state.step_count = fixture["step_count"].as_u64().expect("step") as usize;
+                let original = state.clone();
                 let outcome = hook.run(&mut state);
                 assert!(outcome.failures.is_empty(), "{name}: {:?}", outcome.failures);
                 check(
@@ -60,10 +62,27 @@ fn offloading_matches_reference() {
                     &root,
                     &mut failures,
                 );
+                // The async path, into a fresh store, writes the same files and leaves the same
+                // pointers.
+                let (async_dir, async_root) = scratch();
+                let store = FileSystemToolResultStore::new(&async_root).expect("store");
+                let mut again = original;
+                let outcome = crate::block_on(hook.run_async(&mut again, &store));
+                assert!(outcome.failures.is_empty(), "{name}: {:?}", outcome.failures);
+                let got = replace_in_strings(&messages_to_value(again.messages()), &async_root, &root);
+                check(&name, "async messages", &got, &expected["messages"], &root, &mut failures);
+                check(
+                    &name,
+                    "async store",
+                    &store_contents(async_dir.path()),
+                    &expected["store"],
+                    &async_root,
+                    &mut failures,
+                );
             }
             Some("compactor") => {
                 let settings = OffloadCompactorSettings::from_value(&fixture["settings"]).expect("settings");
-                let store = Arc::new(FileSystemToolResultStore::new(&root));
+                let store = Arc::new(FileSystemToolResultStore::new(&root).expect("store"));
                 let next = AtomicUsize::new(0);
                 let compactor = ToolResultOffloadCompactor::new(store, settings)
                     .expect("valid")
@@ -83,7 +102,7 @@ fn offloading_matches_reference() {
                 let mut state =
                     AgentState::new(messages_from_value(fixture["messages"].clone()).expect("messages"));
                 state.step_count = 1;
-                offload.run(&mut state);
+                assert!(offload.run(&mut state).failures.is_empty(), "{name}");
                 check(
                     &name,
                     "offloaded",

@@ -1,0 +1,250 @@
+//! Haystack interop: reading and writing the reference's `to_dict` forms of the store, the
+//! policies, the offload hook and compactor, and a `CompactionHook` whose compactor offloads.
+//!
+//! This module depends on the rest of the crate and nothing depends on it, so the serialized
+//! forms never shape the types.
+
+use std::sync::Arc;
+
+use compaction_hook::CompactionHook;
+use serde::{Deserialize, Deserializer};
+use serde_json::Value;
+
+use crate::error::Error;
+use crate::fs_store::FileSystemToolResultStore;
+use crate::offload_compactor::{OffloadCompactorSettings, ToolResultOffloadCompactor};
+use crate::offload_hook::ToolResultOffloadHook;
+use crate::policy::{BuiltinPolicy, OffloadStrategies, PolicyKey};
+use crate::serial::{component, count, init_parameters, integer, invalid, Integer};
+
+/// The class path Haystack writes as `type` in `FileSystemToolResultStore.to_dict()`.
+pub const HAYSTACK_FILE_SYSTEM_STORE_TYPE: &str =
+    "haystack.hooks.tool_result_offloading.stores.FileSystemToolResultStore";
+
+/// The class path Haystack writes as `type` in `ToolResultOffloadHook.to_dict()`.
+pub const HAYSTACK_OFFLOAD_HOOK_TYPE: &str =
+    "haystack.hooks.tool_result_offloading.hooks.ToolResultOffloadHook";
+
+/// The class path Haystack writes as `type` in `ToolResultOffloadCompactor.to_dict()`.
+pub const HAYSTACK_OFFLOAD_COMPACTOR_TYPE: &str =
+    "haystack.hooks.compaction.tool_result_offloading.ToolResultOffloadCompactor";
+
+const ALWAYS_TYPE: &str = "haystack.hooks.tool_result_offloading.policies.AlwaysOffload";
+const NEVER_TYPE: &str = "haystack.hooks.tool_result_offloading.policies.NeverOffload";
+const OVER_CHARS_TYPE: &str = "haystack.hooks.tool_result_offloading.policies.OffloadOverChars";
+
+impl FileSystemToolResultStore {
+    /// Opens the store `{"root": ...}` or Haystack's `to_dict` form names (see
+    /// [`FileSystemToolResultStore::new`]).
+    pub fn from_value(value: &Value) -> Result<Self, Error> {
+        let params = init_parameters(value, HAYSTACK_FILE_SYSTEM_STORE_TYPE)?;
+        let root =
+            params.get("root").and_then(Value::as_str).ok_or_else(|| invalid("root", "expected a path"))?;
+        FileSystemToolResultStore::new(root)
+    }
+
+    /// The store in Haystack's `to_dict` form.
+    pub fn to_haystack_value(&self) -> Value {
+        serde_json::json!({
+            "type": HAYSTACK_FILE_SYSTEM_STORE_TYPE,
+            "init_parameters": {"root": self.root().to_string_lossy()},
+        })
+    }
+}
+
+impl BuiltinPolicy {
+    /// The policy in Haystack's `to_dict` form.
+    pub fn to_haystack_value(&self) -> Value {
+        match self {
+            BuiltinPolicy::Always => serde_json::json!({"type": ALWAYS_TYPE, "init_parameters": {}}),
+            BuiltinPolicy::Never => serde_json::json!({"type": NEVER_TYPE, "init_parameters": {}}),
+            BuiltinPolicy::OverChars(threshold) => {
+                serde_json::json!({"type": OVER_CHARS_TYPE, "init_parameters": {"threshold": threshold}})
+            }
+        }
+    }
+
+    /// Reads one of the reference's three policies from its `to_dict` form, found under `key`.
+    pub fn from_haystack_value(key: &str, value: &Value) -> Result<Self, Error> {
+        match component(key, value)? {
+            ALWAYS_TYPE => Ok(BuiltinPolicy::Always),
+            NEVER_TYPE => Ok(BuiltinPolicy::Never),
+            OVER_CHARS_TYPE => {
+                let params = init_parameters(value, OVER_CHARS_TYPE)?;
+                let threshold = params.get("threshold").ok_or_else(|| invalid("threshold", "is required"))?;
+                Ok(BuiltinPolicy::OverChars(count("threshold", threshold)?))
+            }
+            other => Err(Error::UnsupportedComponent { key: key.to_owned(), type_name: other.to_owned() }),
+        }
+    }
+}
+
+impl PolicyKey {
+    /// The key as the reference serializes it: the name, `*`, or a JSON array string for a set.
+    pub fn to_haystack_key(&self) -> String {
+        match self {
+            PolicyKey::Tool(name) => name.clone(),
+            PolicyKey::Any => "*".to_owned(),
+            // Python's json.dumps of a list of strings: `["a", "b"]`.
+            PolicyKey::Tools(names) => {
+                let items: Vec<String> = names.iter().map(|n| python_string(n)).collect();
+                format!("[{}]", items.join(", "))
+            }
+        }
+    }
+
+    /// Reads a key as the reference serializes it: a string starting with `[` is a JSON array of
+    /// names, `*` is the wildcard, anything else a tool name.
+    pub fn from_haystack_key(key: &str) -> Result<Self, Error> {
+        if key == "*" {
+            return Ok(PolicyKey::Any);
+        }
+        if key.starts_with('[') {
+            let names: Vec<String> = serde_json::from_str(key)
+                .map_err(|e| invalid(key, &format!("expected a JSON list of names: {e}")))?;
+            return Ok(PolicyKey::Tools(names));
+        }
+        Ok(PolicyKey::Tool(key.to_owned()))
+    }
+}
+
+/// A string as Python's `json.dumps` writes it (ASCII only, `\uXXXX` escapes).
+fn python_string(text: &str) -> String {
+    let mut out = String::from("\"");
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            c if (c as u32) < 0x20 || (c as u32) > 0x7e => {
+                let mut units = [0u16; 2];
+                for unit in c.encode_utf16(&mut units) {
+                    out.push_str(&format!("\\u{unit:04x}"));
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+impl OffloadStrategies {
+    /// Reads the reference's serialized `offload_strategies` mapping.
+    pub fn from_haystack_value(value: &Value) -> Result<Self, Error> {
+        let object =
+            value.as_object().ok_or_else(|| invalid("offload_strategies", "expected a JSON object"))?;
+        let mut strategies = OffloadStrategies::new();
+        for (key, policy) in object {
+            strategies.insert(
+                PolicyKey::from_haystack_key(key)?,
+                BuiltinPolicy::from_haystack_value(key, policy)?.into_policy(),
+            );
+        }
+        Ok(strategies)
+    }
+
+    /// The mapping in the reference's serialized form; `None` when a policy has no such form.
+    pub fn to_haystack_value(&self) -> Option<Value> {
+        let mut object = serde_json::Map::new();
+        for (key, policy) in self.iter() {
+            object.insert(key.to_haystack_key(), policy.builtin()?.to_haystack_value());
+        }
+        Some(Value::Object(object))
+    }
+}
+
+impl ToolResultOffloadHook {
+    /// Builds a hook from Haystack's `ToolResultOffloadHook.to_dict()` output (a
+    /// `FileSystemToolResultStore`, which is opened, and the reference's three policies).
+    pub fn from_value(value: &Value) -> Result<Self, Error> {
+        let params = init_parameters(value, HAYSTACK_OFFLOAD_HOOK_TYPE)?;
+        let store = params.get("store").ok_or_else(|| invalid("store", "is required"))?;
+        let store = FileSystemToolResultStore::from_value(store)?;
+        let strategies = match params.get("offload_strategies") {
+            Some(v) => OffloadStrategies::from_haystack_value(v)?,
+            None => return Err(invalid("offload_strategies", "is required")),
+        };
+        let mut hook = ToolResultOffloadHook::new(Arc::new(store), strategies);
+        if let Some(v) = params.get("preview_chars") {
+            hook = hook.with_preview_chars(count("preview_chars", v)?);
+        }
+        Ok(hook)
+    }
+}
+
+impl OffloadCompactorSettings {
+    /// Reads the plain form or Haystack's `to_dict` form; missing keys take their defaults.
+    pub fn from_value(value: &Value) -> Result<Self, Error> {
+        let params = init_parameters(value, HAYSTACK_OFFLOAD_COMPACTOR_TYPE)?;
+        let mut settings = OffloadCompactorSettings::default();
+        for (key, value) in params {
+            let field = match key.as_str() {
+                "min_keep_steps" => &mut settings.min_keep_steps,
+                "min_tokens" => &mut settings.min_tokens,
+                "preview_chars" => &mut settings.preview_chars,
+                "store" => continue,
+                _ => return Err(invalid(key, "unknown setting")),
+            };
+            *field = match integer(key, value)? {
+                Integer::NonNegative(n) => n,
+                Integer::Negative(n) if key == "min_keep_steps" => {
+                    return Err(Error::MinKeepStepsTooSmall(n))
+                }
+                Integer::Negative(_) => return Err(invalid(key, "must be at least 0")),
+            };
+        }
+        settings.validate()?;
+        Ok(settings)
+    }
+}
+
+impl<'de> Deserialize<'de> for OffloadCompactorSettings {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let value = Value::deserialize(deserializer)?;
+        OffloadCompactorSettings::from_value(&value).map_err(serde::de::Error::custom)
+    }
+}
+
+impl ToolResultOffloadCompactor {
+    /// Builds a compactor from Haystack's `ToolResultOffloadCompactor.to_dict()` output, opening
+    /// its `FileSystemToolResultStore`.
+    pub fn from_value(value: &Value) -> Result<Self, Error> {
+        let settings = OffloadCompactorSettings::from_value(value)?;
+        let store = init_parameters(value, HAYSTACK_OFFLOAD_COMPACTOR_TYPE)?
+            .get("store")
+            .ok_or_else(|| invalid("store", "is required"))?;
+        ToolResultOffloadCompactor::new(Arc::new(FileSystemToolResultStore::from_value(store)?), settings)
+    }
+}
+
+/// A `CompactionHook` read from Haystack's form, and its offload compactor when it has one.
+#[derive(Debug)]
+pub struct HaystackCompactionHook {
+    /// The hook.
+    pub hook: CompactionHook,
+    /// The hook's compactor when it is a `ToolResultOffloadCompactor`, shared with the hook, so
+    /// that the caller can take its failures
+    /// ([`ToolResultOffloadCompactor::take_failures`]) after each run.
+    pub offload_compactor: Option<Arc<ToolResultOffloadCompactor>>,
+}
+
+/// Builds a `CompactionHook` from Haystack's `CompactionHook.to_dict()` output, whose compactor
+/// may be a `ToolResultPruningCompactor` or a `ToolResultOffloadCompactor` with a
+/// `FileSystemToolResultStore` (compaction-hook alone reads only the former).
+pub fn compaction_hook_from_value(value: &Value) -> Result<HaystackCompactionHook, Error> {
+    let params = init_parameters(value, compaction_hook::HAYSTACK_HOOK_TYPE)?;
+    let spec = params.get("compactor").filter(|v| !v.is_null());
+    if let Some(spec) =
+        spec.filter(|s| component("compactor", s).ok() == Some(HAYSTACK_OFFLOAD_COMPACTOR_TYPE))
+    {
+        let compactor = Arc::new(ToolResultOffloadCompactor::from_value(spec)?);
+        let hook = CompactionHook::from_value_with_compactor(value, Box::new(Arc::clone(&compactor)))?;
+        return Ok(HaystackCompactionHook { hook, offload_compactor: Some(compactor) });
+    }
+    Ok(HaystackCompactionHook { hook: CompactionHook::from_value(value)?, offload_compactor: None })
+}
