@@ -60,21 +60,40 @@
 //! 1.85.
 #![deny(missing_docs)]
 
+mod chain;
 mod compactor;
+mod config;
 mod error;
 mod generator;
 mod pruning;
+mod regions;
 mod settings;
+mod sliding_window;
 mod steps;
+mod summarization;
 
+pub use chain::{ChainCompactor, STRATEGY_CHAIN};
 pub use compactor::{
-    Compaction, CompactionReport, Compactor, Edits, InputReport, PrunedResult, ResultReport, Rewrite,
+    CompactFuture, Compaction, CompactionReport, Compactor, Edits, InputReport, PrunedResult, ResultReport,
+    Rewrite,
 };
 pub use error::Error;
 pub use generator::{AsyncChatGenerator, ChatGenerator, GenerateFuture, GeneratorError};
 pub use pruning::ToolResultPruningCompactor;
+pub use regions::{
+    current_agent_step_groups, historical_turn_groups, is_compaction_message, latest_user_index,
+    leading_system_end,
+};
 pub use settings::{PruningSettings, DEFAULT_PLACEHOLDER, HAYSTACK_PRUNING_TYPE};
+pub use sliding_window::{
+    SlidingWindowCompactor, SlidingWindowSettings, DEFAULT_OMISSION_NOTE, HAYSTACK_SLIDING_WINDOW_TYPE,
+    NUM_REMOVED_PLACEHOLDER,
+};
 pub use steps::{agent_step_spans, last_assistant_index, replace_tool_results_until_target, Replacement};
+pub use summarization::{
+    SummarizationCompactor, SummarizationSession, SummarizationSettings, Summarized, SummaryRequest,
+    SummaryRound, SummaryTier, DEFAULT_SUMMARY_INSTRUCTION, HAYSTACK_SUMMARIZATION_TYPE,
+};
 
 // The README's examples are compiled and run as doc tests, so they cannot drift.
 #[cfg(doctest)]
