@@ -6,8 +6,10 @@ use std::path::PathBuf;
 /// What can go wrong in this crate.
 ///
 /// Settings errors come from constructors and readers; store errors from
-/// [`ToolResultStore`](crate::ToolResultStore) operations. The hooks themselves never fail: a
-/// store error during offloading leaves the result in context and is reported in the outcome.
+/// [`ToolResultStore`](crate::ToolResultStore) operations; counting and compacting errors from
+/// [`CompactionHook::try_run`](crate::CompactionHook::try_run) and its steps. The hooks' `run`
+/// methods never fail: a store error during offloading leaves the result in context, and a
+/// failed count or compaction leaves the conversation as it was, both reported in the outcome.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -48,6 +50,15 @@ pub enum Error {
     /// The pruning compactor rejected its settings.
     #[error("compactor settings: {0}")]
     Compactor(#[from] compaction_core::Error),
+    /// The compactor could not compact (see `Compactor::try_compact`).
+    #[error("compacting failed: {0}")]
+    Compaction(#[source] compaction_core::Error),
+    /// The token counter could not count (a counter that asks a provider over the network).
+    #[error("counting tokens failed: {0}")]
+    Count(#[source] compaction_tokens::Error),
+    /// `max_total_tokens` of the budget hook was below 1.
+    #[error("`max_total_tokens` must be a positive number of tokens, got {0}")]
+    BudgetTooSmall(i128),
     /// A store key resolved to a location outside the store root.
     #[error("result key {key:?} resolves outside the store root {}", root.display())]
     KeyOutsideRoot {

@@ -78,6 +78,8 @@
 //! 1.85.
 #![deny(missing_docs)]
 
+mod budget;
+mod decision;
 mod error;
 mod hook;
 mod keys;
@@ -89,8 +91,13 @@ mod read_tool;
 mod serial;
 mod state;
 mod store;
+mod usage;
 
+pub use budget::{
+    BudgetOutcome, TokenBudgetHook, BUDGET_FINAL_MESSAGE, HAYSTACK_BUDGET_HOOK_TYPE, TOKEN_BUDGET_EXCEEDED,
+};
 pub use compaction_core::Compactor;
+pub use decision::HookDecision;
 pub use error::Error;
 pub use hook::{
     run_compaction_hooks, CompactionHook, CompactionHookSettings, CompactionOutcome, HAYSTACK_HOOK_TYPE,
@@ -109,6 +116,7 @@ pub use store::{
     Content, FileSystemToolResultStore, InMemoryToolResultStore, StoredContent, ToolResultStore,
     HAYSTACK_FILE_SYSTEM_STORE_TYPE,
 };
+pub use usage::total_tokens;
 
 // The README's examples are compiled and run as doc tests, so they cannot drift.
 #[cfg(doctest)]
