@@ -78,6 +78,7 @@ impl ChainCompactor {
 
 /// A chain run between stages.
 struct Run<'a> {
+    original_len: usize,
     counter: &'a dyn TokenCounter,
     target_tokens: usize,
     current: Cow<'a, [Message]>,
@@ -85,6 +86,9 @@ struct Run<'a> {
     tokens: usize,
     /// The in-place rewrites of every stage so far, while all of them were in place.
     rewrites: Option<Vec<(usize, Rewrite)>>,
+    /// For each message of `current`, its index in the original (`None` for one a stage put
+    /// in), while the stages' reports say enough to follow them.
+    origin: Option<Vec<Option<usize>>>,
     reports: Vec<CompactionReport>,
 }
 
@@ -96,12 +100,14 @@ impl<'a> Run<'a> {
     ) -> Result<Self, Error> {
         let tokens = Sizer::new(counter, messages).count_all(messages)?;
         Ok(Run {
+            original_len: messages.len(),
             counter,
             target_tokens,
             current: Cow::Borrowed(messages),
             tokens_before: tokens,
             tokens,
             rewrites: Some(Vec::new()),
+            origin: Some((0..messages.len()).map(Some).collect()),
             reports: Vec::new(),
         })
     }
@@ -118,6 +124,9 @@ impl<'a> Run<'a> {
         } else {
             Some(compaction.messages(&self.current))
         };
+        if let (Some(messages), Some(origin)) = (&next, &self.origin) {
+            self.origin = follow(origin, &compaction.report, messages.len());
+        }
         match (&mut self.rewrites, compaction.edits) {
             (Some(rewrites), Edits::Replace(stage)) => rewrites.extend(stage),
             (rewrites, _) => *rewrites = None,
@@ -144,6 +153,12 @@ impl<'a> Run<'a> {
             self.target_tokens,
             Vec::new(),
         );
+        if let Some(origin) = &self.origin {
+            let mut present = vec![false; self.original_len];
+            origin.iter().flatten().for_each(|&i| present[i] = true);
+            report.removed = (0..self.original_len).filter(|&i| !present[i]).collect();
+            report.inserted = (0..origin.len()).filter(|&i| origin[i].is_none()).collect();
+        }
         let edits = match self.rewrites {
             Some(mut rewrites) => {
                 report.results = self.reports.iter().flat_map(|r| r.results.iter().cloned()).collect();
@@ -162,6 +177,29 @@ impl<'a> Run<'a> {
         report.stages = self.reports;
         Some(Compaction { edits, report })
     }
+}
+
+/// Where each message of a stage's output came from, given where each message of its input
+/// came from and the stage's report of what it removed and put in; `None` when the report does
+/// not account for the output (a strategy that says nothing of what it removed).
+fn follow(
+    origin: &[Option<usize>],
+    report: &CompactionReport,
+    output_len: usize,
+) -> Option<Vec<Option<usize>>> {
+    if origin.len() + report.inserted.len() != output_len + report.removed.len() {
+        return None;
+    }
+    let mut removed = vec![false; origin.len()];
+    for &i in &report.removed {
+        *removed.get_mut(i)? = true;
+    }
+    let mut kept = origin.iter().zip(removed).filter(|(_, removed)| !removed).map(|(o, _)| *o);
+    let mut inserted = vec![false; output_len];
+    for &i in &report.inserted {
+        *inserted.get_mut(i)? = true;
+    }
+    inserted.into_iter().map(|new| if new { Some(None) } else { kept.next() }).collect()
 }
 
 impl Compactor for ChainCompactor {

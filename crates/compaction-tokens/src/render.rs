@@ -393,3 +393,51 @@ impl std::ops::Add for NonText {
         NonText { images: self.images + other.images, files: self.files + other.files }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use compaction_model::{
+        FilePart, ImagePart, Message, Part, ResultPart, TextPart, ToolCall, ToolResultContent,
+    };
+
+    use super::*;
+
+    #[test]
+    fn ids_and_placeholders_are_options_of_the_same_lines() {
+        let call = ToolCall::new("search", serde_json::Map::new()).with_id("c1");
+        let unnamed = ToolCall::new("search", serde_json::Map::new()).with_id("");
+        let assistant =
+            Message::assistant_with_calls(Some("look".into()), vec![call.clone(), unnamed.clone()]);
+        let result = Message::tool(
+            ToolResultContent::Parts(vec![
+                ResultPart::Text(TextPart::new("got ")),
+                ResultPart::Image(ImagePart::new("AAAA", Some("image/png".into()))),
+            ]),
+            call,
+            true,
+        );
+        let user = Message::user_parts(vec![Part::File(FilePart::new("AAAA", None, Some("a.pdf".into())))]);
+        let conversation = [assistant, result, user, Message::tool("ok", unnamed, false)];
+
+        assert_eq!(
+            rendered_conversation(&conversation),
+            "[assistant] look\n[assistant -> tool_call] search({})\n[assistant -> tool_call] search({})\n\
+             [tool:search (error)] got <image>\n[user] <file: a.pdf>\n[tool:search] ok"
+        );
+        let describe = |attachment: Attachment<'_>| match attachment {
+            Attachment::Image(image) => format!("<image {}>", image.mime_type.as_deref().unwrap_or("?")),
+            Attachment::File(file) => format!("<file {}>", file.filename.as_deref().unwrap_or("?")),
+        };
+        let options = RenderOptions::new().with_tool_call_ids(true).with_placeholder(&describe);
+        assert_eq!(
+            rendered_conversation_with(&conversation, &options),
+            "[assistant] look\n[assistant -> tool_call id=c1] search({})\n[assistant -> tool_call] search({})\n\
+             [tool:search id=c1 (error)] got <image image/png>\n[user] <file a.pdf>\n[tool:search] ok"
+        );
+        // The default options are the counters' rendering.
+        assert_eq!(
+            rendered_conversation_with(&conversation, &RenderOptions::default()),
+            rendered_conversation(&conversation)
+        );
+    }
+}

@@ -2,7 +2,9 @@
 //! cases, properties over random conversations, and the options beyond the reference.
 
 mod conformance;
+mod family_cases;
 mod family_conformance;
+mod family_properties;
 mod options;
 mod properties;
 mod reference_cases;
