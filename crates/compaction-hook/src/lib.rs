@@ -1,22 +1,32 @@
-//! When to compact an LLM agent's conversation, and offloading tool results to a store.
+//! When to compact an LLM agent's conversation, when to stop a run that spent its token budget,
+//! and offloading tool results to a store.
 //!
 //! compaction-core says *how* a conversation gets shorter; this crate says *when*, and adds the
 //! strategy that needs I/O: moving tool results out of the context into a store and leaving a
-//! pointer the model can follow. It follows Haystack 3.4's `CompactionHook`,
+//! pointer the model can follow. It follows Haystack 3.4's `CompactionHook`, `TokenBudgetHook`,
 //! `ToolResultOffloadHook` and `ToolResultOffloadCompactor`, with the same arithmetic, the same
 //! store keys and the same pointer texts.
 //!
 //! Overview:
 //!
 //! - [`AgentState`] is what your agent loop owns: the messages, the provider's token count of
-//!   the last request plus its reply (`context_tokens`, 0 when unknown), the tool schemas and
-//!   the step count. Fill it from any framework's types.
+//!   the last request plus its reply (`context_tokens`, 0 when unknown), the tool schemas, the
+//!   step count, the run's summed token usage and a stop request. Fill it from any framework's
+//!   types.
 //! - [`CompactionHook`] runs before each model call. It estimates the request (anchored on the
 //!   provider's count, plus the messages since the last assistant message), and once that
 //!   reaches `compact_at` of the window it hands the conversation to any [`Compactor`] with a
 //!   target of `compact_to` of the window less the non-message overhead. Every run returns a
 //!   [`CompactionOutcome`] and is traced with the reference's tag names
 //!   (`haystack.agent.hook.compaction.*`). Hooks chain: [`run_compaction_hooks`].
+//!   [`CompactionHook::try_run`] returns failures (a counter that asks a provider and fails, a
+//!   summarizer set to fail) as errors; [`CompactionHook::run_async`] awaits a compactor that
+//!   calls a model; and [`CompactionHook::decide`] / [`CompactionHook::complete`] are the two
+//!   halves for a caller that runs the compactor itself (such as a summarization session fed by
+//!   its own client). Every count goes through `TokenCounter::try_count`.
+//! - [`TokenBudgetHook`] runs before each model call and asks the run to stop
+//!   ([`AgentState::stop_run`]) once the usage the loop recorded ([`AgentState::record_usage`])
+//!   reaches its budget.
 //! - [`ToolResultOffloadHook`] runs after each tool step and offloads the step's fresh results
 //!   that its per-tool [`OffloadPolicy`]s pick ([`AlwaysOffload`], [`NeverOffload`],
 //!   [`OffloadOverChars`] or your own), keyed by tool name, a set of names ([`PolicyKey`]) or `*`.
