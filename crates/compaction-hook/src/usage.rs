@@ -153,6 +153,22 @@ mod tests {
     }
 
     #[test]
+    fn context_counts_no_provider_sends_are_clamped() {
+        let reply = |usage: Value| Message::assistant("r").with_meta(object(json!({"usage": usage})));
+        let (mut usage, mut context) = (JsonObject::new(), 7);
+        record(&mut usage, &mut context, &[reply(json!({"input_tokens": -5, "output_tokens": 1}))]);
+        assert_eq!(context, 0, "a negative count is unknown");
+        record(&mut usage, &mut context, &[reply(json!({"input_tokens": 0, "output_tokens": 0}))]);
+        assert_eq!(context, 0, "0 leaves the count as it was");
+        let huge: Value = serde_json::from_str(r#"{"prompt_tokens": 1e400}"#).unwrap();
+        record(&mut usage, &mut context, &[reply(huge)]);
+        assert_eq!(context, usize::MAX);
+        let beyond: Value =
+            serde_json::from_str(r#"{"total_tokens": 1000000000000000000000000000000000000000000}"#).unwrap();
+        assert_eq!(total_tokens(&object(beyond)), i128::MAX);
+    }
+
+    #[test]
     fn usage_accumulates_as_python_adds() {
         let sum = accumulate(
             &json!({"a": 1, "b": true, "c": {"d": 2.5}}),
