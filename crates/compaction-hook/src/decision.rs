@@ -103,7 +103,8 @@ impl CompactionHook {
 
     /// The last step: applies what the compactor returned for `decision` to `state` and, when
     /// the provider's count anchors the estimate, re-anchors it on the compacted conversation
-    /// (through its last assistant message, plus the overhead). `None` leaves `state` as it is.
+    /// (through its last assistant message, plus the overhead). `None` leaves `state` as it is,
+    /// and so does any compaction for a decision that did not trigger.
     ///
     /// If that count fails, the compaction stays applied and the anchor is set to 0 (unknown),
     /// so the next estimate counts everything itself; the outcome's `failure` says so.
