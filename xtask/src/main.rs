@@ -1,8 +1,7 @@
 //! Project automation for the compaction workspace, run as `cargo xtask <command>`.
 //!
-//! - `fixtures [--seed N] [--random-cases K] [--only KINDS]`: regenerate the committed reference
-//!   fixtures by running Haystack 3.4.1 in a virtual environment this command makes
-//!   (`.venv-ref`); `--only` takes a comma-separated list of kinds.
+//! - `fixtures [--seed N] [--random-cases K]`: regenerate the committed reference fixtures by
+//!   running Haystack 3.4.1 in a virtual environment this command makes (`.venv-ref`).
 //! - `differential [--seed N] [--cases K]`: draw fresh random cases, run them through the
 //!   reference, then through this project's conformance tests, and report disagreements.
 //! - `gen-transcript [--size 50MB] [--seed N] [-o FILE]`: write a deterministic synthetic agent
@@ -44,8 +43,7 @@ fn main() -> Result<()> {
 fn print_help() {
     println!(
         "cargo xtask <command>\n\n\
-         fixtures [--seed N] [--random-cases K] [--only KINDS]\n\
-         \x20                                        regenerate the committed reference fixtures\n\
+         fixtures [--seed N] [--random-cases K]   regenerate the committed reference fixtures\n\
          differential [--seed N] [--cases K]      compare fresh random cases against the reference\n\
          gen-transcript [--size 50MB] [--seed N] [-o FILE]\n\
          \x20                                        write a synthetic agent transcript (target/transcripts/)\n\

@@ -87,17 +87,10 @@ pub(crate) fn run(command: &mut Command) -> Result<()> {
     Ok(())
 }
 
-/// The fixture kinds `generate.py` writes.
-const BASE_KINDS: &[&str] = &["count", "convert", "prune", "hook"];
-/// The fixture kinds `generate_family.py` writes: sliding window, summarization, the budget
-/// hook, and the compaction hook driving the first two.
-const FAMILY_KINDS: &[&str] = &["window", "summarize", "budget", "hook_family"];
-
-/// Runs `script` (under `xtask/reference/`) with the generators' common arguments.
-fn run_generator(script: &str, out_root: &Path, seed: &str, extra: &[&str]) -> Result<()> {
+fn generator(out_root: &Path, seed: &str, extra: &[&str]) -> Result<()> {
     let python = reference_python()?;
     let cache = tiktoken_cache()?;
-    let script = project_root().join("xtask").join("reference").join(script);
+    let script = project_root().join("xtask").join("reference").join("generate.py");
     run(Command::new(python)
         .arg(script)
         .arg("--out-root")
@@ -108,41 +101,15 @@ fn run_generator(script: &str, out_root: &Path, seed: &str, extra: &[&str]) -> R
         .env("HAYSTACK_TELEMETRY_ENABLED", "False"))
 }
 
-/// Runs both generators for the kinds in `only` (all when `None`).
-fn generator(out_root: &Path, seed: &str, random_cases: Option<&str>, only: Option<&str>) -> Result<()> {
-    let wanted: Vec<&str> = match only {
-        Some(list) => list.split(',').map(str::trim).filter(|k| !k.is_empty()).collect(),
-        None => BASE_KINDS.iter().chain(FAMILY_KINDS).copied().collect(),
-    };
-    if let Some(unknown) =
-        wanted.iter().find(|k| !BASE_KINDS.contains(k) && !FAMILY_KINDS.contains(k) && **k != "offload")
-    {
-        bail!("unknown fixture kind {unknown:?}; kinds are {BASE_KINDS:?}, {FAMILY_KINDS:?} and \"offload\"");
-    }
-    for (script, kinds) in [("generate.py", BASE_KINDS), ("generate_family.py", FAMILY_KINDS)] {
-        let chosen: Vec<&str> = kinds.iter().copied().filter(|k| wanted.contains(k)).collect();
-        if chosen.is_empty() {
-            continue;
-        }
-        let only = chosen.join(",");
-        let mut extra = vec!["--only", only.as_str()];
-        if let Some(k) = random_cases {
-            extra.extend(["--random-cases", k]);
-        }
-        run_generator(script, out_root, seed, &extra)?;
-    }
-    Ok(())
-}
-
-/// `cargo xtask fixtures`: regenerate the committed fixtures (`--only` a comma-separated list of
-/// kinds, `offload` included, to regenerate some).
+/// `cargo xtask fixtures`: regenerate the committed fixtures.
 pub fn fixtures(args: &[String]) -> Result<()> {
     let seed = flag_value(args, "--seed").unwrap_or("1");
-    let only = flag_value(args, "--only");
-    generator(&project_root(), seed, flag_value(args, "--random-cases"), only)?;
-    if only.is_some_and(|list| !list.split(',').any(|k| k.trim() == "offload")) {
-        return Ok(());
+    let mut extra = Vec::new();
+    if let Some(k) = flag_value(args, "--random-cases") {
+        extra.extend(["--random-cases", k]);
     }
+    family_generator(&project_root(), seed, &extra)?;
+    generator(&project_root(), seed, &extra)?;
     let python = reference_python()?;
     let script = project_root().join("xtask").join("reference").join("generate_offload.py");
     run(Command::new(python).arg(script).arg(project_root()).env("HAYSTACK_TELEMETRY_ENABLED", "False"))
@@ -162,11 +129,28 @@ pub fn differential(args: &[String]) -> Result<()> {
     }
     std::fs::create_dir_all(&out)?;
     eprintln!("differential run: seed {seed}, {cases} random cases per kind, in {}", out.display());
-    generator(&out, &seed, Some(cases), None)?;
+    family_generator(&out, &seed, &["--random-cases", cases])?;
+    generator(&out, &seed, &["--random-cases", cases])?;
     run(Command::new(env!("CARGO"))
         .args(["test", "--workspace", "--all-features", "--test", "integration", "--", "conformance"])
         .current_dir(project_root())
         .env("COMPACTION_EXTRA_FIXTURES", &out))?;
     eprintln!("no disagreement with the reference on seed {seed}");
     Ok(())
+}
+
+/// The fixtures of the rest of the compaction family (`generate_family.py`: sliding window,
+/// summarization, the budget hook, the compaction hook driving the first two), into `out_root`.
+fn family_generator(out_root: &Path, seed: &str, extra: &[&str]) -> Result<()> {
+    let python = reference_python()?;
+    let cache = tiktoken_cache()?;
+    let script = project_root().join("xtask").join("reference").join("generate_family.py");
+    run(Command::new(python)
+        .arg(script)
+        .arg("--out-root")
+        .arg(out_root)
+        .args(["--seed", seed])
+        .args(extra)
+        .env("TIKTOKEN_CACHE_DIR", cache)
+        .env("HAYSTACK_TELEMETRY_ENABLED", "False"))
 }

@@ -10,7 +10,7 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use compaction_model::{Message, Part, CONTEXT_COMPACTION, STRATEGY_SUMMARIZATION};
-use compaction_tokens::{python_float_repr, render_message_with, Attachment, RenderOptions, TokenCounter};
+use compaction_tokens::{describing_placeholder, render_message_with, RenderOptions, TokenCounter};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 
@@ -717,7 +717,7 @@ fn removed_indices(origin: &[Option<usize>], original_len: usize) -> Vec<usize> 
 /// counters render it but with tool-call ids and describing placeholders, an earlier summary as
 /// a `[conversation_summary]` entry with its tags taken off, joined by newlines.
 fn summary_transcript(messages: &[Message], indices: &[usize]) -> String {
-    let options = RenderOptions::new().with_tool_call_ids(true).with_placeholder(&attachment_placeholder);
+    let options = RenderOptions::new().with_tool_call_ids(true).with_placeholder(&describing_placeholder);
     let mut out = String::new();
     for (position, &index) in indices.iter().enumerate() {
         if position > 0 {
@@ -737,51 +737,6 @@ fn summary_transcript(messages: &[Message], indices: &[usize]) -> String {
         }
     }
     out
-}
-
-/// A placeholder that says what an attachment was, so the summary can keep its identity:
-/// `<image: MIME, key=value...>` (from the image's meta) or `<file: NAME, MIME, key=value...>`
-/// (from the file's extra), only top-level string, number and boolean values, sorted by key.
-fn attachment_placeholder(attachment: Attachment<'_>) -> String {
-    let (kind, mut details, metadata) = match attachment {
-        Attachment::Image(image) => ("image", vec![or_unknown(image.mime_type.as_deref())], &image.meta),
-        Attachment::File(file) => {
-            let name = file.filename.as_deref().filter(|n| !n.is_empty()).unwrap_or("unnamed").to_owned();
-            ("file", vec![name, or_unknown(file.mime_type.as_deref())], &file.extra)
-        }
-    };
-    let mut entries: Vec<(&String, &Value)> = metadata.iter().collect();
-    entries.sort_by(|a, b| a.0.cmp(b.0));
-    details
-        .extend(entries.into_iter().filter_map(|(key, value)| Some(format!("{key}={}", python_str(value)?))));
-    format!("<{kind}: {}>", details.join(", "))
-}
-
-fn or_unknown(mime_type: Option<&str>) -> String {
-    mime_type.filter(|m| !m.is_empty()).unwrap_or("unknown type").to_owned()
-}
-
-/// Python's `str()` of a JSON string, number or boolean as `json.loads` reads it; `None` for
-/// anything else.
-fn python_str(value: &Value) -> Option<String> {
-    match value {
-        Value::String(s) => Some(s.clone()),
-        Value::Bool(b) => Some(if *b { "True" } else { "False" }.to_owned()),
-        Value::Number(n) => {
-            let text = n.to_string();
-            if text.contains(['.', 'e', 'E']) {
-                let mut out = String::new();
-                // Out of range reads as infinity, as Python's `float()` does.
-                python_float_repr(text.parse().unwrap_or(f64::NAN), &mut out);
-                Some(out)
-            } else if text == "-0" {
-                Some("0".to_owned())
-            } else {
-                Some(text)
-            }
-        }
-        _ => None,
-    }
 }
 
 /// `text` without the leading and trailing characters Python's `str.strip()` removes: Unicode

@@ -71,11 +71,13 @@ pub use counter::{Counts, Measure, TokenCounter};
 pub use error::Error;
 #[cfg(feature = "huggingface")]
 pub use huggingface::HuggingFaceTokenCounter;
-pub use pyjson::python_float_repr;
 pub use render::{
-    char_len, render_message, render_message_with, rendered_conversation, rendered_conversation_with,
-    rendered_message, rendered_message_chars, rendered_text, rendered_tools, rendered_tools_chars,
-    short_placeholder, Attachment, NonText, RenderOptions,
+    char_len, render_message, rendered_conversation, rendered_message, rendered_message_chars, rendered_text,
+    rendered_tools, rendered_tools_chars, NonText,
+};
+pub use render::{
+    describing_placeholder, render_message_with, rendered_conversation_with, short_placeholder, Attachment,
+    RenderOptions,
 };
 pub use running::RunningCount;
 pub use spec::counter_from_spec;

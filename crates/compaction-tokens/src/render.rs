@@ -49,6 +49,57 @@ pub fn short_placeholder(attachment: Attachment<'_>) -> String {
     }
 }
 
+/// A placeholder that says what an attachment was, for a model to read and keep:
+/// `<image: MIME, key=value, ...>` from an image's meta, `<file: NAME, MIME, key=value, ...>`
+/// from a file's extra (`unknown type` for a missing or empty MIME type, `unnamed` for a missing
+/// or empty name). Only top-level strings, numbers and booleans are shown, sorted by key, each
+/// value as Python's `str()` prints it (`True`, `1e+16`).
+///
+/// The placeholder Haystack 3.4.1's summarization compactor renders
+/// (`haystack/hooks/compaction/summarization.py`, `_attachment_placeholder`).
+pub fn describing_placeholder(attachment: Attachment<'_>) -> String {
+    let (kind, mut details, metadata) = match attachment {
+        Attachment::Image(image) => ("image", vec![or_unknown(image.mime_type.as_deref())], &image.meta),
+        Attachment::File(file) => {
+            let name = file.filename.as_deref().filter(|n| !n.is_empty()).unwrap_or("unnamed").to_owned();
+            ("file", vec![name, or_unknown(file.mime_type.as_deref())], &file.extra)
+        }
+    };
+    let mut entries: Vec<(&String, &serde_json::Value)> = metadata.iter().collect();
+    entries.sort_by(|a, b| a.0.cmp(b.0));
+    details
+        .extend(entries.into_iter().filter_map(|(key, value)| Some(format!("{key}={}", python_str(value)?))));
+    format!("<{kind}: {}>", details.join(", "))
+}
+
+fn or_unknown(mime_type: Option<&str>) -> String {
+    mime_type.filter(|m| !m.is_empty()).unwrap_or("unknown type").to_owned()
+}
+
+/// Python's `str()` of a JSON string, number or boolean as `json.loads` reads it; `None` for
+/// anything else.
+fn python_str(value: &serde_json::Value) -> Option<String> {
+    use serde_json::Value;
+    match value {
+        Value::String(s) => Some(s.clone()),
+        Value::Bool(b) => Some(if *b { "True" } else { "False" }.to_owned()),
+        Value::Number(n) => {
+            let text = n.to_string();
+            if text.contains(['.', 'e', 'E']) {
+                let mut out = String::new();
+                // Out of range reads as infinity, as Python's `float()` does.
+                pyjson::python_float_repr(text.parse().unwrap_or(f64::NAN), &mut out);
+                Some(out)
+            } else if text == "-0" {
+                Some("0".to_owned())
+            } else {
+                Some(text)
+            }
+        }
+        _ => None,
+    }
+}
+
 /// How [`render_message_with`] renders a message.
 ///
 /// [`RenderOptions::new`] is the rendering counters measure (and [`render_message`] uses). A
