@@ -124,6 +124,9 @@ impl<'de> Deserialize<'de> for SlidingWindowSettings {
 ///   one; when an earlier note is all there is to remove, the compactor declines.
 ///
 /// A tool call and its results are in the same step, so they stay or go together.
+///
+/// One deviation: where the note would outweigh what was removed, so the conversation would not
+/// get smaller, this compactor declines; the reference returns the larger conversation.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct SlidingWindowCompactor {
     settings: SlidingWindowSettings,
@@ -230,6 +233,12 @@ impl SlidingWindowCompactor {
                 sizer.count_all(&compacted)?
             }
         };
+        // The reference returns the rewritten conversation even when its note outweighs what it
+        // removed. That breaks the first rule of a compactor and loses messages for nothing, so
+        // this one declines.
+        if after >= tokens_before {
+            return Ok(None);
+        }
         let mut report =
             CompactionReport::new(STRATEGY_SLIDING_WINDOW, tokens_before, after, target_tokens, Vec::new());
         report.removed = removed;

@@ -99,6 +99,21 @@ fn the_window_declines_when_only_its_old_note_would_go() {
 }
 
 #[test]
+fn the_window_declines_where_its_note_would_outweigh_what_it_removes() {
+    // The reference returns [user(""), note] here, 28 tokens for 6: a message lost for nothing.
+    let messages = vec![Message::user(""), Message::assistant("done")];
+    let counter = ApproximateTokenCounter::default();
+    let compactor = SlidingWindowCompactor::new(SlidingWindowSettings::default().with_min_keep_steps(0));
+    assert_eq!(compactor.compact(&messages, 0, &counter), None);
+    // Without a note, removing the step does make it smaller.
+    let silent = SlidingWindowCompactor::new(
+        SlidingWindowSettings::default().with_min_keep_steps(0).with_omission_note(None),
+    );
+    let out = silent.compact(&messages, 0, &counter).expect("smaller").messages(&messages);
+    assert_eq!(out, vec![Message::user("")]);
+}
+
+#[test]
 fn summarization_defaults_and_settings_forms_are_the_references() {
     let settings = SummarizationSettings::default();
     assert_eq!(

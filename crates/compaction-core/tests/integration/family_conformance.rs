@@ -10,6 +10,7 @@ use compaction_core::{
 };
 use compaction_model::{messages_from_value, messages_to_value, Message, ToolCall};
 use compaction_testkit::python_equal;
+use compaction_tokens::TokenCounter as _;
 use serde_json::Value;
 
 use crate::{block_on, counter_from_fixture, fixture_files};
@@ -40,6 +41,7 @@ fn conformance_window_matches_reference() {
     let files = fixture_files("window");
     assert!(!files.is_empty(), "no window fixtures found");
     let mut failures = Vec::new();
+    let mut deviations = 0;
     for path in &files {
         let fixture = read(path);
         let messages = messages_from_value(fixture["messages"].clone()).expect("messages parse");
@@ -49,7 +51,16 @@ fn conformance_window_matches_reference() {
         let target = fixture["target_tokens"].as_u64().expect("target") as usize;
         let got =
             compactor.try_compact(&messages, target, counter.as_ref()).expect("local counters never fail");
-        let matches = match (&fixture["output"], &got) {
+        // The one deviation: where the reference's result is not smaller than its input, this
+        // compactor declines.
+        let mut expected = fixture["output"].clone();
+        if let Ok(output) = messages_from_value(expected.clone()) {
+            if counter.count(&output, &[]) >= counter.count(&messages, &[]) {
+                expected = Value::Null;
+                deviations += 1;
+            }
+        }
+        let matches = match (&expected, &got) {
             (Value::Null, None) => true,
             (expected, Some(compaction)) if !expected.is_null() => {
                 python_equal(&built(&messages, compaction), expected)
@@ -61,7 +72,10 @@ fn conformance_window_matches_reference() {
         }
     }
     assert!(failures.is_empty(), "{} of {} fixtures differ: {failures:#?}", failures.len(), files.len());
-    eprintln!("{} window fixtures match the reference", files.len());
+    eprintln!(
+        "{} window fixtures match the reference ({deviations} where it would have grown the conversation)",
+        files.len()
+    );
 }
 
 /// The fixture generator's stand-in model: see `StandIn` in `xtask/reference/generate_family.py`.

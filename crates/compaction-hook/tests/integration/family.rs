@@ -230,6 +230,24 @@ fn differences(
     wrong
 }
 
+/// The fixture's `expected`, except where the reference's sliding window grew the conversation:
+/// there this project's declines (a deviation), and the hook leaves the state as it was.
+fn expected_here(fixture: &Value) -> Value {
+    let mut expected = fixture["expected"].clone();
+    if fixture["compactor"]["kind"] != "sliding_window" || expected["compacted"] != true {
+        return expected;
+    }
+    let counter = counter_from_fixture(&fixture["counter"]);
+    let before = messages_from_value(fixture["messages"].clone()).expect("messages parse");
+    let after = messages_from_value(expected["messages"].clone()).expect("messages parse");
+    if counter.count(&after, &[]) >= counter.count(&before, &[]) {
+        expected["messages"] = fixture["messages"].clone();
+        expected["context_tokens"] = fixture["context_tokens"].clone();
+        expected["compacted"] = Value::Bool(false);
+    }
+    expected
+}
+
 #[test]
 fn conformance_hook_family_matches_reference() {
     let files = fixture_files("hook_family");
@@ -237,7 +255,7 @@ fn conformance_hook_family_matches_reference() {
     let mut failures = Vec::new();
     for path in &files {
         let fixture = read_json(path);
-        let expected = &fixture["expected"];
+        let expected = &expected_here(&fixture);
 
         let (hook, stand_in) = family_hook(&fixture);
         let mut state = fixture_state(&fixture);
