@@ -121,6 +121,7 @@ pub fn fixtures(args: &[String]) -> Result<()> {
     if let Some(k) = flag_value(args, "--random-cases") {
         extra.extend(["--random-cases", k]);
     }
+    family_generator(&project_root(), seed, &extra)?;
     generator(&project_root(), seed, &extra)?;
     llm_generator(&project_root(), seed, &extra)?;
     let python = reference_python()?;
@@ -142,6 +143,7 @@ pub fn differential(args: &[String]) -> Result<()> {
     }
     std::fs::create_dir_all(&out)?;
     eprintln!("differential run: seed {seed}, {cases} random cases per kind, in {}", out.display());
+    family_generator(&out, &seed, &["--random-cases", cases])?;
     generator(&out, &seed, &["--random-cases", cases])?;
     llm_generator(&out, &seed, &["--random-cases", cases])?;
     run(Command::new(env!("CARGO"))
@@ -150,4 +152,20 @@ pub fn differential(args: &[String]) -> Result<()> {
         .env("COMPACTION_EXTRA_FIXTURES", &out))?;
     eprintln!("no disagreement with the reference on seed {seed}");
     Ok(())
+}
+
+/// The fixtures of the rest of the compaction family (`generate_family.py`: sliding window,
+/// summarization, the budget hook, the compaction hook driving the first two), into `out_root`.
+fn family_generator(out_root: &Path, seed: &str, extra: &[&str]) -> Result<()> {
+    let python = reference_python()?;
+    let cache = tiktoken_cache()?;
+    let script = project_root().join("xtask").join("reference").join("generate_family.py");
+    run(Command::new(python)
+        .arg(script)
+        .arg("--out-root")
+        .arg(out_root)
+        .args(["--seed", seed])
+        .args(extra)
+        .env("TIKTOKEN_CACHE_DIR", cache)
+        .env("HAYSTACK_TELEMETRY_ENABLED", "False"))
 }

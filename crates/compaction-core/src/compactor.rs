@@ -1,7 +1,8 @@
 //! The [`Compactor`] trait and the report every compaction returns.
 
 use std::fmt;
-
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use compaction_model::{
@@ -11,7 +12,11 @@ use compaction_model::{
 use compaction_tokens::TokenCounter;
 use serde::Serialize;
 
+use crate::error::Error;
 use crate::steps::{Replacement, RewrittenResult};
+
+/// The future [`Compactor::compact_async`] returns.
+pub type CompactFuture<'a> = Pin<Box<dyn Future<Output = Result<Option<Compaction>, Error>> + Send + 'a>>;
 
 /// Rewrites a conversation into a shorter one that carries the same working context.
 ///
@@ -40,6 +45,37 @@ pub trait Compactor: Send + Sync + fmt::Debug {
     /// The strategy's name, as reports and traces show it (Haystack's class name, such as
     /// `ToolResultPruningCompactor`).
     fn name(&self) -> &str;
+
+    /// [`Compactor::compact`] for strategies that can fail: a counter that could not count, or
+    /// a model that could not summarize when the strategy is set to fail rather than keep what
+    /// it had. `Ok(None)` means what `None` means for `compact`.
+    ///
+    /// Callers that can report a failure (the compaction hook) call this. The default calls
+    /// `compact`, which is right for every strategy that cannot fail.
+    ///
+    /// # Errors
+    ///
+    /// Whatever kept the strategy from compacting, with its cause as the source.
+    fn try_compact(
+        &self,
+        messages: &[Message],
+        target_tokens: usize,
+        counter: &dyn TokenCounter,
+    ) -> Result<Option<Compaction>, Error> {
+        Ok(self.compact(messages, target_tokens, counter))
+    }
+
+    /// [`Compactor::try_compact`], for an async caller. A strategy that waits on I/O (a model
+    /// call) overrides it so that no runtime thread blocks; the default runs `try_compact` when
+    /// first polled, which is right for strategies that only compute.
+    fn compact_async<'a>(
+        &'a self,
+        messages: &'a [Message],
+        target_tokens: usize,
+        counter: &'a dyn TokenCounter,
+    ) -> CompactFuture<'a> {
+        Box::pin(async move { self.try_compact(messages, target_tokens, counter) })
+    }
 }
 
 impl<T: Compactor + ?Sized> Compactor for std::sync::Arc<T> {
@@ -54,6 +90,24 @@ impl<T: Compactor + ?Sized> Compactor for std::sync::Arc<T> {
 
     fn name(&self) -> &str {
         (**self).name()
+    }
+
+    fn try_compact(
+        &self,
+        messages: &[Message],
+        target_tokens: usize,
+        counter: &dyn TokenCounter,
+    ) -> Result<Option<Compaction>, Error> {
+        (**self).try_compact(messages, target_tokens, counter)
+    }
+
+    fn compact_async<'a>(
+        &'a self,
+        messages: &'a [Message],
+        target_tokens: usize,
+        counter: &'a dyn TokenCounter,
+    ) -> CompactFuture<'a> {
+        (**self).compact_async(messages, target_tokens, counter)
     }
 }
 
@@ -387,6 +441,22 @@ pub struct CompactionReport {
     /// Every assistant message whose tool-call arguments were cleared, oldest first (only with
     /// the pruning compactor's `clear_tool_inputs`).
     pub inputs_cleared: Vec<InputReport>,
+    /// The messages of the original conversation that are no longer in it (dropped by a
+    /// sliding window, replaced by a summary), by index, in increasing order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub removed: Vec<usize>,
+    /// The messages the compaction put in (an omission note, a summary), by their index in the
+    /// compacted conversation, in increasing order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub inserted: Vec<usize>,
+    /// For a chain of strategies: the report of each that compacted, in the order they ran.
+    /// Each describes the conversation its strategy was given.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub stages: Vec<CompactionReport>,
+    /// Why the strategy stopped short when a step failed and it kept what it had done before
+    /// (a summary the model could not write), in words; the failure is also logged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failure: Option<String>,
 }
 
 /// One rewritten tool result.
@@ -476,6 +546,10 @@ impl CompactionReport {
             target_reached: tokens_after <= target_tokens,
             results,
             inputs_cleared: Vec::new(),
+            removed: Vec::new(),
+            inserted: Vec::new(),
+            stages: Vec::new(),
+            failure: None,
         }
     }
 
@@ -491,8 +565,13 @@ impl CompactionReport {
         indices
     }
 
-    /// Tokens freed in all, by rewritten results and cleared inputs together.
+    /// Tokens freed in all: by rewritten results and cleared inputs together when there are
+    /// any, otherwise (strategies that remove or merge messages, chains) the drop from
+    /// `tokens_before` to `tokens_after`.
     pub fn tokens_freed(&self) -> usize {
+        if self.results.is_empty() && self.inputs_cleared.is_empty() {
+            return self.tokens_before.saturating_sub(self.tokens_after);
+        }
         self.results.iter().map(|r| r.tokens_freed).sum::<usize>()
             + self.inputs_cleared.iter().map(|r| r.tokens_freed).sum::<usize>()
     }

@@ -1,14 +1,28 @@
-//! The one error type of compaction-core: settings that cannot be used.
+//! The one error type of compaction-core: settings that cannot be used, and compactions that
+//! could not be done.
 
-/// What can go wrong in this crate. Compacting itself never fails; only building a compactor
-/// from settings does, and each variant names the setting at fault.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+use crate::generator::GeneratorError;
+
+/// What can go wrong in this crate.
+///
+/// Building a compactor from settings fails with a variant naming the setting at fault. Most
+/// compacting cannot fail; a strategy that counts with a counter that can fail, or asks a model
+/// to write a summary, fails through [`Compactor::try_compact`](crate::Compactor::try_compact)
+/// and the summarization session with the other variants, keeping the cause as the source.
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// `min_keep_steps` was below 1. The newest tool-calling step holds results the model has not
     /// acted on yet, so it is always kept.
     #[error("`min_keep_steps` must be at least 1, got {0}: the newest tool-calling step is always kept")]
     MinKeepStepsTooSmall(i128),
+    /// `min_keep_steps` of a strategy that allows 0 was negative (only possible when read from
+    /// a config).
+    #[error("`min_keep_steps` must be at least 0, got {0}")]
+    NegativeMinKeepSteps(i128),
+    /// `approximate_summary_tokens` was below 1.
+    #[error("`approximate_summary_tokens` must be a positive number of tokens, got {0}")]
+    SummaryTokensTooSmall(i128),
     /// `min_tokens` was negative (only possible when read from a config).
     #[error("`min_tokens` must be at least 0, got {0}")]
     NegativeMinTokens(i128),
@@ -40,4 +54,45 @@ pub enum Error {
     /// An option beyond the reference is on, so the settings have no Haystack `to_dict` form.
     #[error("option `{0}` is on, and Haystack's ToolResultPruningCompactor has no such parameter")]
     NotInReference(&'static str),
+    /// A token counter could not count (a counter that asks a provider over the network).
+    #[error("counting tokens failed: {0}")]
+    Count(#[source] compaction_tokens::Error),
+    /// The chat model could not be asked for a summary, or did not answer.
+    #[error("the chat model failed to write a summary: {0}")]
+    Generate(#[source] GeneratorError),
+    /// The model's reply held no text to use as a summary (or only whitespace).
+    #[error("the chat model returned no usable text for a summary; its reply: {reply}")]
+    EmptySummary {
+        /// The reply, described: its role and the kinds of its parts.
+        reply: String,
+    },
+    /// Putting the summary in place of what it summarizes did not make the conversation smaller,
+    /// so the messages are better kept as they were.
+    #[error("the summary did not make the conversation smaller ({before} tokens before, {after} after)")]
+    SummaryNotSmaller {
+        /// Tokens of the conversation before.
+        before: usize,
+        /// Tokens with the summary in place.
+        after: usize,
+    },
+    /// The summarization compactor was asked to summarize without a chat generator of the kind
+    /// the call needs (`sync` or `async`).
+    #[error(
+        "the summarization compactor has no {0} chat generator; give it one, or drive its session yourself"
+    )]
+    NoGenerator(&'static str),
+    /// A reply was handed to a summarization session that had asked for none.
+    #[error("a reply was supplied to a summarization session that is not waiting for one")]
+    NoPendingRequest,
 }
+
+impl PartialEq for Error {
+    /// Errors are equal when they are the same kind and say the same thing. A cause from
+    /// outside (a counter's, a model client's) is compared by its message, as causes cannot be
+    /// compared otherwise.
+    fn eq(&self, other: &Self) -> bool {
+        std::mem::discriminant(self) == std::mem::discriminant(other) && self.to_string() == other.to_string()
+    }
+}
+
+impl Eq for Error {}

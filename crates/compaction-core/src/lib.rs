@@ -1,15 +1,19 @@
-//! Context compaction for LLM agents: the [`Compactor`] trait and a tool-result pruning
-//! compactor that behaves exactly as Haystack's.
+//! Context compaction for LLM agents: the [`Compactor`] trait and the strategies of Haystack's
+//! compaction family — tool-result pruning, a sliding window, LLM summarization — each behaving
+//! exactly as the reference's, and a chain that runs several in order.
 //!
 //! A long agent run fills its context window mostly with tool output that stopped mattering
-//! once the model acted on it. This crate rewrites such conversations into shorter ones without
-//! breaking them: a tool call never loses its result, the input is never changed, and a
-//! compactor that cannot make the conversation smaller says so by returning `None`.
+//! once the model acted on it, and then with turns the current task no longer needs. This crate
+//! rewrites such conversations into shorter ones without breaking them: a tool call never loses
+//! its result, the input is never changed, and a compactor that cannot make the conversation
+//! smaller says so by returning `None`.
 //!
 //! Overview:
 //!
-//! - [`Compactor`] is the strategy trait (object safe); [`Compaction`] is its answer, the shorter
-//!   conversation with a [`CompactionReport`] of what changed.
+//! - [`Compactor`] is the strategy trait (object safe); [`Compaction`] is its answer: how the
+//!   conversation changes ([`Edits`]) and a [`CompactionReport`] of what changed. A strategy
+//!   that can fail (a counter that asks a provider, a model that does not answer) fails
+//!   through [`Compactor::try_compact`]; an async caller uses [`Compactor::compact_async`].
 //! - [`ToolResultPruningCompactor`] replaces older tool results with a short placeholder, as
 //!   Haystack 3.4's `ToolResultPruningCompactor` does, configured by [`PruningSettings`] (which
 //!   also read Haystack's `to_dict` form). Its options beyond the reference, all off by
@@ -19,6 +23,17 @@
 //!   message is judged and pruned on its own, so no call loses its result.
 //! - [`replace_tool_results_until_target`], [`agent_step_spans`] and [`last_assistant_index`]
 //!   are the building blocks for other strategies that rewrite tool results in place.
+//! - [`SlidingWindowCompactor`] keeps the instructions, the current task and the newest whole
+//!   turns and steps that fit, and leaves one omission note for the rest.
+//! - [`SummarizationCompactor`] has a chat model summarize the oldest stretches, in four tiers,
+//!   until the conversation fits. It does no I/O: a [`SummarizationSession`] says what to ask
+//!   the model and takes the reply, so the caller calls the model its own way, sync or async;
+//!   [`ChatGenerator`] and [`AsyncChatGenerator`] are the seam for callers who hand it a client.
+//! - [`ChainCompactor`] runs strategies in order until the target is met — prune, then
+//!   offload, then summarize, then slide — and reports what each did.
+//! - [`leading_system_end`], [`latest_user_index`], [`historical_turn_groups`],
+//!   [`current_agent_step_groups`] and [`is_compaction_message`] are how the window and the
+//!   summarizer read a conversation.
 //!
 //! Sizes come from a `&dyn TokenCounter` of the compaction-tokens crate, which this crate uses
 //! without any tokenizer compiled in. The crate does no I/O.
@@ -62,22 +77,41 @@
 //! 1.85.
 #![deny(missing_docs)]
 
+mod chain;
 mod compactor;
+mod config;
 mod error;
 mod generator;
 mod pruning;
+mod regions;
 mod settings;
+mod sliding_window;
 mod steps;
+mod summarization;
 
+pub use chain::{ChainCompactor, STRATEGY_CHAIN};
 pub use compactor::{
-    Compaction, CompactionReport, Compactor, Edits, InputReport, PrunedResult, ResultReport, Rewrite,
+    CompactFuture, Compaction, CompactionReport, Compactor, Edits, InputReport, PrunedResult, ResultReport,
+    Rewrite,
 };
 pub use error::Error;
 pub use generator::{AsyncChatGenerator, ChatGenerator, GenerateFuture, GeneratorError};
 pub use pruning::ToolResultPruningCompactor;
+pub use regions::{
+    current_agent_step_groups, historical_turn_groups, is_compaction_message, latest_user_index,
+    leading_system_end,
+};
 pub use settings::{PruningSettings, DEFAULT_PLACEHOLDER, HAYSTACK_PRUNING_TYPE};
+pub use sliding_window::{
+    SlidingWindowCompactor, SlidingWindowSettings, DEFAULT_OMISSION_NOTE, HAYSTACK_SLIDING_WINDOW_TYPE,
+    NUM_REMOVED_PLACEHOLDER,
+};
 pub use steps::{
     agent_step_spans, last_assistant_index, replace_tool_results_until_target, Replacement, RewrittenResult,
+};
+pub use summarization::{
+    SummarizationCompactor, SummarizationSession, SummarizationSettings, Summarized, SummaryRequest,
+    SummaryRound, SummaryTier, DEFAULT_SUMMARY_INSTRUCTION, HAYSTACK_SUMMARIZATION_TYPE,
 };
 
 // The README's examples are compiled and run as doc tests, so they cannot drift.

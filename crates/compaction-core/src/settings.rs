@@ -202,7 +202,7 @@ fn finish(settings: PruningSettings) -> Result<PruningSettings, Error> {
     Ok(settings)
 }
 
-fn as_object(value: &Value) -> Result<&Map<String, Value>, Error> {
+pub(crate) fn as_object(value: &Value) -> Result<&Map<String, Value>, Error> {
     match value {
         Value::Object(object) => Ok(object),
         Value::Null => Err(Error::NotAnObject("null")),
@@ -213,18 +213,18 @@ fn as_object(value: &Value) -> Result<&Map<String, Value>, Error> {
     }
 }
 
-fn invalid(key: &str, reason: &str) -> Error {
+pub(crate) fn invalid(key: &str, reason: &str) -> Error {
     Error::InvalidSetting { key: key.to_owned(), reason: reason.to_owned() }
 }
 
-enum Integer {
+pub(crate) enum Integer {
     NonNegative(usize),
     Negative(i128),
 }
 
 /// An integer setting. Python integers have no size limit, so one too large for `usize` is
 /// taken as `usize::MAX`, which behaves the same for every setting here.
-fn integer(key: &str, value: &Value) -> Result<Integer, Error> {
+pub(crate) fn integer(key: &str, value: &Value) -> Result<Integer, Error> {
     let Value::Number(number) = value else { return Err(invalid(key, "expected an integer")) };
     let text = number.to_string();
     let digits = text.strip_prefix('-').unwrap_or(&text);
@@ -250,7 +250,7 @@ fn optional_count(key: &str, value: &Value) -> Result<Option<usize>, Error> {
     }
 }
 
-fn string(key: &str, value: &Value) -> Result<String, Error> {
+pub(crate) fn string(key: &str, value: &Value) -> Result<String, Error> {
     value.as_str().map(str::to_owned).ok_or_else(|| invalid(key, "expected a string"))
 }
 

@@ -1,7 +1,12 @@
-//! The one error type of compaction-hook: settings that cannot be used.
+//! The one error type of compaction-hook: settings that cannot be used, and failed counts or
+//! compactions.
 
-/// What can go wrong in this crate: only building a hook from settings. Running a hook never
-/// fails.
+/// What can go wrong in this crate.
+///
+/// Settings errors come from constructors and readers; counting and compacting errors from
+/// [`CompactionHook::try_run`](crate::CompactionHook::try_run) and its steps. The hook's `run`
+/// never fails: a failed count or compaction leaves the conversation as it was and is reported
+/// in the outcome.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -38,4 +43,26 @@ pub enum Error {
     /// The pruning compactor rejected its settings.
     #[error("compactor settings: {0}")]
     Compactor(#[from] compaction_core::Error),
+    /// The compactor could not compact (see `Compactor::try_compact`).
+    #[error("compacting failed")]
+    Compaction(#[source] compaction_core::Error),
+    /// The token counter could not count (a counter that asks a provider over the network).
+    #[error("counting tokens failed")]
+    Count(#[source] compaction_tokens::Error),
+    /// `max_total_tokens` of the budget hook was below 1.
+    #[error("`max_total_tokens` must be a positive number of tokens, got {0}")]
+    BudgetTooSmall(i128),
+}
+
+/// An error and every cause under it, joined with `: `, for a one-line report (an outcome's
+/// `failure`): the message of each level says only its own part.
+pub(crate) fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
 }

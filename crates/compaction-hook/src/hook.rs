@@ -3,8 +3,10 @@
 
 use std::fmt;
 
-use compaction_core::{last_assistant_index, CompactionReport, Compactor, ToolResultPruningCompactor};
-use compaction_model::Message;
+use compaction_core::{
+    last_assistant_index, CompactionReport, Compactor, SlidingWindowCompactor, ToolResultPruningCompactor,
+    HAYSTACK_SLIDING_WINDOW_TYPE,
+};
 use compaction_tokens::{ApproximateTokenCounter, TokenCounter};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
@@ -102,6 +104,10 @@ pub struct CompactionOutcome {
     /// as it was; `None` when it did not compact or replaced the whole conversation. A writer
     /// can copy the untouched messages' original bytes.
     pub changed: Option<Vec<usize>>,
+    /// What failed, in words, when the run could not count or compact (the conversation is then
+    /// as it was), or could not re-anchor the provider's count after compacting. `None` when
+    /// nothing failed. [`CompactionHook::try_run`] returns such failures as errors instead.
+    pub failure: Option<String>,
 }
 
 /// Compacts an agent's conversation once it fills too much of the model's context window.
@@ -143,12 +149,13 @@ impl CompactionHook {
     }
 
     /// Builds a hook from Haystack's `CompactionHook.to_dict()` output with a
-    /// `ToolResultPruningCompactor`; the counter may be an `ApproximateTokenCounter` (or
-    /// absent).
+    /// `ToolResultPruningCompactor` or a `SlidingWindowCompactor`; the counter may be an
+    /// `ApproximateTokenCounter` (or absent).
     ///
     /// A hook whose compactor is a `ToolResultOffloadCompactor` needs a store, which this crate
     /// does not hold: the compaction-offload crate reads that form
-    /// (`compaction_offload::compaction_hook_from_value`).
+    /// (`compaction_offload::compaction_hook_from_value`). A summarizer needs a model client,
+    /// which no serialized form carries.
     pub fn from_value(value: &Value) -> Result<Self, Error> {
         let params = init_parameters(value, HAYSTACK_HOOK_TYPE)?;
         let compactor: Box<dyn Compactor> = match params.get("compactor") {
@@ -157,6 +164,7 @@ impl CompactionHook {
                 compaction_core::HAYSTACK_PRUNING_TYPE => {
                     Box::new(ToolResultPruningCompactor::from_value(spec)?)
                 }
+                HAYSTACK_SLIDING_WINDOW_TYPE => Box::new(SlidingWindowCompactor::from_value(spec)?),
                 other => {
                     return Err(Error::UnsupportedComponent {
                         key: "compactor".into(),
@@ -236,97 +244,43 @@ impl CompactionHook {
     }
 
     /// Compacts `state`'s conversation if it fills too much of the window, and says what it did.
+    ///
+    /// A counter that cannot count or a compactor that fails (see [`CompactionHook::try_run`])
+    /// leaves the conversation as it was; the outcome's `failure` says what happened, and it is
+    /// logged.
     pub fn run(&self, state: &mut crate::AgentState) -> CompactionOutcome {
-        let strategy = self.compactor.name().to_owned();
-        let estimated = self.estimate(state);
-        let window = self.settings.context_window as f64;
-        let triggered = estimated as f64 >= window * self.settings.compact_at;
-        let span = tracing::debug_span!(
-            "compaction_hook",
-            haystack.agent.hook.compaction.strategy = strategy.as_str(),
-            haystack.agent.hook.compaction.estimated_context_tokens = estimated,
-            haystack.agent.hook.compaction.triggered = triggered,
-            haystack.agent.hook.compaction.target_tokens = tracing::field::Empty,
-            haystack.agent.hook.compaction.compacted = tracing::field::Empty,
-        );
-        let _entered = span.enter();
-        let mut outcome = CompactionOutcome {
-            strategy,
-            estimated_tokens: estimated,
-            triggered,
-            target_tokens: None,
-            overhead: None,
-            compacted: false,
-            report: None,
-            changed: None,
+        let decision = match self.decide(state) {
+            Ok(decision) => decision,
+            Err(error) => return self.failed(None, &error),
         };
-        if !triggered {
-            tracing::debug!(
-                haystack.agent.hook.compaction.estimated_context_tokens = estimated,
-                haystack.agent.hook.compaction.triggered = false,
-                "conversation below the compaction threshold"
-            );
-            return outcome;
-        }
-
-        let message_tokens = self.counter.count(state.messages(), &[]);
-        let overhead = estimated as i128 - message_tokens as i128;
-        if overhead < 0 {
-            tracing::warn!(
-                message_tokens,
-                estimated,
-                "the token counter measured the messages above the estimated context size; it may be \
-                 overestimating, consider a more accurate counter"
-            );
-        }
-        // Python: int(window * compact_to), a float product truncated toward zero.
-        let budget = (window * self.settings.compact_to) as i128;
-        let target = (budget - overhead).max(0);
-        let target = usize::try_from(target).unwrap_or(usize::MAX);
-        span.record("haystack.agent.hook.compaction.target_tokens", target);
-        outcome.target_tokens = Some(target);
-        outcome.overhead = Some(i64::try_from(overhead).unwrap_or(i64::MAX));
-
-        let compaction = self.compactor.compact(state.messages(), target, self.counter.as_ref());
-        span.record("haystack.agent.hook.compaction.compacted", compaction.is_some());
-        let Some(compaction) = compaction else {
-            tracing::debug!(
-                haystack.agent.hook.compaction.target_tokens = target,
-                haystack.agent.hook.compaction.compacted = false,
-                "compactor declined"
-            );
-            return outcome;
+        let Some(target) = decision.target_tokens else {
+            return self.complete(state, decision, None);
         };
-        let before = state.messages().len();
-        outcome.changed = compaction.replaced_indices();
-        let report = state.apply(compaction);
-        if state.context_tokens != 0 {
-            state.context_tokens = self.accounted(state.messages(), overhead);
+        match self.compactor.try_compact(state.messages(), target, self.counter.as_ref()) {
+            Ok(compaction) => self.complete(state, decision, compaction),
+            Err(error) => self.failed(Some(decision), &Error::Compaction(error)),
         }
-        tracing::debug!(
-            haystack.agent.hook.compaction.target_tokens = target,
-            haystack.agent.hook.compaction.compacted = true,
-            step = state.step_count,
-            before,
-            after = state.messages().len(),
-            "compacted the conversation"
-        );
-        outcome.compacted = true;
-        outcome.report = Some(report);
-        outcome
     }
 
-    /// The provider-accounted part of a compacted conversation (through its last assistant
-    /// message, or all of it), plus the overhead. Counting the trailing tool results here would
-    /// make a second hook count them twice.
-    fn accounted(&self, messages: &[Message], overhead: i128) -> usize {
-        let accounted = match last_assistant_index(messages) {
-            None => messages,
-            Some(last) => &messages[..=last],
+    /// The outcome of a run that failed after `decision` (or before deciding).
+    fn failed(&self, decision: Option<crate::HookDecision>, error: &Error) -> CompactionOutcome {
+        tracing::warn!(%error, "the compaction hook could not run; the conversation is unchanged");
+        let mut outcome = match decision {
+            Some(decision) => CompactionOutcome::from_decision(decision),
+            None => CompactionOutcome {
+                strategy: self.compactor.name().to_owned(),
+                estimated_tokens: 0,
+                triggered: false,
+                target_tokens: None,
+                overhead: None,
+                compacted: false,
+                report: None,
+                changed: None,
+                failure: None,
+            },
         };
-        let tokens = self.counter.count(accounted, &[]) as i128 + overhead;
-        // Python would store a negative count here; a count cannot be negative, so it stops at 0.
-        usize::try_from(tokens.max(0)).unwrap_or(usize::MAX)
+        outcome.failure = Some(crate::error::chain(&error));
+        outcome
     }
 }
 

@@ -1,22 +1,33 @@
-//! When to compact an LLM agent's conversation: Haystack's `CompactionHook` in Rust.
+//! When to compact an LLM agent's conversation, and when to stop a run that spent its token
+//! budget: Haystack's `CompactionHook` and `TokenBudgetHook` in Rust.
 //!
 //! compaction-core says *how* a conversation gets shorter; this crate says *when*. It follows
 //! Haystack 3.4's `CompactionHook` with the same arithmetic: compact once the request reaches a
 //! fraction of the model's window, down to another fraction, anchored on the provider's own
 //! token count. It does no I/O: strategies that write somewhere (offloading tool results to a
-//! store) live in the compaction-offload crate, which builds on this one.
+//! store) live in the compaction-offload crate, which builds on this one, and strategies that ask
+//! a model (summarization) take a client through compaction-core's generator traits.
 //!
 //! Overview:
 //!
 //! - [`AgentState`] is what your agent loop owns: the messages, the provider's token count of
-//!   the last request plus its reply (`context_tokens`, 0 when unknown), the tool schemas and
-//!   the step count. Fill it from any framework's types.
+//!   the last request plus its reply (`context_tokens`, 0 when unknown), the tool schemas, the
+//!   step count, the run's summed token usage and a stop request. Fill it from any framework's
+//!   types.
 //! - [`CompactionHook`] runs before each model call. It estimates the request (anchored on the
 //!   provider's count, plus the messages since the last assistant message), and once that
 //!   reaches `compact_at` of the window it hands the conversation to any [`Compactor`] with a
 //!   target of `compact_to` of the window less the non-message overhead. Every run returns a
 //!   [`CompactionOutcome`] and is traced with the reference's tag names
 //!   (`haystack.agent.hook.compaction.*`). Hooks chain: [`run_compaction_hooks`].
+//!   [`CompactionHook::try_run`] returns failures (a counter that asks a provider and fails, a
+//!   summarizer set to fail) as errors; [`CompactionHook::run_async`] awaits a compactor that
+//!   calls a model; and [`CompactionHook::decide`] / [`CompactionHook::complete`] are the two
+//!   halves for a caller that runs the compactor itself (such as a summarization session fed by
+//!   its own client). Every count goes through `TokenCounter::try_count`.
+//! - [`TokenBudgetHook`] runs before each model call and asks the run to stop
+//!   ([`AgentState::stop_run`]) once the usage the loop recorded ([`AgentState::record_usage`])
+//!   reaches its budget.
 //!
 //! # Example
 //!
@@ -55,17 +66,25 @@
 //! 1.85.
 #![deny(missing_docs)]
 
+mod budget;
+mod decision;
 mod error;
 mod hook;
 mod serial;
 mod state;
+mod usage;
 
+pub use budget::{
+    BudgetOutcome, TokenBudgetHook, BUDGET_FINAL_MESSAGE, HAYSTACK_BUDGET_HOOK_TYPE, TOKEN_BUDGET_EXCEEDED,
+};
 pub use compaction_core::Compactor;
+pub use decision::HookDecision;
 pub use error::Error;
 pub use hook::{
     run_compaction_hooks, CompactionHook, CompactionHookSettings, CompactionOutcome, HAYSTACK_HOOK_TYPE,
 };
 pub use state::AgentState;
+pub use usage::total_tokens;
 
 // The README's examples are compiled and run as doc tests, so they cannot drift.
 #[cfg(doctest)]

@@ -2,7 +2,7 @@
 
 use std::sync::Mutex;
 
-use compaction_model::{Message, ToolSpec};
+use compaction_model::{JsonObject, Message, ToolSpec};
 use compaction_tokens::{RunningCount, TokenCounter};
 
 /// The part of an agent run the hooks need: the conversation, the provider's last token count,
@@ -26,6 +26,13 @@ pub struct AgentState {
     pub tools: Vec<ToolSpec>,
     /// How many agent steps have run.
     pub step_count: usize,
+    /// The run's token usage so far: every model reply's `meta["usage"]` summed, as the
+    /// reference's agent keeps it (see [`AgentState::record_usage`]). Read by the
+    /// [`TokenBudgetHook`](crate::TokenBudgetHook).
+    pub token_usage: JsonObject,
+    /// Set by a hook that asks the run to stop before the next model call, to the reason (the
+    /// run's exit reason), such as `token_budget_exceeded`. The agent loop checks it.
+    pub stop_run: Option<String>,
 }
 
 impl Clone for AgentState {
@@ -36,6 +43,8 @@ impl Clone for AgentState {
             context_tokens: self.context_tokens,
             tools: self.tools.clone(),
             step_count: self.step_count,
+            token_usage: self.token_usage.clone(),
+            stop_run: self.stop_run.clone(),
         }
     }
 }
@@ -47,6 +56,8 @@ impl PartialEq for AgentState {
             && self.context_tokens == other.context_tokens
             && self.tools == other.tools
             && self.step_count == other.step_count
+            && self.token_usage == other.token_usage
+            && self.stop_run == other.stop_run
     }
 }
 
@@ -58,6 +69,29 @@ impl AgentState {
             Ok(mut running) => running.count(counter, &self.messages, &self.tools),
             Err(_) => counter.count(&self.messages, &self.tools),
         }
+    }
+
+    /// [`AgentState::count_with_tools`] for counters that can fail: a counter whose counts add
+    /// up message by message counts only what was appended, any other is asked through
+    /// [`TokenCounter::try_count`].
+    pub fn try_count_with_tools(
+        &self,
+        counter: &dyn TokenCounter,
+    ) -> Result<usize, compaction_tokens::Error> {
+        let additive = self.messages.first().is_none_or(|m| counter.measure_joined(m).is_some());
+        if additive {
+            return Ok(self.count_with_tools(counter));
+        }
+        counter.try_count(&self.messages, &self.tools)
+    }
+
+    /// Records the usage of one model call's replies, as the reference's agent does after every
+    /// call: each reply's `meta["usage"]` object is summed into [`AgentState::token_usage`]
+    /// (objects key by key, numbers added), and the last reply's input plus output tokens
+    /// (`prompt_tokens`/`input_tokens` plus `completion_tokens`/`output_tokens`), when not 0,
+    /// become [`AgentState::context_tokens`].
+    pub fn record_usage(&mut self, replies: &[Message]) {
+        crate::usage::record(&mut self.token_usage, &mut self.context_tokens, replies);
     }
 
     fn forget_counts(&mut self) {

@@ -81,8 +81,8 @@ pub use message::{
 };
 pub use meta::{
     is_compacted, is_offloaded, offloaded_references, set_offloaded_references, CompactionMarker,
-    CONTEXT_COMPACTION, STRATEGY_TOOL_INPUT_CLEARING, STRATEGY_TOOL_RESULT_OFFLOADING,
-    STRATEGY_TOOL_RESULT_PRUNING, TOOL_RESULT_OFFLOADED,
+    CONTEXT_COMPACTION, STRATEGY_SLIDING_WINDOW, STRATEGY_SUMMARIZATION, STRATEGY_TOOL_INPUT_CLEARING,
+    STRATEGY_TOOL_RESULT_OFFLOADING, STRATEGY_TOOL_RESULT_PRUNING, TOOL_RESULT_OFFLOADED,
 };
 pub use sniff::{
     base64_decoded_len, decode_base64_strict, guess_mime, is_image_mime, Base64Error, IMAGE_MIME_TYPES,

@@ -17,6 +17,15 @@ pub const STRATEGY_TOOL_RESULT_PRUNING: &str = "tool_result_pruning";
 /// Strategy name recorded by the tool-result offloading compactor.
 pub const STRATEGY_TOOL_RESULT_OFFLOADING: &str = "tool_result_offloading";
 
+/// Strategy recorded on the omission note the sliding-window compactor leaves where it removed
+/// messages: `context_compaction: {"strategy": "sliding_window", "removed_messages": N,
+/// "kept_messages": K}`.
+pub const STRATEGY_SLIDING_WINDOW: &str = "sliding_window";
+
+/// Strategy recorded on a summary the summarization compactor wrote in place of the messages
+/// it replaced: `context_compaction: {"strategy": "summarization", "summarized_messages": N}`.
+pub const STRATEGY_SUMMARIZATION: &str = "summarization";
+
 /// Strategy recorded on an assistant message whose tool-call arguments `clear_tool_inputs`
 /// replaced with `{}`.
 ///

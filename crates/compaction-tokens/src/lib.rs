@@ -76,6 +76,10 @@ pub use render::{
     char_len, render_message, rendered_conversation, rendered_message, rendered_message_chars, rendered_text,
     rendered_tools, rendered_tools_chars, NonText,
 };
+pub use render::{
+    describing_placeholder, render_message_with, rendered_conversation_with, short_placeholder, Attachment,
+    RenderOptions,
+};
 pub use running::RunningCount;
 pub use spec::counter_from_spec;
 #[cfg(feature = "tiktoken")]

@@ -14,19 +14,154 @@
 //! Messages are joined by a newline and the tool schemas, printed as one JSON array, follow the
 //! last message directly. Images and files also carry a flat token charge, counted by
 //! [`NonText`].
+//!
+//! [`render_message_with`] renders the same lines under [`RenderOptions`]: with tool-call ids
+//! (`[assistant -> tool_call id=ID]`, `[tool:NAME id=ID (error)]`) and with a placeholder of the
+//! caller's for images and files. The reference renders a conversation this way for a
+//! summarizing model to read; counters never do.
 
-use compaction_model::{Message, Part, ResultPart, ToolCallResult, ToolResultContent, ToolSpec};
+use std::fmt;
+
+use compaction_model::{
+    FilePart, ImagePart, Message, Part, ResultPart, ToolCallResult, ToolResultContent, ToolSpec,
+};
 
 use crate::pyjson;
 
-/// Appends the rendering of one message to `out`.
+/// Content without a text form that a rendering shows as a placeholder: an image or a file,
+/// of a message or inside a tool result.
+#[derive(Debug, Clone, Copy)]
+pub enum Attachment<'a> {
+    /// An image.
+    Image(&'a ImagePart),
+    /// A file.
+    File(&'a FilePart),
+}
+
+/// The placeholder counters measure: `<image>` for an image, `<file: NAME>` for a file
+/// (`<file: unnamed>` when it has no name or an empty one).
+///
+/// It is short and says nothing of the content on purpose: its own length is what gets counted.
+pub fn short_placeholder(attachment: Attachment<'_>) -> String {
+    match attachment {
+        Attachment::Image(_) => "<image>".to_owned(),
+        Attachment::File(file) => file_placeholder(file.filename.as_deref()),
+    }
+}
+
+/// A placeholder that says what an attachment was, for a model to read and keep:
+/// `<image: MIME, key=value, ...>` from an image's meta, `<file: NAME, MIME, key=value, ...>`
+/// from a file's extra (`unknown type` for a missing or empty MIME type, `unnamed` for a missing
+/// or empty name). Only top-level strings, numbers and booleans are shown, sorted by key, each
+/// value as Python's `str()` prints it (`True`, `1e+16`).
+///
+/// The placeholder Haystack 3.4.1's summarization compactor renders
+/// (`haystack/hooks/compaction/summarization.py`, `_attachment_placeholder`).
+pub fn describing_placeholder(attachment: Attachment<'_>) -> String {
+    let (kind, mut details, metadata) = match attachment {
+        Attachment::Image(image) => ("image", vec![or_unknown(image.mime_type.as_deref())], &image.meta),
+        Attachment::File(file) => {
+            let name = file.filename.as_deref().filter(|n| !n.is_empty()).unwrap_or("unnamed").to_owned();
+            ("file", vec![name, or_unknown(file.mime_type.as_deref())], &file.extra)
+        }
+    };
+    let mut entries: Vec<(&String, &serde_json::Value)> = metadata.iter().collect();
+    entries.sort_by(|a, b| a.0.cmp(b.0));
+    details
+        .extend(entries.into_iter().filter_map(|(key, value)| Some(format!("{key}={}", python_str(value)?))));
+    format!("<{kind}: {}>", details.join(", "))
+}
+
+fn or_unknown(mime_type: Option<&str>) -> String {
+    mime_type.filter(|m| !m.is_empty()).unwrap_or("unknown type").to_owned()
+}
+
+/// Python's `str()` of a JSON string, number or boolean as `json.loads` reads it; `None` for
+/// anything else.
+fn python_str(value: &serde_json::Value) -> Option<String> {
+    use serde_json::Value;
+    match value {
+        Value::String(s) => Some(s.clone()),
+        Value::Bool(b) => Some(if *b { "True" } else { "False" }.to_owned()),
+        Value::Number(n) => {
+            let text = n.to_string();
+            if text.contains(['.', 'e', 'E']) {
+                let mut out = String::new();
+                // Out of range reads as infinity, as Python's `float()` does.
+                pyjson::python_float_repr(text.parse().unwrap_or(f64::NAN), &mut out);
+                Some(out)
+            } else if text == "-0" {
+                Some("0".to_owned())
+            } else {
+                Some(text)
+            }
+        }
+        _ => None,
+    }
+}
+
+/// How [`render_message_with`] renders a message.
+///
+/// [`RenderOptions::new`] is the rendering counters measure (and [`render_message`] uses). A
+/// caller that renders for a model to read, as the summarization compactor does, can show
+/// tool-call ids, so the model can pair each result with its call, and pass a placeholder that
+/// describes an attachment instead of merely marking it.
+#[derive(Clone, Copy)]
+#[non_exhaustive]
+pub struct RenderOptions<'a> {
+    /// Whether tool calls and results show their call's id (` id=ID`, left out when the id is
+    /// missing or empty).
+    pub include_tool_call_ids: bool,
+    /// The stand-in for an image or a file.
+    pub placeholder: &'a (dyn Fn(Attachment<'_>) -> String + Sync),
+}
+
+impl fmt::Debug for RenderOptions<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RenderOptions")
+            .field("include_tool_call_ids", &self.include_tool_call_ids)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for RenderOptions<'_> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<'a> RenderOptions<'a> {
+    /// The counters' rendering: no ids, [`short_placeholder`].
+    pub fn new() -> Self {
+        RenderOptions { include_tool_call_ids: false, placeholder: &short_placeholder }
+    }
+
+    /// The same options, showing tool-call ids or not.
+    pub fn with_tool_call_ids(mut self, include: bool) -> Self {
+        self.include_tool_call_ids = include;
+        self
+    }
+
+    /// The same options with another placeholder for images and files.
+    pub fn with_placeholder(mut self, placeholder: &'a (dyn Fn(Attachment<'_>) -> String + Sync)) -> Self {
+        self.placeholder = placeholder;
+        self
+    }
+}
+
+/// Appends the rendering of one message to `out`, as counters measure it.
 pub fn render_message(message: &Message, out: &mut String) {
+    render_message_with(message, &RenderOptions::new(), out);
+}
+
+/// Appends the rendering of one message to `out` under `options`.
+pub fn render_message_with(message: &Message, options: &RenderOptions<'_>, out: &mut String) {
     if message.has_tool_call_result() {
         for (i, result) in message.tool_call_results().enumerate() {
             if i > 0 {
                 out.push('\n');
             }
-            render_result(result, out);
+            render_result(result, options, out);
         }
         return;
     }
@@ -51,7 +186,9 @@ pub fn render_message(message: &Message, out: &mut String) {
         }
         out.push('[');
         out.push_str(role);
-        out.push_str(" -> tool_call] ");
+        out.push_str(" -> tool_call");
+        push_id(call.id.as_deref(), options, out);
+        out.push_str("] ");
         out.push_str(&call.tool_name);
         out.push('(');
         match &call.raw_arguments {
@@ -62,14 +199,17 @@ pub fn render_message(message: &Message, out: &mut String) {
         out.push(')');
         lines += 1;
     }
-    for placeholder in media_placeholders(message) {
+    // A message's own images come first, then its files, whatever their order among the parts.
+    let images = message.images().map(Attachment::Image);
+    let files = message.files().map(Attachment::File);
+    for attachment in images.chain(files) {
         if lines > 0 {
             out.push('\n');
         }
         out.push('[');
         out.push_str(role);
         out.push_str("] ");
-        out.push_str(&placeholder);
+        out.push_str(&(options.placeholder)(attachment));
         lines += 1;
     }
     if lines == 0 {
@@ -79,11 +219,12 @@ pub fn render_message(message: &Message, out: &mut String) {
     }
 }
 
-/// The stand-ins for a message's own images (first) and files (after), in that order.
-fn media_placeholders(message: &Message) -> impl Iterator<Item = String> + '_ {
-    let images = message.images().map(|_| "<image>".to_owned());
-    let files = message.files().map(|f| file_placeholder(f.filename.as_deref()));
-    images.chain(files)
+/// ` id=ID` when ids are shown and the call has a non-empty one.
+fn push_id(id: Option<&str>, options: &RenderOptions<'_>, out: &mut String) {
+    if let Some(id) = id.filter(|id| options.include_tool_call_ids && !id.is_empty()) {
+        out.push_str(" id=");
+        out.push_str(id);
+    }
 }
 
 fn file_placeholder(filename: Option<&str>) -> String {
@@ -93,9 +234,10 @@ fn file_placeholder(filename: Option<&str>) -> String {
     }
 }
 
-fn render_result(result: &ToolCallResult, out: &mut String) {
+fn render_result(result: &ToolCallResult, options: &RenderOptions<'_>, out: &mut String) {
     out.push_str("[tool:");
     out.push_str(&result.origin.tool_name);
+    push_id(result.origin.id.as_deref(), options, out);
     if result.error {
         out.push_str(" (error)");
     }
@@ -106,8 +248,10 @@ fn render_result(result: &ToolCallResult, out: &mut String) {
             for part in parts {
                 match part {
                     ResultPart::Text(t) => out.push_str(&t.text),
-                    ResultPart::Image(_) => out.push_str("<image>"),
-                    ResultPart::File(f) => out.push_str(&file_placeholder(f.filename.as_deref())),
+                    ResultPart::Image(image) => {
+                        out.push_str(&(options.placeholder)(Attachment::Image(image)))
+                    }
+                    ResultPart::File(file) => out.push_str(&(options.placeholder)(Attachment::File(file))),
                 }
             }
         }
@@ -123,12 +267,17 @@ pub fn rendered_message(message: &Message) -> String {
 
 /// The whole conversation as counters see it: messages joined by newlines.
 pub fn rendered_conversation(messages: &[Message]) -> String {
+    rendered_conversation_with(messages, &RenderOptions::new())
+}
+
+/// The whole conversation rendered under `options`: messages joined by newlines.
+pub fn rendered_conversation_with(messages: &[Message], options: &RenderOptions<'_>) -> String {
     let mut out = String::new();
     for (i, message) in messages.iter().enumerate() {
         if i > 0 {
             out.push('\n');
         }
-        render_message(message, &mut out);
+        render_message_with(message, options, &mut out);
     }
     out
 }
@@ -293,5 +442,53 @@ impl std::ops::Add for NonText {
     type Output = NonText;
     fn add(self, other: NonText) -> NonText {
         NonText { images: self.images + other.images, files: self.files + other.files }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use compaction_model::{
+        FilePart, ImagePart, Message, Part, ResultPart, TextPart, ToolCall, ToolResultContent,
+    };
+
+    use super::*;
+
+    #[test]
+    fn ids_and_placeholders_are_options_of_the_same_lines() {
+        let call = ToolCall::new("search", serde_json::Map::new()).with_id("c1");
+        let unnamed = ToolCall::new("search", serde_json::Map::new()).with_id("");
+        let assistant =
+            Message::assistant_with_calls(Some("look".into()), vec![call.clone(), unnamed.clone()]);
+        let result = Message::tool(
+            ToolResultContent::Parts(vec![
+                ResultPart::Text(TextPart::new("got ")),
+                ResultPart::Image(ImagePart::new("AAAA", Some("image/png".into()))),
+            ]),
+            call,
+            true,
+        );
+        let user = Message::user_parts(vec![Part::File(FilePart::new("AAAA", None, Some("a.pdf".into())))]);
+        let conversation = [assistant, result, user, Message::tool("ok", unnamed, false)];
+
+        assert_eq!(
+            rendered_conversation(&conversation),
+            "[assistant] look\n[assistant -> tool_call] search({})\n[assistant -> tool_call] search({})\n\
+             [tool:search (error)] got <image>\n[user] <file: a.pdf>\n[tool:search] ok"
+        );
+        let describe = |attachment: Attachment<'_>| match attachment {
+            Attachment::Image(image) => format!("<image {}>", image.mime_type.as_deref().unwrap_or("?")),
+            Attachment::File(file) => format!("<file {}>", file.filename.as_deref().unwrap_or("?")),
+        };
+        let options = RenderOptions::new().with_tool_call_ids(true).with_placeholder(&describe);
+        assert_eq!(
+            rendered_conversation_with(&conversation, &options),
+            "[assistant] look\n[assistant -> tool_call id=c1] search({})\n[assistant -> tool_call] search({})\n\
+             [tool:search id=c1 (error)] got <image image/png>\n[user] <file a.pdf>\n[tool:search] ok"
+        );
+        // The default options are the counters' rendering.
+        assert_eq!(
+            rendered_conversation_with(&conversation, &RenderOptions::default()),
+            rendered_conversation(&conversation)
+        );
     }
 }

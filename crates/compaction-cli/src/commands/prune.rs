@@ -266,6 +266,8 @@ pub fn run(args: Args) -> Result<()> {
 }
 
 /// How the conversation changes.
+// One value per run, so the size of the largest variant does not matter.
+#[allow(clippy::large_enum_variant)]
 enum Compacted {
     /// Not at all.
     Unchanged,

@@ -1,6 +1,7 @@
 //! Integration tests of compaction-hook: the reference's hook fixtures and the hook's own rules.
 
 mod conformance;
+mod family;
 mod hook_rules;
 mod incremental;
 
@@ -45,4 +46,16 @@ pub fn fixture_files(kind: &str) -> Vec<std::path::PathBuf> {
         .into_iter()
         .map(|(_, path)| path)
         .collect()
+}
+
+/// Runs a future that never waits on anything outside it (the tests' stand-in models answer at
+/// once) to completion on this thread.
+pub fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    let mut future = std::pin::pin!(future);
+    let mut context = std::task::Context::from_waker(std::task::Waker::noop());
+    loop {
+        if let std::task::Poll::Ready(output) = future.as_mut().poll(&mut context) {
+            return output;
+        }
+    }
 }
