@@ -111,6 +111,12 @@ pub struct InputArgs {
     /// evaluation output with one instance a line); 0, the first, when absent.
     #[arg(long, value_name = "N")]
     pub conversation: Option<usize>,
+    /// Read everything the log holds. By default a log the provider (or agent) compacted is read
+    /// as the model saw it at its last call: Claude Code's summary and what follows its
+    /// `compact_boundary`, what a Codex `compacted` line left, what follows an Anthropic
+    /// `compaction` block, what an OpenHands condensation did not forget.
+    #[arg(long)]
+    pub full_history: bool,
 }
 
 impl InputArgs {
@@ -128,7 +134,7 @@ impl InputArgs {
         let started = std::time::Instant::now();
         let bytes = source.read_bytes()?;
         let read = started.elapsed();
-        let mut options = ReadOptions::named(source.name());
+        let mut options = ReadOptions::named(source.name()).with_full_history(self.full_history);
         options.format = self.format;
         options.conversation = self.conversation;
         let conversation = compaction_formats::read(bytes, &options).map_err(|error| match error {
@@ -143,12 +149,15 @@ impl InputArgs {
         let parse = started.elapsed() - read;
         spinner.finish_and_clear();
         if conversation.conversations > 1 && self.conversation.is_none() {
-            eprintln!(
+            crate::progress::say(&format!(
                 "note: {} holds {} conversations; read conversation {} (choose with --conversation N)",
                 source.name(),
                 conversation.conversations,
                 conversation.selected
-            );
+            ));
+        }
+        for note in &conversation.notes {
+            crate::progress::say(&format!("note: {}: {note}", source.name()));
         }
         Ok(ReadInput { conversation, read, parse })
     }

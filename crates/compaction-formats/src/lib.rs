@@ -64,30 +64,70 @@
 
 mod anthropic;
 mod claude_code;
+mod codex;
 mod detect;
 mod document;
 mod error;
+mod eventlog;
 mod format;
 mod haystack;
+mod notes;
 mod openai;
 mod openhands;
 mod overlay;
 mod pairing;
+mod responses;
+mod splice;
 #[cfg(test)]
 mod tests;
+mod usage;
 mod write;
 
 use std::io::Write;
 
-use compaction_model::{Message, Role, ToolSpec};
+use compaction_model::{JsonObject, Message, Part, Role, TextPart, ToolSpec};
 use serde_json::{Map, Value};
 
-use crate::detect::{detect, unrecognized};
+use crate::detect::{detect, detect_lines, unrecognized};
 use crate::document::{container, locate, locator, parse_top, read_tools, take_messages, Place, Top};
+use crate::eventlog::{json_lines, EventLog, LogDecoded};
 use crate::write::{write_native_to, Native};
 
 pub use error::{Error, Location};
 pub use format::{Format, Target, UnknownFormat};
+pub use notes::{Note, NoteKind};
+pub use usage::{MessageUsage, Usage};
+
+/// The key, in a text part's `unknown` fields (or a reasoning part's `extra`), holding an item a
+/// provider sent that the model has no part for: `{"format": "anthropic" | "responses", "item":
+/// <the item as read>}`. The part's text is what the item is counted as (a compaction's summary,
+/// else the item's JSON); writers of the item's own format write the item back as it was.
+pub const PROVIDER_ITEM: &str = "provider_item";
+
+/// The marker value kept under [`PROVIDER_ITEM`].
+pub(crate) fn provider_marker(format: &str, item: Value) -> Value {
+    let mut marker = Map::new();
+    marker.insert("format".into(), Value::String(format.to_owned()));
+    marker.insert("item".into(), item);
+    Value::Object(marker)
+}
+
+/// A text part standing for an opaque provider item.
+pub(crate) fn opaque_part(format: &str, text: String, item: Value) -> Part {
+    let mut unknown = JsonObject::new();
+    unknown.insert(PROVIDER_ITEM.into(), provider_marker(format, item));
+    Part::Text(TextPart { text: text.into(), unknown })
+}
+
+/// The provider item a part stands for, with the format it came from, if it stands for one.
+pub fn provider_item(part: &Part) -> Option<(&str, &Value)> {
+    let marker = match part {
+        Part::Text(text) => text.unknown.get(PROVIDER_ITEM)?,
+        Part::Reasoning(reasoning) => reasoning.extra.get(PROVIDER_ITEM)?,
+        _ => return None,
+    };
+    Some((marker.get("format")?.as_str()?, marker.get("item")?))
+}
 
 /// How messages are laid out in a file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -109,6 +149,11 @@ pub struct ReadOptions {
     pub format: Option<Format>,
     /// Which conversation of a file holding several (0 is the first); the first when `None`.
     pub conversation: Option<usize>,
+    /// Read everything the log holds, instead of what the model saw at its last call: the
+    /// messages before a provider's compaction (Claude Code's `compact_boundary`, Codex's
+    /// `compacted`, Anthropic's `compaction` block) are kept, and the compactions are listed in
+    /// [`Conversation::compactions`].
+    pub full_history: bool,
 }
 
 impl Default for ReadOptions {
@@ -120,7 +165,7 @@ impl Default for ReadOptions {
 impl ReadOptions {
     /// Options for an input called `name` in errors, with everything else told from the content.
     pub fn named(name: impl Into<String>) -> Self {
-        ReadOptions { name: name.into(), format: None, conversation: None }
+        ReadOptions { name: name.into(), format: None, conversation: None, full_history: false }
     }
 
     /// The same options, reading `format` instead of telling it from the content.
@@ -134,6 +179,24 @@ impl ReadOptions {
         self.conversation = Some(index);
         self
     }
+
+    /// The same options, reading the full history instead of the model's last view.
+    pub fn with_full_history(mut self, full_history: bool) -> Self {
+        self.full_history = full_history;
+        self
+    }
+}
+
+/// A compaction the provider (or the agent) made, as the log records it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ProviderCompaction {
+    /// The index of the first message after it (0 when the conversation read starts there).
+    pub message: usize,
+    /// The line of the file that records it, for JSON Lines.
+    pub line: Option<usize>,
+    /// The provider's count of the conversation just before it, when the log records it.
+    pub tokens_before: Option<u64>,
 }
 
 /// One conversation read from a file, with what it takes to write it back.
@@ -142,28 +205,54 @@ impl ReadOptions {
 pub struct Conversation {
     /// The format it was read in.
     pub format: Format,
-    /// The messages.
+    /// The messages: what the model saw at its last call (or everything, with
+    /// [`ReadOptions::full_history`]).
     pub messages: Vec<Message>,
     /// The tools the file declares (OpenAI and Anthropic `tools`), empty when it declares none.
     pub tools: Vec<ToolSpec>,
+    /// The provider's own count of each model call the log records one for, by the index of the
+    /// assistant message the call produced, in order.
+    pub usage: Vec<MessageUsage>,
+    /// What the reader did on purpose that a user should know (lines skipped, history compacted
+    /// away, items kept opaque), each said once.
+    pub notes: Vec<Note>,
+    /// Compactions the provider made, as the log records them.
+    pub compactions: Vec<ProviderCompaction>,
     /// How many conversations the file holds.
     pub conversations: usize,
     /// Which of them this is (0 is the first).
     pub selected: usize,
     /// Whether the file held one message (or event) a line; Haystack output follows it.
     pub layout: Layout,
-    native: Option<Native>,
-    /// Each message's bytes, for a Haystack array read without a JSON tree (then `native` is
-    /// `None`).
-    spans: Option<haystack::Spans>,
+    back: Back,
     /// The input, byte for byte.
     source: Vec<u8>,
+}
+
+/// What writing the conversation back in its own format needs.
+#[derive(Debug)]
+enum Back {
+    /// A JSON tree with the messages taken out (OpenAI, Anthropic, Haystack JSON Lines).
+    Tree(Box<Native>),
+    /// Each message's bytes, for a Haystack array read without a JSON tree.
+    Spans(haystack::Spans),
+    /// Where each tool result sits, for an event log.
+    Log(EventLog),
+    /// Nothing: the format is written as its default target.
+    None,
 }
 
 impl Conversation {
     /// The bytes the conversation was read from.
     pub fn source(&self) -> &[u8] {
         &self.source
+    }
+
+    /// The provider's count of the conversation through its last assistant message that has
+    /// one (the reference's `context_tokens`), with that message's index; `None` when the log
+    /// records no usage.
+    pub fn last_usage(&self) -> Option<MessageUsage> {
+        self.usage.last().copied()
     }
 }
 
@@ -172,6 +261,10 @@ impl Conversation {
 pub(crate) struct Decoded {
     pub messages: Vec<Message>,
     pub units: Vec<usize>,
+    pub notes: Vec<Note>,
+    /// Units before this one are not in the conversation read (a provider compacted them away)
+    /// and are written back as they were.
+    pub hidden_units: usize,
 }
 
 impl Decoded {
@@ -185,26 +278,151 @@ impl Decoded {
 /// Reads one conversation of a file (the first, unless `options` chooses another), in the format
 /// `options` names or the one told from the content. The conversation keeps `bytes`, to write
 /// the file back.
+///
+/// A file that holds no message is an error: a count of 0 for a log that holds a conversation
+/// in a shape this crate did not expect would be a wrong answer given without a word.
 pub fn read(bytes: Vec<u8>, options: &ReadOptions) -> Result<Conversation, Error> {
     let format = options.format;
     if matches!(format, None | Some(Format::Haystack)) && options.conversation.unwrap_or(0) == 0 {
         if let Some((messages, spans)) = haystack::read_spans(&bytes, format.is_some()) {
-            return Ok(Conversation {
+            let conversation = Conversation {
                 format: Format::Haystack,
                 messages,
                 tools: Vec::new(),
+                usage: Vec::new(),
+                notes: Vec::new(),
+                compactions: Vec::new(),
                 conversations: 1,
                 selected: 0,
                 layout: Layout::Array,
-                native: None,
-                spans: Some(spans),
+                back: Back::Spans(spans),
                 source: bytes,
-            });
+            };
+            return non_empty(conversation, options, String::new());
         }
     }
-    let mut conversation = read_tree(&bytes, options)?;
+    let log_format = match format {
+        Some(format @ (Format::ClaudeCode | Format::Codex)) => Some(format),
+        Some(Format::Responses) if looks_like_lines(&bytes) => Some(Format::Responses),
+        Some(_) => None,
+        None => detect_lines(&bytes, &options.name)?,
+    };
+    let mut conversation = match log_format {
+        Some(format) => read_log(&bytes, options, format)?,
+        None => read_tree(&bytes, options)?,
+    };
     conversation.source = bytes;
-    Ok(conversation)
+    let why = if conversation.messages.is_empty() { why_empty(&conversation) } else { String::new() };
+    non_empty(conversation, options, why)
+}
+
+fn non_empty(conversation: Conversation, options: &ReadOptions, why: String) -> Result<Conversation, Error> {
+    if !conversation.messages.is_empty() {
+        return Ok(conversation);
+    }
+    Err(Error::NoMessages { name: options.name.clone(), format: conversation.format, reason: why })
+}
+
+/// What an empty read saw, for its error.
+fn why_empty(conversation: &Conversation) -> String {
+    let notes: Vec<String> = conversation.notes.iter().map(ToString::to_string).collect();
+    let seen = match conversation.format {
+        Format::ClaudeCode => claude_code::why_empty(&conversation.source),
+        Format::Codex => codex::why_empty(&conversation.source),
+        _ => String::new(),
+    };
+    [seen, notes.join("; ")].into_iter().filter(|s| !s.is_empty()).collect::<Vec<_>>().join("; ")
+}
+
+/// Whether the input is JSON Lines rather than one JSON value.
+fn looks_like_lines(bytes: &[u8]) -> bool {
+    let mut lines = json_lines(bytes);
+    let first = lines.next();
+    let second = lines.next();
+    match (first, second) {
+        (Some((_, first)), Some(_)) => {
+            bytes[first.clone()].first() == Some(&b'{')
+                && serde_json::from_slice::<Value>(&bytes[first]).is_ok()
+        }
+        _ => false,
+    }
+}
+
+/// Reads an event log line by line, never holding more than one line's JSON tree.
+fn read_log(bytes: &[u8], options: &ReadOptions, format: Format) -> Result<Conversation, Error> {
+    let name = options.name.as_str();
+    let mut log = EventLog::default();
+    let mut reader = LogReader::new(format, name, options.full_history);
+    for (number, range) in json_lines(bytes) {
+        let value: Value = serde_json::from_slice(&bytes[range.clone()]).map_err(|source| Error::Json {
+            name: name.to_owned(),
+            line: Some(number),
+            source,
+        })?;
+        let base = u32::try_from(log.bases.len()).unwrap_or(u32::MAX);
+        reader.line(number, base, &value)?;
+        log.bases.push(range);
+    }
+    if log.bases.is_empty() {
+        return Err(Error::Empty { name: name.to_owned() });
+    }
+    let decoded = reader.finish()?;
+    Ok(from_log(format, decoded, log, Layout::Lines))
+}
+
+pub(crate) fn from_log(
+    format: Format,
+    decoded: LogDecoded,
+    mut log: EventLog,
+    layout: Layout,
+) -> Conversation {
+    log.slots = decoded.slots;
+    Conversation {
+        format,
+        messages: decoded.messages,
+        tools: decoded.tools,
+        usage: decoded.usage,
+        notes: decoded.notes,
+        compactions: decoded.compactions,
+        conversations: 1,
+        selected: 0,
+        layout,
+        back: Back::Log(log),
+        source: Vec::new(),
+    }
+}
+
+/// The readers of line-by-line logs.
+enum LogReader {
+    ClaudeCode(claude_code::Reader),
+    Codex(codex::Reader),
+    Responses(responses::LinesReader),
+}
+
+impl LogReader {
+    fn new(format: Format, name: &str, full_history: bool) -> Self {
+        match format {
+            Format::ClaudeCode => LogReader::ClaudeCode(claude_code::Reader::new(name, full_history)),
+            Format::Codex => LogReader::Codex(codex::Reader::new(name, full_history)),
+            _ => LogReader::Responses(responses::LinesReader::new(name)),
+        }
+    }
+
+    fn line(&mut self, number: usize, base: u32, value: &Value) -> Result<(), Error> {
+        match self {
+            LogReader::ClaudeCode(reader) => reader.line(number, base, value),
+            LogReader::Codex(reader) => reader.line(number, base, value),
+            LogReader::Responses(reader) => reader.line(number, base, value),
+        }
+    }
+
+    fn finish(self) -> Result<LogDecoded, Error> {
+        match self {
+            LogReader::ClaudeCode(reader) => reader.finish(),
+            LogReader::Codex(reader) => reader.finish(),
+            LogReader::Responses(reader) => reader.finish(),
+        }
+    }
 }
 
 pub(crate) fn read_tree(bytes: &[u8], options: &ReadOptions) -> Result<Conversation, Error> {
@@ -215,6 +433,9 @@ pub(crate) fn read_tree(bytes: &[u8], options: &ReadOptions) -> Result<Conversat
         None => detect(&top)
             .ok_or_else(|| Error::Unrecognized { name: name.to_owned(), reason: unrecognized(&top) })?,
     };
+    if format == Format::Responses {
+        return responses::read_tree(top, bytes.len(), name);
+    }
     let (place, conversations) = locate(&top, format, name)?;
     let index = options.conversation.unwrap_or(0);
     if index >= conversations {
@@ -234,6 +455,7 @@ pub(crate) fn read_tree(bytes: &[u8], options: &ReadOptions) -> Result<Conversat
         (Format::Anthropic, Some(container)) => container.get("system").cloned().filter(|s| !s.is_null()),
         _ => None,
     };
+    let instruction = container.and_then(|c| c.get("instruction")).and_then(Value::as_str).map(str::to_owned);
     let layout = match (&top, &place) {
         (Top::Lines(_), Place::Root) => Layout::Lines,
         _ => Layout::Array,
@@ -242,51 +464,87 @@ pub(crate) fn read_tree(bytes: &[u8], options: &ReadOptions) -> Result<Conversat
     let decoded = match format {
         Format::Haystack => haystack::read(&values, &locator)?,
         Format::OpenAi | Format::SweAgent => openai::read(&values, &locator)?,
-        Format::Anthropic => anthropic::read(&values, system.as_ref(), &locator)?,
-        Format::ClaudeCode => claude_code::read(&values, &locator)?,
-        Format::OpenHands => openhands::read(&values, &locator)?,
+        Format::Anthropic => anthropic::read(&values, system.as_ref(), &locator, options.full_history)?,
+        Format::OpenHands => {
+            openhands::read(&values, &locator, options.full_history, instruction.as_deref())?
+        }
+        Format::ClaudeCode | Format::Codex | Format::Responses => {
+            return Err(Error::Unrecognized {
+                name: name.to_owned(),
+                reason: format!("a {} log is JSON Lines, one record a line", format.label()),
+            })
+        }
     };
-    let native = format.native_target().map(|_| {
-        let mut originals = values;
-        let system = system.map(|system| {
-            originals.push(system);
-            originals.len() - 1
-        });
-        // The messages read are not kept: `changed` tells which ones a command changed, and the
-        // originals can be decoded again when it cannot (see `plan_write`).
-        Native { top, place, originals, system, units: decoded.units, read: Vec::new() }
-    });
+    let notes = decoded.notes;
+    let back = match format.native_target() {
+        Some(_) => {
+            let mut originals = values;
+            let system = system.map(|system| {
+                originals.push(system);
+                originals.len() - 1
+            });
+            // The messages read are not kept: `changed` tells which ones a command changed, and
+            // the originals can be decoded again when it cannot (see `plan_write`).
+            Back::Tree(Box::new(Native {
+                top,
+                place,
+                originals,
+                system,
+                units: decoded.units,
+                read: Vec::new(),
+                hidden: decoded.hidden_units,
+            }))
+        }
+        None => Back::None,
+    };
     Ok(Conversation {
         format,
         messages: decoded.messages,
         tools,
+        usage: Vec::new(),
+        notes,
+        compactions: Vec::new(),
         conversations,
         selected: index,
         layout,
-        native,
-        spans: None,
+        back,
         source: Vec::new(),
     })
 }
 
-/// Writes `messages` (the conversation's, or a changed version of them) in `target` to `out`.
-/// In the conversation's own format the rest of the file is kept as it was.
+/// Writes `messages` (the conversation's, or a changed version of them) to `out`: in `target`
+/// when one is given, else back in the format read.
+///
+/// Written back, the rest of the file is kept as it was: OpenAI, Anthropic and Haystack files
+/// keep their envelope and every message not changed; Claude Code sessions, Codex rollouts and
+/// Responses item lists keep every byte but those of the tool results (and tool inputs) that
+/// changed, and take back nothing else. SWE-agent and OpenHands conversations are written as
+/// [`Format::default_target`].
 ///
 /// `changed`, when given, holds the indices of the messages that differ from those read (then
-/// `messages` is as long as the conversation); every other message is taken to be the one read,
-/// and a Haystack message among them is written as its input bytes when those are exactly what
-/// encoding it gives. `None` means anything may have changed.
+/// `messages` is as long as the conversation); every other message is taken to be the one read.
+/// `None` means anything may have changed.
 pub fn write(
     conversation: &Conversation,
     messages: &[Message],
-    target: Target,
+    target: Option<Target>,
     changed: Option<&[usize]>,
     out: &mut dyn Write,
 ) -> Result<(), Error> {
-    let own = conversation.format.native_target() == Some(target);
-    match (&conversation.native, &conversation.spans) {
-        (_, Some(spans)) if own => haystack::write_spans(&conversation.source, spans, messages, changed, out),
-        (Some(native), _) if own => write_native_to(native, target, messages, changed, out),
+    let format = conversation.format;
+    let own = match target {
+        None => format.writes_back(),
+        Some(target) => format.native_target() == Some(target),
+    };
+    let target = target.unwrap_or_else(|| format.default_target());
+    match &conversation.back {
+        Back::Spans(spans) if own => {
+            haystack::write_spans(&conversation.source, spans, messages, changed, out)
+        }
+        Back::Tree(native) if own => write_native_to(native, target, messages, changed, out),
+        Back::Log(log) if own => {
+            eventlog::write_back(&conversation.source, log, format, messages, changed, out)
+        }
         _ => match target {
             Target::Haystack => haystack::write_messages(messages, conversation.layout, out),
             Target::OpenAi => write_line(&Value::Array(openai::encode(messages)), out),

@@ -28,9 +28,8 @@ pub struct Args {
 /// Runs the command.
 pub fn run(args: Args) -> Result<()> {
     let conversation = args.input.read()?;
-    let target = args.to.unwrap_or_else(|| conversation.format.default_target());
     // Converting changes no message.
     crate::output::write_output_with(args.output.as_deref(), |out| {
-        Ok(formats::write(&conversation, &conversation.messages, target, Some(&[]), out)?)
+        Ok(formats::write(&conversation, &conversation.messages, args.to, Some(&[]), out)?)
     })
 }

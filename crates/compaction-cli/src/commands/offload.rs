@@ -160,10 +160,9 @@ pub fn run(args: Args) -> Result<()> {
     if outcome.offloaded.is_empty() && args.to.is_none() {
         return crate::output::write_output(output, conversation.source());
     }
-    let target = args.to.unwrap_or_else(|| conversation.format.default_target());
     // The hook replaces messages in place, so the offloaded ones are all that changed.
     crate::output::write_output_with(output, |out| {
-        Ok(formats::write(&conversation, state.messages(), target, Some(&outcome.offloaded), out)?)
+        Ok(formats::write(&conversation, state.messages(), args.to, Some(&outcome.offloaded), out)?)
     })
 }
 

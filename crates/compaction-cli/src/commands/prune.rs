@@ -213,12 +213,11 @@ pub fn run(args: Args) -> Result<()> {
     let conversation = &input.conversation;
     let messages = &conversation.messages;
     if !args.dry_run {
-        let target = args.to.unwrap_or_else(|| conversation.format.default_target());
         let output = args.output.as_deref();
         match changed.as_deref() {
             Some([]) if args.to.is_none() => crate::output::write_output(output, conversation.source())?,
             changed => crate::output::write_output_with(output, |out| {
-                Ok(formats::write(conversation, messages, target, changed, out)?)
+                Ok(formats::write(conversation, messages, args.to, changed, out)?)
             })?,
         }
     }

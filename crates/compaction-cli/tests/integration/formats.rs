@@ -67,6 +67,14 @@ fn anthropic_tool_messages_are_written_as_one_user_message() {
 }
 
 #[test]
+fn claude_code_is_written_back_as_the_session_it_was() {
+    let path = sample("claude-code/fa812bfe-excerpt.jsonl");
+    let out = run(&["convert", &path], None);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout == std::fs::read(&path).unwrap(), "convert changed the session");
+}
+
+#[test]
 fn claude_code_turns_are_merged_and_written_as_anthropic() {
     let path = sample("claude-code/fa812bfe-excerpt.jsonl");
     let messages = haystack(&[&path]);
@@ -75,7 +83,7 @@ fn claude_code_turns_are_merged_and_written_as_anthropic() {
     let calls =
         messages[1]["content"].as_array().unwrap().iter().filter(|p| p.get("tool_call").is_some()).count();
     assert_eq!(calls, 2);
-    let anthropic = run(&["convert", &path], None).json();
+    let anthropic = run(&["convert", &path, "--to", "anthropic"], None).json();
     let turns = anthropic["messages"].as_array().unwrap();
     assert_eq!(turns.len(), 5);
     let results = turns[2]["content"].as_array().unwrap();

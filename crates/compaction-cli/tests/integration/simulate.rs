@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use crate::{repo, run, sample};
+use crate::{run, sample};
 
 fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("compaction-simulate-test-{}-{name}", std::process::id()));
@@ -152,11 +152,7 @@ fn help_has_an_example() {
 
 #[test]
 fn every_real_transcript() {
-    let dir = repo().join("../shared/transcripts/raw");
-    if !dir.is_dir() {
-        eprintln!("skipped: no transcript corpus at {}", dir.display());
-        return;
-    }
+    let Some(dir) = crate::corpus() else { return };
     let out = scratch("real");
     let mut seen = 0;
     for folder in std::fs::read_dir(&dir).unwrap() {
