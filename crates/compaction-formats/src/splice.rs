@@ -136,7 +136,7 @@ mod tests {
         assert_eq!(at(&[Seg::Key("missing")]), None);
         assert_eq!(at(&[Seg::Key("message"), Seg::Key("content"), Seg::Index(2)]), None);
         let escaped = br#"{"con\u0074ent": "v"}"#;
-        assert_eq!(find(escaped, 0, &[Seg::Key("content")]), Some(16..19));
+        assert_eq!(find(escaped, 0, &[Seg::Key("content")]), Some(17..20));
     }
 
     #[test]
