@@ -7,17 +7,33 @@
 //! writes a changed list back into the same file, so that the rest of the workspace (counting,
 //! compaction, the `compaction` command) works on any of them.
 //!
-//! Formats read ([`Format`]): Haystack `ChatMessage` JSON, OpenAI Chat Completions, Anthropic
-//! Messages, Claude Code session logs, SWE-agent trajectories and OpenHands event logs. The
-//! format is told from the content unless [`ReadOptions::with_format`] names it. Formats
-//! written ([`Target`]): Haystack, OpenAI and Anthropic; a file is written back in its own format
-//! unless asked otherwise.
+//! Formats read ([`Format`]): Haystack `ChatMessage` JSON, OpenAI Chat Completions, OpenAI
+//! Responses items, Anthropic Messages, Claude Code session logs, Codex CLI rollouts, SWE-agent
+//! (0.x, 1.x) and mini-swe-agent trajectories, and OpenHands event logs. The format is told from
+//! the content unless [`ReadOptions::with_format`] names it; when none fits, the error says what
+//! the file holds.
 //!
-//! Writing a file back in its own format is lossless: a message nobody changed is written as it
-//! was read (the same JSON value); a changed one is encoded afresh and laid over its original,
-//! so fields the model does not know survive; the envelope (`model`, `tools`, tau-bench's
-//! `reward`, the other conversations of the file) is kept. Haystack messages are written in
-//! `ChatMessage.to_dict`'s current shape, which gives back a file already in it.
+//! **The model's view.** A log is read as the conversation the model saw at its last call:
+//! after a provider's or agent's compaction (Claude Code's `compact_boundary`, Codex's
+//! `compacted`, an Anthropic `compaction` block, an OpenHands condensation) only what the model
+//! still saw; lines it never saw (progress, bookkeeping, subagents' sidechains) are skipped.
+//! [`ReadOptions::with_full_history`] reads everything instead. Whatever a reader leaves out on
+//! purpose is said once in [`Conversation::notes`]; a file that reads as no message at all is an
+//! error, never an empty conversation. Roles come from the log, never from a guess.
+//!
+//! **The provider's counts.** Where a log records what the provider counted for each model call
+//! (Claude Code's `message.usage`, Codex's `token_count`), [`Conversation::usage`] holds it by
+//! assistant message, so that a program can anchor its estimates on the provider's figures.
+//!
+//! **Writing back.** [`write`] with no target writes the conversation back in the format read.
+//! Claude Code sessions, Codex rollouts and Responses item lists keep every byte but those of
+//! the tool results (and tool inputs) that changed. OpenAI, Anthropic and Haystack files are
+//! lossless too: a message nobody changed is written as it was read (the same JSON value); a
+//! changed one is encoded afresh and laid over its original, so fields the model does not know
+//! survive; the envelope (`model`, `tools`, tau-bench's `reward`, the other conversations of the
+//! file) is kept. Haystack messages are written in `ChatMessage.to_dict`'s current shape, which
+//! gives back a file already in it. With a [`Target`] (Haystack, OpenAI or Anthropic) the
+//! conversation is converted instead.
 //!
 //! Files holding several conversations (tau-bench's array of trajectories, OpenHands' evaluation
 //! output with one instance a line, a JSON Lines file of SWE-agent trajectories) are read one
@@ -34,20 +50,28 @@
 //!
 //! # Example
 //!
-//! Reading a Claude Code session:
+//! Reading a Claude Code session (a Codex rollout reads the same way):
 //!
 //! ```
-//! use compaction_formats::{Format, ReadOptions};
+//! use compaction_formats::{Format, ReadOptions, Target};
 //!
 //! # let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/transcripts/claude-code/fa812bfe-excerpt.jsonl");
-//! let bytes = std::fs::read(path)?;
-//! let conversation = compaction_formats::read(bytes, &ReadOptions::named(path))?;
+//! let conversation = compaction_formats::read(std::fs::read(path)?, &ReadOptions::named(path))?;
+//! conversation.notes.iter().for_each(|note| eprintln!("{note}"));
 //! assert_eq!(conversation.format, Format::ClaudeCode);
-//! assert!(conversation.messages.iter().any(|m| m.has_tool_call_result()));
 //!
-//! // Written back as Anthropic Messages, the format Claude Code logs its messages in.
+//! // The provider's own count of the conversation after its last reply.
+//! let last = conversation.last_usage().expect("Claude Code logs record usage");
+//! assert!(last.usage.context_tokens() > 0);
+//!
+//! // Written back, it is the session it was: only changed tool results would be rewritten.
 //! let mut out = Vec::new();
-//! compaction_formats::write(&conversation, &conversation.messages, conversation.format.default_target(), None, &mut out)?;
+//! compaction_formats::write(&conversation, &conversation.messages, None, Some(&[]), &mut out)?;
+//! assert_eq!(out, conversation.source());
+//!
+//! // Or converted: here to Anthropic Messages.
+//! let mut out = Vec::new();
+//! compaction_formats::write(&conversation, &conversation.messages, Some(Target::Anthropic), None, &mut out)?;
 //! assert!(out.starts_with(b"{\"messages\":["));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
