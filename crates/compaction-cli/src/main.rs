@@ -10,6 +10,7 @@ mod commands;
 mod input;
 mod output;
 mod progress;
+mod provider;
 
 use std::process::ExitCode;
 

@@ -127,6 +127,8 @@ impl Reader {
         let users = self.items.user_texts();
         let initial = self.initial_context();
         self.items.reset();
+        // The notes count what follows the compaction; what came before is said once.
+        self.items.skipped = Default::default();
         match replacement {
             Some(items) => {
                 for (j, item) in items.iter().enumerate() {
