@@ -21,6 +21,7 @@ const CLAUDE_CODE_TYPES: &[&str] =
 enum Says {
     Log(Format),
     Tree,
+    Message,
     Nothing,
 }
 
@@ -42,8 +43,12 @@ fn line_says(object: &Map<String, Value>) -> Says {
     if crate::responses::is_item(object) {
         return Says::Log(Format::Responses);
     }
-    if ["role", "_role", "history", "messages", "traj", "source"].iter().any(|k| object.contains_key(*k)) {
+    if ["history", "messages", "traj", "source"].iter().any(|k| object.contains_key(*k)) {
         return Says::Tree;
+    }
+    // A message: of a chat format, or the short form of a Responses message; later lines tell.
+    if object.contains_key("role") || object.contains_key("_role") {
+        return Says::Message;
     }
     Says::Nothing
 }
@@ -72,16 +77,21 @@ pub(crate) fn detect_lines(bytes: &[u8], name: &str) -> Result<Option<Format>, E
         return Ok(None);
     }
     let mut legacy_codex = false;
+    let mut messages = false;
     for object in &objects {
         match line_says(object) {
             Says::Log(Format::Responses) if legacy_codex => return Ok(Some(Format::Codex)),
             Says::Log(format) => return Ok(Some(format)),
             Says::Tree => return Ok(None),
+            Says::Message => messages = true,
             Says::Nothing => {
                 // An older Codex rollout opens with its session metadata, then bare items.
                 legacy_codex |= object.contains_key("timestamp") && object.contains_key("id");
             }
         }
+    }
+    if messages {
+        return Ok(None);
     }
     let types: Vec<String> = objects
         .iter()

@@ -548,26 +548,32 @@ pub(crate) fn read_tree(bytes: &[u8], options: &ReadOptions) -> Result<Conversat
 /// `changed`, when given, holds the indices of the messages that differ from those read (then
 /// `messages` is as long as the conversation); every other message is taken to be the one read.
 /// `None` means anything may have changed.
+///
+/// Returns what the output could not hold (a [`NoteKind::Dropped`] note per kind, naming the
+/// messages): reasoning, and calls or text on tool messages, in Chat Completions; tool-call
+/// arguments that are not a JSON object in Anthropic's `tool_use`; provider items of another
+/// format, written as their text. Written back in its own format, nothing is lost.
 pub fn write(
     conversation: &Conversation,
     messages: &[Message],
     target: Option<Target>,
     changed: Option<&[usize]>,
     out: &mut dyn Write,
-) -> Result<(), Error> {
+) -> Result<Vec<Note>, Error> {
     let format = conversation.format;
     let own = match target {
         None => format.writes_back(),
         Some(target) => format.native_target() == Some(target),
     };
     let target = target.unwrap_or_else(|| format.default_target());
-    match &conversation.back {
+    let written = match &conversation.back {
         Back::Spans(spans) if own => {
             haystack::write_spans(&conversation.source, spans, messages, changed, out)
         }
         Back::Tree(native) if own => write_native_to(native, target, messages, changed, out),
         Back::Log(log) if own => {
-            eventlog::write_back(&conversation.source, log, format, messages, changed, out)
+            let log = eventlog::write_back(&conversation.source, log, format, messages, changed, out);
+            return log.map(|()| Vec::new());
         }
         _ => match target {
             Target::Haystack => haystack::write_messages(messages, conversation.layout, out),
@@ -583,7 +589,61 @@ pub fn write(
                 write_line(&Value::Object(object), out)
             }
         },
+    };
+    written.map(|()| if own { Vec::new() } else { losses(messages, target) })
+}
+
+/// What writing `messages` as `target` cannot hold as it is: one [`NoteKind::Dropped`] note per
+/// kind of loss, naming the messages.
+pub fn losses(messages: &[Message], target: Target) -> Vec<Note> {
+    let mut found: Vec<(&'static str, Vec<usize>)> = Vec::new();
+    let mut add = |what: &'static str, index: usize| match found.iter_mut().find(|(w, _)| *w == what) {
+        Some((_, indices)) => {
+            if indices.last() != Some(&index) {
+                indices.push(index);
+            }
+        }
+        None => found.push((what, vec![index])),
+    };
+    for (index, message) in messages.iter().enumerate() {
+        let tool = message.has_tool_call_result();
+        for part in &message.parts {
+            let foreign = provider_item(part).is_some_and(|(format, _)| match target {
+                Target::Anthropic => format != "anthropic",
+                Target::OpenAi => true,
+                Target::Haystack => false,
+            });
+            match part {
+                Part::Reasoning(_) if target == Target::OpenAi => {
+                    add("reasoning left out (Chat Completions has no place for it)", index)
+                }
+                Part::Text(_) if foreign => add("provider items written as their text", index),
+                Part::Text(_) | Part::Image(_) | Part::File(_) if tool && target == Target::OpenAi => {
+                    add("text, images or files beside a tool result left out", index)
+                }
+                Part::ToolCall(_) if tool && target == Target::OpenAi => {
+                    add("tool calls on a tool message left out", index)
+                }
+                Part::ToolCall(call) if target == Target::Anthropic && call.raw_arguments.is_some() => add(
+                    "tool-call arguments that are not a JSON object left out (`tool_use` input must be one)",
+                    index,
+                ),
+                _ => {}
+            }
+        }
     }
+    found
+        .into_iter()
+        .map(|(what, indices)| {
+            let mut shown: Vec<String> = indices.iter().take(8).map(ToString::to_string).collect();
+            if indices.len() > 8 {
+                shown.push(format!("… ({} in all)", indices.len()));
+            }
+            let noun = if indices.len() == 1 { "message" } else { "messages" };
+            let text = format!("written as {target}: {what}: {noun} {}", shown.join(", "));
+            Note::new(NoteKind::Dropped, indices.len(), text)
+        })
+        .collect()
 }
 
 /// `value` as compact JSON and a newline.

@@ -100,11 +100,13 @@ pub(crate) fn read(
     };
     let mut kept = 0;
     let mut forgotten = 0;
+    let mut summarized = false;
     for event in &events {
         let id = event.object.get("id").and_then(Value::as_i64);
         if !full_history {
-            if condensed.summary_offset == Some(kept) {
+            if !summarized && condensed.summary_offset == Some(kept) {
                 reader.summary(event.unit, condensed.summary.as_deref().unwrap_or_default());
+                summarized = true;
             }
             if id.is_some_and(|id| condensed.forgotten.contains(&id)) {
                 forgotten += 1;
@@ -114,7 +116,7 @@ pub(crate) fn read(
         }
         reader.event(event, &mut skipped).map_err(|error| locator.invalid(event.unit, error))?;
     }
-    if !full_history && condensed.summary_offset.is_some_and(|offset| offset >= kept) {
+    if !full_history && !summarized && condensed.summary_offset.is_some() {
         reader.summary(history.len().saturating_sub(1), condensed.summary.as_deref().unwrap_or_default());
     }
     let mut notes = Vec::new();

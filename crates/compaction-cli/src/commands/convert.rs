@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 
 use crate::input::InputArgs;
-use compaction_formats::{self as formats, Target};
+use compaction_formats::Target;
 
 /// Read a conversation in any known format and write it in Haystack, OpenAI or Anthropic form.
 ///
@@ -29,7 +29,11 @@ pub struct Args {
 pub fn run(args: Args) -> Result<()> {
     let conversation = args.input.read()?;
     // Converting changes no message.
-    crate::output::write_output_with(args.output.as_deref(), |out| {
-        Ok(formats::write(&conversation, &conversation.messages, args.to, Some(&[]), out)?)
-    })
+    super::write_conversation(
+        args.output.as_deref(),
+        &conversation,
+        &conversation.messages,
+        args.to,
+        Some(&[]),
+    )
 }

@@ -11,7 +11,7 @@ use compaction_hook::{
 use compaction_model::{Message, Role};
 
 use crate::input::InputArgs;
-use compaction_formats::{self as formats, Target};
+use compaction_formats::Target;
 
 /// Offload the trailing tool results to files and leave a pointer in their place.
 ///
@@ -161,9 +161,7 @@ pub fn run(args: Args) -> Result<()> {
         return crate::output::write_output(output, conversation.source());
     }
     // The hook replaces messages in place, so the offloaded ones are all that changed.
-    crate::output::write_output_with(output, |out| {
-        Ok(formats::write(&conversation, state.messages(), args.to, Some(&outcome.offloaded), out)?)
-    })
+    super::write_conversation(output, &conversation, state.messages(), args.to, Some(&outcome.offloaded))
 }
 
 /// One line: how many of the trailing results went where, and which failed and why.

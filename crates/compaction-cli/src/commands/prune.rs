@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 
 use crate::input::InputArgs;
 use crate::UsageError;
-use compaction_formats::{self as formats, Target};
+use compaction_formats::Target;
 
 /// Prune old tool results until the conversation fits a token target.
 ///
@@ -224,9 +224,7 @@ pub fn run(args: Args) -> Result<()> {
         let output = args.output.as_deref();
         match changed.as_deref() {
             Some([]) if args.to.is_none() => crate::output::write_output(output, conversation.source())?,
-            changed => crate::output::write_output_with(output, |out| {
-                Ok(formats::write(conversation, messages, args.to, changed, out)?)
-            })?,
+            changed => super::write_conversation(output, conversation, messages, args.to, changed)?,
         }
     }
     let write_time = started.elapsed();

@@ -19,9 +19,8 @@ fn openai_roles_calls_and_repeated_ids() {
     assert_eq!(messages[0]["content"][0]["text"], "You are a concise assistant. Use tools when they help.");
     let result = |i: usize| &messages[i]["content"][0]["tool_call_result"];
     assert_eq!(result(3)["origin"]["arguments"], json!({"city": "Paris"}));
-    // Arguments that are not valid JSON are kept as they were.
-    assert_eq!(result(4)["origin"]["arguments"], json!({}));
-    assert_eq!(result(4)["origin"]["extra"]["raw_arguments"], "{\"city\": \"Oslo\"");
+    // Arguments that are not valid JSON are kept as they were: Haystack writes them as a string.
+    assert_eq!(result(4)["origin"]["arguments"], "{\"city\": \"Oslo\"");
     // `call_1` is used twice: the second result answers the nearest open call, the retry.
     assert_eq!(result(6)["origin"]["arguments"], json!({"city": "Oslo"}));
     assert_eq!(result(6)["result"], json!([{"text": "{\"temp_c\": 9, \"sky\": \"rain\"}"}]));
@@ -130,4 +129,36 @@ fn format_flag_overrides_detection() {
     assert_eq!(openai, json!([{"role": "user", "content": "hi"}]));
     let haystack = run(&["convert", "--format", "haystack"], Some(input)).json();
     assert_eq!(haystack, json!([{"role": "user", "meta": {}, "name": null, "content": [{"text": "hi"}]}]));
+}
+
+#[test]
+fn convert_names_what_the_target_cannot_hold() {
+    let path = sample("openai/weather.json");
+    let out = run(&["convert", &path, "--to", "anthropic"], None);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("not a JSON object left out") && out.stderr.contains("message 2"),
+        "{}",
+        out.stderr
+    );
+    let out = run(&["convert", &path, "--to", "haystack"], None);
+    assert!(!out.stderr.contains("left out"), "{}", out.stderr);
+    let back = run(&["convert", "-", "--to", "openai"], Some(&out.stdout)).json();
+    assert_eq!(back[2]["tool_calls"][1]["function"]["arguments"], "{\"city\": \"Oslo\"");
+}
+
+#[test]
+fn a_tool_message_with_calls_keeps_them() {
+    let input = br#"[{"role": "assistant", "content": null, "tool_calls": [{"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+                     {"role": "tool", "tool_call_id": "a", "content": "x", "tool_calls": [{"id": "b", "type": "function", "function": {"name": "g", "arguments": "{}"}}]}]"#;
+    let messages = match run(&["convert", "--to", "haystack"], Some(input)).json() {
+        serde_json::Value::Array(messages) => messages,
+        other => panic!("{other}"),
+    };
+    assert_eq!(messages[1]["content"][1]["tool_call"]["id"], "b");
+    let out = run(&["convert", "--to", "anthropic"], Some(input));
+    assert!(out.stderr.is_empty() || !out.stderr.contains("tool calls"), "{}", out.stderr);
+    let haystack = serde_json::to_vec(&messages).unwrap();
+    let out = run(&["convert", "-", "--to", "openai"], Some(&haystack));
+    assert!(out.stderr.contains("tool calls on a tool message left out: message 1"), "{}", out.stderr);
 }
