@@ -91,6 +91,7 @@ mod claude_code;
 mod codex;
 mod detect;
 mod document;
+mod dupkeys;
 mod error;
 mod eventlog;
 mod format;
@@ -377,7 +378,9 @@ fn read_log(bytes: &[u8], options: &ReadOptions, format: Format) -> Result<Conve
     let name = options.name.as_str();
     let mut log = EventLog::default();
     let mut reader = LogReader::new(format, name, options.full_history);
+    let mut repeated = Repeated::default();
     for (number, range) in json_lines(bytes) {
+        repeated.scan(&bytes[range.clone()], Some(number));
         let value: Value = serde_json::from_slice(&bytes[range.clone()]).map_err(|source| Error::Json {
             name: name.to_owned(),
             line: Some(number),
@@ -390,8 +393,36 @@ fn read_log(bytes: &[u8], options: &ReadOptions, format: Format) -> Result<Conve
     if log.bases.is_empty() {
         return Err(Error::Empty { name: name.to_owned() });
     }
-    let decoded = reader.finish()?;
+    let mut decoded = reader.finish()?;
+    decoded.notes.extend(repeated.note());
     Ok(from_log(format, decoded, log, Layout::Lines))
+}
+
+/// Objects that repeat a key, for the note that says so.
+#[derive(Debug, Default)]
+struct Repeated {
+    objects: usize,
+    first: Option<(String, Option<usize>)>,
+}
+
+impl Repeated {
+    fn scan(&mut self, json: &[u8], line: Option<usize>) {
+        if let Some((count, key)) = dupkeys::repeated_keys(json) {
+            self.objects += count;
+            self.first.get_or_insert((key, line));
+        }
+    }
+
+    fn note(&self) -> Option<Note> {
+        let (key, line) = self.first.as_ref()?;
+        let at = line.map(|l| format!(" on line {l}")).unwrap_or_default();
+        let text = format!(
+            "{} repeated a key (first {}{at}); the last value of each was read",
+            notes::plural(self.objects, "object"),
+            error::snippet(key)
+        );
+        Some(Note::new(NoteKind::DuplicateKey, self.objects, text))
+    }
 }
 
 pub(crate) fn from_log(
@@ -499,7 +530,10 @@ pub(crate) fn read_tree(bytes: &[u8], options: &ReadOptions) -> Result<Conversat
             })
         }
     };
-    let notes = decoded.notes;
+    let mut notes = decoded.notes;
+    let mut repeated = Repeated::default();
+    repeated.scan(bytes, None);
+    notes.extend(repeated.note());
     let back = match format.native_target() {
         Some(_) => {
             let mut originals = values;

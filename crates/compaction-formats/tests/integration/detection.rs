@@ -43,3 +43,21 @@ fn long_values_in_errors_are_cut() {
     assert!(message.len() < 300, "{} bytes: {message:.200}", message.len());
     assert!(message.contains("100000 characters"), "{message}");
 }
+
+#[test]
+fn a_repeated_key_is_said_once() {
+    let text = lines(&[
+        json!({"type": "user", "message": {"role": "user", "content": "a"}}),
+        json!({"type": "user", "message": {"role": "user", "content": "b"}}),
+    ])
+    .replace(r#""content":"a""#, r#""content":"a","content":"x""#)
+    .replace(r#""content":"b""#, r#""content":"b","content":"y""#);
+    let conversation = crate::read(&text);
+    let repeated: Vec<_> =
+        conversation.notes.iter().filter(|n| n.kind == compaction_formats::NoteKind::DuplicateKey).collect();
+    assert_eq!(repeated.len(), 1, "{:?}", conversation.notes);
+    assert_eq!(repeated[0].count, 2);
+    assert!(repeated[0].text.contains("\"content\" on line 1"), "{}", repeated[0]);
+    // The last value is what was read.
+    assert_eq!(conversation.messages[0].text(), Some("x"));
+}
