@@ -3,6 +3,7 @@
 
 mod errors;
 mod formats;
+mod logs;
 mod offload;
 mod prune;
 mod real_transcripts;
