@@ -113,7 +113,7 @@ use std::io::Write;
 use compaction_model::{JsonObject, Message, Part, Role, TextPart, ToolSpec};
 use serde_json::{Map, Value};
 
-use crate::detect::{detect, detect_lines, unrecognized};
+use crate::detect::{detect, unrecognized};
 use crate::document::{container, locate, locator, parse_top, read_tools, take_messages, Place, Top};
 use crate::eventlog::{json_lines, EventLog, LogDecoded};
 use crate::write::{write_native_to, Native};
@@ -265,6 +265,8 @@ enum Back {
     Log(EventLog),
     /// Nothing: the format is written as its default target.
     None,
+    /// Read line by line without keeping the file ([`LineReader`]): it can only be converted.
+    Streamed,
 }
 
 impl Conversation {
@@ -447,7 +449,95 @@ pub(crate) fn from_log(
     }
 }
 
+/// Reads an event log (Claude Code, Codex, Responses items a line) one line at a time, for inputs
+/// too large to hold: memory stays bounded by the longest line and the conversation read (the
+/// model's last view), never the file. The conversation it gives can be converted to a
+/// [`Target`], not written back in its own format (that needs the file's bytes).
+///
+/// ```
+/// use compaction_formats::{Format, LineReader, ReadOptions};
+///
+/// let log = "{\"type\":\"user\",\"message\":{\"role\":\"user\",\"content\":\"Hi\"}}\n\
+///            {\"type\":\"assistant\",\"message\":{\"id\":\"m1\",\"role\":\"assistant\",\"content\":\"Hello\"}}\n";
+/// let format = compaction_formats::detect_lines(log.as_bytes(), "log")?.expect("an event log");
+/// assert_eq!(format, Format::ClaudeCode);
+/// let mut reader = LineReader::new(format, &ReadOptions::named("log")).expect("read line by line");
+/// for line in log.lines() {
+///     reader.push(line.as_bytes())?;
+/// }
+/// assert_eq!(reader.finish()?.messages.len(), 2);
+/// # Ok::<(), compaction_formats::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct LineReader {
+    reader: LogReader,
+    format: Format,
+    name: String,
+    number: usize,
+    lines: usize,
+    repeated: Repeated,
+}
+
+impl LineReader {
+    /// A reader of `format`, or `None` when the format is not read line by line.
+    pub fn new(format: Format, options: &ReadOptions) -> Option<LineReader> {
+        if !matches!(format, Format::ClaudeCode | Format::Codex | Format::Responses) {
+            return None;
+        }
+        Some(LineReader {
+            reader: LogReader::new(format, &options.name, options.full_history),
+            format,
+            name: options.name.clone(),
+            number: 0,
+            lines: 0,
+            repeated: Repeated::default(),
+        })
+    }
+
+    /// Reads the next line of the file (without its line break); blank lines count for the line
+    /// numbers errors give, and are otherwise skipped.
+    pub fn push(&mut self, line: &[u8]) -> Result<(), Error> {
+        self.number += 1;
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let line = if self.number == 1 { line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line) } else { line };
+        if line.iter().all(u8::is_ascii_whitespace) {
+            return Ok(());
+        }
+        let value: Value = serde_json::from_slice(line).map_err(|source| Error::Json {
+            name: self.name.clone(),
+            line: Some(self.number),
+            source,
+        })?;
+        self.repeated.scan(line, Some(self.number));
+        let base = u32::try_from(self.lines).unwrap_or(u32::MAX);
+        self.lines += 1;
+        self.reader.line(self.number, base, &value)
+    }
+
+    /// The conversation read; an error when it holds no message.
+    pub fn finish(self) -> Result<Conversation, Error> {
+        if self.lines == 0 {
+            return Err(Error::Empty { name: self.name });
+        }
+        let mut decoded = self.reader.finish()?;
+        decoded.notes.extend(self.repeated.note());
+        let mut conversation = from_log(self.format, decoded, EventLog::default(), Layout::Lines);
+        conversation.back = Back::Streamed;
+        let options = ReadOptions::named(self.name);
+        non_empty(conversation, &options, String::new())
+    }
+}
+
+/// The format of an event log in JSON Lines (Claude Code, Codex, Responses items a line), told
+/// from the first lines of `bytes` (a prefix of the file is enough: about fifty lines); `None`
+/// when the input is something else, read with [`read`]. JSON Lines of records no format knows
+/// are an error saying what their lines carry.
+pub fn detect_lines(bytes: &[u8], name: &str) -> Result<Option<Format>, Error> {
+    detect::detect_lines(bytes, name)
+}
+
 /// The readers of line-by-line logs.
+#[derive(Debug)]
 enum LogReader {
     ClaudeCode(claude_code::Reader),
     Codex(codex::Reader),
@@ -608,6 +698,14 @@ pub fn write(
         Back::Log(log) if own => {
             let log = eventlog::write_back(&conversation.source, log, format, messages, changed, out);
             return log.map(|()| Vec::new());
+        }
+        Back::Streamed if own => {
+            return Err(Error::WriteBack {
+                reason: format!(
+                "the {} log was read line by line without keeping it; it can only be converted to a target",
+                format.label()
+            ),
+            })
         }
         _ => match target {
             Target::Haystack => haystack::write_messages(messages, conversation.layout, out),

@@ -27,7 +27,11 @@ pub struct Args {
 
 /// Runs the command.
 pub fn run(args: Args) -> Result<()> {
-    let conversation = args.input.read()?;
+    // Converting needs no copy of the file; writing back in its own format does.
+    let conversation = match args.to {
+        Some(_) => args.input.read_streaming()?,
+        None => args.input.read()?,
+    };
     // Converting changes no message.
     super::write_conversation(
         args.output.as_deref(),

@@ -45,7 +45,7 @@ pub fn run(args: Args) -> Result<()> {
         Some(path) => Some(read_tools(path)?),
         None => None,
     };
-    let conversation = args.input.read()?;
+    let conversation = args.input.read_streaming()?;
     let name = crate::input::Source::from_arg(args.input.input.as_deref()).name();
     if args.provider {
         let Some(count) = crate::provider::context_tokens(&conversation, counter.as_ref()) else {

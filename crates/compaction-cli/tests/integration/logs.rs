@@ -107,3 +107,20 @@ fn a_file_that_reads_as_nothing_is_an_error() {
     let done = run(&["count", "--format", "openhands", &sample(CODEX)], None);
     assert_eq!(done.code, 1, "{}", done.stderr);
 }
+
+#[test]
+fn count_and_convert_read_logs_line_by_line_with_the_same_answer() {
+    let path = sample(CODEX);
+    let bytes = std::fs::read(&path).unwrap();
+    // From a file (read line by line) and from standard input, the same count and conversion.
+    assert_eq!(run(&["count", &path], None).count(), run(&["count"], Some(&bytes)).count());
+    let from_file = run(&["convert", &path, "--to", "haystack"], None);
+    let from_stdin = run(&["convert", "--to", "haystack"], Some(&bytes));
+    assert_eq!(from_file.code, 0, "{}", from_file.stderr);
+    assert!(from_file.stdout == from_stdin.stdout);
+    // A broken line is named by its number.
+    let broken = [&bytes[..], b"{\"timestamp\": \n"].concat();
+    let done = run(&["count"], Some(&broken));
+    assert_eq!(done.code, 1);
+    assert!(done.stderr.contains("line 31"), "{}", done.stderr);
+}

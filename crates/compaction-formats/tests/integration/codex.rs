@@ -164,3 +164,22 @@ fn an_older_rollout_of_bare_items_and_a_rollback_are_read() {
     let texts: Vec<&str> = conversation.messages.iter().map(|m| m.text().unwrap()).collect();
     assert_eq!(texts, ["one", "1", "three"]);
 }
+
+#[test]
+fn read_line_by_line_it_is_the_same_conversation() {
+    for full_history in [false, true] {
+        let options = ReadOptions::named("r").with_full_history(full_history);
+        let whole = read_with(ROLLOUT, options.clone()).unwrap();
+        let mut reader = compaction_formats::LineReader::new(Format::Codex, &options).unwrap();
+        for line in ROLLOUT.lines() {
+            reader.push(line.as_bytes()).unwrap();
+        }
+        let lines = reader.finish().unwrap();
+        assert_eq!(lines.messages, whole.messages);
+        assert_eq!(lines.usage, whole.usage);
+        assert_eq!(lines.notes, whole.notes);
+        // Read without its bytes, it converts but cannot be written back.
+        let mut out = Vec::new();
+        assert!(compaction_formats::write(&lines, &lines.messages, None, None, &mut out).is_err());
+    }
+}
