@@ -289,6 +289,8 @@ pub(crate) struct Decoded {
     pub messages: Vec<Message>,
     pub units: Vec<usize>,
     pub notes: Vec<Note>,
+    /// The provider's counts, by message, where the format records them.
+    pub usage: Vec<MessageUsage>,
     /// Units before this one are not in the conversation read (a provider compacted them away)
     /// and are written back as they were.
     pub hidden_units: usize,
@@ -621,6 +623,7 @@ pub(crate) fn read_tree(bytes: &[u8], options: &ReadOptions) -> Result<Conversat
         }
     };
     let mut notes = decoded.notes;
+    let usage = decoded.usage;
     let mut repeated = Repeated::default();
     repeated.scan(bytes, None);
     notes.extend(repeated.note());
@@ -649,7 +652,7 @@ pub(crate) fn read_tree(bytes: &[u8], options: &ReadOptions) -> Result<Conversat
         format,
         messages: decoded.messages,
         tools,
-        usage: Vec::new(),
+        usage,
         notes,
         compactions: Vec::new(),
         conversations,

@@ -33,6 +33,7 @@ use crate::document::{json_type, Locator};
 use crate::error::Error;
 use crate::notes::{plural, Note, NoteKind, Tally};
 use crate::pairing::{unpaired, OpenCalls};
+use crate::usage::{MessageUsage, Usage};
 use crate::{openai, Decoded};
 
 /// Keys of a memory-dict action that are not its arguments.
@@ -257,6 +258,7 @@ impl Reader<'_> {
         let content = || Self::field(object, "content").map(str::to_owned).unwrap_or_else(|| text("message"));
         if let Some(metadata) = metadata {
             let (response_id, thought, call) = action_call(object, metadata)?;
+            let usage = metadata.get("model_response").and_then(|r| r.get("usage")).and_then(usage);
             self.calls.push(&call);
             if let (Some((last, position)), Some(id)) = (&self.last_response, &response_id) {
                 if last == id {
@@ -272,6 +274,9 @@ impl Reader<'_> {
             parts.push(Part::ToolCall(call));
             if let Some(id) = response_id {
                 self.last_response = Some((id, self.decoded.messages.len()));
+            }
+            if let Some(usage) = usage {
+                self.decoded.usage.push(MessageUsage::new(self.decoded.messages.len(), usage));
             }
             self.push(unit, Message { role: Role::Assistant, parts, name: None, meta: JsonObject::new() });
             return Ok(());
@@ -392,6 +397,15 @@ impl Reader<'_> {
         }
         Ok(())
     }
+}
+
+/// A logged model response's `usage` (OpenAI's: the prompt with its cached part inside it).
+fn usage(usage: &Value) -> Option<Usage> {
+    let count = |value: Option<&Value>| value.and_then(Value::as_u64).unwrap_or(0);
+    let prompt = count(usage.get("prompt_tokens"));
+    let cached = count(usage.get("prompt_tokens_details").and_then(|d| d.get("cached_tokens"))).min(prompt);
+    let usage = Usage::new(prompt - cached, count(usage.get("completion_tokens"))).with_cache(cached, 0);
+    (!usage.is_zero()).then_some(usage)
 }
 
 fn text_message(role: Role, text: String) -> Message {

@@ -106,3 +106,20 @@ fn a_condensation_leaves_out_what_it_forgot_and_puts_its_summary_in_place() {
     let full = read_with(&text, ReadOptions::named("t").with_full_history(true)).unwrap();
     assert_eq!(roles(&full.messages), "suatatat");
 }
+
+#[test]
+fn a_logged_model_response_gives_the_providers_count() {
+    let mut action = call(2, "toolu_01", "ls");
+    action["tool_call_metadata"]["model_response"]["usage"] = json!({"prompt_tokens": 5920, "completion_tokens": 128, "prompt_tokens_details": {"cached_tokens": 5000}});
+    let events = json!([
+        {"id": 1, "source": "user", "action": "message", "args": {"content": "Fix ponyc."}},
+        action, observation(3, "toolu_01", "src tests"),
+    ]);
+    let conversation = read(&events.to_string());
+    let usage = conversation.usage[0];
+    assert_eq!(usage.message, 1);
+    assert_eq!(
+        (usage.usage.input_tokens, usage.usage.cache_read_input_tokens, usage.usage.context_tokens()),
+        (920, 5000, 6048)
+    );
+}
