@@ -22,8 +22,9 @@
 //! error, never an empty conversation. Roles come from the log, never from a guess.
 //!
 //! **The provider's counts.** Where a log records what the provider counted for each model call
-//! (Claude Code's `message.usage`, Codex's `token_count`), [`Conversation::usage`] holds it by
-//! assistant message, so that a program can anchor its estimates on the provider's figures.
+//! (Claude Code's `message.usage`, Codex's `token_count`, the model response OpenHands logs),
+//! [`Conversation::usage`] holds it by assistant message, so that a program can anchor its
+//! estimates on the provider's figures.
 //!
 //! **Writing back.** [`write`] with no target writes the conversation back in the format read.
 //! Claude Code sessions, Codex rollouts and Responses item lists keep every byte but those of

@@ -12,7 +12,7 @@ use crate::input::{read_tools, InputArgs};
 /// `tools`). Of a file holding several conversations, one is counted: `--conversation N`.
 /// A log read as the model saw it at its last call (after the provider's compaction) is counted
 /// as that; `--full-history` counts everything. Where the log records the provider's own counts
-/// (Claude Code, Codex), `--provider` prints the provider's count of the conversation through
+/// (Claude Code, Codex, OpenHands), `--provider` prints the provider's count of the conversation through
 /// its last reply instead. A local count leaves out what the log does not hold (Claude Code and
 /// Codex logs hold neither the system prompt nor the tool schemas); a note on standard error
 /// says so.

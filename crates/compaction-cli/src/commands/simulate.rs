@@ -30,7 +30,7 @@ use crate::UsageError;
 /// The recorded replies are replayed as they were: the simulation shows what compaction would
 /// have sent, not what the model would have answered.
 ///
-/// Where the log records the provider's own counts (Claude Code, Codex), they anchor every
+/// Where the log records the provider's own counts (Claude Code, Codex, OpenHands), they anchor every
 /// estimate, as an agent loop anchors its hook: before each call the estimate is the provider's
 /// count after the previous reply plus the messages that came since, and the `provider` column
 /// shows what the provider then counted. Without them the counts are local and leave out what
