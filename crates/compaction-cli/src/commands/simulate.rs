@@ -105,6 +105,8 @@ pub struct Step {
     pub compacted: bool,
     /// What the provider counted for this call's prompt, when the log records it.
     pub provider: Option<usize>,
+    /// Whether `without` is anchored on a count the provider made of this same conversation.
+    pub anchored: bool,
     /// Tool results pruned so far.
     pub pruned: usize,
     /// Tool results offloaded so far.
@@ -137,7 +139,10 @@ pub fn run(args: Args) -> Result<()> {
     };
 
     let left_out = crate::provider::left_out(&conversation.messages, !tools.is_empty());
-    let steps = replay(&conversation.messages, &conversation.usage, tools, &hook, offload.as_ref());
+    // Read with its full history, a log's provider counts after the provider's own compaction
+    // are of the compacted conversation, not of the one replayed: they are shown, not used.
+    let until = conversation.compactions.iter().map(|c| c.message).filter(|&m| m > 0).min();
+    let steps = replay(&conversation.messages, &conversation.usage, until, tools, &hook, offload.as_ref());
     let name = crate::input::Source::from_arg(args.input.input.as_deref()).name();
     let counter_name = hook.counter().describe();
 
@@ -195,10 +200,12 @@ fn provider_compactions(
 }
 
 /// Replays `messages`: the hooks run where an agent loop would run them, and each model call is
-/// recorded as a [`Step`].
+/// recorded as a [`Step`]. The provider's counts in `usage` anchor the estimates up to message
+/// `until` (a provider compaction in a full history), and are only shown after it.
 pub fn replay(
     messages: &[Message],
     usage: &[MessageUsage],
+    until: Option<usize>,
     tools: Vec<compaction_model::ToolSpec>,
     hook: &CompactionHook,
     offload: Option<&ToolResultOffloadHook>,
@@ -239,15 +246,22 @@ pub fn replay(
             triggered: outcome.triggered,
             compacted: outcome.compacted,
             provider,
+            anchored: anchor.is_some(),
             pruned: *pruned,
             offloaded,
         }
     };
 
     for (index, message) in messages.iter().enumerate() {
-        let recorded = usage.next_if(|u| u.message == index).map(|u| u.usage);
+        let seen = usage.next_if(|u| u.message == index).map(|u| u.usage);
+        if until == Some(index) {
+            // From here the provider counted a conversation it had compacted: no anchor.
+            anchor = None;
+            state.context_tokens = 0;
+        }
+        let recorded = seen.filter(|_| until.is_none_or(|until| index < until));
         if message.role == Role::Assistant {
-            let provider = recorded.map(|u| usize::try_from(u.prompt_tokens()).unwrap_or(usize::MAX));
+            let provider = seen.map(|u| usize::try_from(u.prompt_tokens()).unwrap_or(usize::MAX));
             let step = call(
                 &mut baseline,
                 steps.len() + 1,
@@ -416,18 +430,17 @@ pub fn totals(steps: &[Step], settings: &CompactionHookSettings) -> String {
 /// How close the estimate before each call (without compaction) came to what the provider then
 /// counted: the median and the worst relative error, when the log records provider counts.
 fn accuracy(steps: &[Step]) -> Option<String> {
-    let mut errors: Vec<(f64, usize)> = steps
+    let errors: Vec<(f64, usize)> = steps
         .iter()
+        .filter(|s| s.anchored)
         .filter_map(|s| {
             let provider = s.provider.filter(|&p| p > 0)?;
             Some(((s.without as f64 - provider as f64) / provider as f64, s.step))
         })
         .collect();
-    // The first call has no earlier count to anchor on.
-    if errors.len() < 2 {
+    if errors.is_empty() {
         return None;
     }
-    errors.remove(0);
     let mut sizes: Vec<f64> = errors.iter().map(|(e, _)| e.abs()).collect();
     sizes.sort_by(f64::total_cmp);
     let median = sizes[sizes.len() / 2];
