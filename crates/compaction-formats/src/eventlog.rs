@@ -79,10 +79,17 @@ pub(crate) struct MessageSlots {
     pub fingerprint: u64,
 }
 
-/// Everything but the results' content and the calls' arguments: what a write-back cannot
-/// change.
-pub(crate) fn fingerprint(message: &Message) -> u64 {
+/// Everything but the results' content and the arguments of the calls that have a slot: what a
+/// write-back cannot change.
+pub(crate) fn fingerprint(message: &Message, slots: &MessageSlots) -> u64 {
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    // Calls whose input has no place to be written must keep their arguments.
+    for (call, slot) in message.tool_calls().zip(slots.calls.iter().chain(std::iter::repeat(&None))) {
+        if slot.is_none() {
+            serde_json::to_string(&call.arguments).unwrap_or_default().hash(&mut hasher);
+            call.raw_arguments.hash(&mut hasher);
+        }
+    }
     message.role.hash(&mut hasher);
     message.parts.len().hash(&mut hasher);
     for part in &message.parts {
@@ -158,7 +165,7 @@ impl LogDecoded {
     /// Fingerprints every message, once reading is done.
     pub(crate) fn seal(&mut self) {
         for (message, slots) in self.messages.iter().zip(&mut self.slots) {
-            slots.fingerprint = fingerprint(message);
+            slots.fingerprint = fingerprint(message, slots);
         }
     }
 }
@@ -194,7 +201,7 @@ pub(crate) fn write_back(
     let mut edits = Vec::new();
     for &index in indices {
         let (Some(message), Some(slots)) = (messages.get(index), log.slots.get(index)) else { continue };
-        if fingerprint(message) != slots.fingerprint {
+        if fingerprint(message, slots) != slots.fingerprint {
             return Err(Error::WriteBack {
                 reason: format!(
                     "message {index} changed in more than its tool results and inputs, which a {label} \

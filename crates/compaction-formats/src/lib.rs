@@ -26,7 +26,7 @@
 //! [`Conversation::usage`] holds it by assistant message, so that a program can anchor its
 //! estimates on the provider's figures.
 //!
-//! **Writing back.** [`write`] with no target writes the conversation back in the format read.
+//! **Writing back.** [`write()`] with no target writes the conversation back in the format read.
 //! Claude Code sessions, Codex rollouts and Responses item lists keep every byte but those of
 //! the tool results (and tool inputs) that changed. OpenAI, Anthropic and Haystack files are
 //! lossless too: a message nobody changed is written as it was read (the same JSON value); a
@@ -533,7 +533,7 @@ impl LineReader {
 
 /// The format of an event log in JSON Lines (Claude Code, Codex, Responses items a line), told
 /// from the first lines of `bytes` (a prefix of the file is enough: about fifty lines); `None`
-/// when the input is something else, read with [`read`]. JSON Lines of records no format knows
+/// when the input is something else, read with [`read()`]. JSON Lines of records no format knows
 /// are an error saying what their lines carry.
 pub fn detect_lines(bytes: &[u8], name: &str) -> Result<Option<Format>, Error> {
     detect::detect_lines(bytes, name)

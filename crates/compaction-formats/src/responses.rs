@@ -110,7 +110,7 @@ impl Items {
                     let input = string(object, "input")?;
                     let mut call = ToolCall::with_raw_arguments(string(object, "name")?, input);
                     call.id = Some(string(object, "call_id")?);
-                    (call, None)
+                    (call, Some(Slot { base, path: at("input"), style: Style::ArgumentsText }))
                 };
                 self.calls.push(&call);
                 let turn = self.turn();

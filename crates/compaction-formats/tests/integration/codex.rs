@@ -183,3 +183,18 @@ fn read_line_by_line_it_is_the_same_conversation() {
         assert!(compaction_formats::write(&lines, &lines.messages, None, None, &mut out).is_err());
     }
 }
+
+#[test]
+fn an_input_that_has_no_place_in_the_rollout_cannot_change() {
+    let conversation = full();
+    let mut messages = conversation.messages.clone();
+    // The local shell call's `action` is not written back; changing it is refused, not lost.
+    for part in &mut messages[4].parts {
+        if let compaction_model::Part::ToolCall(call) = part {
+            call.arguments = compaction_model::JsonObject::new();
+        }
+    }
+    let mut out = Vec::new();
+    let error = compaction_formats::write(&conversation, &messages, None, Some(&[4]), &mut out).unwrap_err();
+    assert!(error.to_string().contains("message 4 changed in more than"), "{error}");
+}
