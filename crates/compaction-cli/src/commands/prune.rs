@@ -362,6 +362,12 @@ fn why_not(args: &Args, messages: &[Message]) -> String {
     let mut reasons = Vec::new();
     // The spec was checked when the command started.
     let counter = super::counter(&args.counter).ok();
+    if let Some(counter) = &counter {
+        let each = counter.count_each(messages).each;
+        let others: usize =
+            messages.iter().zip(each).filter(|(m, _)| !m.has_tool_call_result()).map(|(_, n)| n).sum();
+        reasons.push(format!("{} tokens are not tool results", thousands(others)));
+    }
     if let (true, Some(counter)) = (keep > 0, counter) {
         let held: usize = steps[steps.len() - keep..]
             .iter()
