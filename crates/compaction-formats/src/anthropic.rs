@@ -336,7 +336,8 @@ pub(crate) fn result_content(content: Option<&Value>) -> Result<ToolResultConten
             items
                 .iter()
                 .enumerate()
-                .map(|(k, item)| match part(item, None) {
+                // Blocks of kinds the model has no result part for are kept as opaque text.
+                .map(|(k, item)| match part(item, Some(&mut Opaque::default())) {
                     Ok(Part::Text(text)) => Ok(ResultPart::Text(text)),
                     Ok(Part::Image(image)) => Ok(ResultPart::Image(image)),
                     Ok(Part::File(file)) => Ok(ResultPart::File(file)),
