@@ -461,7 +461,7 @@ fn result_value(result: &ToolCallResult) -> Value {
             parts
                 .iter()
                 .map(|part| match part {
-                    ResultPart::Text(text) => json!({"type": "text", "text": text.text}),
+                    ResultPart::Text(text) => block_value(&Part::Text(text.clone())).unwrap_or(Value::Null),
                     ResultPart::Image(image) => image_value(image),
                     ResultPart::File(file) => file_value(file),
                 })

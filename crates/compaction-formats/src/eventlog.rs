@@ -318,7 +318,17 @@ pub(crate) fn encode_result(result: &ToolResultContent, style: Style, was_string
         ToolResultContent::Parts(parts) => parts
             .iter()
             .map(|part| match part {
-                ResultPart::Text(text) => text_part(text.text.as_str(), style),
+                ResultPart::Text(text) => {
+                    // A block kept opaque goes back as it was, in its own format.
+                    let own = match style {
+                        Style::ResponsesOutput => "responses",
+                        _ => "anthropic",
+                    };
+                    match crate::provider_item(&Part::Text(text.clone())) {
+                        Some((format, item)) if format == own => item.clone(),
+                        _ => text_part(text.text.as_str(), style),
+                    }
+                }
                 ResultPart::Image(image) => {
                     let mime = image.mime_type.as_deref().unwrap_or("image/png");
                     match style {
