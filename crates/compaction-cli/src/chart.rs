@@ -1,5 +1,6 @@
 //! The `simulate --svg` chart: context per model call with and without compaction, against the
-//! window and the hook's two thresholds.
+//! window and the hook's two thresholds; the provider's own count where the log records it,
+//! declined compactions as crosses, the provider's own compactions as vertical lines.
 
 use anyhow::{anyhow, Result};
 use compaction_hook::CompactionHookSettings;
@@ -18,6 +19,8 @@ pub struct Chart<'a> {
     pub steps: &'a [Step],
     /// The window and thresholds drawn as horizontal lines.
     pub settings: CompactionHookSettings,
+    /// The calls (step numbers) that first saw a conversation the provider had compacted.
+    pub compactions: Vec<usize>,
 }
 
 const SIZE: (u32, u32) = (1200, 640);
@@ -30,6 +33,8 @@ const WITH: RGBColor = RGBColor(31, 119, 180);
 const WINDOW: RGBColor = RGBColor(40, 40, 40);
 const COMPACT_AT: RGBColor = RGBColor(230, 140, 0);
 const COMPACT_TO: RGBColor = RGBColor(44, 160, 44);
+const PROVIDER: RGBColor = RGBColor(148, 103, 189);
+const DECLINED: RGBColor = RGBColor(120, 120, 120);
 
 /// The chart as an SVG document.
 pub fn svg(chart: &Chart<'_>) -> Result<String> {
@@ -63,7 +68,8 @@ fn draw(
     let at = (window * settings.compact_at) as usize;
     let to = (window * settings.compact_to) as usize;
     let calls = chart.steps.len().max(1);
-    let highest = chart.steps.iter().map(|s| s.without.max(s.estimate)).max().unwrap_or(0);
+    let highest =
+        chart.steps.iter().map(|s| s.without.max(s.estimate).max(s.provider.unwrap_or(0))).max().unwrap_or(0);
     let top = (highest.max(settings.context_window) as f64 * 1.08).ceil() as usize;
 
     let mut context = ChartBuilder::on(&plot)
@@ -102,6 +108,27 @@ fn draw(
     // compaction shows as a vertical drop.
     let with = chart.steps.iter().flat_map(|s| [(s.step, s.estimate), (s.step, s.with)]);
     context.draw_series(LineSeries::new(with, WITH.stroke_width(2)))?;
+    // The provider's own count of each call's prompt, where the log records it.
+    let provider: Vec<(usize, usize)> =
+        chart.steps.iter().filter_map(|s| Some((s.step, s.provider?))).collect();
+    if !provider.is_empty() {
+        context.draw_series(DashedLineSeries::new(
+            provider.iter().copied(),
+            3,
+            3,
+            PROVIDER.stroke_width(2),
+        ))?;
+        context.draw_series(provider.iter().map(|&p| Circle::new(p, 2, PROVIDER.filled())))?;
+    }
+    // Calls where the estimate reached the threshold but the compactor could not get below the
+    // target.
+    let declined = chart.steps.iter().filter(|s| s.triggered && !s.compacted);
+    context.draw_series(declined.map(|s| Cross::new((s.step, s.estimate), 6, DECLINED.stroke_width(2))))?;
+    // The provider's (or agent's) own compactions.
+    for &step in &chart.compactions {
+        let line = vec![(step, 0), (step, top)];
+        context.draw_series(DashedLineSeries::new(line, 4, 4, PROVIDER.stroke_width(1)))?;
+    }
     // A single call draws no line; a dot keeps it visible.
     if chart.steps.len() == 1 {
         let s = &chart.steps[0];
@@ -109,7 +136,7 @@ fn draw(
         context.draw_series([Circle::new((s.step, s.with), 4, WITH.filled())])?;
     }
 
-    let entries = [
+    let mut entries = vec![
         Entry { label: "without compaction".into(), color: WITHOUT, dashed: false },
         Entry { label: "with compaction".into(), color: WITH, dashed: false },
         Entry {
@@ -128,6 +155,19 @@ fn draw(
             dashed: true,
         },
     ];
+    if !provider.is_empty() {
+        entries.push(Entry { label: "provider's count".into(), color: PROVIDER, dashed: true });
+    }
+    if chart.steps.iter().any(|s| s.triggered && !s.compacted) {
+        entries.push(Entry {
+            label: "x declined (target not reached)".into(),
+            color: DECLINED,
+            dashed: false,
+        });
+    }
+    if !chart.compactions.is_empty() {
+        entries.push(Entry { label: "| provider compacted".into(), color: PROVIDER, dashed: true });
+    }
     draw_legend(&legend, &entries, chart.steps)?;
     Ok(())
 }

@@ -1,6 +1,6 @@
 //! Reading conversations: from a path or standard input, in any format compaction-formats knows.
 
-use std::io::Read;
+use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, Context, Result};
@@ -111,6 +111,12 @@ pub struct InputArgs {
     /// evaluation output with one instance a line); 0, the first, when absent.
     #[arg(long, value_name = "N")]
     pub conversation: Option<usize>,
+    /// Read everything the log holds. By default a log the provider (or agent) compacted is read
+    /// as the model saw it at its last call: Claude Code's summary and what follows its
+    /// `compact_boundary`, what a Codex `compacted` line left, what follows an Anthropic
+    /// `compaction` block, what an OpenHands condensation did not forget.
+    #[arg(long)]
+    pub full_history: bool,
 }
 
 impl InputArgs {
@@ -128,29 +134,105 @@ impl InputArgs {
         let started = std::time::Instant::now();
         let bytes = source.read_bytes()?;
         let read = started.elapsed();
-        let mut options = ReadOptions::named(source.name());
-        options.format = self.format;
-        options.conversation = self.conversation;
-        let conversation = compaction_formats::read(bytes, &options).map_err(|error| match error {
-            compaction_formats::Error::NoSuchConversation { name, index, count } => {
-                anyhow::Error::new(crate::UsageError(format!(
-                    "{name}: --conversation {index} is out of range: the file holds {count} conversation{}",
-                    if count == 1 { "" } else { "s" }
-                )))
-            }
-            other => anyhow::Error::new(other),
-        })?;
+        let options = self.options(&source);
+        let conversation = compaction_formats::read(bytes, &options).map_err(usage_or_input)?;
         let parse = started.elapsed() - read;
         spinner.finish_and_clear();
+        self.say_notes(&source, &conversation);
+        Ok(ReadInput { conversation, read, parse })
+    }
+
+    /// Reads the conversation for a command that will not write it back in its own format
+    /// (`count`, `convert --to`): an event log (Claude Code, Codex, Responses items a line) is
+    /// read line by line, so memory holds the longest line and the conversation, never the
+    /// file; anything else is read whole, as [`InputArgs::read`] reads it.
+    pub fn read_streaming(&self) -> Result<Conversation> {
+        let source = Source::from_arg(self.input.as_deref());
+        let name = source.name();
+        let options = self.options(&source);
+        let lines_possible = self.conversation.is_none()
+            && self.format.is_none_or(|f| compaction_formats::LineReader::new(f, &options).is_some());
+        if !lines_possible {
+            return self.read();
+        }
+        let spinner = crate::progress::spinner(&format!("reading {name}"));
+        let mut input: Box<dyn BufRead> = match &source {
+            Source::Stdin => Box::new(BufReader::with_capacity(1 << 20, std::io::stdin().lock())),
+            Source::File(path) => {
+                let file = std::fs::File::open(path).with_context(|| format!("{name}: cannot read"))?;
+                Box::new(BufReader::with_capacity(1 << 20, file))
+            }
+        };
+        // The first lines tell the format.
+        let mut head = Vec::new();
+        for _ in 0..64 {
+            if input.read_until(b'\n', &mut head).with_context(|| format!("{name}: cannot read"))? == 0 {
+                break;
+            }
+        }
+        let format = match self.format {
+            Some(format) => Some(format),
+            None => compaction_formats::detect_lines(&head, &name)?,
+        };
+        let reader = format.and_then(|format| compaction_formats::LineReader::new(format, &options));
+        let Some(mut reader) = reader else {
+            // Not an event log: read the rest and parse the whole.
+            input.read_to_end(&mut head).with_context(|| format!("{name}: cannot read"))?;
+            let conversation = compaction_formats::read(head, &options).map_err(usage_or_input)?;
+            spinner.finish_and_clear();
+            self.say_notes(&source, &conversation);
+            return Ok(conversation);
+        };
+        for line in head.split_inclusive(|&b| b == b'\n') {
+            reader.push(line.strip_suffix(b"\n").unwrap_or(line))?;
+        }
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            if input.read_until(b'\n', &mut line).with_context(|| format!("{name}: cannot read"))? == 0 {
+                break;
+            }
+            reader.push(line.strip_suffix(b"\n").unwrap_or(&line))?;
+        }
+        let conversation = reader.finish()?;
+        spinner.finish_and_clear();
+        self.say_notes(&source, &conversation);
+        Ok(conversation)
+    }
+
+    fn options(&self, source: &Source) -> ReadOptions {
+        let mut options = ReadOptions::named(source.name()).with_full_history(self.full_history);
+        options.format = self.format;
+        options.conversation = self.conversation;
+        options
+    }
+
+    /// Says once on standard error what reading left out or chose.
+    fn say_notes(&self, source: &Source, conversation: &Conversation) {
         if conversation.conversations > 1 && self.conversation.is_none() {
-            eprintln!(
+            crate::progress::say(&format!(
                 "note: {} holds {} conversations; read conversation {} (choose with --conversation N)",
                 source.name(),
                 conversation.conversations,
                 conversation.selected
-            );
+            ));
         }
-        Ok(ReadInput { conversation, read, parse })
+        for note in &conversation.notes {
+            crate::progress::say(&format!("note: {}: {note}", source.name()));
+        }
+    }
+}
+
+/// A conversation out of range is bad usage; anything else is bad input.
+fn usage_or_input(error: compaction_formats::Error) -> anyhow::Error {
+    match error {
+        compaction_formats::Error::NoSuchConversation { name, index, count } => {
+            anyhow::Error::new(crate::UsageError(format!(
+                "{name}: --conversation {index} is out of range: the file holds {count} conversation{}",
+                if count == 1 { "" } else { "s" }
+            )))
+        }
+        other => anyhow::Error::new(other),
     }
 }
 

@@ -11,6 +11,7 @@ mod commands;
 mod input;
 mod output;
 mod progress;
+mod provider;
 
 use std::process::ExitCode;
 

@@ -13,6 +13,19 @@ pub fn set_quiet(quiet: bool) {
     QUIET.store(quiet, Ordering::Relaxed);
 }
 
+/// Whether `--quiet` was given.
+pub fn is_quiet() -> bool {
+    QUIET.load(Ordering::Relaxed)
+}
+
+/// Says `line` on standard error, unless `--quiet` was given: notes and summaries a user should
+/// see once, which are not the command's output.
+pub fn say(line: &str) {
+    if !is_quiet() {
+        eprintln!("{line}");
+    }
+}
+
 fn target() -> ProgressDrawTarget {
     if QUIET.load(Ordering::Relaxed) {
         ProgressDrawTarget::hidden()

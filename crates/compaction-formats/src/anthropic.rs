@@ -10,8 +10,9 @@ use compaction_model::{
 };
 use serde_json::{json, Map, Value};
 
-use crate::document::{json_type, Locator};
-use crate::error::Error;
+use crate::document::{json_type, key_list, Locator};
+use crate::error::{snippet, Error};
+use crate::notes::{plural, Note, NoteKind};
 use crate::overlay::Shape;
 use crate::pairing::{unpaired, OpenCalls};
 use crate::Decoded;
@@ -48,7 +49,16 @@ pub(crate) static SHAPE: Shape =
 
 /// Reads messages; the envelope's `system`, if any, becomes a system message of unit
 /// `values.len()`.
-pub(crate) fn read(values: &[Value], system: Option<&Value>, locator: &Locator) -> Result<Decoded, Error> {
+///
+/// A `compaction` block (server-side compaction) means the API dropped everything before it:
+/// unless `full_history`, the conversation read starts at the message holding the last one
+/// (the system prompt stays), and the messages before it are written back untouched.
+pub(crate) fn read(
+    values: &[Value],
+    system: Option<&Value>,
+    locator: &Locator,
+    full_history: bool,
+) -> Result<Decoded, Error> {
     let mut decoded = Decoded::default();
     if let Some(system) = system {
         let parts =
@@ -57,9 +67,47 @@ pub(crate) fn read(values: &[Value], system: Option<&Value>, locator: &Locator) 
         decoded.extend(values.len(), vec![message]);
     }
     let mut calls = OpenCalls::default();
+    let mut opaque = Opaque::default();
+    let mut last_compaction = None;
     for (index, value) in values.iter().enumerate() {
-        let messages = read_message(value, &mut calls).map_err(|error| locator.invalid(index, error))?;
+        let read =
+            read_blocks(value, &mut calls, &mut opaque).map_err(|error| locator.invalid(index, error))?;
+        let messages: Vec<Message> = read.into_iter().map(|r| r.message).collect();
+        if messages.iter().any(|m| m.parts.iter().any(|p| opaque_kind(p) == Some("compaction"))) {
+            last_compaction = Some(index);
+        }
         decoded.extend(index, messages);
+    }
+    decoded.notes.extend(opaque.note());
+    if let Some(unit) = last_compaction {
+        let hidden = decoded.units.iter().filter(|&&u| u < unit).count();
+        if full_history {
+            decoded.notes.push(Note::new(
+                NoteKind::Compacted,
+                1,
+                format!(
+                    "message {unit} holds a compaction block: the API dropped the {} before it; read \
+                     with the full history",
+                    plural(unit, "message")
+                ),
+            ));
+        } else if hidden > 0 {
+            let keep: Vec<bool> = decoded.units.iter().map(|&u| u >= unit).collect();
+            let mut flags = keep.iter();
+            decoded.messages.retain(|_| *flags.next().unwrap_or(&true));
+            let mut flags = keep.iter();
+            decoded.units.retain(|_| *flags.next().unwrap_or(&true));
+            decoded.hidden_units = unit;
+            decoded.notes.push(Note::new(
+                NoteKind::Compacted,
+                unit,
+                format!(
+                    "message {unit} holds a compaction block: the API dropped the {} before it, so they \
+                     are not read (the full history keeps them)",
+                    plural(unit, "message")
+                ),
+            ));
+        }
     }
     Ok(decoded)
 }
@@ -79,22 +127,64 @@ fn system_parts(system: &Value) -> Result<Vec<Part>, String> {
     }
 }
 
-/// One Anthropic message as one or more Haystack messages (a tool message per `tool_result`).
-pub(crate) fn read_message(value: &Value, calls: &mut OpenCalls) -> Result<Vec<Message>, String> {
+/// One message read from an Anthropic message, with the blocks its results and calls came from.
+#[derive(Debug)]
+pub(crate) struct ReadMessage {
+    pub message: Message,
+    /// For a tool message: the index of its `tool_result` block.
+    pub result_block: Option<usize>,
+    /// For each tool call of the message, the index of its `tool_use` block.
+    pub call_blocks: Vec<usize>,
+}
+
+/// Blocks kept as opaque text, by type, for the note that says so.
+#[derive(Debug, Default)]
+pub(crate) struct Opaque {
+    pub tally: crate::notes::Tally,
+}
+
+impl Opaque {
+    pub(crate) fn note(&self) -> Option<Note> {
+        let total = self.tally.total();
+        let note = self.tally.note("block", "")?;
+        let kinds = note.text.split_once('(').map_or("", |(_, k)| k.trim_end_matches(')'));
+        Some(Note::new(
+            NoteKind::Opaque,
+            total,
+            format!(
+                "kept {} as opaque text, counted as their text and written back as they were ({kinds})",
+                plural(total, "block")
+            ),
+        ))
+    }
+}
+
+/// One Anthropic message as one or more messages, with where their results and calls came from.
+pub(crate) fn read_blocks(
+    value: &Value,
+    calls: &mut OpenCalls,
+    opaque: &mut Opaque,
+) -> Result<Vec<ReadMessage>, String> {
     let Some(object) = value.as_object() else {
         return Err(format!("expected a message object, found {}", json_type(value)));
     };
-    let role = match object.get("role").and_then(Value::as_str) {
-        Some("user") => Role::User,
-        Some("assistant") => Role::Assistant,
-        Some("system") => Role::System,
-        Some(other) => return Err(format!("unknown role {other:?}; expected user or assistant")),
-        None => return Err("no `role` string".into()),
+    let role = match object.get("role") {
+        Some(Value::String(role)) => match role.as_str() {
+            "user" => Role::User,
+            "assistant" => Role::Assistant,
+            "system" => Role::System,
+            other => return Err(format!("unknown role {}; expected user or assistant", snippet(other))),
+        },
+        Some(other) => return Err(format!("`role` must be a string, found {}", json_type(other))),
+        None => return Err(format!("no `role` (keys present: {})", key_list(object))),
     };
     let new = |parts| Message { role, parts, name: None, meta: JsonObject::new() };
+    let whole = |message| ReadMessage { message, result_block: None, call_blocks: Vec::new() };
     let blocks = match object.get("content") {
-        None | Some(Value::Null) => return Ok(vec![new(Vec::new())]),
-        Some(Value::String(text)) => return Ok(vec![new(vec![Part::Text(TextPart::new(text.clone()))])]),
+        None | Some(Value::Null) => return Ok(vec![whole(new(Vec::new()))]),
+        Some(Value::String(text)) => {
+            return Ok(vec![whole(new(vec![Part::Text(TextPart::new(text.clone()))]))])
+        }
         Some(Value::Array(blocks)) => blocks,
         Some(other) => {
             return Err(format!(
@@ -105,23 +195,31 @@ pub(crate) fn read_message(value: &Value, calls: &mut OpenCalls) -> Result<Vec<M
     };
     let mut out = Vec::new();
     let mut pending = Vec::new();
+    let mut pending_calls = Vec::new();
     for (k, block) in blocks.iter().enumerate() {
         let at = |error: String| format!("`content[{k}]`: {error}");
         if block.get("type").and_then(Value::as_str) == Some("tool_result") {
             if !pending.is_empty() {
-                out.push(new(std::mem::take(&mut pending)));
+                let message = new(std::mem::take(&mut pending));
+                out.push(ReadMessage {
+                    message,
+                    result_block: None,
+                    call_blocks: std::mem::take(&mut pending_calls),
+                });
             }
-            out.push(tool_result(block, calls).map_err(at)?);
+            let message = tool_result(block, calls).map_err(at)?;
+            out.push(ReadMessage { message, result_block: Some(k), call_blocks: Vec::new() });
             continue;
         }
-        let part = part(block).map_err(at)?;
+        let part = part(block, Some(opaque)).map_err(at)?;
         if let Part::ToolCall(call) = &part {
             calls.push(call);
+            pending_calls.push(k);
         }
         pending.push(part);
     }
     if !pending.is_empty() || out.is_empty() {
-        out.push(new(pending));
+        out.push(ReadMessage { message: new(pending), result_block: None, call_blocks: pending_calls });
     }
     Ok(out)
 }
@@ -134,15 +232,21 @@ fn string(value: &Value, key: &str) -> Result<String, String> {
     }
 }
 
-fn part(block: &Value) -> Result<Part, String> {
-    let kind = block.get("type").and_then(Value::as_str).ok_or("a block needs a `type`")?;
+/// A content block as a part. Blocks of kinds the model has no part for (server tool results,
+/// `compaction`, and any kind added later) are kept as opaque text when `opaque` is given.
+fn part(block: &Value, opaque: Option<&mut Opaque>) -> Result<Part, String> {
+    let kind = match block.get("type") {
+        Some(Value::String(kind)) => kind.as_str(),
+        Some(other) => return Err(format!("`type` must be a string, found {}", json_type(other))),
+        None => return Err("a block needs a `type`".into()),
+    };
     match kind {
         "text" => Ok(Part::Text(TextPart::new(string(block, "text")?))),
         "image" => {
             let (mime, data) = base64_source(block)?;
             Ok(Part::Image(ImagePart::new(data, mime)))
         }
-        "document" => {
+        "document" if is_base64(block) => {
             let (mime, data) = base64_source(block)?;
             let title = block.get("title").and_then(Value::as_str).map(str::to_owned);
             Ok(Part::File(FilePart::new(data, mime, title)))
@@ -177,8 +281,25 @@ fn part(block: &Value) -> Result<Part, String> {
                 unknown: JsonObject::new(),
             }))
         }
-        other => Err(format!("blocks of type {other:?} are not supported")),
+        other => match opaque {
+            Some(opaque) => {
+                opaque.tally.add(other);
+                // A compaction block is its summary; anything else is counted as its JSON.
+                let text = match other {
+                    "compaction" => {
+                        block.get("content").and_then(Value::as_str).unwrap_or_default().to_owned()
+                    }
+                    _ => block.to_string(),
+                };
+                Ok(crate::opaque_part("anthropic", text, block.clone()))
+            }
+            None => Err(format!("blocks of type {} are not supported here", snippet(other))),
+        },
     }
+}
+
+fn is_base64(block: &Value) -> bool {
+    block.get("source").and_then(|s| s.get("type")).and_then(Value::as_str) == Some("base64")
 }
 
 fn base64_source(block: &Value) -> Result<(Option<String>, String), String> {
@@ -198,14 +319,25 @@ fn tool_result(block: &Value, calls: &mut OpenCalls) -> Result<Message, String> 
         Some(Value::Bool(error)) => *error,
         Some(other) => return Err(format!("`is_error` must be true or false, found {}", json_type(other))),
     };
-    let result = match block.get("content") {
-        None | Some(Value::Null) => ToolResultContent::Text(Default::default()),
-        Some(Value::String(text)) => ToolResultContent::Text(text.into()),
-        Some(Value::Array(items)) => ToolResultContent::Parts(
+    let result = result_content(block.get("content"))?;
+    let mut message = Message::tool(result, origin, false);
+    if let Some(Part::ToolCallResult(result)) = message.parts.first_mut() {
+        result.error = error;
+    }
+    Ok(message)
+}
+
+/// A `tool_result` block's `content`: a string, or text, image and document blocks.
+pub(crate) fn result_content(content: Option<&Value>) -> Result<ToolResultContent, String> {
+    match content {
+        None | Some(Value::Null) => Ok(ToolResultContent::Text(Default::default())),
+        Some(Value::String(text)) => Ok(ToolResultContent::Text(text.into())),
+        Some(Value::Array(items)) => Ok(ToolResultContent::Parts(
             items
                 .iter()
                 .enumerate()
-                .map(|(k, item)| match part(item) {
+                // Blocks of kinds the model has no result part for are kept as opaque text.
+                .map(|(k, item)| match part(item, Some(&mut Opaque::default())) {
                     Ok(Part::Text(text)) => Ok(ResultPart::Text(text)),
                     Ok(Part::Image(image)) => Ok(ResultPart::Image(image)),
                     Ok(Part::File(file)) => Ok(ResultPart::File(file)),
@@ -213,16 +345,14 @@ fn tool_result(block: &Value, calls: &mut OpenCalls) -> Result<Message, String> 
                     Err(error) => Err(format!("`content[{k}]`: {error}")),
                 })
                 .collect::<Result<_, _>>()?,
-        ),
-        Some(other) => {
-            return Err(format!("`content` must be a string or blocks, found {}", json_type(other)))
-        }
-    };
-    let mut message = Message::tool(result, origin, false);
-    if let Some(Part::ToolCallResult(result)) = message.parts.first_mut() {
-        result.error = error;
+        )),
+        Some(other) => Err(format!("`content` must be a string or blocks, found {}", json_type(other))),
     }
-    Ok(message)
+}
+
+/// The type of the provider item an opaque part keeps, if it keeps one.
+fn opaque_kind(part: &Part) -> Option<&str> {
+    crate::provider_item(part)?.1.get("type")?.as_str()
 }
 
 // ---- writing ----
@@ -265,8 +395,10 @@ pub(crate) fn encode_group(group: &[&Message], prefer_string: bool) -> Value {
         _ => "user",
     };
     if let ([message], true) = (group, prefer_string) {
-        if let [Part::Text(text)] = message.parts.as_slice() {
-            return json!({"role": role, "content": text.text});
+        if let [part @ Part::Text(text)] = message.parts.as_slice() {
+            if crate::provider_item(part).is_none() {
+                return json!({"role": role, "content": text.text});
+            }
         }
     }
     let blocks: Vec<Value> = group.iter().flat_map(|m| m.parts.iter()).filter_map(block_value).collect();
@@ -275,7 +407,11 @@ pub(crate) fn encode_group(group: &[&Message], prefer_string: bool) -> Value {
 
 fn block_value(part: &Part) -> Option<Value> {
     Some(match part {
-        Part::Text(text) => json!({"type": "text", "text": text.text}),
+        Part::Text(text) => match crate::provider_item(part) {
+            // A block kept opaque is written back as it was read.
+            Some(("anthropic", item)) => item.clone(),
+            _ => json!({"type": "text", "text": text.text}),
+        },
         Part::Image(image) => image_value(image),
         Part::File(file) => file_value(file),
         Part::ToolCall(call) => {
@@ -325,7 +461,7 @@ fn result_value(result: &ToolCallResult) -> Value {
             parts
                 .iter()
                 .map(|part| match part {
-                    ResultPart::Text(text) => json!({"type": "text", "text": text.text}),
+                    ResultPart::Text(text) => block_value(&Part::Text(text.clone())).unwrap_or(Value::Null),
                     ResultPart::Image(image) => image_value(image),
                     ResultPart::File(file) => file_value(file),
                 })

@@ -1,55 +1,249 @@
 //! Claude Code session logs: one event a line; `user` and `assistant` events carry an Anthropic
 //! `message`.
 //!
-//! Claude Code writes each content block of an assistant turn as its own event, all sharing the
-//! API message's `message.id`, with tool results sometimes logged between them; the events of
-//! one id are one assistant message. Other events (progress, file-history snapshots, system
-//! notes, queue operations) were never sent to the model and are skipped, as are sidechain
-//! events (subagents' conversations).
+//! Claude Code writes each content block of an assistant reply as its own line, all sharing the
+//! API message's `message.id` (and `usage`), with tool results sometimes logged between them;
+//! the lines of one id are one assistant message. Lines the model never saw (progress,
+//! file-history snapshots, system notes, queue operations, titles) are skipped and counted.
+//!
+//! Two kinds of file exist. A session file (`<session>.jsonl`) is the main conversation; lines
+//! marked `isSidechain` there belong to subagents and are skipped. A subagent file
+//! (`<session>/subagents/agent-*.jsonl`) has every line marked `isSidechain`: it is the
+//! subagent's own conversation. The first conversational line tells which.
+//!
+//! When Claude Code compacts a session it writes a `system` line with subtype
+//! `compact_boundary`, then a `user` line with `isCompactSummary` holding the summary. The model
+//! sees only the summary and what follows; that is what is read, unless the full history is
+//! asked for.
 
 use compaction_model::Role;
 use serde_json::Value;
 
-use crate::document::{json_type, Locator};
-use crate::error::Error;
+use crate::anthropic::{self, Opaque};
+use crate::document::json_type;
+use crate::error::{snippet, Error, Location};
+use crate::eventlog::{LogDecoded, MessageSlots, Slot, Style};
+use crate::notes::{plural, thousands, Note, NoteKind, Tally};
 use crate::pairing::OpenCalls;
-use crate::{anthropic, Decoded};
+use crate::splice::Seg;
+use crate::usage::{MessageUsage, Usage};
+use crate::ProviderCompaction;
 
-pub(crate) fn read(events: &[Value], locator: &Locator) -> Result<Decoded, Error> {
-    let mut decoded = Decoded::default();
-    let mut calls = OpenCalls::default();
-    // The id and position of the latest assistant message.
-    let mut last_turn: Option<(String, usize)> = None;
-    for (index, event) in events.iter().enumerate() {
-        let at = |error: String| locator.invalid(index, error);
-        let Some(object) = event.as_object() else {
-            return Err(at(format!("expected an event object, found {}", json_type(event))));
-        };
-        if object.get("isSidechain").and_then(Value::as_bool) == Some(true) {
-            continue;
-        }
-        let kind = object.get("type").and_then(Value::as_str);
-        if !matches!(kind, Some("user" | "assistant")) {
-            continue;
-        }
-        let message =
-            object.get("message").ok_or_else(|| at("a user or assistant event without `message`".into()))?;
-        let messages = anthropic::read_message(message, &mut calls).map_err(at)?;
-        let id = message.get("id").and_then(Value::as_str);
-        match (&last_turn, id, messages.as_slice()) {
-            (Some((last, position)), Some(id), [turn]) if last == id && turn.role == Role::Assistant => {
-                let parts = messages.into_iter().flat_map(|m| m.parts);
-                decoded.messages[*position].parts.extend(parts);
-            }
-            _ => {
-                if let (Some(id), [turn]) = (id, messages.as_slice()) {
-                    if turn.role == Role::Assistant {
-                        last_turn = Some((id.to_owned(), decoded.messages.len()));
-                    }
-                }
-                decoded.extend(index, messages);
-            }
+/// Reads a Claude Code log line by line.
+#[derive(Debug)]
+pub(crate) struct Reader {
+    name: String,
+    full_history: bool,
+    decoded: LogDecoded,
+    calls: OpenCalls,
+    opaque: Opaque,
+    /// The id and position of the latest assistant message.
+    last_turn: Option<(String, usize)>,
+    /// Whether this is a subagent's file; decided by the first conversational line.
+    sidechain: Option<bool>,
+    skipped: Tally,
+    other_chain: usize,
+    /// The line of the last compaction boundary, and how many lines came before it.
+    boundary: Option<(usize, usize)>,
+    lines: usize,
+}
+
+impl Reader {
+    pub(crate) fn new(name: &str, full_history: bool) -> Self {
+        Reader {
+            name: name.to_owned(),
+            full_history,
+            decoded: LogDecoded::default(),
+            calls: OpenCalls::default(),
+            opaque: Opaque::default(),
+            last_turn: None,
+            sidechain: None,
+            skipped: Tally::default(),
+            other_chain: 0,
+            boundary: None,
+            lines: 0,
         }
     }
-    Ok(decoded)
+
+    fn invalid(&self, number: usize, problem: impl Into<String>) -> Error {
+        let at = Location::file(&self.name).with_line(number).with_item("event", self.lines);
+        Error::Invalid { at: Box::new(at), problem: problem.into() }
+    }
+
+    /// Reads line `number` (1-based), the `base`-th line read.
+    pub(crate) fn line(&mut self, number: usize, base: u32, event: &Value) -> Result<(), Error> {
+        self.lines += 1;
+        let Some(object) = event.as_object() else {
+            return Err(self.invalid(number, format!("expected an event object, found {}", json_type(event))));
+        };
+        let kind = match object.get("type") {
+            Some(Value::String(kind)) => kind.as_str(),
+            Some(other) => {
+                return Err(
+                    self.invalid(number, format!("`type` must be a string, found {}", json_type(other)))
+                )
+            }
+            None => {
+                self.skipped.add("untyped");
+                return Ok(());
+            }
+        };
+        if kind == "system" && object.get("subtype").and_then(Value::as_str) == Some("compact_boundary") {
+            self.compact_boundary(number, object);
+            return Ok(());
+        }
+        if !matches!(kind, "user" | "assistant") {
+            let label = match object.get("subtype").and_then(Value::as_str) {
+                Some(subtype) => format!("{kind}/{subtype}"),
+                None => kind.to_owned(),
+            };
+            self.skipped.add(&label);
+            return Ok(());
+        }
+        let sidechain = object.get("isSidechain").and_then(Value::as_bool) == Some(true);
+        match self.sidechain {
+            None => self.sidechain = Some(sidechain),
+            Some(mine) if mine != sidechain => {
+                self.other_chain += 1;
+                return Ok(());
+            }
+            Some(_) => {}
+        }
+        let Some(message) = object.get("message") else {
+            return Err(self.invalid(number, format!("a {kind} event without `message`")));
+        };
+        let read = anthropic::read_blocks(message, &mut self.calls, &mut self.opaque)
+            .map_err(|error| self.invalid(number, format!("`message`: {error}")))?;
+        let id = message.get("id").and_then(Value::as_str);
+        let usage = usage(message);
+        let content = [Seg::Key("message"), Seg::Key("content")];
+        for read in read {
+            let call_slots: Vec<Option<Slot>> = read
+                .call_blocks
+                .iter()
+                .map(|&k| Some(slot(base, &content, k, "input", Style::AnthropicInput)))
+                .collect();
+            let result_slots: Vec<Option<Slot>> = read
+                .result_block
+                .map(|k| Some(slot(base, &content, k, "content", Style::AnthropicResult)))
+                .into_iter()
+                .collect();
+            let message = read.message;
+            // Another block of the assistant reply being logged.
+            if let (Some((last, position)), Some(id), Role::Assistant) = (&self.last_turn, id, message.role) {
+                if last == id {
+                    let position = *position;
+                    self.decoded.messages[position].parts.extend(message.parts);
+                    self.decoded.slots[position].calls.extend(call_slots);
+                    self.set_usage(position, usage);
+                    continue;
+                }
+            }
+            let position = self.decoded.messages.len();
+            if let (Some(id), Role::Assistant) = (id, message.role) {
+                self.last_turn = Some((id.to_owned(), position));
+                self.set_usage(position, usage);
+            }
+            self.decoded
+                .push(message, MessageSlots { results: result_slots, calls: call_slots, fingerprint: 0 });
+        }
+        Ok(())
+    }
+
+    /// The usage of the reply at `position`: each line of it repeats the usage, the last one
+    /// with the final output count.
+    fn set_usage(&mut self, position: usize, usage: Option<Usage>) {
+        let Some(usage) = usage else { return };
+        match self.decoded.usage.last_mut() {
+            Some(last) if last.message == position => last.usage = usage,
+            _ => self.decoded.usage.push(MessageUsage::new(position, usage)),
+        }
+    }
+
+    fn compact_boundary(&mut self, number: usize, object: &serde_json::Map<String, Value>) {
+        let pre_tokens =
+            object.get("compactMetadata").and_then(|m| m.get("preTokens")).and_then(Value::as_u64);
+        if self.full_history {
+            self.decoded.compactions.push(ProviderCompaction {
+                message: self.decoded.messages.len(),
+                line: Some(number),
+                tokens_before: pre_tokens,
+            });
+        } else {
+            self.decoded.reset();
+            self.last_turn = None;
+            // What the notes count is what follows the boundary; the lines before it are said once.
+            self.skipped = Tally::default();
+            self.other_chain = 0;
+            self.decoded.compactions.push(ProviderCompaction {
+                message: 0,
+                line: Some(number),
+                tokens_before: pre_tokens,
+            });
+        }
+        self.boundary = Some((number, self.lines - 1));
+    }
+
+    pub(crate) fn finish(mut self) -> Result<LogDecoded, Error> {
+        let mut notes = Vec::new();
+        if let Some((line, before)) = self.boundary {
+            let text = if self.full_history {
+                format!("Claude Code compacted this session at line {line}; read with the full history")
+            } else {
+                format!(
+                    "Claude Code compacted this session at line {line}: read what the model saw after it \
+                     (the summary and what follows); the {} before it are left out (full history keeps them)",
+                    plural(before, "line")
+                )
+            };
+            notes.push(Note::new(NoteKind::Compacted, before, text));
+        }
+        if self.other_chain > 0 {
+            let text = match self.sidechain {
+                Some(true) => format!(
+                    "read a subagent's conversation (every line a sidechain); skipped {} of the main conversation",
+                    plural(self.other_chain, "line")
+                ),
+                _ => format!("skipped {} sidechain lines (subagents' conversations)", thousands(self.other_chain)),
+            };
+            notes.push(Note::new(NoteKind::Skipped, self.other_chain, text));
+        }
+        notes.extend(self.skipped.note("line", "the model never saw"));
+        notes.extend(self.opaque.note());
+        self.decoded.notes = notes;
+        self.decoded.seal();
+        Ok(self.decoded)
+    }
+}
+
+fn slot(base: u32, content: &[Seg], block: usize, key: &'static str, style: Style) -> Slot {
+    let mut path = content.to_vec();
+    path.push(Seg::Index(u32::try_from(block).unwrap_or(u32::MAX)));
+    path.push(Seg::Key(key));
+    Slot { base, path: path.into_boxed_slice(), style }
+}
+
+/// An assistant message's `usage`, when it records a model call (Claude Code writes zeros for
+/// replies it made up itself, such as API error messages).
+fn usage(message: &Value) -> Option<Usage> {
+    let usage = message.get("usage")?;
+    let count = |key: &str| usage.get(key).and_then(Value::as_u64).unwrap_or(0);
+    let usage = Usage::new(count("input_tokens"), count("output_tokens"))
+        .with_cache(count("cache_read_input_tokens"), count("cache_creation_input_tokens"));
+    (!usage.is_zero()).then_some(usage)
+}
+
+/// What a file read as Claude Code holds when it yields no message, for the error.
+pub(crate) fn why_empty(source: &[u8]) -> String {
+    let types = crate::detect::first_types(source);
+    if types.iter().any(|t| crate::codex::RECORD_TYPES.contains(&t.as_str())) {
+        return "its lines carry `type`/`payload` like a Codex rollout, not Claude Code's `message`; try \
+                --format codex"
+            .into();
+    }
+    if types.is_empty() {
+        return "no line is a Claude Code event".into();
+    }
+    let shown: Vec<String> = types.iter().take(4).map(|t| snippet(t)).collect();
+    format!("no `user` or `assistant` line was read; the first lines are of type {}", shown.join(", "))
 }

@@ -3,13 +3,140 @@
 use serde_json::{Map, Value};
 
 use crate::document::{items, json_type, key_list, Top};
+use crate::error::Error;
+use crate::eventlog::json_lines;
 use crate::Format;
+
+/// How many lines (or array elements) detection looks at before it decides.
+const LOOK: usize = 50;
+
+/// Keys only Claude Code events carry.
+const CLAUDE_CODE_KEYS: &[&str] =
+    &["sessionId", "uuid", "parentUuid", "isSidechain", "leafUuid", "messageId"];
+/// Event types Claude Code writes.
+const CLAUDE_CODE_TYPES: &[&str] =
+    &["user", "assistant", "system", "summary", "progress", "file-history-snapshot", "queue-operation"];
+
+/// What one line of a JSON Lines file says about the file.
+enum Says {
+    Log(Format),
+    Tree,
+    Message,
+    Nothing,
+}
+
+fn line_says(object: &Map<String, Value>) -> Says {
+    let kind = object.get("type").and_then(Value::as_str);
+    if object.contains_key("payload") && kind.is_some_and(|k| crate::codex::RECORD_TYPES.contains(&k)) {
+        return Says::Log(Format::Codex);
+    }
+    // A `user` or `assistant` event wraps its API message in `message`, which no other format
+    // does; every other Claude Code event carries the session's bookkeeping keys.
+    let wraps_message =
+        matches!(kind, Some("user" | "assistant")) && object.get("message").is_some_and(Value::is_object);
+    if wraps_message
+        || (kind.is_some_and(|k| CLAUDE_CODE_TYPES.contains(&k))
+            && CLAUDE_CODE_KEYS.iter().any(|k| object.contains_key(*k)))
+    {
+        return Says::Log(Format::ClaudeCode);
+    }
+    if crate::responses::is_item(object) {
+        return Says::Log(Format::Responses);
+    }
+    if ["history", "messages", "traj", "source"].iter().any(|k| object.contains_key(*k)) {
+        return Says::Tree;
+    }
+    // A message: of a chat format, or the short form of a Responses message; later lines tell.
+    if object.contains_key("role") || object.contains_key("_role") {
+        return Says::Message;
+    }
+    Says::Nothing
+}
+
+/// The format of an event log in JSON Lines (Claude Code, Codex, Responses items a line), told
+/// from its first lines; `None` when the input is something the tree reader takes (one JSON
+/// value, JSON Lines of messages or of conversations, or JSON that does not parse, whose error
+/// the tree reader words). JSON Lines of records no format knows are refused, saying what their
+/// lines carry.
+pub(crate) fn detect_lines(bytes: &[u8], name: &str) -> Result<Option<Format>, Error> {
+    let mut lines = json_lines(bytes).take(LOOK);
+    let Some((_, first)) = lines.next() else { return Ok(None) };
+    if bytes[first.clone()].first() != Some(&b'{') {
+        return Ok(None);
+    }
+    let mut objects = Vec::new();
+    for range in std::iter::once(first).chain(lines.map(|(_, range)| range)) {
+        match serde_json::from_slice::<Value>(&bytes[range]) {
+            Ok(Value::Object(object)) => objects.push(object),
+            Ok(_) => return Ok(None),
+            // One pretty-printed value, or a broken line: the tree reader words it.
+            Err(_) => return Ok(None),
+        }
+    }
+    if objects.len() < 2 && !objects.first().is_some_and(|o| o.contains_key("payload")) {
+        return Ok(None);
+    }
+    let mut legacy_codex = false;
+    let mut messages = false;
+    for object in &objects {
+        match line_says(object) {
+            Says::Log(Format::Responses) if legacy_codex => return Ok(Some(Format::Codex)),
+            Says::Log(format) => return Ok(Some(format)),
+            Says::Tree => return Ok(None),
+            Says::Message => messages = true,
+            Says::Nothing => {
+                // An older Codex rollout opens with its session metadata, then bare items.
+                legacy_codex |= object.contains_key("timestamp") && object.contains_key("id");
+            }
+        }
+    }
+    if messages {
+        return Ok(None);
+    }
+    let types: Vec<String> = objects
+        .iter()
+        .filter_map(|o| o.get("type").and_then(Value::as_str))
+        .map(crate::error::snippet)
+        .take(4)
+        .collect();
+    let keys = objects.first().map(key_list).unwrap_or_default();
+    let reason = if objects.iter().any(|o| o.contains_key("payload")) {
+        format!(
+            "JSON Lines whose lines carry `type`/`payload` (types {}) but none of a Codex rollout's record \
+             types (session_meta, response_item, event_msg, compacted); expected a transcript format \
+             this program knows (see --format)",
+            types.join(", ")
+        )
+    } else if !types.is_empty() {
+        format!(
+            "JSON Lines whose lines carry `type` ({}) but no Claude Code fields (`sessionId`, `uuid`, \
+             `message`) and no Responses item kinds; if this is a Codex rollout try --format codex, if a \
+             Claude Code session --format claude-code",
+            types.join(", ")
+        )
+    } else {
+        format!("JSON Lines of objects with keys {keys}: not a transcript format this program knows")
+    };
+    Err(Error::Unrecognized { name: name.to_owned(), reason })
+}
+
+/// The `type` of each of the first lines of a JSON Lines file, for errors.
+pub(crate) fn first_types(bytes: &[u8]) -> Vec<String> {
+    json_lines(bytes)
+        .take(20)
+        .filter_map(|(_, range)| serde_json::from_slice::<Value>(&bytes[range]).ok())
+        .map(|value| value.get("type").and_then(Value::as_str).unwrap_or("(none)").to_owned())
+        .collect()
+}
 
 pub(crate) fn detect(top: &Top) -> Option<Format> {
     if let Top::Value(Value::Object(object)) = top {
         return detect_object(object);
     }
     let items = items(top)?;
+    if items.iter().take(LOOK).filter_map(|item| item.as_object()).any(crate::responses::is_item) {
+        return Some(Format::Responses);
+    }
     let Some(first) = items.iter().find_map(|item| item.as_object()) else {
         return Some(if matches!(top, Top::Lines(_)) || items.is_empty() {
             Format::Haystack
@@ -20,7 +147,7 @@ pub(crate) fn detect(top: &Top) -> Option<Format> {
     if first.contains_key("role") || first.contains_key("_role") {
         return Some(detect_messages(items.iter().copied()));
     }
-    if first.contains_key("source") && (first.contains_key("action") || first.contains_key("observation")) {
+    if is_openhands_event(first) {
         return Some(Format::OpenHands);
     }
     if first.get("type").is_some_and(Value::is_string) && !first.contains_key("messages") {
@@ -30,10 +157,19 @@ pub(crate) fn detect(top: &Top) -> Option<Format> {
 }
 
 fn detect_object(object: &Map<String, Value>) -> Option<Format> {
+    if let Some(Value::Array(input)) = object.get("input") {
+        if input.iter().take(LOOK).filter_map(Value::as_object).any(crate::responses::is_item) {
+            return Some(Format::Responses);
+        }
+    }
     if let Some(Value::Array(history)) = object.get("history") {
-        // SWE-agent's messages have a `role` (and an `action` too); OpenHands' events a `source`.
-        let mut events = history.iter().filter_map(Value::as_object);
-        let openhands = events.next().is_some_and(|e| !e.contains_key("role") && e.contains_key("source"));
+        // SWE-agent's messages have a `role` (and an `action` too); OpenHands' events do not,
+        // and its 2024 evaluation output lists `[action, observation]` pairs.
+        let openhands = match history.first() {
+            Some(Value::Array(_)) => true,
+            Some(Value::Object(event)) => is_openhands_event(event),
+            _ => false,
+        };
         return Some(if openhands { Format::OpenHands } else { Format::SweAgent });
     }
     if let Some(Value::Array(messages)) = object.get("messages") {
@@ -96,4 +232,11 @@ pub(crate) fn unrecognized(top: &Top) -> String {
         Top::Value(other) => format!("expected a JSON array or object, found {}", json_type(other)),
         Top::Lines(_) => "not a transcript format this program knows".into(),
     }
+}
+
+/// Whether an object is an OpenHands event: an action or an observation, not a message.
+fn is_openhands_event(object: &Map<String, Value>) -> bool {
+    !object.contains_key("role")
+        && (object.get("action").is_some_and(Value::is_string)
+            || object.get("observation").is_some_and(Value::is_string))
 }

@@ -137,7 +137,8 @@ pub(crate) fn items(top: &Top) -> Option<Vec<&Value>> {
 /// The keys a conversation's messages sit under in an object of `format`.
 pub(crate) fn keys(format: Format) -> &'static [&'static str] {
     match format {
-        Format::Haystack | Format::ClaudeCode => &[],
+        Format::Haystack | Format::ClaudeCode | Format::Codex => &[],
+        Format::Responses => &["input"],
         Format::OpenAi => &["messages", "traj"],
         Format::Anthropic => &["messages"],
         Format::SweAgent | Format::OpenHands => &["history"],

@@ -21,8 +21,14 @@ pub enum Format {
     ClaudeCode,
     /// A SWE-agent trajectory (`.traj`), read from its `history`.
     SweAgent,
-    /// OpenHands event logs: one instance a line, each with a `history` of events.
+    /// OpenHands event logs: an array of events, or one instance a line, each with a `history`
+    /// of events.
     OpenHands,
+    /// A Codex CLI rollout (`rollout-*.jsonl`, one `{"timestamp", "type", "payload"}` a line).
+    Codex,
+    /// OpenAI Responses items (what the Responses API takes as `input`): an array, an object
+    /// with `input`, or one item a line.
+    Responses,
 }
 
 /// A format that can be written.
@@ -46,6 +52,8 @@ impl Format {
         Format::ClaudeCode,
         Format::SweAgent,
         Format::OpenHands,
+        Format::Codex,
+        Format::Responses,
     ];
 
     /// The name a command line takes: `haystack`, `openai`, `claude-code`.
@@ -57,6 +65,8 @@ impl Format {
             Format::ClaudeCode => "claude-code",
             Format::SweAgent => "swe-agent",
             Format::OpenHands => "openhands",
+            Format::Codex => "codex",
+            Format::Responses => "responses",
         }
     }
 
@@ -69,18 +79,28 @@ impl Format {
             Format::ClaudeCode => "Claude Code",
             Format::SweAgent => "SWE-agent",
             Format::OpenHands => "OpenHands",
+            Format::Codex => "Codex",
+            Format::Responses => "OpenAI Responses",
         }
     }
 
-    /// The format output takes when no other is asked for: the format itself when it can be
-    /// written, else the one its messages are in (Claude Code as Anthropic, SWE-agent and
-    /// OpenHands as OpenAI).
+    /// The target closest to this format, for converting: the format itself when it is a
+    /// target, else the one its messages are in (Claude Code as Anthropic; SWE-agent, OpenHands,
+    /// Codex and Responses as OpenAI).
     pub fn default_target(self) -> Target {
         match self {
             Format::Haystack => Target::Haystack,
-            Format::OpenAi | Format::SweAgent | Format::OpenHands => Target::OpenAi,
+            Format::OpenAi | Format::SweAgent | Format::OpenHands | Format::Codex | Format::Responses => {
+                Target::OpenAi
+            }
             Format::Anthropic | Format::ClaudeCode => Target::Anthropic,
         }
+    }
+
+    /// Whether a conversation read in this format is written back in it (only its changed tool
+    /// results and inputs edited); the others are written as [`Format::default_target`].
+    pub fn writes_back(self) -> bool {
+        !matches!(self, Format::SweAgent | Format::OpenHands)
     }
 
     /// The target that writes this very format back, when there is one.
@@ -173,5 +193,6 @@ mod tests {
         let error = "xml".parse::<Format>().unwrap_err().to_string();
         assert!(error.contains("\"xml\"") && error.contains("claude-code"), "{error}");
         assert!("swe-agent".parse::<Target>().is_err());
+        assert_eq!("codex".parse::<Format>(), Ok(Format::Codex));
     }
 }

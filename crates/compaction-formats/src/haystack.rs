@@ -252,6 +252,7 @@ fn tree_native(source: &[u8], spans: &Spans) -> Result<Native, Error> {
         originals,
         system: None,
         read,
+        hidden: 0,
     })
 }
 

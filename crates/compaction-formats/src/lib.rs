@@ -7,23 +7,43 @@
 //! writes a changed list back into the same file, so that the rest of the workspace (counting,
 //! compaction, the `compaction` command) works on any of them.
 //!
-//! Formats read ([`Format`]): Haystack `ChatMessage` JSON, OpenAI Chat Completions, Anthropic
-//! Messages, Claude Code session logs, SWE-agent trajectories and OpenHands event logs. The
-//! format is told from the content unless [`ReadOptions::with_format`] names it. Formats
-//! written ([`Target`]): Haystack, OpenAI and Anthropic; a file is written back in its own format
-//! unless asked otherwise.
+//! Formats read ([`Format`]): Haystack `ChatMessage` JSON, OpenAI Chat Completions, OpenAI
+//! Responses items, Anthropic Messages, Claude Code session logs, Codex CLI rollouts, SWE-agent
+//! (0.x, 1.x) and mini-swe-agent trajectories, and OpenHands event logs. The format is told from
+//! the content unless [`ReadOptions::with_format`] names it; when none fits, the error says what
+//! the file holds.
 //!
-//! Writing a file back in its own format is lossless: a message nobody changed is written as it
-//! was read (the same JSON value); a changed one is encoded afresh and laid over its original,
-//! so fields the model does not know survive; the envelope (`model`, `tools`, tau-bench's
-//! `reward`, the other conversations of the file) is kept. Haystack messages are written in
-//! `ChatMessage.to_dict`'s current shape, which gives back a file already in it.
+//! **The model's view.** A log is read as the conversation the model saw at its last call:
+//! after a provider's or agent's compaction (Claude Code's `compact_boundary`, Codex's
+//! `compacted`, an Anthropic `compaction` block, an OpenHands condensation) only what the model
+//! still saw; lines it never saw (progress, bookkeeping, subagents' sidechains) are skipped.
+//! [`ReadOptions::with_full_history`] reads everything instead. Whatever a reader leaves out on
+//! purpose is said once in [`Conversation::notes`]; a file that reads as no message at all is an
+//! error, never an empty conversation. Roles come from the log, never from a guess.
+//!
+//! **The provider's counts.** Where a log records what the provider counted for each model call
+//! (Claude Code's `message.usage`, Codex's `token_count`, the model response OpenHands logs),
+//! [`Conversation::usage`] holds it by assistant message, so that a program can anchor its
+//! estimates on the provider's figures.
+//!
+//! **Writing back.** [`write()`] with no target writes the conversation back in the format read.
+//! Claude Code sessions, Codex rollouts and Responses item lists keep every byte but those of
+//! the tool results (and tool inputs) that changed. OpenAI, Anthropic and Haystack files are
+//! lossless too: a message nobody changed is written as it was read (the same JSON value); a
+//! changed one is encoded afresh and laid over its original, so fields the model does not know
+//! survive; the envelope (`model`, `tools`, tau-bench's `reward`, the other conversations of the
+//! file) is kept. Haystack messages are written in `ChatMessage.to_dict`'s current shape, which
+//! gives back a file already in it. With a [`Target`] (Haystack, OpenAI or Anthropic) the
+//! conversation is converted instead.
 //!
 //! Files holding several conversations (tau-bench's array of trajectories, OpenHands' evaluation
 //! output with one instance a line, a JSON Lines file of SWE-agent trajectories) are read one
 //! conversation at a time ([`ReadOptions::with_conversation`]); written back, the whole file
 //! comes out with only that conversation changed. Conversations are never concatenated: their
 //! tool-call ids and system prompts are their own.
+//!
+//! Event logs are read one line's JSON tree at a time; [`LineReader`] reads them from any source
+//! line by line, so a program that only counts or converts never holds the file.
 //!
 //! A Haystack array, the common case for long transcripts, is read and written without a JSON
 //! tree: its messages are parsed straight from their bytes (on every core), and each one left
@@ -34,20 +54,28 @@
 //!
 //! # Example
 //!
-//! Reading a Claude Code session:
+//! Reading a Claude Code session (a Codex rollout reads the same way):
 //!
 //! ```
-//! use compaction_formats::{Format, ReadOptions};
+//! use compaction_formats::{Format, ReadOptions, Target};
 //!
 //! # let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/transcripts/claude-code/fa812bfe-excerpt.jsonl");
-//! let bytes = std::fs::read(path)?;
-//! let conversation = compaction_formats::read(bytes, &ReadOptions::named(path))?;
+//! let conversation = compaction_formats::read(std::fs::read(path)?, &ReadOptions::named(path))?;
+//! conversation.notes.iter().for_each(|note| eprintln!("{note}"));
 //! assert_eq!(conversation.format, Format::ClaudeCode);
-//! assert!(conversation.messages.iter().any(|m| m.has_tool_call_result()));
 //!
-//! // Written back as Anthropic Messages, the format Claude Code logs its messages in.
+//! // The provider's own count of the conversation after its last reply.
+//! let last = conversation.last_usage().expect("Claude Code logs record usage");
+//! assert!(last.usage.context_tokens() > 0);
+//!
+//! // Written back, it is the session it was: only changed tool results would be rewritten.
 //! let mut out = Vec::new();
-//! compaction_formats::write(&conversation, &conversation.messages, conversation.format.default_target(), None, &mut out)?;
+//! compaction_formats::write(&conversation, &conversation.messages, None, Some(&[]), &mut out)?;
+//! assert_eq!(out, conversation.source());
+//!
+//! // Or converted: here to Anthropic Messages.
+//! let mut out = Vec::new();
+//! compaction_formats::write(&conversation, &conversation.messages, Some(Target::Anthropic), None, &mut out)?;
 //! assert!(out.starts_with(b"{\"messages\":["));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
@@ -64,30 +92,71 @@
 
 mod anthropic;
 mod claude_code;
+mod codex;
 mod detect;
 mod document;
+mod dupkeys;
 mod error;
+mod eventlog;
 mod format;
 mod haystack;
+mod notes;
 mod openai;
 mod openhands;
 mod overlay;
 mod pairing;
+mod responses;
+mod splice;
 #[cfg(test)]
 mod tests;
+mod usage;
 mod write;
 
 use std::io::Write;
 
-use compaction_model::{Message, Role, ToolSpec};
+use compaction_model::{JsonObject, Message, Part, Role, TextPart, ToolSpec};
 use serde_json::{Map, Value};
 
 use crate::detect::{detect, unrecognized};
 use crate::document::{container, locate, locator, parse_top, read_tools, take_messages, Place, Top};
+use crate::eventlog::{json_lines, EventLog, LogDecoded};
 use crate::write::{write_native_to, Native};
 
 pub use error::{Error, Location};
 pub use format::{Format, Target, UnknownFormat};
+pub use notes::{Note, NoteKind};
+pub use usage::{MessageUsage, Usage};
+
+/// The key, in a text part's `unknown` fields (or a reasoning part's `extra`), holding an item a
+/// provider sent that the model has no part for: `{"format": "anthropic" | "responses", "item":
+/// <the item as read>}`. The part's text is what the item is counted as (a compaction's summary,
+/// else the item's JSON); writers of the item's own format write the item back as it was.
+pub const PROVIDER_ITEM: &str = "provider_item";
+
+/// The marker value kept under [`PROVIDER_ITEM`].
+pub(crate) fn provider_marker(format: &str, item: Value) -> Value {
+    let mut marker = Map::new();
+    marker.insert("format".into(), Value::String(format.to_owned()));
+    marker.insert("item".into(), item);
+    Value::Object(marker)
+}
+
+/// A text part standing for an opaque provider item.
+pub(crate) fn opaque_part(format: &str, text: String, item: Value) -> Part {
+    let mut unknown = JsonObject::new();
+    unknown.insert(PROVIDER_ITEM.into(), provider_marker(format, item));
+    Part::Text(TextPart { text: text.into(), unknown })
+}
+
+/// The provider item a part stands for, with the format it came from, if it stands for one.
+pub fn provider_item(part: &Part) -> Option<(&str, &Value)> {
+    let marker = match part {
+        Part::Text(text) => text.unknown.get(PROVIDER_ITEM)?,
+        Part::Reasoning(reasoning) => reasoning.extra.get(PROVIDER_ITEM)?,
+        _ => return None,
+    };
+    Some((marker.get("format")?.as_str()?, marker.get("item")?))
+}
 
 /// How messages are laid out in a file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -109,6 +178,11 @@ pub struct ReadOptions {
     pub format: Option<Format>,
     /// Which conversation of a file holding several (0 is the first); the first when `None`.
     pub conversation: Option<usize>,
+    /// Read everything the log holds, instead of what the model saw at its last call: the
+    /// messages before a provider's compaction (Claude Code's `compact_boundary`, Codex's
+    /// `compacted`, Anthropic's `compaction` block) are kept, and the compactions are listed in
+    /// [`Conversation::compactions`].
+    pub full_history: bool,
 }
 
 impl Default for ReadOptions {
@@ -120,7 +194,7 @@ impl Default for ReadOptions {
 impl ReadOptions {
     /// Options for an input called `name` in errors, with everything else told from the content.
     pub fn named(name: impl Into<String>) -> Self {
-        ReadOptions { name: name.into(), format: None, conversation: None }
+        ReadOptions { name: name.into(), format: None, conversation: None, full_history: false }
     }
 
     /// The same options, reading `format` instead of telling it from the content.
@@ -134,6 +208,24 @@ impl ReadOptions {
         self.conversation = Some(index);
         self
     }
+
+    /// The same options, reading the full history instead of the model's last view.
+    pub fn with_full_history(mut self, full_history: bool) -> Self {
+        self.full_history = full_history;
+        self
+    }
+}
+
+/// A compaction the provider (or the agent) made, as the log records it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ProviderCompaction {
+    /// The index of the first message after it (0 when the conversation read starts there).
+    pub message: usize,
+    /// The line of the file that records it, for JSON Lines.
+    pub line: Option<usize>,
+    /// The provider's count of the conversation just before it, when the log records it.
+    pub tokens_before: Option<u64>,
 }
 
 /// One conversation read from a file, with what it takes to write it back.
@@ -142,28 +234,56 @@ impl ReadOptions {
 pub struct Conversation {
     /// The format it was read in.
     pub format: Format,
-    /// The messages.
+    /// The messages: what the model saw at its last call (or everything, with
+    /// [`ReadOptions::full_history`]).
     pub messages: Vec<Message>,
     /// The tools the file declares (OpenAI and Anthropic `tools`), empty when it declares none.
     pub tools: Vec<ToolSpec>,
+    /// The provider's own count of each model call the log records one for, by the index of the
+    /// assistant message the call produced, in order.
+    pub usage: Vec<MessageUsage>,
+    /// What the reader did on purpose that a user should know (lines skipped, history compacted
+    /// away, items kept opaque), each said once.
+    pub notes: Vec<Note>,
+    /// Compactions the provider made, as the log records them.
+    pub compactions: Vec<ProviderCompaction>,
     /// How many conversations the file holds.
     pub conversations: usize,
     /// Which of them this is (0 is the first).
     pub selected: usize,
     /// Whether the file held one message (or event) a line; Haystack output follows it.
     pub layout: Layout,
-    native: Option<Native>,
-    /// Each message's bytes, for a Haystack array read without a JSON tree (then `native` is
-    /// `None`).
-    spans: Option<haystack::Spans>,
+    back: Back,
     /// The input, byte for byte.
     source: Vec<u8>,
+}
+
+/// What writing the conversation back in its own format needs.
+#[derive(Debug)]
+enum Back {
+    /// A JSON tree with the messages taken out (OpenAI, Anthropic, Haystack JSON Lines).
+    Tree(Box<Native>),
+    /// Each message's bytes, for a Haystack array read without a JSON tree.
+    Spans(haystack::Spans),
+    /// Where each tool result sits, for an event log.
+    Log(EventLog),
+    /// Nothing: the format is written as its default target.
+    None,
+    /// Read line by line without keeping the file ([`LineReader`]): it can only be converted.
+    Streamed,
 }
 
 impl Conversation {
     /// The bytes the conversation was read from.
     pub fn source(&self) -> &[u8] {
         &self.source
+    }
+
+    /// The provider's count of the conversation through its last assistant message that has
+    /// one (the reference's `context_tokens`), with that message's index; `None` when the log
+    /// records no usage.
+    pub fn last_usage(&self) -> Option<MessageUsage> {
+        self.usage.last().copied()
     }
 }
 
@@ -172,6 +292,12 @@ impl Conversation {
 pub(crate) struct Decoded {
     pub messages: Vec<Message>,
     pub units: Vec<usize>,
+    pub notes: Vec<Note>,
+    /// The provider's counts, by message, where the format records them.
+    pub usage: Vec<MessageUsage>,
+    /// Units before this one are not in the conversation read (a provider compacted them away)
+    /// and are written back as they were.
+    pub hidden_units: usize,
 }
 
 impl Decoded {
@@ -185,26 +311,269 @@ impl Decoded {
 /// Reads one conversation of a file (the first, unless `options` chooses another), in the format
 /// `options` names or the one told from the content. The conversation keeps `bytes`, to write
 /// the file back.
+///
+/// A file that holds no message is an error: a count of 0 for a log that holds a conversation
+/// in a shape this crate did not expect would be a wrong answer given without a word.
 pub fn read(bytes: Vec<u8>, options: &ReadOptions) -> Result<Conversation, Error> {
     let format = options.format;
     if matches!(format, None | Some(Format::Haystack)) && options.conversation.unwrap_or(0) == 0 {
         if let Some((messages, spans)) = haystack::read_spans(&bytes, format.is_some()) {
-            return Ok(Conversation {
+            let conversation = Conversation {
                 format: Format::Haystack,
                 messages,
                 tools: Vec::new(),
+                usage: Vec::new(),
+                notes: Vec::new(),
+                compactions: Vec::new(),
                 conversations: 1,
                 selected: 0,
                 layout: Layout::Array,
-                native: None,
-                spans: Some(spans),
+                back: Back::Spans(spans),
                 source: bytes,
-            });
+            };
+            return non_empty(conversation, options, String::new());
         }
     }
-    let mut conversation = read_tree(&bytes, options)?;
+    let log_format = match format {
+        Some(format @ (Format::ClaudeCode | Format::Codex)) => Some(format),
+        Some(Format::Responses) if looks_like_lines(&bytes) => Some(Format::Responses),
+        Some(_) => None,
+        None => detect_lines(&bytes, &options.name)?,
+    };
+    let mut conversation = match log_format {
+        Some(format) => read_log(&bytes, options, format)?,
+        None => read_tree(&bytes, options)?,
+    };
     conversation.source = bytes;
-    Ok(conversation)
+    let why = if conversation.messages.is_empty() { why_empty(&conversation) } else { String::new() };
+    non_empty(conversation, options, why)
+}
+
+fn non_empty(conversation: Conversation, options: &ReadOptions, why: String) -> Result<Conversation, Error> {
+    if !conversation.messages.is_empty() {
+        return Ok(conversation);
+    }
+    Err(Error::NoMessages { name: options.name.clone(), format: conversation.format, reason: why })
+}
+
+/// What an empty read saw, for its error.
+fn why_empty(conversation: &Conversation) -> String {
+    let notes: Vec<String> = conversation.notes.iter().map(ToString::to_string).collect();
+    let seen = match conversation.format {
+        Format::ClaudeCode => claude_code::why_empty(&conversation.source),
+        Format::Codex => codex::why_empty(&conversation.source),
+        _ => String::new(),
+    };
+    [seen, notes.join("; ")].into_iter().filter(|s| !s.is_empty()).collect::<Vec<_>>().join("; ")
+}
+
+/// Whether the input is JSON Lines rather than one JSON value.
+fn looks_like_lines(bytes: &[u8]) -> bool {
+    let mut lines = json_lines(bytes);
+    let first = lines.next();
+    let second = lines.next();
+    match (first, second) {
+        (Some((_, first)), Some(_)) => {
+            bytes[first.clone()].first() == Some(&b'{')
+                && serde_json::from_slice::<Value>(&bytes[first]).is_ok()
+        }
+        _ => false,
+    }
+}
+
+/// Reads an event log line by line, never holding more than one line's JSON tree.
+fn read_log(bytes: &[u8], options: &ReadOptions, format: Format) -> Result<Conversation, Error> {
+    let name = options.name.as_str();
+    let mut log = EventLog::default();
+    let mut reader = LogReader::new(format, name, options.full_history);
+    let mut repeated = Repeated::default();
+    for (number, range) in json_lines(bytes) {
+        repeated.scan(&bytes[range.clone()], Some(number));
+        let value: Value = serde_json::from_slice(&bytes[range.clone()]).map_err(|source| Error::Json {
+            name: name.to_owned(),
+            line: Some(number),
+            source,
+        })?;
+        let base = u32::try_from(log.bases.len()).unwrap_or(u32::MAX);
+        reader.line(number, base, &value)?;
+        log.bases.push(range);
+    }
+    if log.bases.is_empty() {
+        return Err(Error::Empty { name: name.to_owned() });
+    }
+    let mut decoded = reader.finish()?;
+    decoded.notes.extend(repeated.note());
+    Ok(from_log(format, decoded, log, Layout::Lines))
+}
+
+/// Objects that repeat a key, for the note that says so.
+#[derive(Debug, Default)]
+struct Repeated {
+    objects: usize,
+    first: Option<(String, Option<usize>)>,
+}
+
+impl Repeated {
+    fn scan(&mut self, json: &[u8], line: Option<usize>) {
+        if let Some((count, key)) = dupkeys::repeated_keys(json) {
+            self.objects += count;
+            self.first.get_or_insert((key, line));
+        }
+    }
+
+    fn note(&self) -> Option<Note> {
+        let (key, line) = self.first.as_ref()?;
+        let at = line.map(|l| format!(" on line {l}")).unwrap_or_default();
+        let text = format!(
+            "{} repeated a key (first {}{at}); the last value of each was read",
+            notes::plural(self.objects, "object"),
+            error::snippet(key)
+        );
+        Some(Note::new(NoteKind::DuplicateKey, self.objects, text))
+    }
+}
+
+pub(crate) fn from_log(
+    format: Format,
+    decoded: LogDecoded,
+    mut log: EventLog,
+    layout: Layout,
+) -> Conversation {
+    log.slots = decoded.slots;
+    Conversation {
+        format,
+        messages: decoded.messages,
+        tools: decoded.tools,
+        usage: decoded.usage,
+        notes: decoded.notes,
+        compactions: decoded.compactions,
+        conversations: 1,
+        selected: 0,
+        layout,
+        back: Back::Log(log),
+        source: Vec::new(),
+    }
+}
+
+/// Reads an event log (Claude Code, Codex, Responses items a line) one line at a time, for inputs
+/// too large to hold: memory stays bounded by the longest line and the conversation read (the
+/// model's last view), never the file. The conversation it gives can be converted to a
+/// [`Target`], not written back in its own format (that needs the file's bytes).
+///
+/// ```
+/// use compaction_formats::{Format, LineReader, ReadOptions};
+///
+/// let log = "{\"type\":\"user\",\"message\":{\"role\":\"user\",\"content\":\"Hi\"}}\n\
+///            {\"type\":\"assistant\",\"message\":{\"id\":\"m1\",\"role\":\"assistant\",\"content\":\"Hello\"}}\n";
+/// let format = compaction_formats::detect_lines(log.as_bytes(), "log")?.expect("an event log");
+/// assert_eq!(format, Format::ClaudeCode);
+/// let mut reader = LineReader::new(format, &ReadOptions::named("log")).expect("read line by line");
+/// for line in log.lines() {
+///     reader.push(line.as_bytes())?;
+/// }
+/// assert_eq!(reader.finish()?.messages.len(), 2);
+/// # Ok::<(), compaction_formats::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct LineReader {
+    reader: LogReader,
+    format: Format,
+    name: String,
+    number: usize,
+    lines: usize,
+    repeated: Repeated,
+}
+
+impl LineReader {
+    /// A reader of `format`, or `None` when the format is not read line by line.
+    pub fn new(format: Format, options: &ReadOptions) -> Option<LineReader> {
+        if !matches!(format, Format::ClaudeCode | Format::Codex | Format::Responses) {
+            return None;
+        }
+        Some(LineReader {
+            reader: LogReader::new(format, &options.name, options.full_history),
+            format,
+            name: options.name.clone(),
+            number: 0,
+            lines: 0,
+            repeated: Repeated::default(),
+        })
+    }
+
+    /// Reads the next line of the file (without its line break); blank lines count for the line
+    /// numbers errors give, and are otherwise skipped.
+    pub fn push(&mut self, line: &[u8]) -> Result<(), Error> {
+        self.number += 1;
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let line = if self.number == 1 { line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line) } else { line };
+        if line.iter().all(u8::is_ascii_whitespace) {
+            return Ok(());
+        }
+        let value: Value = serde_json::from_slice(line).map_err(|source| Error::Json {
+            name: self.name.clone(),
+            line: Some(self.number),
+            source,
+        })?;
+        self.repeated.scan(line, Some(self.number));
+        let base = u32::try_from(self.lines).unwrap_or(u32::MAX);
+        self.lines += 1;
+        self.reader.line(self.number, base, &value)
+    }
+
+    /// The conversation read; an error when it holds no message.
+    pub fn finish(self) -> Result<Conversation, Error> {
+        if self.lines == 0 {
+            return Err(Error::Empty { name: self.name });
+        }
+        let mut decoded = self.reader.finish()?;
+        decoded.notes.extend(self.repeated.note());
+        let mut conversation = from_log(self.format, decoded, EventLog::default(), Layout::Lines);
+        conversation.back = Back::Streamed;
+        let options = ReadOptions::named(self.name);
+        non_empty(conversation, &options, String::new())
+    }
+}
+
+/// The format of an event log in JSON Lines (Claude Code, Codex, Responses items a line), told
+/// from the first lines of `bytes` (a prefix of the file is enough: about fifty lines); `None`
+/// when the input is something else, read with [`read()`]. JSON Lines of records no format knows
+/// are an error saying what their lines carry.
+pub fn detect_lines(bytes: &[u8], name: &str) -> Result<Option<Format>, Error> {
+    detect::detect_lines(bytes, name)
+}
+
+/// The readers of line-by-line logs.
+#[derive(Debug)]
+enum LogReader {
+    ClaudeCode(claude_code::Reader),
+    Codex(codex::Reader),
+    Responses(responses::LinesReader),
+}
+
+impl LogReader {
+    fn new(format: Format, name: &str, full_history: bool) -> Self {
+        match format {
+            Format::ClaudeCode => LogReader::ClaudeCode(claude_code::Reader::new(name, full_history)),
+            Format::Codex => LogReader::Codex(codex::Reader::new(name, full_history)),
+            _ => LogReader::Responses(responses::LinesReader::new(name)),
+        }
+    }
+
+    fn line(&mut self, number: usize, base: u32, value: &Value) -> Result<(), Error> {
+        match self {
+            LogReader::ClaudeCode(reader) => reader.line(number, base, value),
+            LogReader::Codex(reader) => reader.line(number, base, value),
+            LogReader::Responses(reader) => reader.line(number, base, value),
+        }
+    }
+
+    fn finish(self) -> Result<LogDecoded, Error> {
+        match self {
+            LogReader::ClaudeCode(reader) => reader.finish(),
+            LogReader::Codex(reader) => reader.finish(),
+            LogReader::Responses(reader) => reader.finish(),
+        }
+    }
 }
 
 pub(crate) fn read_tree(bytes: &[u8], options: &ReadOptions) -> Result<Conversation, Error> {
@@ -215,6 +584,9 @@ pub(crate) fn read_tree(bytes: &[u8], options: &ReadOptions) -> Result<Conversat
         None => detect(&top)
             .ok_or_else(|| Error::Unrecognized { name: name.to_owned(), reason: unrecognized(&top) })?,
     };
+    if format == Format::Responses {
+        return responses::read_tree(top, bytes.len(), name);
+    }
     let (place, conversations) = locate(&top, format, name)?;
     let index = options.conversation.unwrap_or(0);
     if index >= conversations {
@@ -234,6 +606,7 @@ pub(crate) fn read_tree(bytes: &[u8], options: &ReadOptions) -> Result<Conversat
         (Format::Anthropic, Some(container)) => container.get("system").cloned().filter(|s| !s.is_null()),
         _ => None,
     };
+    let instruction = container.and_then(|c| c.get("instruction")).and_then(Value::as_str).map(str::to_owned);
     let layout = match (&top, &place) {
         (Top::Lines(_), Place::Root) => Layout::Lines,
         _ => Layout::Array,
@@ -242,51 +615,105 @@ pub(crate) fn read_tree(bytes: &[u8], options: &ReadOptions) -> Result<Conversat
     let decoded = match format {
         Format::Haystack => haystack::read(&values, &locator)?,
         Format::OpenAi | Format::SweAgent => openai::read(&values, &locator)?,
-        Format::Anthropic => anthropic::read(&values, system.as_ref(), &locator)?,
-        Format::ClaudeCode => claude_code::read(&values, &locator)?,
-        Format::OpenHands => openhands::read(&values, &locator)?,
+        Format::Anthropic => anthropic::read(&values, system.as_ref(), &locator, options.full_history)?,
+        Format::OpenHands => {
+            openhands::read(&values, &locator, options.full_history, instruction.as_deref())?
+        }
+        Format::ClaudeCode | Format::Codex | Format::Responses => {
+            return Err(Error::Unrecognized {
+                name: name.to_owned(),
+                reason: format!("a {} log is JSON Lines, one record a line", format.label()),
+            })
+        }
     };
-    let native = format.native_target().map(|_| {
-        let mut originals = values;
-        let system = system.map(|system| {
-            originals.push(system);
-            originals.len() - 1
-        });
-        // The messages read are not kept: `changed` tells which ones a command changed, and the
-        // originals can be decoded again when it cannot (see `plan_write`).
-        Native { top, place, originals, system, units: decoded.units, read: Vec::new() }
-    });
+    let mut notes = decoded.notes;
+    let usage = decoded.usage;
+    let mut repeated = Repeated::default();
+    repeated.scan(bytes, None);
+    notes.extend(repeated.note());
+    let back = match format.native_target() {
+        Some(_) => {
+            let mut originals = values;
+            let system = system.map(|system| {
+                originals.push(system);
+                originals.len() - 1
+            });
+            // The messages read are not kept: `changed` tells which ones a command changed, and
+            // the originals can be decoded again when it cannot (see `plan_write`).
+            Back::Tree(Box::new(Native {
+                top,
+                place,
+                originals,
+                system,
+                units: decoded.units,
+                read: Vec::new(),
+                hidden: decoded.hidden_units,
+            }))
+        }
+        None => Back::None,
+    };
     Ok(Conversation {
         format,
         messages: decoded.messages,
         tools,
+        usage,
+        notes,
+        compactions: Vec::new(),
         conversations,
         selected: index,
         layout,
-        native,
-        spans: None,
+        back,
         source: Vec::new(),
     })
 }
 
-/// Writes `messages` (the conversation's, or a changed version of them) in `target` to `out`.
-/// In the conversation's own format the rest of the file is kept as it was.
+/// Writes `messages` (the conversation's, or a changed version of them) to `out`: in `target`
+/// when one is given, else back in the format read.
+///
+/// Written back, the rest of the file is kept as it was: OpenAI, Anthropic and Haystack files
+/// keep their envelope and every message not changed; Claude Code sessions, Codex rollouts and
+/// Responses item lists keep every byte but those of the tool results (and tool inputs) that
+/// changed, and take back nothing else. SWE-agent and OpenHands conversations are written as
+/// [`Format::default_target`].
 ///
 /// `changed`, when given, holds the indices of the messages that differ from those read (then
-/// `messages` is as long as the conversation); every other message is taken to be the one read,
-/// and a Haystack message among them is written as its input bytes when those are exactly what
-/// encoding it gives. `None` means anything may have changed.
+/// `messages` is as long as the conversation); every other message is taken to be the one read.
+/// `None` means anything may have changed.
+///
+/// Returns what the output could not hold (a [`NoteKind::Dropped`] note per kind, naming the
+/// messages): reasoning, and calls or text on tool messages, in Chat Completions; tool-call
+/// arguments that are not a JSON object in Anthropic's `tool_use`; provider items of another
+/// format, written as their text. Written back in its own format, nothing is lost.
 pub fn write(
     conversation: &Conversation,
     messages: &[Message],
-    target: Target,
+    target: Option<Target>,
     changed: Option<&[usize]>,
     out: &mut dyn Write,
-) -> Result<(), Error> {
-    let own = conversation.format.native_target() == Some(target);
-    match (&conversation.native, &conversation.spans) {
-        (_, Some(spans)) if own => haystack::write_spans(&conversation.source, spans, messages, changed, out),
-        (Some(native), _) if own => write_native_to(native, target, messages, changed, out),
+) -> Result<Vec<Note>, Error> {
+    let format = conversation.format;
+    let own = match target {
+        None => format.writes_back(),
+        Some(target) => format.native_target() == Some(target),
+    };
+    let target = target.unwrap_or_else(|| format.default_target());
+    let written = match &conversation.back {
+        Back::Spans(spans) if own => {
+            haystack::write_spans(&conversation.source, spans, messages, changed, out)
+        }
+        Back::Tree(native) if own => write_native_to(native, target, messages, changed, out),
+        Back::Log(log) if own => {
+            let log = eventlog::write_back(&conversation.source, log, format, messages, changed, out);
+            return log.map(|()| Vec::new());
+        }
+        Back::Streamed if own => {
+            return Err(Error::WriteBack {
+                reason: format!(
+                "the {} log was read line by line without keeping it; it can only be converted to a target",
+                format.label()
+            ),
+            })
+        }
         _ => match target {
             Target::Haystack => haystack::write_messages(messages, conversation.layout, out),
             Target::OpenAi => write_line(&Value::Array(openai::encode(messages)), out),
@@ -301,7 +728,61 @@ pub fn write(
                 write_line(&Value::Object(object), out)
             }
         },
+    };
+    written.map(|()| if own { Vec::new() } else { losses(messages, target) })
+}
+
+/// What writing `messages` as `target` cannot hold as it is: one [`NoteKind::Dropped`] note per
+/// kind of loss, naming the messages.
+pub fn losses(messages: &[Message], target: Target) -> Vec<Note> {
+    let mut found: Vec<(&'static str, Vec<usize>)> = Vec::new();
+    let mut add = |what: &'static str, index: usize| match found.iter_mut().find(|(w, _)| *w == what) {
+        Some((_, indices)) => {
+            if indices.last() != Some(&index) {
+                indices.push(index);
+            }
+        }
+        None => found.push((what, vec![index])),
+    };
+    for (index, message) in messages.iter().enumerate() {
+        let tool = message.has_tool_call_result();
+        for part in &message.parts {
+            let foreign = provider_item(part).is_some_and(|(format, _)| match target {
+                Target::Anthropic => format != "anthropic",
+                Target::OpenAi => true,
+                Target::Haystack => false,
+            });
+            match part {
+                Part::Reasoning(_) if target == Target::OpenAi => {
+                    add("reasoning left out (Chat Completions has no place for it)", index)
+                }
+                Part::Text(_) if foreign => add("provider items written as their text", index),
+                Part::Text(_) | Part::Image(_) | Part::File(_) if tool && target == Target::OpenAi => {
+                    add("text, images or files beside a tool result left out", index)
+                }
+                Part::ToolCall(_) if tool && target == Target::OpenAi => {
+                    add("tool calls on a tool message left out", index)
+                }
+                Part::ToolCall(call) if target == Target::Anthropic && call.raw_arguments.is_some() => add(
+                    "tool-call arguments that are not a JSON object left out (`tool_use` input must be one)",
+                    index,
+                ),
+                _ => {}
+            }
+        }
     }
+    found
+        .into_iter()
+        .map(|(what, indices)| {
+            let mut shown: Vec<String> = indices.iter().take(8).map(ToString::to_string).collect();
+            if indices.len() > 8 {
+                shown.push(format!("… ({} in all)", indices.len()));
+            }
+            let noun = if indices.len() == 1 { "message" } else { "messages" };
+            let text = format!("written as {target}: {what}: {noun} {}", shown.join(", "));
+            Note::new(NoteKind::Dropped, indices.len(), text)
+        })
+        .collect()
 }
 
 /// `value` as compact JSON and a newline.

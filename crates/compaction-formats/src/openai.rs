@@ -6,14 +6,10 @@ use compaction_model::{
 use serde_json::{json, Map, Value};
 
 use crate::document::{json_type, key_list, Locator};
-use crate::error::Error;
+use crate::error::{snippet, Error};
 use crate::overlay::Shape;
 use crate::pairing::{unpaired, OpenCalls};
 use crate::Decoded;
-
-/// Key in a tool call's `extra` holding `function.arguments` when it is not a JSON object, so it
-/// is written back as it was.
-pub(crate) const RAW_ARGUMENTS: &str = "raw_arguments";
 
 static FUNCTION: Shape =
     Shape { known: &["name", "arguments"], nested: &[], json_text: &["arguments"], aliases: &[] };
@@ -68,19 +64,7 @@ fn read_message(value: &Value, calls: &mut OpenCalls) -> Result<Message, String>
         "user" => (Role::User, content_parts(content)?),
         "assistant" => {
             let mut parts = content_parts(content)?;
-            match object.get("tool_calls") {
-                None | Some(Value::Null) => {}
-                Some(Value::Array(items)) => {
-                    for (k, item) in items.iter().enumerate() {
-                        let call = tool_call(item).map_err(|error| format!("`tool_calls[{k}]`: {error}"))?;
-                        calls.push(&call);
-                        parts.push(Part::ToolCall(call));
-                    }
-                }
-                Some(other) => {
-                    return Err(format!("`tool_calls` must be an array, found {}", json_type(other)))
-                }
-            }
+            parts.extend(read_calls(object, calls)?.into_iter().map(Part::ToolCall));
             (Role::Assistant, parts)
         }
         "tool" => {
@@ -89,15 +73,35 @@ fn read_message(value: &Value, calls: &mut OpenCalls) -> Result<Message, String>
             let result = result_content(content)?;
             let mut message = Message::tool(result, origin, false);
             message.name = name;
+            // Calls a tool message carries (some logs put them there) are kept after its result.
+            message.parts.extend(read_calls(object, calls)?.into_iter().map(Part::ToolCall));
             return Ok(message);
         }
         other => {
             return Err(format!(
-                "unknown role {other:?}; expected system, developer, user, assistant or tool"
+                "unknown role {}; expected system, developer, user, assistant or tool",
+                snippet(other)
             ))
         }
     };
     Ok(Message { role, parts, name, meta: JsonObject::new() })
+}
+
+/// A message's `tool_calls`, each recorded as open.
+fn read_calls(object: &Map<String, Value>, calls: &mut OpenCalls) -> Result<Vec<ToolCall>, String> {
+    match object.get("tool_calls") {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Array(items)) => items
+            .iter()
+            .enumerate()
+            .map(|(k, item)| {
+                let call = tool_call(item).map_err(|error| format!("`tool_calls[{k}]`: {error}"))?;
+                calls.push(&call);
+                Ok(call)
+            })
+            .collect(),
+        Some(other) => Err(format!("`tool_calls` must be an array, found {}", json_type(other))),
+    }
 }
 
 /// `tool_call_id`, or SWE-agent's one-element `tool_call_ids`.
@@ -120,7 +124,7 @@ pub(crate) fn tool_call(value: &Value) -> Result<ToolCall, String> {
     };
     match object.get("type").and_then(Value::as_str) {
         None | Some("function") => {}
-        Some(other) => return Err(format!("tool calls of type {other:?} are not supported")),
+        Some(other) => return Err(format!("tool calls of type {} are not supported", snippet(other))),
     }
     let id = match object.get("id") {
         None | Some(Value::Null) => None,
@@ -141,12 +145,8 @@ pub(crate) fn tool_call(value: &Value) -> Result<ToolCall, String> {
         Some(Value::String(text)) => match serde_json::from_str::<Value>(text) {
             Ok(Value::Object(arguments)) => call.arguments = arguments,
             // Not a JSON object (truncated by the model, or nested past the parser's limit):
-            // kept as it was, to be written back unchanged.
-            _ => {
-                let mut extra = JsonObject::new();
-                extra.insert(RAW_ARGUMENTS.into(), Value::String(text.clone()));
-                call.extra = Some(extra);
-            }
+            // kept as the provider sent it, counted and written back as that text.
+            _ => call.raw_arguments = Some(text.clone()),
         },
         Some(other) => {
             return Err(format!("`function.arguments` must be a JSON string, found {}", json_type(other)))
@@ -189,7 +189,7 @@ fn content_part(value: &Value) -> Result<Part, String> {
             let filename = file.get("filename").and_then(Value::as_str).map(str::to_owned);
             Ok(Part::File(FilePart::new(base64, Some(mime), filename)))
         }
-        Some(other) => Err(format!("content parts of type {other:?} are not supported")),
+        Some(other) => Err(format!("content parts of type {} are not supported", snippet(other))),
         None => Err("a content part needs a `type`".into()),
     }
 }
@@ -347,9 +347,8 @@ fn result_value(result: &ToolResultContent) -> Value {
 
 /// Arguments as JSON text; arguments that were not a JSON object are written back as read.
 pub(crate) fn arguments_text(call: &ToolCall) -> String {
-    let raw = call.extra.as_ref().and_then(|extra| extra.get(RAW_ARGUMENTS)).and_then(Value::as_str);
-    match raw {
-        Some(raw) if call.arguments.is_empty() => raw.to_owned(),
+    match &call.raw_arguments {
+        Some(raw) if call.arguments.is_empty() => raw.clone(),
         _ => Value::Object(call.arguments.clone()).to_string(),
     }
 }

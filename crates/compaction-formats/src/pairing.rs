@@ -39,7 +39,10 @@ impl OpenCalls {
 /// The error for a result no call fits.
 pub(crate) fn unpaired(id: Option<&str>) -> String {
     match id {
-        Some(id) => format!("a tool result for call id {id:?}, but no tool call before it has that id"),
+        Some(id) => format!(
+            "a tool result for call id {}, but no tool call before it has that id",
+            crate::error::snippet(id)
+        ),
         None => "a tool result without a call id, and no unanswered tool call before it".to_owned(),
     }
 }

@@ -19,7 +19,7 @@ fn prune(messages: &mut [Message], index: usize) {
 fn written(input: &str, messages: &[Message], target: Target) -> Value {
     let conversation = read(input.as_bytes().to_vec(), &ReadOptions::named("t")).unwrap();
     let mut out = Vec::new();
-    write(&conversation, messages, target, None, &mut out).unwrap();
+    write(&conversation, messages, Some(target), None, &mut out).unwrap();
     serde_json::from_slice(&out).unwrap()
 }
 
@@ -89,7 +89,7 @@ const HAYSTACK: &str = include_str!("../../../examples/transcripts/haystack/agen
 fn written_by_tree(input: &[u8], messages: &[Message]) -> Vec<u8> {
     let conversation = crate::read_tree(input, &ReadOptions::named("t")).unwrap();
     let mut out = Vec::new();
-    write(&conversation, messages, Target::Haystack, None, &mut out).unwrap();
+    write(&conversation, messages, Some(Target::Haystack), None, &mut out).unwrap();
     out
 }
 
@@ -108,22 +108,22 @@ fn a_haystack_array_is_written_as_the_tree_path_writes_it() {
     spaced.extend_from_slice(b"\n]\n");
     for input in [HAYSTACK.as_bytes().to_vec(), compact, pretty, spaced] {
         let conversation = read(input.clone(), &ReadOptions::named("t")).unwrap();
-        assert!(conversation.spans.is_some(), "read without a tree");
+        assert!(matches!(conversation.back, crate::Back::Spans(_)), "read without a tree");
         let pruned = conversation.messages.iter().position(Message::has_tool_call_result).unwrap();
         let mut messages = conversation.messages.clone();
         prune(&mut messages, pruned);
         for (messages, changed) in [(&conversation.messages, vec![]), (&messages, vec![pruned])] {
             let mut out = Vec::new();
-            write(&conversation, messages, Target::Haystack, Some(&changed), &mut out).unwrap();
+            write(&conversation, messages, Some(Target::Haystack), Some(&changed), &mut out).unwrap();
             assert_eq!(out, written_by_tree(&input, messages));
             let mut out = Vec::new();
-            write(&conversation, messages, Target::Haystack, None, &mut out).unwrap();
+            write(&conversation, messages, Some(Target::Haystack), None, &mut out).unwrap();
             assert_eq!(out, written_by_tree(&input, messages));
         }
         let mut fewer = conversation.messages.clone();
         fewer.remove(1);
         let mut out = Vec::new();
-        write(&conversation, &fewer, Target::Haystack, None, &mut out).unwrap();
+        write(&conversation, &fewer, Some(Target::Haystack), None, &mut out).unwrap();
         assert_eq!(out, written_by_tree(&input, &fewer));
     }
 }

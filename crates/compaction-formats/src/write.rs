@@ -33,6 +33,9 @@ pub(crate) struct Native {
     /// The messages as read, to tell which ones a command changed, when whoever read them kept
     /// them (the Haystack span reader does, for the rare write that needs them); else empty.
     pub read: Vec<Message>,
+    /// Units before this one are not in the conversation read (a provider compacted them away);
+    /// they are written back as they were, first.
+    pub hidden: usize,
 }
 
 /// Messages of the output that came from one source message, or a run that came from none.
@@ -269,7 +272,7 @@ fn decode_again(native: &Native, target: Target) -> Result<Vec<Message>, Error> 
                 (Some(_), Some((last, values))) => (values, Some(last)),
                 _ => (native.originals.as_slice(), None),
             };
-            anthropic::read(values, system, &locator)?
+            anthropic::read(values, system, &locator, native.hidden == 0)?
         }
     };
     if decoded.units != native.units {
@@ -288,7 +291,8 @@ struct Elements<'a> {
 
 impl<'a> Elements<'a> {
     fn iter(&self) -> impl Iterator<Item = Cow<'a, Value>> + '_ {
-        self.plan.groups.iter().flat_map(|group| self.group(group))
+        let hidden = self.native.originals.iter().take(self.native.hidden).map(Cow::Borrowed);
+        hidden.chain(self.plan.groups.iter().flat_map(|group| self.group(group)))
     }
 
     /// A group's elements: the original when unchanged, else the fresh encoding laid over the

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 
 use crate::input::InputArgs;
-use compaction_formats::{self as formats, Target};
+use compaction_formats::Target;
 
 /// Read a conversation in any known format and write it in Haystack, OpenAI or Anthropic form.
 ///
@@ -27,10 +27,17 @@ pub struct Args {
 
 /// Runs the command.
 pub fn run(args: Args) -> Result<()> {
-    let conversation = args.input.read()?;
-    let target = args.to.unwrap_or_else(|| conversation.format.default_target());
+    // Converting needs no copy of the file; writing back in its own format does.
+    let conversation = match args.to {
+        Some(_) => args.input.read_streaming()?,
+        None => args.input.read()?,
+    };
     // Converting changes no message.
-    crate::output::write_output_with(args.output.as_deref(), |out| {
-        Ok(formats::write(&conversation, &conversation.messages, target, Some(&[]), out)?)
-    })
+    super::write_conversation(
+        args.output.as_deref(),
+        &conversation,
+        &conversation.messages,
+        args.to,
+        Some(&[]),
+    )
 }

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::Result;
+use anyhow::{bail, Result};
 
 use crate::input::{read_tools, InputArgs};
 
@@ -10,10 +10,17 @@ use crate::input::{read_tools, InputArgs};
 ///
 /// The tools counted are those of `--tools`, else those the file declares (OpenAI and Anthropic
 /// `tools`). Of a file holding several conversations, one is counted: `--conversation N`.
+/// A log read as the model saw it at its last call (after the provider's compaction) is counted
+/// as that; `--full-history` counts everything. Where the log records the provider's own counts
+/// (Claude Code, Codex, OpenHands), `--provider` prints the provider's count of the conversation through
+/// its last reply instead. A local count leaves out what the log does not hold (Claude Code and
+/// Codex logs hold neither the system prompt nor the tool schemas); a note on standard error
+/// says so.
 #[derive(Debug, clap::Args)]
 #[command(
     after_help = "Example:\n  compaction count session.json --counter tiktoken:o200k_base --tools tools.json\n  \
-                  compaction count gpt-4o-airline.json --conversation 3"
+                  compaction count gpt-4o-airline.json --conversation 3\n  \
+                  compaction count ~/.claude/projects/p/session.jsonl --provider"
 )]
 pub struct Args {
     #[command(flatten)]
@@ -25,6 +32,10 @@ pub struct Args {
     /// A JSON array of tool specs (name, description, parameters) sent with the conversation.
     #[arg(long)]
     pub tools: Option<PathBuf>,
+    /// Print the provider's own count of the conversation through its last reply, as the log
+    /// records it (prompt, cache reads and writes, and the reply), instead of counting locally.
+    #[arg(long, conflicts_with_all = ["counter", "tools"])]
+    pub provider: bool,
 }
 
 /// Runs the command.
@@ -34,8 +45,32 @@ pub fn run(args: Args) -> Result<()> {
         Some(path) => Some(read_tools(path)?),
         None => None,
     };
-    let conversation = args.input.read()?;
+    let conversation = args.input.read_streaming()?;
+    let name = crate::input::Source::from_arg(args.input.input.as_deref()).name();
+    if args.provider {
+        let Some(count) = crate::provider::context_tokens(&conversation, counter.as_ref()) else {
+            bail!(
+                "{name}: the {} log records no provider counts; count without --provider for a local count",
+                conversation.format.label()
+            );
+        };
+        return crate::output::write_output(None, format!("{count}\n").as_bytes());
+    }
     let tools = given.as_ref().unwrap_or(&conversation.tools);
     let count = counter.count(&conversation.messages, tools);
+    if let Some(missing) = crate::provider::left_out(&conversation.messages, !tools.is_empty()) {
+        let provider = crate::provider::context_tokens(&conversation, counter.as_ref());
+        let text = match provider {
+            Some(provider) => format!(
+                "note: {name}: counted locally, without {missing} the log does not hold; the provider \
+                 counted {provider} tokens through the last reply (--provider prints it)"
+            ),
+            None => format!(
+                "note: {name}: counted locally, without {missing} the log does not hold; the log records \
+                 no provider counts"
+            ),
+        };
+        crate::progress::say(&text);
+    }
     crate::output::write_output(None, format!("{count}\n").as_bytes())
 }

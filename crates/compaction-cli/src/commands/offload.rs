@@ -12,7 +12,7 @@ use compaction_offload::{
 };
 
 use crate::input::InputArgs;
-use compaction_formats::{self as formats, Target};
+use compaction_formats::Target;
 
 /// Offload the trailing tool results to files and leave a pointer in their place.
 ///
@@ -174,11 +174,14 @@ pub fn run(args: Args) -> Result<()> {
     if outcome.offloaded.is_empty() && args.to.is_none() {
         crate::output::write_output(output, conversation.source())?;
     } else {
-        let target = args.to.unwrap_or_else(|| conversation.format.default_target());
         // The hook replaces messages in place, so the offloaded ones are all that changed.
-        crate::output::write_output_with(output, |out| {
-            Ok(formats::write(&conversation, state.messages(), target, Some(&outcome.offloaded), out)?)
-        })?;
+        super::write_conversation(
+            output,
+            &conversation,
+            state.messages(),
+            args.to,
+            Some(&outcome.offloaded),
+        )?;
     }
     partial(&outcome.failures)
 }

@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 
 use crate::input::InputArgs;
 use crate::UsageError;
-use compaction_formats::{self as formats, Target};
+use compaction_formats::Target;
 
 /// Prune old tool results until the conversation fits a token target.
 ///
@@ -26,7 +26,11 @@ use compaction_formats::{self as formats, Target};
 /// conversation, is named on standard error and listed in the report, and makes the exit
 /// status 3.
 /// The conversation is written in the input's format (or --to), and unchanged, byte for byte,
-/// when nothing was pruned.
+/// when nothing was pruned: a Claude Code session stays a session, a Codex rollout a rollout,
+/// with only the pruned results' text replaced. One line on standard error says what happened:
+/// tokens before and after, the target, and why it was not reached when it was not (-q
+/// silences it). With --context-window, the provider's own count the log records (Claude
+/// Code, Codex) anchors the estimate, as --context-tokens would.
 #[derive(Debug, clap::Args)]
 #[command(group(clap::ArgGroup::new("goal").required(true).args(["target_tokens", "context_window"])))]
 #[command(after_help = "Examples:\n  \
@@ -56,10 +60,10 @@ pub struct Args {
     /// With --context-window: the fraction of the window to compact down to.
     #[arg(long, value_name = "F", default_value_t = 0.4, requires = "context_window")]
     pub compact_to: f64,
-    /// With --context-window: the provider's token count of the last request and its reply
-    /// (0: unknown, count everything).
-    #[arg(long, value_name = "N", default_value_t = 0, requires = "context_window")]
-    pub context_tokens: usize,
+    /// With --context-window: the provider's token count of the last request and its reply (0:
+    /// unknown, count everything); the count the log records when absent.
+    #[arg(long, value_name = "N", requires = "context_window")]
+    pub context_tokens: Option<usize>,
     /// A JSON array of tool specs sent with each request; the file's own tools when absent.
     #[arg(long, value_name = "FILE")]
     pub tools: Option<PathBuf>,
@@ -187,10 +191,14 @@ pub fn run(args: Args) -> Result<()> {
                 let hook = CompactionHook::new(compactor.to_box(), settings)
                     .map_err(|e| UsageError(e.to_string()))?
                     .with_counter(counter);
+                // The provider's own count, when the log records one, anchors the estimate.
+                let context_tokens = args.context_tokens.unwrap_or_else(|| {
+                    crate::provider::context_tokens(&input.conversation, hook.counter()).unwrap_or(0)
+                });
                 // The conversation moves into the agent state and back: nothing is copied.
                 let mut state = AgentState::new(std::mem::take(&mut input.conversation.messages))
                     .with_tools(tools.clone())
-                    .with_context_tokens(args.context_tokens);
+                    .with_context_tokens(context_tokens);
                 let outcome = hook.run(&mut state);
                 failures.extend(compactor.take_failures());
                 let report = outcome.report.clone();
@@ -225,13 +233,10 @@ pub fn run(args: Args) -> Result<()> {
     let conversation = &input.conversation;
     let messages = &conversation.messages;
     if !args.dry_run {
-        let target = args.to.unwrap_or_else(|| conversation.format.default_target());
         let output = args.output.as_deref();
         match changed.as_deref() {
             Some([]) if args.to.is_none() => crate::output::write_output(output, conversation.source())?,
-            changed => crate::output::write_output_with(output, |out| {
-                Ok(formats::write(conversation, messages, target, changed, out)?)
-            })?,
+            changed => super::write_conversation(output, conversation, messages, args.to, changed)?,
         }
     }
     let write_time = started.elapsed();
@@ -259,10 +264,173 @@ pub fn run(args: Args) -> Result<()> {
         (None, true) => crate::output::write_output(None, &report_bytes(&document)?)?,
         (None, false) => {}
     }
+    let said =
+        Said { report: report.as_ref(), hook: hook.as_ref(), tokens_before, target, dry_run: args.dry_run };
+    crate::progress::say(&said.line(&args, messages));
     // The process ends here: the system takes the conversation's memory back at once, which is
     // quicker than freeing its many allocations one by one.
     std::mem::forget(input);
     super::offload::partial(&failures)
+}
+
+/// What `prune` says on standard error.
+struct Said<'a> {
+    report: Option<&'a CompactionReport>,
+    hook: Option<&'a Hooked>,
+    tokens_before: usize,
+    target: usize,
+    dry_run: bool,
+}
+
+impl Said<'_> {
+    /// One line: tokens before and after, the target, reached or not and why not.
+    fn line(&self, args: &Args, messages: &[Message]) -> String {
+        let verb = if self.dry_run { "would prune" } else { "pruned" };
+        let n = |n: usize| thousands(n);
+        if let Some(hooked) = self.hook {
+            let outcome = &hooked.outcome;
+            let window = args.context_window.unwrap_or(0);
+            let budget = (window as f64 * args.compact_to) as usize;
+            if let (true, Some(report)) = (outcome.triggered, self.report) {
+                // In the hook's own scale: the estimate of the whole request.
+                let after = outcome.estimated_tokens.saturating_sub(report.tokens_freed());
+                let overhead = outcome.overhead.unwrap_or(0).max(0) as usize;
+                let head = format!(
+                    "prune: {verb} {}: {} → {} tokens estimated (target {} = {} of the window",
+                    plural(report.results.len(), "result"),
+                    n(outcome.estimated_tokens),
+                    n(after),
+                    n(budget),
+                    args.compact_to
+                );
+                if report.target_reached {
+                    return format!("{head}, reached)");
+                }
+                let mut why = Vec::new();
+                if overhead > 0 {
+                    why.push(format!(
+                        "{} tokens of the request are not messages (system prompt, tools)",
+                        n(overhead)
+                    ));
+                }
+                why.push(why_not(args, messages));
+                return format!("{head}, not reached: {})", why.join("; "));
+            }
+            if !outcome.triggered {
+                let at = (window as f64 * args.compact_at) as usize;
+                let anchor =
+                    if hooked.context_tokens > 0 { " (the provider's count plus what followed)" } else { "" };
+                return format!(
+                    "prune: {} tokens estimated{anchor}, under {} of the {}-token window ({}): nothing to do",
+                    n(outcome.estimated_tokens),
+                    args.compact_at,
+                    n(window),
+                    n(at)
+                );
+            }
+        }
+        match self.report {
+            Some(report) if report.target_reached => format!(
+                "prune: {verb} {}: {} → {} tokens (target {}, reached)",
+                plural(report.results.len(), "result"),
+                n(report.tokens_before),
+                n(report.tokens_after),
+                n(report.target_tokens)
+            ),
+            Some(report) => format!(
+                "prune: {verb} {}: {} → {} tokens (target {}, not reached: {})",
+                plural(report.results.len(), "result"),
+                n(report.tokens_before),
+                n(report.tokens_after),
+                n(report.target_tokens),
+                why_not(args, messages)
+            ),
+            None if self.tokens_before <= self.target => format!(
+                "prune: nothing to prune: {} tokens, already at or under the target {}",
+                n(self.tokens_before),
+                n(self.target)
+            ),
+            None => format!(
+                "prune: nothing pruned: {} tokens (target {}, not reached: {})",
+                n(self.tokens_before),
+                n(self.target),
+                why_not(args, messages)
+            ),
+        }
+    }
+}
+
+/// Why pruning cannot reach its target: no results, or what the settings protect.
+fn why_not(args: &Args, messages: &[Message]) -> String {
+    if !messages.iter().any(Message::has_tool_call_result) {
+        return "no tool results in this conversation (its format holds tool output as plain messages)"
+            .into();
+    }
+    let steps: Vec<(usize, usize)> = compaction_core::agent_step_spans(messages, 0)
+        .into_iter()
+        .filter(|&(first, end)| end > first + 1)
+        .collect();
+    let keep = match args.prune.keep_tool_results {
+        Some(_) => 0,
+        None => args.prune.min_keep_steps.min(steps.len()),
+    };
+    let mut reasons = Vec::new();
+    // The spec was checked when the command started.
+    let counter = super::counter(&args.counter).ok();
+    if let Some(counter) = &counter {
+        let each = counter.count_each(messages).each;
+        let others: usize =
+            messages.iter().zip(each).filter(|(m, _)| !m.has_tool_call_result()).map(|(_, n)| n).sum();
+        reasons.push(format!("{} tokens are not tool results", thousands(others)));
+    }
+    if let (true, Some(counter)) = (keep > 0, counter) {
+        let held: usize = steps[steps.len() - keep..]
+            .iter()
+            .map(|&(first, end)| counter.count(&messages[first + 1..end], &[]))
+            .sum();
+        let what = if keep == 1 {
+            "the newest step holds".to_owned()
+        } else {
+            format!("the newest {keep} steps hold")
+        };
+        reasons.push(format!(
+            "{what} {} tokens of results (--min-keep-steps {})",
+            thousands(held),
+            args.prune.min_keep_steps
+        ));
+    }
+    if let Some(results) = args.prune.keep_tool_results {
+        reasons.push(format!("the newest {results} results are kept (--keep-tool-results)"));
+    }
+    reasons.push(format!("results under {} tokens stay (--min-tokens)", args.prune.min_tokens));
+    if !list(&args.prune.exclude_tools).is_empty() {
+        reasons.push(format!("results of {} stay (--exclude-tools)", args.prune.exclude_tools));
+    }
+    if args.prune.clear_at_least.is_some() {
+        reasons.push("less than --clear-at-least would be freed".into());
+    }
+    reasons.join("; ")
+}
+
+/// `1,234`.
+fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn plural(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{} {noun}s", thousands(n))
+    }
 }
 
 /// How the conversation changes.

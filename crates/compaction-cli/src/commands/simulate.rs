@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
+use compaction_formats::MessageUsage;
 use compaction_hook::{AgentState, CompactionHook, CompactionHookSettings};
 use compaction_model::{Message, Role};
 use compaction_offload::{OffloadFailure, ToolResultOffloadHook};
@@ -29,6 +30,18 @@ use crate::UsageError;
 /// then totals: peaks, and the tokens sent over the whole run, which is what a user pays for.
 /// The recorded replies are replayed as they were: the simulation shows what compaction would
 /// have sent, not what the model would have answered.
+///
+/// Where the log records the provider's own counts (Claude Code, Codex, OpenHands), they anchor every
+/// estimate, as an agent loop anchors its hook: before each call the estimate is the provider's
+/// count after the previous reply plus the messages that came since, and the `provider` column
+/// shows what the provider then counted. Without them the counts are local and leave out what
+/// the log does not hold (a note says what).
+///
+/// The `compaction` column says what the hook did before the call: `compacted` (it rewrote the
+/// conversation), `declined` (the estimate reached --compact-at, but the compactor could not get
+/// below the target: every result it may prune is already pruned, protected in the newest
+/// --min-keep-steps steps, or under --min-tokens), or `-` (below the threshold). The chart marks
+/// declined calls with a cross and the provider's own compactions with a vertical line.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:\n  \
     compaction simulate session.jsonl --context-window 200000\n  \
@@ -91,6 +104,10 @@ pub struct Step {
     pub triggered: bool,
     /// Whether the compactor rewrote the conversation.
     pub compacted: bool,
+    /// What the provider counted for this call's prompt, when the log records it.
+    pub provider: Option<usize>,
+    /// Whether `without` is anchored on a count the provider made of this same conversation.
+    pub anchored: bool,
     /// Tool results pruned so far.
     pub pruned: usize,
     /// Tool results offloaded so far.
@@ -128,8 +145,20 @@ pub fn run(args: Args) -> Result<()> {
         None => conversation.tools.clone(),
     };
 
+    let left_out = crate::provider::left_out(&conversation.messages, !tools.is_empty());
+    // Read with its full history, a log's provider counts after the provider's own compaction
+    // are of the compacted conversation, not of the one replayed: they are shown, not used.
+    let until = conversation.compactions.iter().map(|c| c.message).filter(|&m| m > 0).min();
     let mut failures = Vec::new();
-    let steps = replay(&conversation.messages, tools, &hook, offload.as_ref(), &mut failures);
+    let steps = replay(
+        &conversation.messages,
+        &conversation.usage,
+        until,
+        tools,
+        &hook,
+        offload.as_ref(),
+        &mut failures,
+    );
     super::offload::say_failures(&failures);
     let name = crate::input::Source::from_arg(args.input.input.as_deref()).name();
     let counter_name = hook.counter().describe();
@@ -140,27 +169,64 @@ pub fn run(args: Args) -> Result<()> {
     if offload.is_some() {
         out.push_str(&format!("offload failures     {}\n", failures.len()));
     }
+    match (conversation.usage.is_empty(), left_out) {
+        (true, Some(missing)) => {
+            let _ = writeln!(
+                out,
+                "note                 counted locally: the log records no provider counts, and the counts \
+                 leave out {missing} it does not hold"
+            );
+        }
+        (false, _) => {
+            let _ = writeln!(
+                out,
+                "note                 anchored on the provider's counts the log records ({} of {} calls)",
+                steps.iter().filter(|s| s.provider.is_some()).count(),
+                steps.len()
+            );
+        }
+        _ => {}
+    }
     crate::output::write_output(None, out.as_bytes())?;
 
     if let Some(path) = &args.csv {
         crate::output::write_atomic(path, csv(&steps).as_bytes()).context("writing the CSV")?;
+        crate::progress::say(&format!("wrote the table to {}", path.display()));
     }
     if let Some(path) = &args.svg {
         let title_name = std::path::Path::new(&name)
             .file_name()
             .map_or_else(|| name.clone(), |n| n.to_string_lossy().into_owned());
         let title = format!("{title_name}: context per model call (counter {counter_name})");
-        let chart = Chart { title, steps: &steps, settings };
+        let compactions = provider_compactions(&conversation.messages, &conversation.compactions);
+        let chart = Chart { title, steps: &steps, settings, compactions };
         let svg = chart::svg(&chart)?;
         crate::output::write_atomic(path, svg.as_bytes()).context("writing the SVG")?;
+        crate::progress::say(&format!("wrote the chart to {}", path.display()));
     }
     super::offload::partial(&failures)
 }
 
+/// The steps (model calls, 1 for the first) at which the provider compacted, for the chart: the
+/// call that first saw the compacted conversation.
+fn provider_compactions(
+    messages: &[Message],
+    compactions: &[compaction_formats::ProviderCompaction],
+) -> Vec<usize> {
+    compactions
+        .iter()
+        .map(|c| messages.iter().take(c.message).filter(|m| m.role == Role::Assistant).count() + 1)
+        .collect()
+}
+
 /// Replays `messages`: the hooks run where an agent loop would run them, and each model call is
-/// recorded as a [`Step`]. Store writes the offload hook could not make are added to `failures`.
+/// recorded as a [`Step`]. The provider's counts in `usage` anchor the estimates up to message
+/// `until` (a provider compaction in a full history), and are only shown after it. Store writes
+/// the offload hook could not make are added to `failures`.
 pub fn replay(
     messages: &[Message],
+    usage: &[MessageUsage],
+    until: Option<usize>,
     tools: Vec<compaction_model::ToolSpec>,
     hook: &CompactionHook,
     offload: Option<&ToolResultOffloadHook>,
@@ -173,31 +239,74 @@ pub fn replay(
     let mut steps = Vec::new();
     let (mut pruned, mut offloaded) = (0, 0);
     let bar = crate::progress::bar(messages.len() as u64, "simulating");
+    let mut usage = usage.iter().peekable();
+    // The provider's count after the latest reply that has one, and that reply's index.
+    let mut anchor: Option<(usize, usize)> = None;
 
-    let mut call =
-        |step: usize, index: usize, state: &mut AgentState, pruned: &mut usize, offloaded: usize| {
-            let outcome = hook.run(state);
-            *pruned += outcome.report.as_ref().map_or(0, |r| r.results.len());
-            Step {
-                step,
-                message: index,
-                without: baseline.count(counter, &messages[..index], &state.tools),
-                estimate: outcome.estimated_tokens,
-                with: state.count_with_tools(counter),
-                triggered: outcome.triggered,
-                compacted: outcome.compacted,
-                pruned: *pruned,
-                offloaded,
-            }
+    let call = |baseline: &mut RunningCount,
+                step: usize,
+                index: usize,
+                state: &mut AgentState,
+                pruned: &mut usize,
+                offloaded: usize,
+                anchor: Option<(usize, usize)>,
+                provider: Option<usize>| {
+        let outcome = hook.run(state);
+        *pruned += outcome.report.as_ref().map_or(0, |r| r.results.len());
+        // Without compaction the request is the recorded conversation so far: the provider's
+        // count after the latest reply it counted, plus what came since; or all of it, locally.
+        let without = match anchor {
+            Some((at, tokens)) => tokens + counter.count(&messages[at + 1..index], &[]),
+            None => baseline.count(counter, &messages[..index], &state.tools),
         };
+        Step {
+            step,
+            message: index,
+            without,
+            estimate: outcome.estimated_tokens,
+            with: hook.estimate(state),
+            triggered: outcome.triggered,
+            compacted: outcome.compacted,
+            provider,
+            anchored: anchor.is_some(),
+            pruned: *pruned,
+            offloaded,
+        }
+    };
 
     for (index, message) in messages.iter().enumerate() {
+        let seen = usage.next_if(|u| u.message == index).map(|u| u.usage);
+        if until == Some(index) {
+            // From here the provider counted a conversation it had compacted: no anchor.
+            anchor = None;
+            state.context_tokens = 0;
+        }
+        let recorded = seen.filter(|_| until.is_none_or(|until| index < until));
         if message.role == Role::Assistant {
-            let step = call(steps.len() + 1, index, &mut state, &mut pruned, offloaded);
+            let provider = seen.map(|u| usize::try_from(u.prompt_tokens()).unwrap_or(usize::MAX));
+            let step = call(
+                &mut baseline,
+                steps.len() + 1,
+                index,
+                &mut state,
+                &mut pruned,
+                offloaded,
+                anchor,
+                provider,
+            );
             steps.push(step);
             state.step_count += 1;
         }
         state.push(message.clone());
+        if let Some(recorded) = recorded {
+            // The provider counted the recorded conversation; the simulated one is smaller by
+            // what compaction has removed so far, measured locally.
+            let tokens = usize::try_from(recorded.context_tokens()).unwrap_or(usize::MAX);
+            let without = baseline.count(counter, &messages[..=index], &state.tools);
+            let removed = without.saturating_sub(state.count_with_tools(counter));
+            state.context_tokens = tokens.saturating_sub(removed).max(1);
+            anchor = Some((index, tokens));
+        }
         let batch_ends = message.has_tool_call_result()
             && !messages.get(index + 1).is_some_and(Message::has_tool_call_result);
         if let (true, Some(offload)) = (batch_ends, offload) {
@@ -209,15 +318,34 @@ pub fn replay(
     }
     let answered = messages.last().is_none_or(|m| m.role == Role::Assistant || m.role == Role::System);
     if !answered {
-        let step = call(steps.len() + 1, messages.len(), &mut state, &mut pruned, offloaded);
+        let step = call(
+            &mut baseline,
+            steps.len() + 1,
+            messages.len(),
+            &mut state,
+            &mut pruned,
+            offloaded,
+            anchor,
+            None,
+        );
         steps.push(step);
     }
     bar.finish_and_clear();
     steps
 }
 
-const COLUMNS: [&str; 9] =
-    ["step", "message", "without", "estimate", "with", "saved", "pruned", "offloaded", "compaction"];
+const COLUMNS: [&str; 10] = [
+    "step",
+    "message",
+    "provider",
+    "without",
+    "estimate",
+    "with",
+    "saved",
+    "pruned",
+    "offloaded",
+    "compaction",
+];
 
 fn saved(step: &Step) -> String {
     if step.without == 0 {
@@ -236,12 +364,13 @@ fn outcome(step: &Step) -> &'static str {
 
 /// The per-call table, columns right-aligned to their widest cell.
 pub fn table(steps: &[Step]) -> String {
-    let rows: Vec<[String; 9]> = steps
+    let rows: Vec<[String; 10]> = steps
         .iter()
         .map(|s| {
             [
                 s.step.to_string(),
                 s.message.to_string(),
+                s.provider.map_or_else(|| "-".to_owned(), |p| p.to_string()),
                 s.without.to_string(),
                 s.estimate.to_string(),
                 s.with.to_string(),
@@ -316,18 +445,49 @@ pub fn totals(steps: &[Step], settings: &CompactionHookSettings) -> String {
     let _ = writeln!(out, "compaction           triggered {triggered} times, compacted {compacted}");
     let _ = writeln!(out, "results pruned       {}", last.map_or(0, |s| s.pruned));
     let _ = writeln!(out, "results offloaded    {}", last.map_or(0, |s| s.offloaded));
+    if let Some(line) = accuracy(steps) {
+        out.push_str(&line);
+    }
     out
+}
+
+/// How close the estimate before each call (without compaction) came to what the provider then
+/// counted: the median and the worst relative error, when the log records provider counts.
+fn accuracy(steps: &[Step]) -> Option<String> {
+    let errors: Vec<(f64, usize)> = steps
+        .iter()
+        .filter(|s| s.anchored)
+        .filter_map(|s| {
+            let provider = s.provider.filter(|&p| p > 0)?;
+            Some(((s.without as f64 - provider as f64) / provider as f64, s.step))
+        })
+        .collect();
+    if errors.is_empty() {
+        return None;
+    }
+    let mut sizes: Vec<f64> = errors.iter().map(|(e, _)| e.abs()).collect();
+    sizes.sort_by(f64::total_cmp);
+    let median = sizes[sizes.len() / 2];
+    let (worst, at) = errors.iter().copied().max_by(|a, b| a.0.abs().total_cmp(&b.0.abs()))?;
+    let within = sizes.iter().filter(|e| **e <= 0.05).count();
+    Some(format!(
+        "estimate vs provider median error {:.1}%, worst {:+.1}% (call {at}); {within} of {} calls within 5%\n",
+        100.0 * median,
+        100.0 * worst,
+        sizes.len()
+    ))
 }
 
 /// One row per call, with a header.
 pub fn csv(steps: &[Step]) -> String {
     let mut out = String::from(
-        "step,message,tokens_without,estimated_tokens,tokens_with,triggered,compacted,pruned,offloaded\n",
+        "step,message,tokens_without,estimated_tokens,tokens_with,triggered,compacted,pruned,offloaded,provider_tokens\n",
     );
     for s in steps {
+        let provider = s.provider.map(|p| p.to_string()).unwrap_or_default();
         let _ = writeln!(
             out,
-            "{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{provider}",
             s.step, s.message, s.without, s.estimate, s.with, s.triggered, s.compacted, s.pruned, s.offloaded
         );
     }

@@ -4,6 +4,7 @@
 mod errors;
 mod faults;
 mod formats;
+mod logs;
 mod offload;
 mod prune;
 mod real_transcripts;
@@ -69,6 +70,22 @@ pub fn run(args: &[&str], stdin: Option<&[u8]>) -> Run {
 /// The workspace root.
 pub fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+}
+
+/// The shared corpus of real transcripts: `$COMPACTION_CORPUS`, else
+/// `<repo>/../shared/transcripts/raw`; `None` (said on stderr) when it is not there, and the
+/// tests that need it pass without it.
+pub fn corpus() -> Option<PathBuf> {
+    let dir = match std::env::var_os("COMPACTION_CORPUS") {
+        Some(dir) => PathBuf::from(dir),
+        None => repo().join("../shared/transcripts/raw"),
+    };
+    if dir.is_dir() {
+        Some(dir)
+    } else {
+        eprintln!("skipped: no transcript corpus at {}", dir.display());
+        None
+    }
 }
 
 /// A bundled sample, as a path string.

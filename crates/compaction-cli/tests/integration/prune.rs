@@ -4,7 +4,7 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use crate::{repo, run, sample};
+use crate::{run, sample};
 
 fn scratch(name: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("compaction-prune-test-{}-{name}", std::process::id()));
@@ -136,11 +136,7 @@ fn invalid_settings_are_usage_errors() {
 
 #[test]
 fn every_real_transcript_prunes_with_calls_paired() {
-    let dir = repo().join("../shared/transcripts/raw");
-    if !dir.is_dir() {
-        eprintln!("skipped: no transcript corpus at {}", dir.display());
-        return;
-    }
+    let Some(dir) = crate::corpus() else { return };
     let mut seen = 0;
     for folder in std::fs::read_dir(&dir).unwrap() {
         for entry in std::fs::read_dir(folder.unwrap().path()).unwrap() {

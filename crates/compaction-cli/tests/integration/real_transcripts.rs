@@ -3,21 +3,9 @@
 //! The corpus lives beside the repository (`<repo>/../shared/transcripts/raw`); without it these
 //! tests say so and pass.
 
-use std::path::PathBuf;
-
 use serde_json::Value;
 
-use crate::{haystack, repo, run};
-
-fn corpus() -> Option<PathBuf> {
-    let dir = repo().join("../shared/transcripts/raw");
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        eprintln!("skipped: no transcript corpus at {}", dir.display());
-        None
-    }
-}
+use crate::{corpus, haystack, run};
 
 fn file(relative: &str) -> Option<String> {
     Some(corpus()?.join(relative).display().to_string())
@@ -56,17 +44,23 @@ fn every_file_counts_and_converts() {
 
 #[test]
 fn claude_code_sessions() {
+    // (session, messages, results, failed results) after the compaction boundary, as the model
+    // saw them at its last call, then with the full history.
     let sessions = [
-        ("fa812bfe-b295-4cca-9c2f-fdf01028cb46", 358, 197, 8),
-        ("8463c716-a2ea-4c14-9efa-87158ebd9f20", 323, 177, 13),
-        ("258c7280-ae70-4798-800f-63464d01a85d", 344, 186, 7),
-        ("4d5611e5-241a-462a-8d15-5122611a9569", 293, 150, 5),
+        ("fa812bfe-b295-4cca-9c2f-fdf01028cb46", (70, 38, 1), (358, 197, 8)),
+        ("8463c716-a2ea-4c14-9efa-87158ebd9f20", (163, 89, 10), (323, 177, 13)),
+        ("258c7280-ae70-4798-800f-63464d01a85d", (115, 62, 1), (344, 186, 7)),
+        ("4d5611e5-241a-462a-8d15-5122611a9569", (161, 81, 5), (293, 150, 5)),
     ];
-    for (id, messages, results, errors) in sessions {
+    for (id, view, full) in sessions {
         let Some(path) = file(&format!("spotter-claude-code/{id}.jsonl")) else { return };
         let read = haystack(&[&path]);
-        assert_eq!(read.len(), messages, "{id}");
-        assert_eq!(tool_results(&read), (results, errors), "{id}");
+        assert_eq!((read.len(), tool_results(&read).0, tool_results(&read).1), view, "{id}");
+        // The view opens with the summary Claude Code wrote at the boundary.
+        let summary = read[0]["content"][0]["text"].as_str().unwrap();
+        assert!(summary.starts_with("This session is being continued"), "{id}: {summary:.80}");
+        let read = haystack(&[&path, "--full-history"]);
+        assert_eq!((read.len(), tool_results(&read).0, tool_results(&read).1), full, "{id}");
     }
 }
 

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use crate::{repo, run, sample};
+use crate::{run, sample};
 
 fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("compaction-simulate-test-{}-{name}", std::process::id()));
@@ -17,24 +17,28 @@ struct Row {
     without: u64,
     with: u64,
     compacted: bool,
+    provider: Option<u64>,
 }
 
 fn rows(csv: &str) -> Vec<Row> {
     let mut lines = csv.lines();
     assert_eq!(
         lines.next(),
-        Some("step,message,tokens_without,estimated_tokens,tokens_with,triggered,compacted,pruned,offloaded")
+        Some(
+            "step,message,tokens_without,estimated_tokens,tokens_with,triggered,compacted,pruned,offloaded,provider_tokens"
+        )
     );
     lines
         .enumerate()
         .map(|(i, line)| {
             let cells: Vec<&str> = line.split(',').collect();
-            assert_eq!(cells.len(), 9, "{line}");
+            assert_eq!(cells.len(), 10, "{line}");
             assert_eq!(cells[0], (i + 1).to_string(), "steps count from 1");
             Row {
                 without: cells[2].parse().unwrap(),
                 with: cells[4].parse().unwrap(),
                 compacted: cells[6] == "true",
+                provider: cells[9].parse().ok(),
             }
         })
         .collect()
@@ -59,7 +63,10 @@ fn a_small_window_compacts_and_writes_the_table_csv_and_chart() {
     assert_eq!(done.code, 0, "{}", done.stderr);
     let table = String::from_utf8(done.stdout).unwrap();
     let header = table.lines().next().unwrap();
-    assert_eq!(header.split_whitespace().collect::<Vec<_>>()[..3], ["step", "message", "without"]);
+    assert_eq!(
+        header.split_whitespace().collect::<Vec<_>>()[..4],
+        ["step", "message", "provider", "without"]
+    );
     assert!(table.lines().any(|l| l.ends_with("compacted")), "{table}");
     // The agent run has 11 assistant messages and ends with a tool result: 12 calls.
     assert!(table.contains("model calls          12"), "{table}");
@@ -75,6 +82,7 @@ fn a_small_window_compacts_and_writes_the_table_csv_and_chart() {
     assert_eq!(rows.last().unwrap().without, whole);
     assert!(table.contains(&format!("peak context         without {peak_without} ")), "{table}");
 
+    assert!(done.stderr.contains(&format!("wrote the chart to {}", svg.display())), "{}", done.stderr);
     let svg = std::fs::read_to_string(&svg).unwrap();
     assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"), "an SVG document");
     for label in [
@@ -152,11 +160,7 @@ fn help_has_an_example() {
 
 #[test]
 fn every_real_transcript() {
-    let dir = repo().join("../shared/transcripts/raw");
-    if !dir.is_dir() {
-        eprintln!("skipped: no transcript corpus at {}", dir.display());
-        return;
-    }
+    let Some(dir) = crate::corpus() else { return };
     let out = scratch("real");
     let mut seen = 0;
     for folder in std::fs::read_dir(&dir).unwrap() {
@@ -194,4 +198,50 @@ fn every_real_transcript() {
         }
     }
     assert_eq!(seen, 7);
+}
+
+#[test]
+fn claude_code_estimates_follow_the_provider() {
+    // Anchored on the provider's counts the log records, the estimate before each call is the
+    // provider's count after the previous reply plus what came since. Claude Code adds context it
+    // does not log (files it re-reads after compacting, system reminders), so a few calls right
+    // after the boundary are off by more; the rest stay within 5%.
+    let Some(dir) = crate::corpus() else { return };
+    let out = scratch("provider");
+    let mut errors = Vec::new();
+    for entry in std::fs::read_dir(dir.join("spotter-claude-code")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "jsonl") {
+            continue;
+        }
+        let csv = out.join(format!("{}.csv", path.file_name().unwrap().to_string_lossy()));
+        let path = path.display().to_string();
+        let args = ["simulate", &path, "--context-window", "1000000", "--csv", csv.to_str().unwrap()];
+        let done = run(&args, None);
+        assert_eq!(done.code, 0, "{path}: {}", done.stderr);
+        let table = String::from_utf8(done.stdout).unwrap();
+        assert!(table.contains("anchored on the provider's counts"), "{table}");
+        let rows = rows(&std::fs::read_to_string(&csv).unwrap());
+        assert!(rows.iter().all(|r| r.provider.is_some()), "{path}: every call has the provider's count");
+        for row in rows.iter().skip(1) {
+            let provider = row.provider.unwrap() as f64;
+            errors.push((row.without as f64 - provider).abs() / provider);
+        }
+    }
+    assert!(errors.len() > 200, "{} calls", errors.len());
+    errors.sort_by(f64::total_cmp);
+    let median = errors[errors.len() / 2];
+    let within = errors.iter().filter(|e| **e <= 0.05).count();
+    assert!(median < 0.01, "median error {median}");
+    assert!(within * 100 >= errors.len() * 97, "{within} of {} calls within 5%", errors.len());
+    assert!(errors.last().unwrap() < &0.15, "worst error {}", errors.last().unwrap());
+}
+
+#[test]
+fn a_log_without_provider_counts_says_what_its_counts_leave_out() {
+    let input = sample("swe-agent/pandas-excerpt.traj");
+    let done = run(&["simulate", &input, "--context-window", "100000"], None);
+    assert_eq!(done.code, 0, "{}", done.stderr);
+    let table = String::from_utf8(done.stdout).unwrap();
+    assert!(table.contains("counted locally") && table.contains("tool schemas"), "{table}");
 }

@@ -1,0 +1,34 @@
+//! The provider's own counts a log records, as the anchor of every estimate the command makes.
+
+use compaction_core::last_assistant_index;
+use compaction_formats::Conversation;
+use compaction_model::{Message, Role};
+use compaction_tokens::TokenCounter;
+
+/// The provider's count of `messages` through their last assistant message (the reference's
+/// `context_tokens`): the count recorded for the last assistant message that has one, plus the
+/// local count of what follows it up to and including the last assistant message. `None` when
+/// the log records no usage.
+pub fn context_tokens(conversation: &Conversation, counter: &dyn TokenCounter) -> Option<usize> {
+    let last = conversation.last_usage()?;
+    let messages = &conversation.messages;
+    let through = last_assistant_index(messages)?;
+    let recorded = usize::try_from(last.usage.context_tokens()).unwrap_or(usize::MAX);
+    let after = match messages.get(last.message + 1..=through) {
+        Some(rest) if !rest.is_empty() => counter.count(rest, &[]),
+        _ => 0,
+    };
+    Some(recorded + after)
+}
+
+/// What a local count leaves out of what the provider was sent, when the log does not hold it:
+/// `None` when the log holds a system prompt and tool schemas.
+pub fn left_out(messages: &[Message], has_tools: bool) -> Option<&'static str> {
+    let has_system = messages.iter().any(|m| m.role == Role::System);
+    match (has_system, has_tools) {
+        (true, true) => None,
+        (false, true) => Some("the system prompt"),
+        (true, false) => Some("the tool schemas"),
+        (false, false) => Some("the system prompt and tool schemas"),
+    }
+}

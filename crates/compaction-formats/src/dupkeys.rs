@@ -1,0 +1,99 @@
+//! Finding objects that repeat a key. A JSON parser keeps the last value of a repeated key and
+//! says nothing; a log with `{"role": "user", "role": "assistant"}` would then be read as
+//! something it may not be. Readers report repeated keys once, as a note.
+
+/// Objects in `json` that repeat a key: how many, and the first key repeated. One pass over the
+/// bytes; string contents are skipped, keys compared as written.
+pub(crate) fn repeated_keys(json: &[u8]) -> Option<(usize, String)> {
+    // Per open object: its keys so far and whether it repeated one; `None` for an array.
+    let mut stack: Vec<Option<Frame<'_>>> = Vec::new();
+    let mut expect_key = false;
+    let mut count = 0;
+    let mut first: Option<String> = None;
+    let mut at = 0;
+    while at < json.len() {
+        match json[at] {
+            b'"' => {
+                let start = at + 1;
+                let mut end = start;
+                while end < json.len() && json[end] != b'"' {
+                    end += if json[end] == b'\\' { 2 } else { 1 };
+                }
+                let end = end.min(json.len());
+                if expect_key {
+                    if let Some(Some(frame)) = stack.last_mut() {
+                        let key = &json[start..end];
+                        if frame.insert(key) && !frame.repeated {
+                            // Counted once per object.
+                            frame.repeated = true;
+                            count += 1;
+                            first.get_or_insert_with(|| String::from_utf8_lossy(key).into_owned());
+                        }
+                    }
+                    expect_key = false;
+                }
+                at = end + 1;
+                continue;
+            }
+            b'{' => {
+                stack.push(Some(Frame::default()));
+                expect_key = true;
+            }
+            b'[' => {
+                stack.push(None);
+                expect_key = false;
+            }
+            b'}' | b']' => {
+                stack.pop();
+                expect_key = false;
+            }
+            b',' => expect_key = matches!(stack.last(), Some(Some(_))),
+            b':' => expect_key = false,
+            _ => {}
+        }
+        at += 1;
+    }
+    first.map(|key| (count, key))
+}
+
+/// The keys of one open object: a short list, or a set once the object has many.
+#[derive(Default)]
+struct Frame<'a> {
+    keys: Vec<&'a [u8]>,
+    set: std::collections::HashSet<&'a [u8]>,
+    repeated: bool,
+}
+
+impl<'a> Frame<'a> {
+    /// Adds `key`; true when the object had it already.
+    fn insert(&mut self, key: &'a [u8]) -> bool {
+        const SHORT: usize = 32;
+        if self.keys.len() < SHORT {
+            if self.keys.contains(&key) {
+                return true;
+            }
+            self.keys.push(key);
+            if self.keys.len() == SHORT {
+                self.set.extend(self.keys.iter().copied());
+            }
+            return false;
+        }
+        !self.set.insert(key)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::repeated_keys;
+
+    #[test]
+    fn repeated_keys_are_found_once_per_object() {
+        assert_eq!(repeated_keys(br#"{"a": 1, "b": {"a": 2}, "c": "\"a\": 3"}"#), None);
+        assert_eq!(
+            repeated_keys(
+                br#"[{"role": "user", "role": "assistant", "role": "x"}, {"k": [1, {"k": 2, "k": 3}]}]"#
+            ),
+            Some((2, "role".to_owned()))
+        );
+    }
+}

@@ -1,0 +1,374 @@
+//! Logs of events (Claude Code sessions, Codex rollouts, Responses item lists): read line by
+//! line into messages, and written back by editing only the tool results (and tool inputs) a
+//! command changed, every other byte as it was.
+//!
+//! A reader records, for every message it makes, where each of its tool results and tool-call
+//! inputs sits in the file (a [`Slot`]: which line, and the path inside it), and a fingerprint
+//! of everything else the message holds. Writing back, a changed message must still have that
+//! fingerprint (only results and inputs may change: that is what pruning and offloading do);
+//! each result or input that now differs from what its slot holds is replaced in place.
+
+use std::hash::{Hash, Hasher};
+use std::io::Write;
+use std::ops::Range;
+
+use compaction_model::{Message, Part, ResultPart, ToolCall, ToolResultContent};
+use serde_json::{json, Value};
+
+use crate::error::Error;
+use crate::notes::Note;
+use crate::splice::{self, Edit, Seg};
+use crate::usage::MessageUsage;
+use crate::Format;
+
+/// The non-blank lines of a JSON Lines file: 1-based line number and byte range (without the
+/// line break; a byte-order mark on the first line left out).
+pub(crate) fn json_lines(bytes: &[u8]) -> impl Iterator<Item = (usize, Range<usize>)> + '_ {
+    let body = if bytes.starts_with(b"\xEF\xBB\xBF") { 3 } else { 0 };
+    let mut at = body;
+    let mut number = 0;
+    std::iter::from_fn(move || loop {
+        if at >= bytes.len() {
+            return None;
+        }
+        number += 1;
+        let end = bytes[at..].iter().position(|&b| b == b'\n').map_or(bytes.len(), |k| at + k);
+        let start = at;
+        at = end + 1;
+        let mut stop = end;
+        if stop > start && bytes[stop - 1] == b'\r' {
+            stop -= 1;
+        }
+        if bytes[start..stop].iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        return Some((number, start..stop));
+    })
+}
+
+/// How the value at a slot is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Style {
+    /// An Anthropic `tool_result` block's `content`: a string, or text and image blocks.
+    AnthropicResult,
+    /// An Anthropic `tool_use` block's `input`: a JSON object.
+    AnthropicInput,
+    /// A Responses/Codex `function_call_output`'s `output`: a string, a list of `input_text`
+    /// and `input_image` items, or Codex's older `{"content", "success"}` object.
+    ResponsesOutput,
+    /// A Responses/Codex `function_call`'s `arguments`: JSON text in a string.
+    ArgumentsText,
+}
+
+/// Where a tool result or a tool call's input sits in the file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Slot {
+    /// The line (index into [`EventLog::bases`]).
+    pub base: u32,
+    /// The path to the value inside the line.
+    pub path: Box<[Seg]>,
+    pub style: Style,
+}
+
+/// The slots of one message: one per tool result and one per tool call, in part order (`None`
+/// where the part has no place it can be written to), and the fingerprint of the rest.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct MessageSlots {
+    pub results: Vec<Option<Slot>>,
+    pub calls: Vec<Option<Slot>>,
+    pub fingerprint: u64,
+}
+
+/// Everything but the results' content and the arguments of the calls that have a slot: what a
+/// write-back cannot change.
+pub(crate) fn fingerprint(message: &Message, slots: &MessageSlots) -> u64 {
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    // Calls whose input has no place to be written must keep their arguments.
+    for (call, slot) in message.tool_calls().zip(slots.calls.iter().chain(std::iter::repeat(&None))) {
+        if slot.is_none() {
+            serde_json::to_string(&call.arguments).unwrap_or_default().hash(&mut hasher);
+            call.raw_arguments.hash(&mut hasher);
+        }
+    }
+    message.role.hash(&mut hasher);
+    message.parts.len().hash(&mut hasher);
+    for part in &message.parts {
+        match part {
+            Part::Text(text) => {
+                0u8.hash(&mut hasher);
+                text.text.as_str().hash(&mut hasher);
+            }
+            Part::ToolCall(call) => {
+                1u8.hash(&mut hasher);
+                call.tool_name.hash(&mut hasher);
+                call.id.hash(&mut hasher);
+            }
+            Part::ToolCallResult(result) => {
+                2u8.hash(&mut hasher);
+                result.origin.tool_name.hash(&mut hasher);
+                result.origin.id.hash(&mut hasher);
+                result.error.hash(&mut hasher);
+            }
+            Part::Reasoning(reasoning) => {
+                3u8.hash(&mut hasher);
+                reasoning.reasoning_text.hash(&mut hasher);
+            }
+            Part::Image(image) => {
+                4u8.hash(&mut hasher);
+                image.base64_image.hash(&mut hasher);
+            }
+            Part::File(file) => {
+                5u8.hash(&mut hasher);
+                file.base64_data.hash(&mut hasher);
+            }
+        }
+    }
+    hasher.finish()
+}
+
+/// What writing an event log back needs, besides its bytes.
+#[derive(Debug, Default)]
+pub(crate) struct EventLog {
+    /// The byte range of each line read.
+    pub bases: Vec<Range<usize>>,
+    /// Per message of the conversation, its slots.
+    pub slots: Vec<MessageSlots>,
+}
+
+/// What a log reader hands back.
+#[derive(Debug, Default)]
+pub(crate) struct LogDecoded {
+    pub messages: Vec<Message>,
+    pub slots: Vec<MessageSlots>,
+    pub usage: Vec<MessageUsage>,
+    pub notes: Vec<Note>,
+    pub compactions: Vec<crate::ProviderCompaction>,
+    pub tools: Vec<compaction_model::ToolSpec>,
+}
+
+impl LogDecoded {
+    /// Adds a message with its slots.
+    pub(crate) fn push(&mut self, message: Message, slots: MessageSlots) {
+        self.messages.push(message);
+        self.slots.push(slots);
+    }
+
+    /// Forgets everything read so far: the provider compacted the conversation, and what the
+    /// model sees from here on starts afresh.
+    pub(crate) fn reset(&mut self) {
+        self.messages.clear();
+        self.slots.clear();
+        self.usage.clear();
+        self.compactions.clear();
+    }
+
+    /// Fingerprints every message, once reading is done.
+    pub(crate) fn seal(&mut self) {
+        for (message, slots) in self.messages.iter().zip(&mut self.slots) {
+            slots.fingerprint = fingerprint(message, slots);
+        }
+    }
+}
+
+/// Writes the log back with the changed tool results and inputs edited in place.
+pub(crate) fn write_back(
+    source: &[u8],
+    log: &EventLog,
+    format: Format,
+    messages: &[Message],
+    changed: Option<&[usize]>,
+    out: &mut dyn Write,
+) -> Result<(), Error> {
+    let label = format.label();
+    if messages.len() != log.slots.len() {
+        return Err(Error::WriteBack {
+            reason: format!(
+                "{} messages were read and {} are to be written; a {label} log can take back only \
+                 changed tool results and tool inputs (write another format with a target)",
+                log.slots.len(),
+                messages.len()
+            ),
+        });
+    }
+    let all: Vec<usize>;
+    let indices = match changed {
+        Some(changed) => changed,
+        None => {
+            all = (0..messages.len()).collect();
+            &all
+        }
+    };
+    let mut edits = Vec::new();
+    for &index in indices {
+        let (Some(message), Some(slots)) = (messages.get(index), log.slots.get(index)) else { continue };
+        if fingerprint(message, slots) != slots.fingerprint {
+            return Err(Error::WriteBack {
+                reason: format!(
+                    "message {index} changed in more than its tool results and inputs, which a {label} \
+                     log cannot take back (write another format with a target)"
+                ),
+            });
+        }
+        let results = message.tool_call_results();
+        for (result, slot) in results.zip(&slots.results) {
+            let Some(slot) = slot else { continue };
+            if let Some(edit) = edit_result(source, log, slot, &result.result)? {
+                edits.push(edit);
+            }
+        }
+        for (call, slot) in message.tool_calls().zip(&slots.calls) {
+            let Some(slot) = slot else { continue };
+            if let Some(edit) = edit_call(source, log, slot, call)? {
+                edits.push(edit);
+            }
+        }
+    }
+    splice::write_edited(source, edits, out)?;
+    Ok(())
+}
+
+/// The bytes of the value at `slot`.
+fn locate(source: &[u8], log: &EventLog, slot: &Slot) -> Result<Range<usize>, Error> {
+    let lost = || Error::WriteBack { reason: "a tool result is no longer where it was read".into() };
+    let base = log.bases.get(slot.base as usize).ok_or_else(lost)?;
+    let line = &source[..base.end];
+    splice::find(line, base.start, &slot.path).ok_or_else(lost)
+}
+
+fn edit_result(
+    source: &[u8],
+    log: &EventLog,
+    slot: &Slot,
+    result: &ToolResultContent,
+) -> Result<Option<Edit>, Error> {
+    let range = locate(source, log, slot)?;
+    let original: Value = serde_json::from_slice(&source[range.clone()])
+        .map_err(|e| Error::WriteBack { reason: format!("a tool result no longer parses: {e}") })?;
+    if decode_result(&original, slot.style).as_ref() == Some(result) {
+        return Ok(None);
+    }
+    let mut range = range;
+    let value = match (slot.style, &original) {
+        // Codex's older `{"content", "success"}` output: only the text changes.
+        (Style::ResponsesOutput, Value::Object(object))
+            if object.get("content").is_some_and(Value::is_string) =>
+        {
+            let inner = splice::find(source, range.start, &[Seg::Key("content")]).ok_or_else(|| {
+                Error::WriteBack { reason: "a tool result is no longer where it was read".into() }
+            })?;
+            range = inner;
+            Value::String(result_text(result))
+        }
+        _ => encode_result(result, slot.style, original.is_string()),
+    };
+    Ok(Some(Edit { range, bytes: serde_json::to_vec(&value)? }))
+}
+
+fn edit_call(source: &[u8], log: &EventLog, slot: &Slot, call: &ToolCall) -> Result<Option<Edit>, Error> {
+    let range = locate(source, log, slot)?;
+    let original: Value = serde_json::from_slice(&source[range.clone()])
+        .map_err(|e| Error::WriteBack { reason: format!("a tool input no longer parses: {e}") })?;
+    let value = match slot.style {
+        Style::ArgumentsText => {
+            let text = match &call.raw_arguments {
+                Some(raw) => raw.clone(),
+                None => {
+                    // Unchanged when the text still means these arguments: spacing is kept.
+                    let same = original
+                        .as_str()
+                        .and_then(|t| serde_json::from_str::<Value>(t).ok())
+                        .is_some_and(|v| v.as_object() == Some(&call.arguments));
+                    if same {
+                        return Ok(None);
+                    }
+                    Value::Object(call.arguments.clone()).to_string()
+                }
+            };
+            Value::String(text)
+        }
+        _ => Value::Object(call.arguments.clone()),
+    };
+    if value == original {
+        return Ok(None);
+    }
+    Ok(Some(Edit { range, bytes: serde_json::to_vec(&value)? }))
+}
+
+/// All of a result's text, joined.
+fn result_text(result: &ToolResultContent) -> String {
+    match result {
+        ToolResultContent::Text(text) => text.to_string(),
+        ToolResultContent::Parts(parts) => parts
+            .iter()
+            .filter_map(|part| match part {
+                ResultPart::Text(text) => Some(text.text.as_str()),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join(""),
+    }
+}
+
+/// The result as it is written at a slot of `style`; a lone text as a string where the original
+/// was one.
+pub(crate) fn encode_result(result: &ToolResultContent, style: Style, was_string: bool) -> Value {
+    let parts: Vec<Value> = match result {
+        ToolResultContent::Text(text) if was_string => return Value::String(text.to_string()),
+        ToolResultContent::Text(text) => vec![text_part(text.as_str(), style)],
+        ToolResultContent::Parts(parts) => parts
+            .iter()
+            .map(|part| match part {
+                ResultPart::Text(text) => {
+                    // A block kept opaque goes back as it was, in its own format.
+                    let own = match style {
+                        Style::ResponsesOutput => "responses",
+                        _ => "anthropic",
+                    };
+                    match crate::provider_item(&Part::Text(text.clone())) {
+                        Some((format, item)) if format == own => item.clone(),
+                        _ => text_part(text.text.as_str(), style),
+                    }
+                }
+                ResultPart::Image(image) => {
+                    let mime = image.mime_type.as_deref().unwrap_or("image/png");
+                    match style {
+                        Style::ResponsesOutput => json!({
+                            "type": "input_image",
+                            "image_url": format!("data:{mime};base64,{}", image.base64_image),
+                        }),
+                        _ => json!({"type": "image", "source": {
+                            "type": "base64", "media_type": mime, "data": image.base64_image}}),
+                    }
+                }
+                ResultPart::File(file) => {
+                    let mime = file.mime_type.as_deref().unwrap_or("application/octet-stream");
+                    match style {
+                        Style::ResponsesOutput => json!({
+                            "type": "input_file",
+                            "file_data": format!("data:{mime};base64,{}", file.base64_data),
+                        }),
+                        _ => json!({"type": "document", "source": {
+                            "type": "base64", "media_type": mime, "data": file.base64_data}}),
+                    }
+                }
+            })
+            .collect(),
+    };
+    Value::Array(parts)
+}
+
+fn text_part(text: &str, style: Style) -> Value {
+    match style {
+        Style::ResponsesOutput => json!({"type": "input_text", "text": text}),
+        _ => json!({"type": "text", "text": text}),
+    }
+}
+
+/// The result a slot's value was read as, to tell whether a command changed it.
+fn decode_result(value: &Value, style: Style) -> Option<ToolResultContent> {
+    match style {
+        Style::AnthropicResult => crate::anthropic::result_content(Some(value)).ok(),
+        Style::ResponsesOutput => crate::responses::output_content(value).ok(),
+        _ => None,
+    }
+}
