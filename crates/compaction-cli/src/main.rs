@@ -21,7 +21,7 @@ use clap::{Parser, Subcommand};
 #[derive(Debug, Parser)]
 #[command(name = "compaction", version, about, propagate_version = true)]
 struct Cli {
-    /// No progress bar on standard error.
+    /// Nothing on standard error but errors and failures: no progress bar, notes or summary line.
     #[arg(long, short, global = true)]
     quiet: bool,
     #[command(subcommand)]
