@@ -6,9 +6,8 @@ use std::borrow::Cow;
 use compaction_model::Message;
 use compaction_tokens::TokenCounter;
 
-use crate::compactor::{CompactFuture, Compaction, CompactionReport, Compactor, Edits, Rewrite};
+use crate::compactor::{CompactFuture, Compaction, CompactionReport, Compactor, Edits, Memo, Rewrite};
 use crate::error::Error;
-use crate::regions::Sizer;
 
 /// The strategy name a chain's report carries; each stage's own report is in `stages`.
 pub const STRATEGY_CHAIN: &str = "chain";
@@ -98,7 +97,7 @@ impl<'a> Run<'a> {
         target_tokens: usize,
         counter: &'a dyn TokenCounter,
     ) -> Result<Self, Error> {
-        let tokens = Sizer::new(counter, messages).count_all(messages)?;
+        let tokens = counter.try_count(messages, &[]).map_err(Error::Count)?;
         Ok(Run {
             original_len: messages.len(),
             counter,
@@ -132,7 +131,7 @@ impl<'a> Run<'a> {
             (rewrites, _) => *rewrites = None,
         }
         self.tokens = match &next {
-            Some(messages) => Sizer::new(self.counter, messages).count_all(messages)?,
+            Some(messages) => self.counter.try_count(messages, &[]).map_err(Error::Count)?,
             None => compaction.report.tokens_after,
         };
         if let Some(messages) = next {
@@ -226,6 +225,37 @@ impl Compactor for ChainCompactor {
                 break;
             }
             if let Some(compaction) = stage.try_compact(&run.current, target_tokens, counter)? {
+                run.record(compaction, position + 1 == self.stages.len())?;
+            }
+        }
+        Ok(run.finish())
+    }
+
+    /// Each stage gets a memo of its own. A stage sees the conversation the stages before it
+    /// left, so what it had settled is forgotten from the first message an earlier stage
+    /// rewrote in this call, and wholly when an earlier stage removed or inserted messages.
+    fn compact_with_memo(
+        &self,
+        messages: &[Message],
+        target_tokens: usize,
+        counter: &dyn TokenCounter,
+        memo: &mut Memo,
+    ) -> Result<Option<Compaction>, Error> {
+        memo.stages.resize_with(self.stages.len(), Memo::default);
+        let mut run = Run::start(messages, target_tokens, counter)?;
+        for (position, stage) in self.stages.iter().enumerate() {
+            if run.fits() {
+                break;
+            }
+            let compaction =
+                stage.compact_with_memo(&run.current, target_tokens, counter, &mut memo.stages[position])?;
+            if let Some(compaction) = compaction {
+                for later in &mut memo.stages[position + 1..] {
+                    match compaction.replaced_indices() {
+                        Some(indices) => later.rewritten(indices),
+                        None => *later = Memo::default(),
+                    }
+                }
                 run.record(compaction, position + 1 == self.stages.len())?;
             }
         }

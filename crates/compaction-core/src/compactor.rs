@@ -18,6 +18,46 @@ use crate::steps::{Replacement, RewrittenResult};
 /// The future [`Compactor::compact_async`] returns.
 pub type CompactFuture<'a> = Pin<Box<dyn Future<Output = Result<Option<Compaction>, Error>> + Send + 'a>>;
 
+/// What a compactor remembers about one conversation between calls, so that a long agent run
+/// does not make every call walk the whole conversation again.
+///
+/// The caller keeps one memo per compactor and conversation (the compaction hook keeps it in the
+/// agent state), hands it to [`Compactor::compact_with_memo`] each time, and keeps the promise
+/// that makes it sound: the first [`Memo::settled`] messages are unchanged since the call that
+/// left the memo, except for in-place rewrites the caller reported with [`Memo::rewritten`]. After
+/// anything else (messages removed, inserted or reordered), the caller starts a fresh memo.
+///
+/// A strategy that rewrites tool results in place notes how far, from the start, every message
+/// is *settled* — it would leave the message as it is whatever the target, now and after any
+/// number of appended messages — and walks only the rest next time. A compactor that remembers
+/// nothing ignores the memo.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Memo {
+    /// How many leading messages are settled.
+    pub settled: usize,
+    /// The memos of a chain's stages, in order.
+    pub stages: Vec<Memo>,
+}
+
+impl Memo {
+    /// Notes that the messages at `indices` were rewritten in place: what they were settled as
+    /// no longer holds.
+    pub fn rewritten(&mut self, indices: impl IntoIterator<Item = usize>) {
+        if let Some(first) = indices.into_iter().min() {
+            self.lower(first);
+        }
+    }
+
+    /// Forgets what was settled from `index` on, in this memo and every stage's.
+    pub fn lower(&mut self, index: usize) {
+        self.settled = self.settled.min(index);
+        for stage in &mut self.stages {
+            stage.lower(index);
+        }
+    }
+}
+
 /// Rewrites a conversation into a shorter one that carries the same working context.
 ///
 /// A compactor is the *how* of compaction; deciding *when* is the caller's job (see the
@@ -65,6 +105,24 @@ pub trait Compactor: Send + Sync + fmt::Debug {
         Ok(self.compact(messages, target_tokens, counter))
     }
 
+    /// [`Compactor::try_compact`] for a caller that compacts one conversation again and again (an
+    /// agent loop), with what this compactor remembered of it last time; see [`Memo`]. Gives the
+    /// same answer as `try_compact`, in less time. The default ignores the memo.
+    ///
+    /// # Errors
+    ///
+    /// As [`Compactor::try_compact`].
+    fn compact_with_memo(
+        &self,
+        messages: &[Message],
+        target_tokens: usize,
+        counter: &dyn TokenCounter,
+        memo: &mut Memo,
+    ) -> Result<Option<Compaction>, Error> {
+        let _ = memo;
+        self.try_compact(messages, target_tokens, counter)
+    }
+
     /// [`Compactor::try_compact`], for an async caller. A strategy that waits on I/O (a model
     /// call) overrides it so that no runtime thread blocks; the default runs `try_compact` when
     /// first polled, which is right for strategies that only compute.
@@ -99,6 +157,16 @@ impl<T: Compactor + ?Sized> Compactor for std::sync::Arc<T> {
         counter: &dyn TokenCounter,
     ) -> Result<Option<Compaction>, Error> {
         (**self).try_compact(messages, target_tokens, counter)
+    }
+
+    fn compact_with_memo(
+        &self,
+        messages: &[Message],
+        target_tokens: usize,
+        counter: &dyn TokenCounter,
+        memo: &mut Memo,
+    ) -> Result<Option<Compaction>, Error> {
+        (**self).compact_with_memo(messages, target_tokens, counter, memo)
     }
 
     fn compact_async<'a>(

@@ -91,8 +91,8 @@ mod summarization;
 
 pub use chain::{ChainCompactor, STRATEGY_CHAIN};
 pub use compactor::{
-    CompactFuture, Compaction, CompactionReport, Compactor, Edits, InputReport, PrunedResult, ResultReport,
-    Rewrite,
+    CompactFuture, Compaction, CompactionReport, Compactor, Edits, InputReport, Memo, PrunedResult,
+    ResultReport, Rewrite,
 };
 pub use error::Error;
 pub use generator::{AsyncChatGenerator, ChatGenerator, GenerateFuture, GeneratorError};

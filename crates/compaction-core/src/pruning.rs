@@ -12,12 +12,12 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
 use crate::compactor::{
-    clear_arguments, Compaction, CompactionReport, Compactor, InputReport, PrunedResult, Rewrite,
+    clear_arguments, Compaction, CompactionReport, Compactor, InputReport, Memo, PrunedResult, Rewrite,
 };
 use crate::error::Error;
 use crate::settings::PruningSettings;
 use crate::steps::{
-    agent_step_spans, protected_by_results, protected_by_steps, walk, Replacement, RewrittenResult,
+    protected_by_results, protected_by_steps, step_opener, walk, Replacement, RewrittenResult, Sizes,
 };
 
 /// Replaces the content of older tool results with a short placeholder, keeping every message
@@ -75,12 +75,19 @@ impl ToolResultPruningCompactor {
         target_tokens: usize,
         counter: &dyn TokenCounter,
     ) -> Option<CompactionReport> {
-        self.run(messages, target_tokens, counter).map(|plan| plan.report)
+        self.run(messages, target_tokens, counter, None).map(|plan| plan.report)
     }
 
-    fn run(&self, messages: &[Message], target_tokens: usize, counter: &dyn TokenCounter) -> Option<Plan> {
-        let counts = counter.count_each(messages);
-        if counts.total <= target_tokens {
+    fn run(
+        &self,
+        messages: &[Message],
+        target_tokens: usize,
+        counter: &dyn TokenCounter,
+        memo: Option<&mut Memo>,
+    ) -> Option<Plan> {
+        let start = memo.as_deref().map_or(0, |m| m.settled);
+        let sizes = Sizes::measure(messages, start, counter);
+        if sizes.total <= target_tokens {
             return None;
         }
         let protected = match self.settings.keep_tool_results {
@@ -93,13 +100,14 @@ impl ToolResultPruningCompactor {
         let mut prune = |index: usize, _: &Message, own: usize| {
             self.prune(&messages[index], own, &placeholder, &mut replacement_counts, counter)
         };
-        let walk = walk(messages, &counts, target_tokens, &protected, counter, &mut prune)?;
+        let settled = memo.map(|m| &mut m.settled);
+        let walk = walk(messages, &sizes, target_tokens, &protected, counter, &mut prune, settled)?;
         if walk.replaced.is_empty() {
             return None;
         }
         let (replaced, mut report) = walk.finish(STRATEGY_TOOL_RESULT_PRUNING, target_tokens);
         let cleared = if self.settings.clear_tool_inputs {
-            clear_inputs(messages, &counts.each, &replaced, counter)
+            clear_inputs(messages, &sizes, &replaced, counter)
         } else {
             Vec::new()
         };
@@ -217,18 +225,14 @@ impl ToolResultPruningCompactor {
 /// marker of another strategy is left as it is, so no earlier record is overwritten.
 fn clear_inputs<M>(
     messages: &[Message],
-    each: &[usize],
+    sizes: &Sizes,
     replaced: &[(usize, Replacement<M>)],
     counter: &dyn TokenCounter,
 ) -> Vec<(usize, Message, InputReport)> {
-    let mut step_of = vec![None; messages.len()];
-    for (first, end) in agent_step_spans(messages, 0) {
-        step_of[first + 1..end].iter_mut().for_each(|s| *s = Some(first));
-    }
     // Per assistant message, the positions (within its parts) of the calls to clear.
     let mut wanted: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
     for (index, replacement) in replaced {
-        let Some(assistant) = step_of[*index] else { continue };
+        let Some(assistant) = step_opener(messages, *index) else { continue };
         let results: Vec<&ToolCallResult> = messages[*index].tool_call_results().collect();
         let positions: Vec<usize> = if replacement.results.is_empty() {
             vec![0]
@@ -282,10 +286,7 @@ fn clear_inputs<M>(
         if call_ids.is_empty() {
             continue;
         }
-        let own = each
-            .get(assistant)
-            .copied()
-            .unwrap_or_else(|| counter.count(std::slice::from_ref(original), &[]));
+        let own = sizes.own(messages, assistant, counter);
         let mut recorded: Vec<Value> = earlier
             .and_then(|m| m.get("cleared_call_ids"))
             .and_then(Value::as_array)
@@ -322,18 +323,33 @@ impl Compactor for ToolResultPruningCompactor {
         target_tokens: usize,
         counter: &dyn TokenCounter,
     ) -> Option<Compaction> {
-        let plan = self.run(messages, target_tokens, counter)?;
-        let rewrites = plan
-            .replaced
-            .into_iter()
-            .map(|(index, replacement)| (index, Rewrite::Pruned(replacement.message)))
-            .chain(plan.cleared.into_iter().map(|(index, message, _)| (index, Rewrite::Message(message))))
-            .collect();
-        Some(Compaction::rewriting(rewrites, plan.report))
+        self.run(messages, target_tokens, counter, None).map(Plan::into_compaction)
     }
 
     fn name(&self) -> &str {
         "ToolResultPruningCompactor"
+    }
+
+    fn compact_with_memo(
+        &self,
+        messages: &[Message],
+        target_tokens: usize,
+        counter: &dyn TokenCounter,
+        memo: &mut Memo,
+    ) -> Result<Option<Compaction>, Error> {
+        Ok(self.run(messages, target_tokens, counter, Some(memo)).map(Plan::into_compaction))
+    }
+}
+
+impl Plan {
+    fn into_compaction(self) -> Compaction {
+        let rewrites = self
+            .replaced
+            .into_iter()
+            .map(|(index, replacement)| (index, Rewrite::Pruned(replacement.message)))
+            .chain(self.cleared.into_iter().map(|(index, message, _)| (index, Rewrite::Message(message))))
+            .collect();
+        Compaction::rewriting(rewrites, self.report)
     }
 }
 

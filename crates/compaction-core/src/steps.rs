@@ -4,9 +4,9 @@
 //! crate) shares this walk, so they agree on which results are protected and when to stop.
 
 use compaction_model::{Message, Role};
-use compaction_tokens::{Counts, TokenCounter};
+use compaction_tokens::TokenCounter;
 
-use crate::compactor::{Compaction, CompactionReport, ResultReport};
+use crate::compactor::{Compaction, CompactionReport, Memo, ResultReport};
 
 /// A rewritten tool-result message, as a [`replace_tool_results_until_target`] callback returns it.
 ///
@@ -86,27 +86,138 @@ pub fn agent_step_spans(messages: &[Message], start: usize) -> Vec<(usize, usize
     spans
 }
 
+/// Which tool-result messages a walk leaves alone. Protection only ever covers the newest
+/// messages, so it is kept as where it starts and, from there on, which messages it covers:
+/// finding it looks at the tail of the conversation, not the whole.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Protection {
+    from: usize,
+    tail: Vec<bool>,
+}
+
+impl Protection {
+    /// Protection of nothing in a conversation of `len` messages.
+    fn none(len: usize) -> Self {
+        Protection { from: len, tail: Vec::new() }
+    }
+
+    /// Protects the messages at `indices` (each at least `from`).
+    fn of(len: usize, from: usize, indices: impl IntoIterator<Item = usize>) -> Self {
+        let mut tail = vec![false; len - from];
+        for index in indices {
+            tail[index - from] = true;
+        }
+        Protection { from, tail }
+    }
+
+    /// Whether the message at `index` is protected.
+    pub(crate) fn covers(&self, index: usize) -> bool {
+        index >= self.from && self.tail.get(index - self.from).copied().unwrap_or(false)
+    }
+}
+
+/// The agent steps that have results, newest first, as [`agent_step_spans`] finds them (each
+/// `(first, end)`, with results at `first + 1..end`), found by reading back from the end.
+///
+/// A forward reading is in step with the backward one at every message without a tool result,
+/// so each maximal run of result-carrying messages `[start, end)` is read on its own: after an
+/// assistant message it is that message's step; after anything else, its first assistant
+/// message (one carrying a result, then) opens a step holding the rest of the run, and the
+/// messages before that are orphans.
+fn steps_with_results_newest_first(messages: &[Message]) -> impl Iterator<Item = (usize, usize)> + '_ {
+    let mut end = messages.len();
+    std::iter::from_fn(move || loop {
+        while end > 0 && !messages[end - 1].has_tool_call_result() {
+            end -= 1;
+        }
+        if end == 0 {
+            return None;
+        }
+        let mut start = end - 1;
+        while start > 0 && messages[start - 1].has_tool_call_result() {
+            start -= 1;
+        }
+        let run_end = end;
+        end = start;
+        let opener = if start > 0 && messages[start - 1].is_from(Role::Assistant) {
+            Some(start - 1)
+        } else {
+            (start..run_end).find(|&i| messages[i].is_from(Role::Assistant))
+        };
+        match opener {
+            Some(first) if run_end > first + 1 => return Some((first, run_end)),
+            _ => continue,
+        }
+    })
+}
+
+/// The assistant message whose step the result-carrying message at `index` belongs to, as
+/// [`agent_step_spans`] would tell it; `None` for an orphan (or a step's own opener).
+pub(crate) fn step_opener(messages: &[Message], index: usize) -> Option<usize> {
+    let mut start = index;
+    while start > 0 && messages[start - 1].has_tool_call_result() {
+        start -= 1;
+    }
+    let opener = if start > 0 && messages[start - 1].is_from(Role::Assistant) {
+        Some(start - 1)
+    } else {
+        (start..index).find(|&i| messages[i].is_from(Role::Assistant))
+    };
+    opener.filter(|&first| first < index)
+}
+
 /// Which messages the step rule protects: the results of the newest `min_keep_steps` steps that
 /// have results. Steps without results are not counted. `min_keep_steps == 0` protects nothing.
-pub(crate) fn protected_by_steps(messages: &[Message], min_keep_steps: usize) -> Vec<bool> {
-    let mut protected = vec![false; messages.len()];
-    let with_results: Vec<(usize, usize)> =
-        agent_step_spans(messages, 0).into_iter().filter(|&(first, end)| end > first + 1).collect();
-    let keep_from = with_results.len().saturating_sub(min_keep_steps);
-    for &(first, end) in &with_results[keep_from..] {
-        protected[first + 1..end].iter_mut().for_each(|p| *p = true);
+pub(crate) fn protected_by_steps(messages: &[Message], min_keep_steps: usize) -> Protection {
+    let steps: Vec<(usize, usize)> = steps_with_results_newest_first(messages).take(min_keep_steps).collect();
+    match steps.last() {
+        None => Protection::none(messages.len()),
+        Some(&(oldest, _)) => {
+            Protection::of(messages.len(), oldest + 1, steps.iter().flat_map(|&(first, end)| first + 1..end))
+        }
     }
-    protected
 }
 
 /// Which messages the per-result rule protects: the newest `keep` tool-result messages.
-pub(crate) fn protected_by_results(messages: &[Message], keep: usize) -> Vec<bool> {
-    let mut protected = vec![false; messages.len()];
-    let newest = messages.iter().enumerate().rev().filter(|(_, m)| m.has_tool_call_result()).take(keep);
-    for (index, _) in newest {
-        protected[index] = true;
+pub(crate) fn protected_by_results(messages: &[Message], keep: usize) -> Protection {
+    let newest: Vec<usize> =
+        (0..messages.len()).rev().filter(|&i| messages[i].has_tool_call_result()).take(keep).collect();
+    match newest.last() {
+        None => Protection::none(messages.len()),
+        Some(&oldest) => Protection::of(messages.len(), oldest, newest.iter().copied()),
     }
-    protected
+}
+
+/// The sizes a walk needs: the whole conversation's count, and the own count of each message
+/// from `start` on (those before it are counted when asked for, which a walk rarely does).
+#[derive(Debug)]
+pub(crate) struct Sizes {
+    start: usize,
+    pub(crate) total: usize,
+    each: Vec<usize>,
+}
+
+impl Sizes {
+    /// Counts `messages` for a walk starting at `start`: in one `count_each` when that is the
+    /// whole conversation, else the whole conversation's count and the tail's own counts.
+    pub(crate) fn measure(messages: &[Message], start: usize, counter: &dyn TokenCounter) -> Sizes {
+        let start = start.min(messages.len());
+        if start == 0 {
+            let counts = counter.count_each(messages);
+            return Sizes { start, total: counts.total, each: counts.each };
+        }
+        let each = counter.count_each(&messages[start..]).each;
+        Sizes { start, total: counter.count(messages, &[]), each }
+    }
+
+    /// The own count of `messages[index]`. A counter whose `count_each` returned too few entries
+    /// is asked directly rather than trusted with an index it does not have.
+    pub(crate) fn own(&self, messages: &[Message], index: usize, counter: &dyn TokenCounter) -> usize {
+        index
+            .checked_sub(self.start)
+            .and_then(|offset| self.each.get(offset).copied())
+            .unwrap_or_else(|| counter.count(std::slice::from_ref(&messages[index]), &[]))
+    }
 }
 
 /// What a walk chose, before any conversation is built.
@@ -122,48 +233,61 @@ pub(crate) struct Walk<M> {
 /// The callback type the walk calls for every unprotected tool-result message.
 pub(crate) type ReplaceFn<'a, M> = dyn FnMut(usize, &Message, usize) -> Option<Replacement<M>> + 'a;
 
-/// Walks oldest first over unprotected tool-result messages, offering each to `replace`, and
-/// stops once the running total is at or under `target_tokens`. `None` when the conversation
-/// already fits.
+/// Walks oldest first over unprotected tool-result messages from `start` on, offering each to
+/// `replace`, and stops once the running total is at or under `target_tokens`. `None` when the
+/// conversation already fits.
+///
+/// `settled`, when given, is where the walk starts, and is moved past every message the walk
+/// found settled: not a tool result, or declined by `replace` (which must then decline it
+/// whatever the target, now and later), with nothing unsettled before it. So `replace` must
+/// depend only on the message and its own count.
 pub(crate) fn walk<M>(
     messages: &[Message],
-    counts: &Counts,
+    sizes: &Sizes,
     target_tokens: usize,
-    protected: &[bool],
+    protected: &Protection,
     counter: &dyn TokenCounter,
     replace: &mut ReplaceFn<'_, M>,
+    mut settled: Option<&mut usize>,
 ) -> Option<Walk<M>> {
-    if counts.total <= target_tokens {
+    if sizes.total <= target_tokens {
         return None;
     }
-    let mut current = counts.total;
+    let start = settled.as_deref().copied().unwrap_or(0).min(messages.len());
+    let mut current = sizes.total;
     let mut replaced = Vec::new();
     let mut results = Vec::new();
-    for (index, message) in messages.iter().enumerate() {
-        if protected[index] || message.tool_call_result().is_none() {
+    // Whether every message walked so far is settled.
+    let mut settling = true;
+    for (index, message) in messages.iter().enumerate().skip(start) {
+        if protected.covers(index) {
+            settling = false;
             continue;
         }
-        // A counter whose `count_each` returned too few entries is counted directly rather than
-        // trusted with an index it does not have.
-        let own = counts
-            .each
-            .get(index)
-            .copied()
-            .unwrap_or_else(|| counter.count(std::slice::from_ref(message), &[]));
-        let Some(replacement) = replace(index, message, own) else { continue };
-        let freed = replacement.tokens_freed();
-        // A replacement that frees nothing would only make the conversation different.
-        if freed == 0 {
-            continue;
+        if message.has_tool_call_result() {
+            let own = sizes.own(messages, index, counter);
+            match replace(index, message, own) {
+                // A replacement that frees nothing would only make the conversation different.
+                Some(replacement) if replacement.tokens_freed() > 0 => {
+                    settling = false;
+                    current = current.saturating_sub(replacement.tokens_freed());
+                    results.extend(replacement.reports(index, message));
+                    replaced.push((index, replacement));
+                    if current <= target_tokens {
+                        break;
+                    }
+                    continue;
+                }
+                _ => {}
+            }
         }
-        current = current.saturating_sub(freed);
-        results.extend(replacement.reports(index, message));
-        replaced.push((index, replacement));
-        if current <= target_tokens {
-            break;
+        if settling {
+            if let Some(settled) = settled.as_deref_mut() {
+                *settled = index + 1;
+            }
         }
     }
-    Some(Walk { tokens_before: counts.total, tokens_after: current, replaced, results })
+    Some(Walk { tokens_before: sizes.total, tokens_after: current, replaced, results })
 }
 
 impl<M> Walk<M> {
@@ -211,12 +335,30 @@ pub fn replace_tool_results_until_target(
     strategy: &str,
     replace: &mut dyn FnMut(usize, &Message, usize) -> Option<Replacement>,
 ) -> Option<Compaction> {
-    let counts = counter.count_each(messages);
-    if counts.total <= target_tokens {
+    replace_tool_results_with_memo(messages, target_tokens, counter, min_keep_steps, strategy, None, replace)
+}
+
+/// [`replace_tool_results_until_target`] for a caller that walks one conversation again and
+/// again: the walk starts where `memo` says every message is settled, and moves it on (see
+/// [`Memo`]). `replace` must then decline a message only for reasons that hold whatever the
+/// target and whatever comes after: the message itself and its own count.
+pub fn replace_tool_results_with_memo(
+    messages: &[Message],
+    target_tokens: usize,
+    counter: &dyn TokenCounter,
+    min_keep_steps: usize,
+    strategy: &str,
+    memo: Option<&mut Memo>,
+    replace: &mut dyn FnMut(usize, &Message, usize) -> Option<Replacement>,
+) -> Option<Compaction> {
+    let start = memo.as_deref().map_or(0, |m| m.settled);
+    let sizes = Sizes::measure(messages, start, counter);
+    if sizes.total <= target_tokens {
         return None;
     }
     let protected = protected_by_steps(messages, min_keep_steps);
-    let walk = walk(messages, &counts, target_tokens, &protected, counter, replace)?;
+    let settled = memo.map(|m| &mut m.settled);
+    let walk = walk(messages, &sizes, target_tokens, &protected, counter, replace, settled)?;
     if walk.replaced.is_empty() {
         return None;
     }
@@ -224,4 +366,69 @@ pub fn replace_tool_results_until_target(
     let replacements =
         replaced.into_iter().map(|(index, replacement)| (index, replacement.message)).collect();
     Some(Compaction::replacing(replacements, report))
+}
+
+#[cfg(test)]
+mod tests {
+    use compaction_model::{JsonObject, Part, ToolCall, ToolCallResult};
+
+    use super::*;
+
+    /// The step rule as `agent_step_spans` reads it forward, one flag per message.
+    fn forward_protection(messages: &[Message], keep: usize) -> Vec<bool> {
+        let mut protected = vec![false; messages.len()];
+        let with_results: Vec<(usize, usize)> =
+            agent_step_spans(messages, 0).into_iter().filter(|&(first, end)| end > first + 1).collect();
+        for &(first, end) in &with_results[with_results.len().saturating_sub(keep)..] {
+            protected[first + 1..end].iter_mut().for_each(|p| *p = true);
+        }
+        protected
+    }
+
+    /// Every conversation of up to six messages of five kinds — plain user, plain assistant,
+    /// an assistant carrying a result, a tool result, a user message carrying a result — is
+    /// protected alike read backward and forward, and each result's step opener agrees.
+    #[test]
+    fn backward_reading_matches_the_forward_one() {
+        let result = || {
+            Part::ToolCallResult(ToolCallResult::new(
+                "r".into(),
+                ToolCall::new("t", JsonObject::new()),
+                false,
+            ))
+        };
+        let kinds = |kind: usize| match kind {
+            0 => Message::user("u"),
+            1 => Message::assistant("a"),
+            2 => Message { parts: vec![result()], ..Message::assistant("a") },
+            3 => Message {
+                parts: vec![result()],
+                ..Message::tool("r", ToolCall::new("t", JsonObject::new()), false)
+            },
+            _ => Message { parts: vec![result()], ..Message::user("u") },
+        };
+        for len in 0..=6u32 {
+            for code in 0..5usize.pow(len) {
+                let messages: Vec<Message> = (0..len).map(|i| kinds(code / 5usize.pow(i) % 5)).collect();
+                for keep in 0..4 {
+                    let backward = protected_by_steps(&messages, keep);
+                    let forward = forward_protection(&messages, keep);
+                    for (index, &flag) in forward.iter().enumerate() {
+                        assert_eq!(
+                            backward.covers(index),
+                            flag,
+                            "keep {keep}, message {index}, kinds {code}"
+                        );
+                    }
+                }
+                let mut opener = vec![None; messages.len()];
+                for (first, end) in agent_step_spans(&messages, 0) {
+                    opener[first + 1..end].iter_mut().for_each(|o| *o = Some(first));
+                }
+                for index in (0..messages.len()).filter(|&i| messages[i].has_tool_call_result()) {
+                    assert_eq!(step_opener(&messages, index), opener[index], "message {index}, kinds {code}");
+                }
+            }
+        }
+    }
 }

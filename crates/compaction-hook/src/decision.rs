@@ -8,6 +8,8 @@
 use compaction_core::{last_assistant_index, Compaction};
 use serde::Serialize;
 
+use compaction_tokens::TokenCounter;
+
 use crate::error::Error;
 use crate::hook::{CompactionHook, CompactionOutcome};
 use crate::state::AgentState;
@@ -40,14 +42,15 @@ impl CompactionHook {
     ///
     /// [`Error::Count`] when the counter cannot count.
     pub fn try_estimate(&self, state: &AgentState) -> Result<usize, Error> {
+        let counter = self.counting(state);
         if state.context_tokens == 0 {
-            return state.try_count_with_tools(self.counter()).map_err(Error::Count);
+            return counter.try_count(state.messages(), &state.tools).map_err(Error::Count);
         }
         let messages = state.messages();
         match last_assistant_index(messages) {
             None => Ok(state.context_tokens),
             Some(last) => {
-                let after = self.counter().try_count(&messages[last + 1..], &[]).map_err(Error::Count)?;
+                let after = counter.try_count(&messages[last + 1..], &[]).map_err(Error::Count)?;
                 Ok(state.context_tokens + after)
             }
         }
@@ -81,7 +84,7 @@ impl CompactionHook {
         if !triggered {
             return Ok(decision);
         }
-        let message_tokens = self.counter().try_count(state.messages(), &[]).map_err(Error::Count)?;
+        let message_tokens = self.counting(state).try_count(state.messages(), &[]).map_err(Error::Count)?;
         let overhead = estimated as i128 - message_tokens as i128;
         if overhead < 0 {
             tracing::warn!(
@@ -156,7 +159,7 @@ impl CompactionHook {
             None => messages,
             Some(last) => &messages[..=last],
         };
-        let tokens = self.counter().try_count(accounted, &[]).map_err(Error::Count)? as i128 + overhead;
+        let tokens = self.counting(state).try_count(accounted, &[]).map_err(Error::Count)? as i128 + overhead;
         // Python would store a negative count here; a count cannot be negative, so it stops at 0.
         Ok(usize::try_from(tokens.max(0)).unwrap_or(usize::MAX))
     }
@@ -175,10 +178,7 @@ impl CompactionHook {
         let Some(target) = decision.target_tokens else {
             return Ok(self.complete(state, decision, None));
         };
-        let compaction = self
-            .compactor()
-            .try_compact(state.messages(), target, self.counter())
-            .map_err(Error::Compaction)?;
+        let compaction = self.compact_state(state, target).map_err(Error::Compaction)?;
         Ok(self.complete(state, decision, compaction))
     }
 

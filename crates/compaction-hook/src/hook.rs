@@ -11,6 +11,7 @@ use compaction_tokens::{ApproximateTokenCounter, TokenCounter};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
+use crate::counting::StateCounter;
 use crate::error::Error;
 use crate::serial::{component, float, init_parameters, integer, invalid, Integer};
 
@@ -122,6 +123,14 @@ pub struct CompactionHook {
     compactor: Box<dyn Compactor>,
     counter: Box<dyn TokenCounter>,
     settings: CompactionHookSettings,
+    /// Tells this hook's memo apart from other hooks' in an agent state.
+    id: u64,
+}
+
+/// A new hook's id: unique in this process.
+fn next_id() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
 impl fmt::Debug for CompactionHook {
@@ -139,7 +148,12 @@ impl CompactionHook {
     /// [`ApproximateTokenCounter`].
     pub fn new(compactor: Box<dyn Compactor>, settings: CompactionHookSettings) -> Result<Self, Error> {
         settings.validate()?;
-        Ok(CompactionHook { compactor, counter: Box::new(ApproximateTokenCounter::default()), settings })
+        Ok(CompactionHook {
+            compactor,
+            counter: Box::new(ApproximateTokenCounter::default()),
+            settings,
+            id: next_id(),
+        })
     }
 
     /// The same hook counting with `counter`.
@@ -239,8 +253,27 @@ impl CompactionHook {
         }
         match last_assistant_index(messages) {
             None => state.context_tokens,
-            Some(last) => state.context_tokens + self.counter.count(&messages[last + 1..], &[]),
+            Some(last) => state.context_tokens + self.counting(state).count(&messages[last + 1..], &[]),
         }
+    }
+
+    /// The counter, answering from `state`'s running count for the state's own messages.
+    pub(crate) fn counting<'a>(&'a self, state: &'a crate::AgentState) -> StateCounter<'a> {
+        StateCounter::new(self.counter.as_ref(), state)
+    }
+
+    /// Runs the compactor on `state`'s conversation with the memo this hook keeps in `state`,
+    /// counting through the state.
+    pub(crate) fn compact_state(
+        &self,
+        state: &crate::AgentState,
+        target: usize,
+    ) -> Result<Option<compaction_core::Compaction>, compaction_core::Error> {
+        let mut memo = state.take_memo(self.id);
+        let compaction =
+            self.compactor.compact_with_memo(state.messages(), target, &self.counting(state), &mut memo);
+        state.keep_memo(self.id, memo);
+        compaction
     }
 
     /// Compacts `state`'s conversation if it fills too much of the window, and says what it did.
@@ -256,7 +289,7 @@ impl CompactionHook {
         let Some(target) = decision.target_tokens else {
             return self.complete(state, decision, None);
         };
-        match self.compactor.try_compact(state.messages(), target, self.counter.as_ref()) {
+        match self.compact_state(state, target) {
             Ok(compaction) => self.complete(state, decision, compaction),
             Err(error) => self.failed(Some(decision), &Error::Compaction(error)),
         }

@@ -67,6 +67,7 @@
 #![deny(missing_docs)]
 
 mod budget;
+mod counting;
 mod decision;
 mod error;
 mod hook;

@@ -1,9 +1,11 @@
 //! [`AgentState`]: what an agent loop owns and the hooks read and rewrite.
 
-use std::sync::Mutex;
+use std::ops::Range;
+use std::sync::{Mutex, MutexGuard};
 
+use compaction_core::Memo;
 use compaction_model::{JsonObject, Message, ToolSpec};
-use compaction_tokens::{RunningCount, TokenCounter};
+use compaction_tokens::{Counts, RunningCount, TokenCounter};
 
 /// The part of an agent run the hooks need: the conversation, the provider's last token count,
 /// the tool schemas sent with each request, and the step count.
@@ -17,8 +19,12 @@ use compaction_tokens::{RunningCount, TokenCounter};
 #[derive(Debug, Default)]
 pub struct AgentState {
     messages: Vec<Message>,
-    /// The running count of `messages`; cleared whenever they change other than by appending.
+    /// The running count of `messages`: told of in-place rewrites, cleared whenever they change
+    /// otherwise (other than by appending).
     running: Mutex<RunningCount>,
+    /// What each hook's compactor remembers of this conversation, by hook; forgotten as
+    /// `running` is.
+    memos: Mutex<Vec<(u64, Memo)>>,
     /// The provider's token count of the last request plus its reply; 0 when unknown (nothing
     /// sent yet, or a provider that reports no usage).
     pub context_tokens: usize,
@@ -39,7 +45,8 @@ impl Clone for AgentState {
     fn clone(&self) -> Self {
         AgentState {
             messages: self.messages.clone(),
-            running: Mutex::new(self.running.lock().map(|r| r.clone()).unwrap_or_default()),
+            running: Mutex::new(self.running().clone()),
+            memos: Mutex::new(self.memos().clone()),
             context_tokens: self.context_tokens,
             tools: self.tools.clone(),
             step_count: self.step_count,
@@ -65,10 +72,52 @@ impl AgentState {
     /// `counter.count(messages, tools)` of the whole conversation, measuring only the messages
     /// appended since the last call with the same counter.
     pub fn count_with_tools(&self, counter: &dyn TokenCounter) -> usize {
-        match self.running.lock() {
-            Ok(mut running) => running.count(counter, &self.messages, &self.tools),
-            Err(_) => counter.count(&self.messages, &self.tools),
+        self.running().count(counter, &self.messages, &self.tools)
+    }
+
+    /// `counter.count(&messages[range], tools)`, from the running count.
+    pub(crate) fn count_range(
+        &self,
+        counter: &dyn TokenCounter,
+        range: Range<usize>,
+        tools: &[ToolSpec],
+    ) -> usize {
+        self.running().count_range(counter, &self.messages, range, tools)
+    }
+
+    /// `counter.count_each(&messages[range])`, from the running count.
+    pub(crate) fn count_each_range(&self, counter: &dyn TokenCounter, range: Range<usize>) -> Counts {
+        self.running().count_each_range(counter, &self.messages, range)
+    }
+
+    /// The count of the message at `index` on its own, remembered until it is rewritten.
+    pub(crate) fn own_count(&self, counter: &dyn TokenCounter, index: usize) -> usize {
+        self.running().own(counter, &self.messages, index)
+    }
+
+    /// What the compactor of hook `hook` remembered of this conversation (a fresh memo the
+    /// first time); give it back with [`AgentState::keep_memo`].
+    pub(crate) fn take_memo(&self, hook: u64) -> Memo {
+        let mut memos = self.memos();
+        match memos.iter().position(|(id, _)| *id == hook) {
+            Some(at) => memos.swap_remove(at).1,
+            None => Memo::default(),
         }
+    }
+
+    /// Keeps `memo` for hook `hook`.
+    pub(crate) fn keep_memo(&self, hook: u64, memo: Memo) {
+        self.memos().push((hook, memo));
+    }
+
+    // The caches hold nothing a panic could leave half-changed that a recount would not mend:
+    // a poisoned lock is still usable.
+    fn running(&self) -> MutexGuard<'_, RunningCount> {
+        self.running.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn memos(&self) -> MutexGuard<'_, Vec<(u64, Memo)>> {
+        self.memos.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// [`AgentState::count_with_tools`] for counters that can fail: a counter whose counts add
@@ -95,14 +144,22 @@ impl AgentState {
     }
 
     fn forget_counts(&mut self) {
-        if let Ok(running) = self.running.get_mut() {
-            running.clear();
-        }
+        self.running().clear();
+        self.memos().clear();
     }
 
-    /// Rewrites the conversation with a compaction's edits, in place.
+    /// Rewrites the conversation with a compaction's edits, in place. Edits that rewrite
+    /// messages where they are keep what was counted of the others.
     pub fn apply(&mut self, compaction: compaction_core::Compaction) -> compaction_core::CompactionReport {
-        self.forget_counts();
+        match compaction.replaced_indices() {
+            Some(indices) => {
+                self.running().rewritten(&indices);
+                for (_, memo) in self.memos().iter_mut() {
+                    memo.rewritten(indices.iter().copied());
+                }
+            }
+            None => self.forget_counts(),
+        }
         compaction.apply(&mut self.messages)
     }
 
@@ -136,6 +193,23 @@ impl AgentState {
     /// Appends messages in order.
     pub fn extend(&mut self, messages: impl IntoIterator<Item = Message>) {
         self.messages.extend(messages);
+    }
+
+    /// Replaces messages where they are, each `(index, message)`; an index past the end is
+    /// ignored. What was counted of the other messages is kept, so the next count measures only
+    /// the replaced ones.
+    pub fn replace_messages(&mut self, replacements: impl IntoIterator<Item = (usize, Message)>) {
+        let mut replaced = Vec::new();
+        for (index, message) in replacements {
+            if let Some(slot) = self.messages.get_mut(index) {
+                *slot = message;
+                replaced.push(index);
+            }
+        }
+        self.running().rewritten(&replaced);
+        for (_, memo) in self.memos().iter_mut() {
+            memo.rewritten(replaced.iter().copied());
+        }
     }
 
     /// The conversation, for changes in place.

@@ -146,12 +146,7 @@ impl OffloadEdits {
     /// Puts the rewritten messages into `state` and returns the outcome.
     pub fn apply(self, state: &mut AgentState) -> OffloadOutcome {
         if !self.edits.is_empty() {
-            let messages = state.messages_mut();
-            for (index, message) in self.edits {
-                if let Some(slot) = messages.get_mut(index) {
-                    *slot = message;
-                }
-            }
+            state.replace_messages(self.edits);
         }
         self.outcome
     }

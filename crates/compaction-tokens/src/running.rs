@@ -1,17 +1,27 @@
-//! Counting a conversation that grows, without measuring it all again at every step.
+//! Counting a conversation that grows and is rewritten in place, without measuring it all again
+//! at every step.
+
+use std::ops::Range;
 
 use compaction_model::{Message, ToolSpec};
 
-use crate::counter::{Measure, TokenCounter};
+use crate::counter::{Counts, Measure, TokenCounter};
 
-/// The running measure of a conversation's messages, for counters whose counts add up message
-/// by message ([`TokenCounter::measure_joined`] returns `Some`).
+/// The running measure of a conversation, for counters whose counts add up message by message
+/// ([`TokenCounter::measure_joined`] returns `Some`).
 ///
-/// An agent loop appends messages and counts the whole conversation before every model call.
-/// Counting from scratch makes a long run quadratic; with a `RunningCount` each step measures
-/// only the messages added since the last one. The caller promises that the messages it has
-/// already passed are unchanged: after rewriting any of them (a compaction), call
-/// [`RunningCount::clear`].
+/// An agent loop appends messages, counts the whole conversation before every model call, and
+/// now and then rewrites a few messages in place (a compaction). Counting from scratch makes a
+/// long run quadratic. A `RunningCount` measures each message once: appended messages when they
+/// are first counted, rewritten ones when the caller says which ([`RunningCount::rewritten`]).
+/// It keeps each message's measure in a Fenwick tree, so the count of the whole conversation or
+/// of any prefix of it costs a logarithm, not a walk; and each message's count on its own once it
+/// has been asked for ([`RunningCount::own`]).
+///
+/// The caller promises that messages it has passed are unchanged, except those it names as
+/// rewritten; after anything else (messages removed, inserted or reordered), call
+/// [`RunningCount::clear`]. A counter whose counts do not add up is asked for the whole count
+/// every time.
 ///
 /// ```
 /// use compaction_model::Message;
@@ -23,50 +33,246 @@ use crate::counter::{Measure, TokenCounter};
 /// assert_eq!(running.count(&counter, &messages, &[]), counter.count(&messages, &[]));
 /// messages.push(Message::assistant("Hi! How can I help?"));
 /// assert_eq!(running.count(&counter, &messages, &[]), counter.count(&messages, &[]));
+/// messages[0] = Message::user("Hello there, a longer greeting");
+/// running.rewritten(&[0]);
+/// assert_eq!(running.count(&counter, &messages, &[]), counter.count(&messages, &[]));
 /// ```
 #[derive(Debug, Clone, Default)]
 pub struct RunningCount {
-    /// The summed measure of `measured` messages, each followed by the next.
-    sum: Measure,
-    /// How many leading messages `sum` covers.
-    measured: usize,
-    /// The counter `sum` was measured with.
+    /// Each measured message's joined measure, in order.
+    measures: Vec<Measure>,
+    /// The same measures as a Fenwick tree (1-based): prefix sums in a logarithm.
+    tree: Vec<Measure>,
+    /// Each measured message's count on its own, once asked for.
+    own: Vec<Option<usize>>,
+    /// Messages rewritten since they were measured, to measure again before the next count.
+    stale: Vec<usize>,
+    /// The counter the measures were taken with.
     counter: Option<String>,
 }
 
 impl RunningCount {
-    /// Forgets everything measured, after the messages were rewritten.
+    /// Forgets everything measured, after the messages were rewritten other than in place.
     pub fn clear(&mut self) {
         *self = RunningCount::default();
     }
 
     /// How many leading messages are measured.
     pub fn measured(&self) -> usize {
-        self.measured
+        self.measures.len()
+    }
+
+    /// Notes that the messages at `indices` were rewritten in place: they are measured again
+    /// (and their own counts forgotten) before the next count.
+    pub fn rewritten(&mut self, indices: &[usize]) {
+        for &index in indices {
+            if index < self.measures.len() {
+                self.stale.push(index);
+                self.own[index] = None;
+            }
+        }
     }
 
     /// Tokens of `messages` sent with `tools`, equal to `counter.count(messages, tools)`,
-    /// measuring only messages not measured before. Falls back to a full count for counters that
-    /// do not add up, when the conversation got shorter, or when the counter changed.
+    /// measuring only messages not measured before (and those rewritten since). Falls back to a
+    /// full count for counters that do not add up, when the conversation got shorter, or when
+    /// the counter changed.
     pub fn count(&mut self, counter: &dyn TokenCounter, messages: &[Message], tools: &[ToolSpec]) -> usize {
-        let Some((last, rest)) = messages.split_last() else {
-            self.clear();
-            return counter.count(messages, tools);
-        };
+        self.count_range(counter, messages, 0..messages.len(), tools)
+    }
+
+    /// Tokens of the stretch `messages[range]` sent with `tools`, equal to
+    /// `counter.count(&messages[range], tools)`, on the same terms as [`RunningCount::count`]:
+    /// all of `messages` is kept measured, so any stretch costs a logarithm.
+    pub fn count_range(
+        &mut self,
+        counter: &dyn TokenCounter,
+        messages: &[Message],
+        range: Range<usize>,
+        tools: &[ToolSpec],
+    ) -> usize {
+        let range = range.start.min(messages.len())..range.end.min(messages.len());
+        if range.is_empty() {
+            return counter.count(&[], tools);
+        }
+        if !self.catch_up(counter, messages) {
+            return counter.count(&messages[range], tools);
+        }
+        let last = range.end - 1;
+        let before = wrapping_sub(self.prefix_sum(last), self.prefix_sum(range.start));
+        counter.count_after(before, &messages[last], tools)
+    }
+
+    /// Tokens of `messages[index]` on its own (`counter.count(&messages[index..=index], &[])`),
+    /// counted once and remembered until the message is rewritten.
+    pub fn own(&mut self, counter: &dyn TokenCounter, messages: &[Message], index: usize) -> usize {
+        if index >= messages.len() || !self.catch_up(counter, messages) {
+            return messages.get(index).map_or(0, |m| counter.count(std::slice::from_ref(m), &[]));
+        }
+        *self.own[index].get_or_insert_with(|| counter.count(std::slice::from_ref(&messages[index]), &[]))
+    }
+
+    /// [`TokenCounter::count_each`] of the stretch `messages[range]`. Own counts already known
+    /// are reused; when most are missing they are asked for in one `count_each` (which a
+    /// tokenizer spreads over every core).
+    pub fn count_each_range(
+        &mut self,
+        counter: &dyn TokenCounter,
+        messages: &[Message],
+        range: Range<usize>,
+    ) -> Counts {
+        let range = range.start.min(messages.len())..range.end.min(messages.len());
+        if range.is_empty() || !self.catch_up(counter, messages) {
+            return counter.count_each(&messages[range]);
+        }
+        let total = self.count_range(counter, messages, range.clone(), &[]);
+        let missing: Vec<usize> = range.clone().filter(|&i| self.own[i].is_none()).collect();
+        if missing.len() * 4 >= range.len() && !missing.is_empty() {
+            let fresh = counter.count_each(&messages[range.clone()]).each;
+            for (offset, count) in fresh.into_iter().enumerate() {
+                self.own[range.start + offset] = Some(count);
+            }
+        } else {
+            for index in missing {
+                self.own[index] = Some(counter.count(std::slice::from_ref(&messages[index]), &[]));
+            }
+        }
+        let each = self.own[range].iter().map(|c| c.unwrap_or(0)).collect();
+        Counts { total, each }
+    }
+
+    /// Brings the measures up to date with `messages`: measures appended and rewritten
+    /// messages. `false` when this counter cannot be counted incrementally (the caller counts
+    /// the whole), after which nothing is kept.
+    fn catch_up(&mut self, counter: &dyn TokenCounter, messages: &[Message]) -> bool {
         let description = counter.describe();
-        if self.counter.as_deref() != Some(description.as_str()) || self.measured > rest.len() {
+        if self.counter.as_deref() != Some(description.as_str()) || self.measures.len() > messages.len() {
             *self = RunningCount { counter: Some(description), ..RunningCount::default() };
         }
-        for message in &rest[self.measured..] {
-            match counter.measure_joined(message) {
-                Some(measure) => self.sum += measure,
-                None => {
-                    self.clear();
-                    return counter.count(messages, tools);
-                }
-            }
-            self.measured += 1;
+        let stale = std::mem::take(&mut self.stale);
+        for index in stale {
+            let Some(measure) = counter.measure_joined(&messages[index]) else {
+                self.clear();
+                return false;
+            };
+            let old = std::mem::replace(&mut self.measures[index], measure);
+            self.add(index, measure, old);
         }
-        counter.count_after(self.sum, last, tools)
+        for message in &messages[self.measures.len()..] {
+            let Some(measure) = counter.measure_joined(message) else {
+                self.clear();
+                return false;
+            };
+            self.push(measure);
+        }
+        true
+    }
+
+    /// Appends a message's measure to the tree.
+    fn push(&mut self, measure: Measure) {
+        self.measures.push(measure);
+        self.own.push(None);
+        // The new node covers the indices (i - lowbit(i), i]: its own measure plus the nodes
+        // below it that end inside that range.
+        let position = self.measures.len();
+        let mut node = measure;
+        let low = position & position.wrapping_neg();
+        let mut child = 1;
+        while child < low {
+            node = wrapping_add(node, self.tree[position - child - 1]);
+            child <<= 1;
+        }
+        self.tree.push(node);
+    }
+
+    /// Replaces measure `old` by `new` at `index` in the tree. Sums wrap: every prefix sum is a
+    /// true count, so the wrapped arithmetic in between gives it exactly.
+    fn add(&mut self, index: usize, new: Measure, old: Measure) {
+        let mut position = index + 1;
+        while position <= self.tree.len() {
+            let node = &mut self.tree[position - 1];
+            *node = wrapping_add(wrapping_sub(*node, old), new);
+            position += position & position.wrapping_neg();
+        }
+    }
+
+    /// The summed measure of the first `end` messages.
+    fn prefix_sum(&self, end: usize) -> Measure {
+        let mut sum = Measure::default();
+        let mut position = end.min(self.tree.len());
+        while position > 0 {
+            sum = wrapping_add(sum, self.tree[position - 1]);
+            position &= position - 1;
+        }
+        sum
+    }
+}
+
+fn wrapping_add(a: Measure, b: Measure) -> Measure {
+    Measure {
+        text: a.text.wrapping_add(b.text),
+        images: a.images.wrapping_add(b.images),
+        files: a.files.wrapping_add(b.files),
+    }
+}
+
+fn wrapping_sub(a: Measure, b: Measure) -> Measure {
+    Measure {
+        text: a.text.wrapping_sub(b.text),
+        images: a.images.wrapping_sub(b.images),
+        files: a.files.wrapping_sub(b.files),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ApproximateTokenCounter;
+
+    fn conversation(n: usize) -> Vec<Message> {
+        (0..n).map(|i| Message::user("word ".repeat(i % 7 + 1))).collect()
+    }
+
+    #[test]
+    fn prefixes_and_rewrites_count_as_from_scratch() {
+        let counter = ApproximateTokenCounter::new(3.0).expect("valid");
+        let mut messages = conversation(37);
+        let mut running = RunningCount::default();
+        for end in 0..=messages.len() {
+            for start in [0, end / 2, end] {
+                assert_eq!(
+                    running.count_range(&counter, &messages, start..end, &[]),
+                    counter.count(&messages[start..end], &[])
+                );
+            }
+        }
+        for (step, index) in [3, 0, 36, 17, 17, 8].into_iter().enumerate() {
+            messages[index] = Message::assistant("x".repeat(step * 13 + 1));
+            running.rewritten(&[index]);
+            assert_eq!(running.count(&counter, &messages, &[]), counter.count(&messages, &[]));
+            for end in [1, index + 1, messages.len()] {
+                assert_eq!(
+                    running.count_range(&counter, &messages, 0..end, &[]),
+                    counter.count(&messages[..end], &[])
+                );
+            }
+            assert_eq!(running.own(&counter, &messages, index), counter.count(&messages[index..=index], &[]));
+        }
+        messages.push(Message::user("one more"));
+        assert_eq!(
+            running.count_each_range(&counter, &messages, 30..38),
+            counter.count_each(&messages[30..])
+        );
+        assert_eq!(running.count_each_range(&counter, &messages, 0..38), counter.count_each(&messages));
+    }
+
+    #[test]
+    fn a_shorter_conversation_starts_over() {
+        let counter = ApproximateTokenCounter::default();
+        let messages = conversation(10);
+        let mut running = RunningCount::default();
+        running.count(&counter, &messages, &[]);
+        assert_eq!(running.count(&counter, &messages[..4], &[]), counter.count(&messages[..4], &[]));
+        assert_eq!(running.measured(), 4);
     }
 }

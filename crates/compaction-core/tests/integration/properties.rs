@@ -382,3 +382,48 @@ proptest! {
         check(&build(&events), settings, percent, &counter);
     }
 }
+
+/// Replays `messages` as an agent loop would meet them — one more message each step, compacted
+/// whenever over the target, the compaction applied — once with a memo kept from step to step
+/// and once from scratch. Both must give the same compaction at every step.
+fn memo_agrees(messages: &[Message], compactor: &dyn Compactor, percent: usize, counter: &dyn TokenCounter) {
+    let mut with_memo: Vec<Message> = Vec::new();
+    let mut memo = compaction_core::Memo::default();
+    for message in messages {
+        with_memo.push(message.clone());
+        let target = counter.count(&with_memo, &[]) * percent / 100;
+        let fresh = compactor.compact(&with_memo, target, counter);
+        let remembered =
+            compactor.compact_with_memo(&with_memo, target, counter, &mut memo).expect("compacts");
+        assert_eq!(fresh, remembered, "the memo changed the answer at message {}", with_memo.len() - 1);
+        assert!(memo.settled <= with_memo.len());
+        if let Some(compaction) = remembered {
+            match compaction.replaced_indices() {
+                Some(indices) => memo.rewritten(indices),
+                None => memo = compaction_core::Memo::default(),
+            }
+            compaction.apply(&mut with_memo);
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    /// What a compactor remembers between calls never changes what it does.
+    #[test]
+    fn a_memo_never_changes_the_answer(
+        events in prop::collection::vec(event(true), 0..14),
+        settings in extended_settings(),
+        percent in 20usize..95,
+        counter in counter(),
+    ) {
+        let messages = build(&events);
+        let pruning = ToolResultPruningCompactor::new(settings).expect("valid");
+        memo_agrees(&messages, &pruning, percent, &counter);
+        let chain = compaction_core::ChainCompactor::new()
+            .then(pruning)
+            .then(ToolResultPruningCompactor::new(PruningSettings { min_tokens: 0, ..PruningSettings::default() }).expect("valid"));
+        memo_agrees(&messages, &chain, percent, &counter);
+    }
+}

@@ -76,3 +76,47 @@ fn rewriting_messages_resets_the_running_count() {
     state.set_messages(vec![Message::user("fresh")]);
     assert_eq!(state.count_with_tools(&counter), counter.count(state.messages(), &[]));
 }
+
+/// A run long past its window compacts at nearly every step. Each step measures only what was
+/// appended or rewritten, and ends exactly where the same hook ends on a fresh state holding
+/// the same conversation (no running count, no memo).
+#[test]
+fn triggered_steps_measure_only_what_changed_and_agree_with_a_fresh_state() {
+    let counter = std::sync::Arc::new(Recording::default());
+    let hook = |counter: Box<dyn TokenCounter>| {
+        CompactionHook::new(
+            Box::new(ToolResultPruningCompactor::default()),
+            CompactionHookSettings::new(3_000),
+        )
+        .expect("valid")
+        .with_counter(counter)
+    };
+    let remembering = hook(Box::new(counter.clone()));
+    let fresh = hook(Box::<ApproximateTokenCounter>::default());
+    let mut state = AgentState::new(vec![Message::user("go")]);
+    let mut compacted = 0;
+    let before = counter.measured.load(Ordering::Relaxed);
+    for i in 0..400 {
+        let mut alone = AgentState::new(state.messages().to_vec());
+        let outcome = remembering.run(&mut state);
+        let expected = fresh.run(&mut alone);
+        assert_eq!(outcome.report, expected.report, "step {i}");
+        assert_eq!(outcome.estimated_tokens, expected.estimated_tokens, "step {i}");
+        assert_eq!(state.messages(), alone.messages(), "step {i}");
+        compacted += usize::from(outcome.compacted);
+        let [call, result] = step(i);
+        let mut result = result;
+        result.parts = Message::tool(
+            format!("long result {i} ").repeat(150),
+            ToolCall::new("search", Default::default()).with_id(format!("c{i}")),
+            false,
+        )
+        .parts;
+        state.extend([call, result]);
+    }
+    assert!(compacted > 300, "compacted {compacted} times");
+    let measured = counter.measured.load(Ordering::Relaxed) - before;
+    // About two new messages a step, one pruned, and a few counts each: far from the 400
+    // messages a step that counted the whole conversation would measure by the end.
+    assert!(measured < 400 * 30, "measured {measured} messages over 400 steps");
+}
