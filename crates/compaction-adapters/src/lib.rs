@@ -1,0 +1,17 @@
+//! Conversions between the message types of Rust agent frameworks and compaction's.
+//!
+//! (Essay to come.)
+#![deny(missing_docs)]
+
+mod diff;
+mod error;
+mod loss;
+#[allow(dead_code)]
+mod stash;
+
+#[cfg(feature = "rig")]
+#[cfg_attr(docsrs, doc(cfg(feature = "rig")))]
+pub mod rig;
+
+pub use error::Error;
+pub use loss::{Conversion, Loss};
