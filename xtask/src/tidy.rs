@@ -10,8 +10,14 @@ use serde_json::Value;
 use crate::project_root;
 
 /// Layers, bottom first. A crate may depend only on crates below it.
-const LAYERS: &[&str] =
-    &["compaction-model", "compaction-tokens", "compaction-core", "compaction-hook", "compaction-cli"];
+const LAYERS: &[&str] = &[
+    "compaction-model",
+    "compaction-tokens",
+    "compaction-core",
+    "compaction-hook",
+    "compaction-adapters",
+    "compaction-cli",
+];
 
 fn metadata() -> Value {
     let output = Command::new(env!("CARGO"))
