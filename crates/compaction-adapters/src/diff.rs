@@ -34,6 +34,10 @@ pub(crate) fn diff_message(
             losses.push(Loss::part(index, k, Loss::PART));
         }
     }
+    if back.parts.len() > kept.len() {
+        // Parts that were not there: an empty text for a message without one, say.
+        losses.push(Loss::message(index, Loss::CONTENT));
+    }
     if kept.windows(2).any(|pair| pair[0] >= pair[1]) {
         losses.push(Loss::message(index, Loss::PART_ORDER));
     }

@@ -16,7 +16,9 @@ use crate::Error;
 /// what is lost in the terms of the Haystack wire format (`name`, `role`, `meta.usage`,
 /// `tool_call.extra`, `image.validation`, `tool_call_result.origin.arguments`, …); `part` alone
 /// means the whole part. [`Loss::BOUNDARY`] means the message does not come back as a message of
-/// its own: it is split into several, or merged with a neighbour.
+/// its own: it is split into several, or merged with a neighbour; [`Loss::PART_ORDER`] that its
+/// parts come back in another order; [`Loss::CONTENT`] that it comes back with parts it did not
+/// have.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub struct Loss {
@@ -34,6 +36,9 @@ impl Loss {
 
     /// The `field` of a part that is dropped, or comes back as another kind of part.
     pub const PART: &'static str = "part";
+
+    /// The `field` of a message that comes back with parts it did not have.
+    pub const CONTENT: &'static str = "content";
 
     /// The `field` of a message whose parts come back in another order.
     pub const PART_ORDER: &'static str = "part order";

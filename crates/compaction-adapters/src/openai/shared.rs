@@ -36,7 +36,7 @@ pub(crate) fn data_url(mime: Option<&str>, base64: &str) -> String {
 pub(crate) fn read_arguments(call: &mut ToolCall, text: &str, stash: &mut JsonObject) {
     match serde_json::from_str::<Value>(text) {
         Ok(Value::Object(arguments)) => {
-            if Value::Object(arguments.clone()).to_string() != text {
+            if json_text(&arguments) != text {
                 stash.insert("arguments".into(), Value::String(text.to_owned()));
             }
             call.arguments = arguments;
@@ -58,7 +58,12 @@ pub(crate) fn write_arguments(call: &ToolCall, stash: Option<&JsonObject>) -> St
             return text.to_owned();
         }
     }
-    Value::Object(call.arguments.clone()).to_string()
+    json_text(&call.arguments)
+}
+
+/// A JSON object as compact text (which cannot fail: its keys are strings).
+fn json_text(object: &JsonObject) -> String {
+    serde_json::to_string(object).unwrap_or_default()
 }
 
 /// The calls seen so far, by id, so that a result (which names only its call's id) gets the

@@ -654,7 +654,7 @@ fn rig_reasoning(reasoning: &ReasoningPart) -> Option<AssistantContent> {
 }
 
 fn rig_call_id(call: &ToolCall, position: (usize, usize)) -> CallId {
-    if let Some(id) = call.id.as_deref().and_then(|id| ProviderCallId::new(id)) {
+    if let Some(id) = call.id.as_deref().and_then(ProviderCallId::new) {
         return CallId::Provider(id);
     }
     let stash = stash::get(&call.unknown, STASH);

@@ -25,14 +25,8 @@ use crate::Loss;
 /// message's `meta` (rig messages have no place for them). Anything else that would be lost is
 /// refused with [`MemoryError::Policy`] naming it, rather than dropped.
 ///
-/// ```
-/// use compaction_adapters::rig::CompactionPolicy;
-/// use rig_memory::{InMemoryConversationMemory, PolicyMemory};
-///
-/// // Any rig agent: `AgentBuilder::new(model).memory(memory)`.
-/// let memory = PolicyMemory::new(InMemoryConversationMemory::new(), CompactionPolicy::pruning(30_000));
-/// # let _ = memory;
-/// ```
+/// For any rig store `store`: `PolicyMemory::new(store, CompactionPolicy::pruning(30_000))`,
+/// given to `AgentBuilder::memory`; [`pruning_memory`] is that over rig's in-memory store.
 #[derive(Debug)]
 pub struct CompactionPolicy {
     compactor: Box<dyn Compactor>,

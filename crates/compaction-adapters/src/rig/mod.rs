@@ -39,28 +39,8 @@
 //! them (their origin equal to the call) get the same one, and the id is dropped again on the
 //! way back.
 //!
-//! # Example
-//!
-//! ```
-//! use compaction_adapters::rig::{from_rig, to_rig};
-//! use rig_core::completion::message::{AssistantContent, CallId, ToolName, UserContent};
-//! use rig_core::completion::Message;
-//!
-//! let name = ToolName::new("search").unwrap();
-//! let call = CallId::from_wire("call_1");
-//! let history = vec![
-//!     Message::user("Find the release notes."),
-//!     Message::from(AssistantContent::tool_call("call_1", name.clone(), serde_json::json!({"q": "notes"}))),
-//!     Message::User { content: vec![UserContent::tool_result(call, name, vec![])] },
-//! ];
-//!
-//! let ours = from_rig(&history);
-//! assert_eq!(ours[2].tool_call_result().unwrap().origin.arguments["q"], "notes");
-//!
-//! let back = to_rig(&ours).into_lossless()?;
-//! assert_eq!(back, history);
-//! # Ok::<(), compaction_adapters::Error>(())
-//! ```
+//! The [crate docs](crate) show a rig history converted, pruned and converted back;
+//! `examples/rig_agent.rs` a rig agent whose memory prunes its loads.
 //!
 //! [`Conversion`]: crate::Conversion
 

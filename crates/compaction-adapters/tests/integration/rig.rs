@@ -303,3 +303,11 @@ fn block_on<F: Future>(future: F) -> F::Output {
         }
     }
 }
+
+/// A message that comes back with a part it did not have says so.
+#[test]
+fn a_system_message_without_text_is_reported() {
+    let empty = compaction_model::Message { parts: Vec::new(), ..compaction_model::Message::system("") };
+    let converted = to_rig(&[empty]);
+    assert_eq!(converted.losses().iter().map(|l| l.field.as_str()).collect::<Vec<_>>(), ["content"]);
+}
