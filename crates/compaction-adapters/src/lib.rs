@@ -97,6 +97,8 @@
 mod diff;
 mod error;
 mod loss;
+// Each adapter uses some of these helpers; built with one feature, the others go unused.
+#[allow(dead_code)]
 mod stash;
 
 #[cfg(feature = "genai")]
