@@ -7,7 +7,7 @@ use std::pin::pin;
 use std::task::{Context, Poll, Waker};
 
 use compaction_adapters::rig::{from_rig, pruning_memory, to_rig, CompactionPolicy};
-use compaction_core::DEFAULT_PLACEHOLDER;
+use compaction_core::{PruningSettings, ToolResultPruningCompactor, DEFAULT_PLACEHOLDER};
 use compaction_model::{Part, Role, TextPart};
 use compaction_tokens::{ApproximateTokenCounter, TokenCounter};
 use rig_core::completion::message::{
@@ -310,4 +310,26 @@ fn a_system_message_without_text_is_reported() {
     let empty = compaction_model::Message { parts: Vec::new(), ..compaction_model::Message::system("") };
     let converted = to_rig(&[empty]);
     assert_eq!(converted.losses().iter().map(|l| l.field.as_str()).collect::<Vec<_>>(), ["content"]);
+}
+
+/// Clearing tool inputs too: the pruned results' calls lose their arguments, in rig's messages.
+#[test]
+fn the_policy_can_clear_tool_inputs() {
+    let history = agent_history(4_000);
+    let compactor = ToolResultPruningCompactor::new(PruningSettings {
+        clear_tool_inputs: true,
+        ..PruningSettings::default()
+    })
+    .expect("valid settings");
+    let counter = ApproximateTokenCounter::default();
+    let before = counter.count(&from_rig(&history), &[]);
+    let pruned = CompactionPolicy::new(compactor, before / 2).apply(history.clone()).expect("compacts");
+    let arguments = |message: &Message| match message {
+        Message::Assistant(assistant) => {
+            assistant.tool_calls().map(|call| call.function.arguments.clone()).collect()
+        }
+        _ => Vec::new(),
+    };
+    assert!(arguments(&pruned[1]).iter().all(|a| a.is_empty()), "the first step's calls are cleared");
+    assert_eq!(arguments(&pruned[5]), arguments(&history[5]), "the newest step's call is kept");
 }
