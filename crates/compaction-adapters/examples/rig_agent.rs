@@ -1,11 +1,16 @@
-//! A rig agent whose memory prunes old tool results with this project's compactor.
+//! Rig agents that prune old tool results with this project's compactor, two ways.
 //!
-//! The agent reads one file per prompt with a `read_file` tool, against an OpenAI-compatible
-//! server this example starts on 127.0.0.1 (a script stands in for the model: it calls the tool,
-//! then answers). Two agents run the same four prompts: one with rig's plain in-memory store,
-//! one with `pruning_memory`, the one line this crate adds. Before each prompt rig loads the
-//! conversation through the memory; the pruning one hands the model the old file contents as a
-//! one-line placeholder once the history passes its target, while the store keeps everything.
+//! The agents read files with a `read_file` tool, against an OpenAI-compatible server this
+//! example starts on 127.0.0.1 (a script stands in for the model: it calls the tool, then
+//! answers).
+//!
+//! 1. Memory: two agents run the same four prompts, one file each — one with rig's plain
+//!    in-memory store, one with `pruning_memory`, the one line this crate adds. Before each
+//!    prompt rig loads the conversation through the memory; the pruning one hands the model the
+//!    old file contents as a one-line placeholder once the history passes its target, while
+//!    the store keeps everything.
+//! 2. Hook: one prompt reads all four files, one tool turn after another. A memory policy does
+//!    not run between the turns of a prompt; `CompactionAgentHook` does, before every model call.
 //!
 //! ```sh
 //! cargo run -p compaction-adapters --example rig_agent --features examples
@@ -18,7 +23,7 @@ use std::convert::Infallible;
 use std::error::Error;
 use std::sync::Arc;
 
-use compaction_adapters::rig::pruning_memory;
+use compaction_adapters::rig::{pruning_memory, CompactionAgentHook};
 use mock_openai::{prompt_tokens, MockOpenAi, Reply};
 use rig_agent::AgentBuilder;
 use rig_core::memory::InMemoryConversationMemory;
@@ -74,6 +79,19 @@ fn script(messages: &[Value]) -> Reply {
             let id = format!("call_{}", path.replace(['/', '.'], "_"));
             Reply::ToolCalls(vec![(id, "read_file".into(), json!({ "path": path }).to_string())])
         }
+    }
+}
+
+/// The model of part 2: reads every file, one per turn, then answers.
+fn script_all(messages: &[Value]) -> Reply {
+    let read = messages.iter().filter(|m| m["role"] == "tool").count();
+    match FILES.get(read) {
+        Some(path) => Reply::ToolCalls(vec![(
+            format!("call_{read}"),
+            "read_file".into(),
+            json!({ "path": path }).to_string(),
+        )]),
+        None => Reply::Text(format!("Read {read} files.")),
     }
 }
 
@@ -159,5 +177,23 @@ async fn main() -> Result<(), Box<dyn Error>> {
         report.results.len(),
         rig_core::memory::ConversationMemory::load(memory.inner(), &"session".into()).await?.len(),
     );
+
+    // 2. One prompt, four tool turns, compacted before every model call.
+    let hook_server = MockOpenAi::start(script_all).await?;
+    let agent = AgentBuilder::new(model(&hook_server))
+        .preamble("You answer questions about the project's files.")
+        .tool(ReadFile)
+        .default_max_turns(8)
+        .add_hook(CompactionAgentHook::pruning(TARGET_TOKENS))
+        .build();
+    let answer = agent.prompt("Read every file of the project.").await?.output();
+    println!("\none prompt with the hook: {answer}");
+    println!("call  tokens sent  results pruned");
+    let requests = hook_server.requests();
+    for (i, request) in requests.iter().enumerate() {
+        println!("{:>4}  {:>11}  {}", i + 1, prompt_tokens(request), placeholders(request));
+    }
+    assert_eq!(requests.len(), FILES.len() + 1);
+    assert!(placeholders(&requests[FILES.len()]) >= 2, "pruned between the turns of one prompt");
     Ok(())
 }

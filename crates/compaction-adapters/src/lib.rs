@@ -13,7 +13,9 @@
 //! - [`rig`] (feature `rig`): [`from_rig`](rig::from_rig) / [`to_rig`](rig::to_rig), and
 //!   [`CompactionPolicy`](rig::CompactionPolicy), rig-memory's `MemoryPolicy` run by our
 //!   compactors, so a rig agent prunes its tool results with one line:
-//!   `.memory(compaction_adapters::rig::pruning_memory(30_000))`;
+//!   `.memory(compaction_adapters::rig::pruning_memory(30_000))`; and (feature `rig-agent`)
+//!   `CompactionAgentHook`, rig-agent's `AgentHook`, which compacts before every model call
+//!   of a run, between tool turns too: `.add_hook(CompactionAgentHook::pruning(30_000))`;
 //! - [`genai`] (feature `genai`): [`from_genai`](genai::from_genai) /
 //!   [`to_genai`](genai::to_genai).
 //!
@@ -82,6 +84,7 @@
 //!
 //! - `async-openai`: async-openai's Chat Completions and Responses types (types only, no client).
 //! - `rig`: rig-core's messages and rig-memory's `MemoryPolicy`.
+//! - `rig-agent`: `rig` and rig-agent's `AgentHook`.
 //! - `genai`: genai's chat types (genai always brings its HTTP client with it).
 //! - `examples`: not for users; what the runnable examples need (rig's agent runtime, tokio,
 //!   plain-HTTP clients).

@@ -90,32 +90,50 @@ fn is_marker(loss: &Loss) -> bool {
             .is_some_and(|key| key == CONTEXT_COMPACTION || key == TOOL_RESULT_OFFLOADED)
 }
 
-impl MemoryPolicy for CompactionPolicy {
-    fn apply(&self, messages: Vec<RigMessage>) -> Result<Vec<RigMessage>, MemoryError> {
-        let mut ours = from_rig(&messages);
+impl CompactionPolicy {
+    /// The compacted form of `messages` when they count more than the trigger and the
+    /// compactor made them smaller; `Ok(None)` when they stay as they are. `Err` names what
+    /// the conversion back to rig would lose besides compaction's markers.
+    pub(crate) fn compact(&self, messages: &[RigMessage]) -> Result<Option<Vec<RigMessage>>, String> {
+        let mut ours = from_rig(messages);
         let trigger = self.trigger_tokens.unwrap_or(self.target_tokens);
         if self.counter.count(&ours, &[]) <= trigger {
             self.remember(None);
-            return Ok(messages);
+            return Ok(None);
         }
         let Some(compaction) = self.compactor.compact(&ours, self.target_tokens, self.counter.as_ref())
         else {
             self.remember(None);
-            return Ok(messages);
+            return Ok(None);
         };
         let report = compaction.apply(&mut ours);
         let (compacted, losses) = to_rig(&ours).into_parts();
         let unexpected: Vec<String> =
             losses.iter().filter(|loss| !is_marker(loss)).map(ToString::to_string).collect();
         if !unexpected.is_empty() {
-            return Err(MemoryError::Policy(format!(
+            return Err(format!(
                 "{} could not hand the compacted history back to rig without loss: {}",
                 self.compactor.name(),
                 unexpected.join("; ")
-            )));
+            ));
         }
         self.remember(Some(report));
-        Ok(compacted)
+        Ok(Some(compacted))
+    }
+
+    /// The compactor's name.
+    pub fn name(&self) -> &str {
+        self.compactor.name()
+    }
+}
+
+impl MemoryPolicy for CompactionPolicy {
+    fn apply(&self, messages: Vec<RigMessage>) -> Result<Vec<RigMessage>, MemoryError> {
+        match self.compact(&messages) {
+            Ok(Some(compacted)) => Ok(compacted),
+            Ok(None) => Ok(messages),
+            Err(reason) => Err(MemoryError::Policy(reason)),
+        }
     }
 }
 

@@ -1,5 +1,7 @@
 //! [rig](https://docs.rs/rig-core): `rig_core::completion::Message` ⇄ ours, and
-//! [`CompactionPolicy`], rig's `MemoryPolicy` run by our compactors (feature `rig`).
+//! [`CompactionPolicy`], rig's `MemoryPolicy` run by our compactors (feature `rig`);
+//! `CompactionAgentHook`, rig-agent's `AgentHook` compacting before every model call (feature
+//! `rig-agent`).
 //!
 //! # The mapping
 //!
@@ -45,7 +47,12 @@
 //! [`Conversion`]: crate::Conversion
 
 mod convert;
+#[cfg(feature = "rig-agent")]
+mod hook;
 mod memory;
 
 pub use convert::{from_rig, to_rig, STASH};
+#[cfg(feature = "rig-agent")]
+#[cfg_attr(docsrs, doc(cfg(feature = "rig-agent")))]
+pub use hook::CompactionAgentHook;
 pub use memory::{pruning_memory, CompactionPolicy};
