@@ -68,6 +68,9 @@ fn read_file(call: &ToolCall) -> Message {
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn Error>> {
+    // reqwest may be built with rustls and no crypto provider (see this crate's Cargo.toml);
+    // the servers here are plain HTTP, but building a client needs a provider all the same.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let server = MockOpenAi::start(script).await?;
     let client = Client::with_config(
         OpenAIConfig::new().with_api_base(server.base_url()).with_api_key("no-key-needed"),

@@ -110,6 +110,9 @@ fn placeholders(request: &Value) -> usize {
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn Error>> {
+    // reqwest may be built with rustls and no crypto provider (see this crate's Cargo.toml);
+    // the servers here are plain HTTP, but building a client needs a provider all the same.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let plain_server = MockOpenAi::start(script).await?;
     let pruning_server = MockOpenAi::start(script).await?;
     let model = |server: &MockOpenAi| {
