@@ -17,6 +17,7 @@ const LAYERS: &[&str] = &[
     "compaction-llm",
     "compaction-hook",
     "compaction-offload",
+    "compaction-adapters",
     "compaction-cli",
 ];
 
