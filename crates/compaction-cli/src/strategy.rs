@@ -148,8 +148,8 @@ pub struct StrategyOptions {
     #[arg(long, value_name = "NAME", help_heading = "Summarization")]
     pub model: Option<String>,
     /// The API's base URL as the provider's SDK takes it
-    /// (http://127.0.0.1:8080/v1 for a local OpenAI-compatible server, https://api.anthropic.com
-    /// for Anthropic); OPENAI_BASE_URL or ANTHROPIC_BASE_URL, else the provider's, when absent.
+    /// (`http://127.0.0.1:8080/v1` for a local OpenAI-compatible server,
+    /// `https://api.anthropic.com` for Anthropic); OPENAI_BASE_URL or ANTHROPIC_BASE_URL, else the provider's, when absent.
     #[arg(long, value_name = "URL", help_heading = "Summarization")]
     pub base_url: Option<String>,
     /// About how long a summary comes out, in tokens, for planning how much each

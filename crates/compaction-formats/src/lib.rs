@@ -743,14 +743,14 @@ pub fn write(
     written.map(|()| if own { Vec::new() } else { losses(messages, target) })
 }
 
-/// [`write`] for messages a command dropped, added or moved (a sliding window's omission note, a
+/// [`write()`] for messages a command dropped, added or moved (a sliding window's omission note, a
 /// summary in place of what it summarizes): `origin` holds, for each of `messages`, the index of
 /// the message read that it stands for, as it was or changed, or `None` for a message the command
 /// put in.
 ///
 /// Written back, each message lands on its own original, so the fields the model does not know
 /// stay with the message they belong to and an unchanged message is written as it was read; the
-/// originals of dropped messages are left out. Guessing instead (what [`write`] must do without
+/// originals of dropped messages are left out. Guessing instead (what [`write()`] must do without
 /// `changed` when the count changed) can lay a message over another's original when the count
 /// happens to come out the same. Event logs (Claude Code, Codex, Responses items) cannot take
 /// such a change back: that is an error naming a target to write instead. Converted to another
@@ -758,7 +758,7 @@ pub fn write(
 ///
 /// # Errors
 ///
-/// As [`write`]; [`Error::WriteBack`] when `origin` is not as long as `messages` or names a
+/// As [`write()`]; [`Error::WriteBack`] when `origin` is not as long as `messages` or names a
 /// message that was not read, or the format read cannot take the change back.
 pub fn write_rewritten(
     conversation: &Conversation,

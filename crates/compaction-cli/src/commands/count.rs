@@ -62,21 +62,26 @@ pub fn run(args: Args) -> Result<()> {
     }
     let tools = given.as_ref().unwrap_or(&conversation.tools);
     let count = counter.count(&conversation.messages, tools);
-    // A provider's count that failed is an error naming the call, never an estimate.
-    crate::strategy::counting_failed()?;
     if let Some(missing) = crate::provider::left_out(&conversation.messages, !tools.is_empty()) {
         let provider = crate::provider::context_tokens(&conversation, counter.as_ref());
+        let how = match crate::strategy::is_provider_spec(&args.counter) {
+            true => format!("counted by {}", counter.describe()),
+            false => "counted locally".to_owned(),
+        };
         let text = match provider {
             Some(provider) => format!(
-                "note: {name}: counted locally, without {missing} the log does not hold; the provider \
+                "note: {name}: {how}, without {missing} the log does not hold; the provider \
                  counted {provider} tokens through the last reply (--provider prints it)"
             ),
             None => format!(
-                "note: {name}: counted locally, without {missing} the log does not hold; the log records \
+                "note: {name}: {how}, without {missing} the log does not hold; the log records \
                  no provider counts"
             ),
         };
+        // A provider's count that failed is an error naming the call, never an estimate.
+        crate::strategy::counting_failed()?;
         crate::progress::say(&text);
     }
+    crate::strategy::counting_failed()?;
     crate::output::write_output(None, format!("{count}\n").as_bytes())
 }

@@ -33,7 +33,7 @@ use compaction_formats::Target;
 /// --min-keep-steps steps always stay. --strategy summarization has a model summarize the oldest
 /// stretches, round after round, until the conversation fits: --provider openai (Chat
 /// Completions: OpenAI or any compatible server, such as a local one at --base-url
-/// http://127.0.0.1:8080/v1) or anthropic, --model NAME, the key from OPENAI_API_KEY or
+/// `http://127.0.0.1:8080/v1`) or anthropic, --model NAME, the key from OPENAI_API_KEY or
 /// ANTHROPIC_API_KEY. A summary that fails (the model fails, writes nothing, or writes one that
 /// does not shrink the conversation) is named on standard error and the last good result is
 /// written, or with --raise-on-failure the command fails (exit 1) and writes nothing.
