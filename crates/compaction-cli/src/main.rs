@@ -2,8 +2,10 @@
 //!
 //! Every command reads a conversation from a file or standard input and writes its answer to
 //! standard output or a file. Bad input is reported on one line of standard error, naming the
-//! file, the message and the problem, with exit status 1; bad usage exits with 2; a run that
-//! wrote its output but could not store every result it was asked to offload exits with 3.
+//! file, the message and the problem, with exit status 1, as is a provider call the command
+//! cannot do without (a provider's count, a summary with `--raise-on-failure`); bad usage, and a
+//! missing API key, exit with 2; a run that wrote its output but could not store every result it
+//! was asked to offload exits with 3.
 //! Output files are written atomically, so a failed run never leaves half a file behind.
 
 mod chart;
@@ -12,6 +14,7 @@ mod input;
 mod output;
 mod progress;
 mod provider;
+mod strategy;
 
 use std::process::ExitCode;
 

@@ -17,7 +17,7 @@ use serde_json::Value;
 use crate::document::{Locator, Place, Top};
 use crate::error::Error;
 use crate::overlay::{self, Shape};
-use crate::write::{write_native_to, Native};
+use crate::write::{write_native_rewritten, write_native_to, Native};
 use crate::{Decoded, Format, Layout, Target};
 
 /// The keys of a Haystack message; anything else on it is kept when it is written back.
@@ -232,6 +232,19 @@ pub(crate) fn write_spans(
     }
     out.write_all(b"]\n")?;
     Ok(())
+}
+
+/// [`write_spans`] for messages dropped, added or moved, each with the message read it came
+/// from in `origin` (`None` for one put in).
+pub(crate) fn write_spans_rewritten(
+    source: &[u8],
+    spans: &Spans,
+    messages: &[Message],
+    origin: &[Option<usize>],
+    out: &mut dyn Write,
+) -> Result<(), Error> {
+    let native = tree_native(source, spans)?;
+    write_native_rewritten(&native, Target::Haystack, messages, origin, out)
 }
 
 /// The tree path's view of a conversation read by [`read_spans`].

@@ -34,7 +34,10 @@
 //! survive; the envelope (`model`, `tools`, tau-bench's `reward`, the other conversations of the
 //! file) is kept. Haystack messages are written in `ChatMessage.to_dict`'s current shape, which
 //! gives back a file already in it. With a [`Target`] (Haystack, OpenAI or Anthropic) the
-//! conversation is converted instead.
+//! conversation is converted instead. A command that drops or puts in messages (a sliding
+//! window's note, a summary) writes with [`write_rewritten`], saying where each message came
+//! from, so each lands on its own original; event logs cannot take such a change back
+//! ([`Conversation::takes_back_rewrites`]) and are written to a target instead.
 //!
 //! Files holding several conversations (tau-bench's array of trajectories, OpenHands' evaluation
 //! output with one instance a line, a JSON Lines file of SWE-agent trajectories) are read one
@@ -120,7 +123,7 @@ use serde_json::{Map, Value};
 use crate::detect::{detect, unrecognized};
 use crate::document::{container, locate, locator, parse_top, read_tools, take_messages, Place, Top};
 use crate::eventlog::{json_lines, EventLog, LogDecoded};
-use crate::write::{write_native_to, Native};
+use crate::write::{write_native_rewritten, write_native_to, Native};
 
 pub use error::{Error, Location};
 pub use format::{Format, Target, UnknownFormat};
@@ -277,6 +280,14 @@ impl Conversation {
     /// The bytes the conversation was read from.
     pub fn source(&self) -> &[u8] {
         &self.source
+    }
+
+    /// Whether written without a target (back in the format read, or as its default target) the
+    /// conversation can have messages dropped or put in ([`write_rewritten`]). Event logs (Claude
+    /// Code, Codex, Responses items) cannot: they take back only changed tool results and inputs,
+    /// so a command that drops messages must write them to a target.
+    pub fn takes_back_rewrites(&self) -> bool {
+        !matches!(self.back, Back::Log(_) | Back::Streamed)
     }
 
     /// The provider's count of the conversation through its last assistant message that has
@@ -730,6 +741,61 @@ pub fn write(
         },
     };
     written.map(|()| if own { Vec::new() } else { losses(messages, target) })
+}
+
+/// [`write()`] for messages a command dropped, added or moved (a sliding window's omission note, a
+/// summary in place of what it summarizes): `origin` holds, for each of `messages`, the index of
+/// the message read that it stands for, as it was or changed, or `None` for a message the command
+/// put in.
+///
+/// Written back, each message lands on its own original, so the fields the model does not know
+/// stay with the message they belong to and an unchanged message is written as it was read; the
+/// originals of dropped messages are left out. Guessing instead (what [`write()`] must do without
+/// `changed` when the count changed) can lay a message over another's original when the count
+/// happens to come out the same. Event logs (Claude Code, Codex, Responses items) cannot take
+/// such a change back: that is an error naming a target to write instead. Converted to another
+/// format, `origin` is not needed.
+///
+/// # Errors
+///
+/// As [`write()`]; [`Error::WriteBack`] when `origin` is not as long as `messages` or names a
+/// message that was not read, or the format read cannot take the change back.
+pub fn write_rewritten(
+    conversation: &Conversation,
+    messages: &[Message],
+    target: Option<Target>,
+    origin: &[Option<usize>],
+    out: &mut dyn Write,
+) -> Result<Vec<Note>, Error> {
+    let format = conversation.format;
+    let own = match target {
+        None => format.writes_back(),
+        Some(target) => format.native_target() == Some(target),
+    };
+    let in_place = origin.len() == conversation.messages.len()
+        && origin.iter().enumerate().all(|(index, read)| *read == Some(index));
+    match &conversation.back {
+        Back::Spans(spans) if own => {
+            haystack::write_spans_rewritten(&conversation.source, spans, messages, origin, out)?;
+            Ok(Vec::new())
+        }
+        Back::Tree(native) if own => {
+            let target = target.unwrap_or_else(|| format.default_target());
+            write_native_rewritten(native, target, messages, origin, out)?;
+            Ok(Vec::new())
+        }
+        Back::Log(_) if own && !in_place => Err(Error::WriteBack {
+            reason: format!(
+                "{} messages were read and {} are to be written, with messages dropped or put in; a {} \
+                 log can take back only changed tool results and tool inputs (write another format \
+                 with a target)",
+                conversation.messages.len(),
+                messages.len(),
+                format.label()
+            ),
+        }),
+        _ => write(conversation, messages, target, None, out),
+    }
 }
 
 /// What writing `messages` as `target` cannot hold as it is: one [`NoteKind::Dropped`] note per

@@ -127,3 +127,70 @@ fn a_haystack_array_is_written_as_the_tree_path_writes_it() {
         assert_eq!(out, written_by_tree(&input, &fewer));
     }
 }
+
+/// Messages dropped and put in with the count unchanged: each kept message is written as its own
+/// original, and the new one fresh, never over the original that held its place.
+#[test]
+fn a_rewritten_openai_conversation_lands_each_message_on_its_own_original() {
+    let conversation = read(OPENAI.as_bytes().to_vec(), &ReadOptions::named("t")).unwrap();
+    let count = conversation.messages.len();
+    let mut messages: Vec<Message> = conversation.messages[1..].to_vec();
+    messages.push(Message::user("[1 earlier message was removed]"));
+    let origin: Vec<Option<usize>> = (1..count).map(Some).chain([None]).collect();
+    assert_eq!(messages.len(), count, "the count is the same, so only the origins tell");
+    let mut out = Vec::new();
+    crate::write_rewritten(&conversation, &messages, None, &origin, &mut out).unwrap();
+    let out: Value = serde_json::from_slice(&out).unwrap();
+
+    let original: Value = serde_json::from_str(OPENAI).unwrap();
+    let mut expected = original.clone();
+    let list = expected["messages"].as_array_mut().unwrap();
+    list.remove(0);
+    list.push(json!({"role": "user", "content": "[1 earlier message was removed]"}));
+    assert_eq!(out, expected);
+    // The last reply's `annotations` stay on it, not on the note that took its place.
+    assert_eq!(out["messages"][count - 2]["annotations"], json!([]));
+}
+
+#[test]
+fn a_rewritten_haystack_array_and_a_log_that_cannot_take_it() {
+    let haystack = include_str!("../../../examples/transcripts/haystack/read-file.json");
+    let conversation = read(haystack.as_bytes().to_vec(), &ReadOptions::named("t")).unwrap();
+    assert!(conversation.takes_back_rewrites());
+    let messages: Vec<Message> = conversation.messages[1..].to_vec();
+    let origin: Vec<Option<usize>> = (1..conversation.messages.len()).map(Some).collect();
+    let mut out = Vec::new();
+    crate::write_rewritten(&conversation, &messages, None, &origin, &mut out).unwrap();
+    let out: Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(out, compaction_model::messages_to_value(&messages));
+
+    let log = include_str!("../../../examples/transcripts/claude-code/fa812bfe-excerpt.jsonl");
+    let conversation = read(log.as_bytes().to_vec(), &ReadOptions::named("t")).unwrap();
+    assert!(!conversation.takes_back_rewrites());
+    let messages: Vec<Message> = conversation.messages[1..].to_vec();
+    let origin: Vec<Option<usize>> = (1..conversation.messages.len()).map(Some).collect();
+    let error = crate::write_rewritten(&conversation, &messages, None, &origin, &mut Vec::new()).unwrap_err();
+    assert!(error.to_string().contains("Claude Code log can take back only"), "{error}");
+    // Converted, it is written.
+    let mut out = Vec::new();
+    crate::write_rewritten(&conversation, &messages, Some(Target::Anthropic), &origin, &mut out).unwrap();
+    let out: Value = serde_json::from_slice(&out).unwrap();
+    assert!(out["messages"].is_array());
+}
+
+#[test]
+fn a_rewritten_anthropic_conversation_keeps_its_system_and_blocks() {
+    let conversation = read(ANTHROPIC.as_bytes().to_vec(), &ReadOptions::named("t")).unwrap();
+    assert_eq!(conversation.messages[1].text(), Some("Where is the retry limit set, and what is it?"));
+    // The first question gives way to a note in its place: the count is the same.
+    let mut messages = conversation.messages.clone();
+    messages[1] = Message::user("[1 earlier message was removed]");
+    let mut origin: Vec<Option<usize>> = (0..messages.len()).map(Some).collect();
+    origin[1] = None;
+    let mut out = Vec::new();
+    crate::write_rewritten(&conversation, &messages, None, &origin, &mut out).unwrap();
+    let out: Value = serde_json::from_slice(&out).unwrap();
+    let mut expected: Value = serde_json::from_str(ANTHROPIC).unwrap();
+    expected["messages"][0] = json!({"role": "user", "content": "[1 earlier message was removed]"});
+    assert_eq!(out, expected);
+}

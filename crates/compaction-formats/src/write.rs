@@ -166,11 +166,15 @@ fn unchanged(
 
 /// Decides the output: which source message each group came from, which groups are written as
 /// their originals, and the envelope's `system`. `None` when `baseline` cannot tell.
+///
+/// `origin`, when the command knows it, says which message read each output message stands for
+/// (`None` for one it put in); otherwise that is worked out from `baseline`.
 fn plan<'a>(
     native: &'a Native,
     target: Target,
     messages: &[Message],
     baseline: &Baseline,
+    origin: Option<&[Option<usize>]>,
 ) -> Option<Plan<'a>> {
     let spans = unit_spans(native);
     // A file that is only a list of messages has no envelope to hold a system prompt: a system
@@ -215,7 +219,16 @@ fn plan<'a>(
     };
     let units: Vec<usize> = read.iter().map(|&index| native.units[index]).collect();
     let refs: Vec<&Message> = order.iter().map(|&index| &messages[index]).collect();
-    let aligned = align(baseline, &read, &units, &refs)?;
+    let aligned = match origin {
+        // Told by the command: no guessing, so a message is never laid over another's original.
+        Some(origin) => order
+            .iter()
+            .map(|&index| {
+                origin.get(index).copied().flatten().and_then(|read| native.units.get(read).copied())
+            })
+            .collect(),
+        None => align(baseline, &read, &units, &refs)?,
+    };
     let mut groups = Vec::new();
     for (unit, range) in runs(&aligned) {
         // Haystack output is always `ChatMessage.to_dict`'s shape, so older shapes are brought up
@@ -241,7 +254,7 @@ fn plan_write<'a>(
     let cannot = || Error::WriteBack { reason: "cannot tell which messages changed".into() };
     // The Haystack span reader keeps the messages read when it falls back to this path.
     if native.read.len() == native.units.len() {
-        return plan(native, target, messages, &Baseline::Read(&native.read)).ok_or_else(cannot);
+        return plan(native, target, messages, &Baseline::Read(&native.read), None).ok_or_else(cannot);
     }
     if let Some(changed) = changed.filter(|_| messages.len() == native.units.len()) {
         let mut flags = vec![false; messages.len()];
@@ -250,14 +263,38 @@ fn plan_write<'a>(
                 *flag = true;
             }
         }
-        if let Some(plan) = plan(native, target, messages, &Baseline::Changed(flags)) {
+        if let Some(plan) = plan(native, target, messages, &Baseline::Changed(flags), None) {
             return Ok(plan);
         }
     }
     // Messages were dropped, added or moved, or a changed one carries no marker. The messages
     // read are needed then, for as long as planning takes.
     let read = decode_again(native, target)?;
-    plan(native, target, messages, &Baseline::Read(&read)).ok_or_else(cannot)
+    plan(native, target, messages, &Baseline::Read(&read), None).ok_or_else(cannot)
+}
+
+/// The plan for writing back `messages` that a command made by dropping, adding or moving
+/// messages, with `origin` saying where each came from (see [`crate::write_rewritten`]).
+fn plan_rewritten<'a>(
+    native: &'a Native,
+    target: Target,
+    messages: &[Message],
+    origin: &[Option<usize>],
+) -> Result<Plan<'a>, Error> {
+    if origin.len() != messages.len() || origin.iter().flatten().any(|&read| read >= native.units.len()) {
+        return Err(Error::WriteBack {
+            reason: "the messages' origins do not match the conversation read".into(),
+        });
+    }
+    let decoded;
+    let read = if native.read.len() == native.units.len() {
+        &native.read
+    } else {
+        decoded = decode_again(native, target)?;
+        &decoded
+    };
+    plan(native, target, messages, &Baseline::Read(read), Some(origin))
+        .ok_or_else(|| Error::WriteBack { reason: "cannot tell which messages changed".into() })
 }
 
 /// The messages as read, decoded again from the originals by the decoder that read them.
@@ -407,7 +444,31 @@ pub(crate) fn write_native_to(
     out: &mut dyn Write,
 ) -> Result<(), Error> {
     let plan = plan_write(native, target, messages, changed)?;
-    let elements = Elements { native, target, messages, plan: &plan };
+    emit(native, target, messages, &plan, out)
+}
+
+/// [`write_native_to`] for messages dropped, added or moved, each with the message read it came
+/// from in `origin` (`None` for one put in).
+pub(crate) fn write_native_rewritten(
+    native: &Native,
+    target: Target,
+    messages: &[Message],
+    origin: &[Option<usize>],
+    out: &mut dyn Write,
+) -> Result<(), Error> {
+    let plan = plan_rewritten(native, target, messages, origin)?;
+    emit(native, target, messages, &plan, out)
+}
+
+/// Writes the file as `plan` says.
+fn emit(
+    native: &Native,
+    target: Target,
+    messages: &[Message],
+    plan: &Plan<'_>,
+    out: &mut dyn Write,
+) -> Result<(), Error> {
+    let elements = Elements { native, target, messages, plan };
     match (&native.top, &native.place) {
         (Top::Lines(_), Place::Root) => {
             for element in elements.iter() {

@@ -20,13 +20,16 @@ use crate::input::{read_tools, InputArgs};
 #[command(
     after_help = "Example:\n  compaction count session.json --counter tiktoken:o200k_base --tools tools.json\n  \
                   compaction count gpt-4o-airline.json --conversation 3\n  \
-                  compaction count ~/.claude/projects/p/session.jsonl --provider"
+                  compaction count ~/.claude/projects/p/session.jsonl --provider\n  \
+                  compaction count session.json --counter anthropic:claude-sonnet-4-5"
 )]
 pub struct Args {
     #[command(flatten)]
     pub input: InputArgs,
-    /// The counter: approximate, approximate:CHARS_PER_TOKEN, tiktoken, tiktoken:ENCODING_OR_MODEL
-    /// or huggingface:PATH.
+    /// The counter: approximate, approximate:CHARS_PER_TOKEN, tiktoken, tiktoken:ENCODING_OR_MODEL,
+    /// huggingface:PATH, or a provider's own count: openai:MODEL or anthropic:MODEL (the key
+    /// from OPENAI_API_KEY or ANTHROPIC_API_KEY, the base URL from OPENAI_BASE_URL or
+    /// ANTHROPIC_BASE_URL).
     #[arg(long, default_value = "approximate")]
     pub counter: String,
     /// A JSON array of tool specs (name, description, parameters) sent with the conversation.
@@ -54,23 +57,31 @@ pub fn run(args: Args) -> Result<()> {
                 conversation.format.label()
             );
         };
+        crate::strategy::counting_failed()?;
         return crate::output::write_output(None, format!("{count}\n").as_bytes());
     }
     let tools = given.as_ref().unwrap_or(&conversation.tools);
     let count = counter.count(&conversation.messages, tools);
     if let Some(missing) = crate::provider::left_out(&conversation.messages, !tools.is_empty()) {
         let provider = crate::provider::context_tokens(&conversation, counter.as_ref());
+        let how = match crate::strategy::is_provider_spec(&args.counter) {
+            true => format!("counted by {}", counter.describe()),
+            false => "counted locally".to_owned(),
+        };
         let text = match provider {
             Some(provider) => format!(
-                "note: {name}: counted locally, without {missing} the log does not hold; the provider \
+                "note: {name}: {how}, without {missing} the log does not hold; the provider \
                  counted {provider} tokens through the last reply (--provider prints it)"
             ),
             None => format!(
-                "note: {name}: counted locally, without {missing} the log does not hold; the log records \
+                "note: {name}: {how}, without {missing} the log does not hold; the log records \
                  no provider counts"
             ),
         };
+        // A provider's count that failed is an error naming the call, never an estimate.
+        crate::strategy::counting_failed()?;
         crate::progress::say(&text);
     }
+    crate::strategy::counting_failed()?;
     crate::output::write_output(None, format!("{count}\n").as_bytes())
 }

@@ -13,17 +13,11 @@ use compaction_formats::{Conversation, Target};
 use compaction_model::Message;
 use compaction_tokens::TokenCounter;
 
-use crate::UsageError;
-
-/// Builds the counter a `--counter SPEC` names; a bad spec is a usage error.
+/// Builds the counter a `--counter SPEC` names; a bad spec is a usage error. A provider's
+/// counter (`openai:MODEL`, `anthropic:MODEL`) takes its key and base URL from the environment;
+/// see [`crate::strategy::counter`].
 pub fn counter(spec: &str) -> Result<Box<dyn TokenCounter>> {
-    compaction_tokens::counter_from_spec(spec).map_err(|error| {
-        // A tokenizer file that cannot be read is bad input, not bad usage.
-        match error {
-            compaction_tokens::Error::Tokenizer { .. } => anyhow::Error::new(error),
-            other => anyhow::Error::new(UsageError(other.to_string())),
-        }
-    })
+    crate::strategy::counter(spec, &compaction_llm::ClientSettings::default())
 }
 
 /// Writes `messages` of `conversation` to `output` (standard output when `None`), back in the
@@ -38,6 +32,27 @@ pub fn write_conversation(
     let mut losses = Vec::new();
     crate::output::write_output_with(output, |out| {
         losses = compaction_formats::write(conversation, messages, to, changed, out)?;
+        Ok(())
+    })?;
+    for loss in losses {
+        crate::progress::say(&format!("note: {loss}"));
+    }
+    Ok(())
+}
+
+/// [`write_conversation`] for messages a strategy dropped or put in: `origin` names, for each
+/// of `messages`, the message read it stands for (`None` for a note or a summary), so each is
+/// written over its own original.
+pub fn write_rewritten_conversation(
+    output: Option<&Path>,
+    conversation: &Conversation,
+    messages: &[Message],
+    to: Option<Target>,
+    origin: &[Option<usize>],
+) -> Result<()> {
+    let mut losses = Vec::new();
+    crate::output::write_output_with(output, |out| {
+        losses = compaction_formats::write_rewritten(conversation, messages, to, origin, out)?;
         Ok(())
     })?;
     for loss in losses {

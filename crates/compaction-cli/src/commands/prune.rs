@@ -1,43 +1,75 @@
-//! `compaction prune`: replace old, large tool results with a short placeholder.
+//! `compaction prune`: compact a conversation down to a token target, by pruning old tool
+//! results (the default) or by any other strategy: a sliding window, summaries a model writes,
+//! offloading to files, or a chain of these.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use compaction_core::{CompactionReport, Compactor, PruningSettings, ToolResultPruningCompactor};
+use compaction_core::{CompactionReport, PruningSettings, ToolResultPruningCompactor, STRATEGY_CHAIN};
 use compaction_hook::{AgentState, CompactionHook, CompactionHookSettings, CompactionOutcome};
-use compaction_model::Message;
-use compaction_offload::{OffloadCompactorSettings, OffloadFailure, ToolResultOffloadCompactor};
+use compaction_model::{
+    Message, STRATEGY_SLIDING_WINDOW, STRATEGY_SUMMARIZATION, STRATEGY_TOOL_RESULT_OFFLOADING,
+};
+use compaction_offload::OffloadFailure;
 use serde_json::{json, Value};
 
 use crate::input::InputArgs;
+use crate::strategy::{Stage, Strategy, StrategyOptions, SummaryLog};
 use crate::UsageError;
 use compaction_formats::Target;
 
-/// Prune old tool results until the conversation fits a token target.
+/// Compact a conversation until it fits a token target: prune old tool results (the default),
+/// or slide a window, summarize with a model, offload to files, or chain these.
 ///
-/// Results are replaced oldest first with a placeholder, keeping every tool call paired with its
-/// result, until the conversation is at or under --target-tokens; the results of the most recent
-/// steps are never touched. With --context-window instead, the compaction hook decides: nothing
-/// happens below --compact-at of the window, and the target is --compact-to of it. With
-/// --offload-to, results are written to files there and replaced by a pointer instead; no file
-/// is ever replaced (a taken name gets a numbered sibling), a folder that cannot be created or
-/// written is an error before anything is read, and a result whose write fails stays in the
-/// conversation, is named on standard error and listed in the report, and makes the exit
-/// status 3.
+/// The default, --strategy tool-result-pruning, replaces results oldest first with a
+/// placeholder, keeping every tool call paired with its result, until the conversation is at or
+/// under --target-tokens; the results of the most recent steps are never touched. With
+/// --context-window instead, the compaction hook decides: nothing happens below --compact-at of
+/// the window, and the target is --compact-to of it.
+///
+/// --strategy sliding-window drops the oldest turns, then the current task's oldest steps, and
+/// leaves one note (--omission-note); the system messages, the latest user message and the newest
+/// --min-keep-steps steps always stay. --strategy summarization has a model summarize the oldest
+/// stretches, round after round, until the conversation fits: --provider openai (Chat
+/// Completions: OpenAI or any compatible server, such as a local one at --base-url
+/// `http://127.0.0.1:8080/v1`) or anthropic, --model NAME, the key from OPENAI_API_KEY or
+/// ANTHROPIC_API_KEY. A summary that fails (the model fails, writes nothing, or writes one that
+/// does not shrink the conversation) is named on standard error and the last good result is
+/// written, or with --raise-on-failure the command fails (exit 1) and writes nothing.
+/// --strategy offload (or --offload-to alone) writes results to files in --offload-to and leaves
+/// a pointer instead; no file is ever replaced (a taken name gets a numbered sibling), a folder
+/// that cannot be created or written is an error before anything is read, and a result whose
+/// write fails stays in the conversation, is named on standard error and listed in the report,
+/// and makes the exit status 3. --strategy chain:A,B,... runs those strategies in order, each only
+/// while the target is not met, and the report lists what each did.
+///
 /// The conversation is written in the input's format (or --to), and unchanged, byte for byte,
-/// when nothing was pruned: a Claude Code session stays a session, a Codex rollout a rollout,
-/// with only the pruned results' text replaced. One line on standard error says what happened:
-/// tokens before and after, the target, and why it was not reached when it was not (-q
-/// silences it). With --context-window, the provider's own count the log records (Claude
-/// Code, Codex) anchors the estimate, as --context-tokens would.
+/// when nothing changed: a Claude Code session stays a session, a Codex rollout a rollout, with
+/// only the pruned results' text replaced. Messages dropped or put in (window, summaries) are
+/// written over their own originals in OpenAI, Anthropic and Haystack files; an event log
+/// (Claude Code, Codex, Responses items) cannot take them back, so those strategies need --to
+/// there. --dry-run decides without writing the conversation, for the strategies that need no
+/// model or store (pruning, sliding window, chains of them). One line on standard error says what
+/// happened: tokens before and after, the target, and why it was not reached when it was not
+/// (-q silences it). With --context-window, the provider's own count the log records (Claude
+/// Code, Codex) anchors the estimate, as --context-tokens would. --counter openai:MODEL or
+/// anthropic:MODEL counts with the provider's token counting endpoint (key and base URL from the
+/// environment); a count that fails is an error naming the call.
 #[derive(Debug, clap::Args)]
 #[command(group(clap::ArgGroup::new("goal").required(true).args(["target_tokens", "context_window"])))]
 #[command(after_help = "Examples:\n  \
     compaction prune session.json --target-tokens 50000 -o pruned.json --report report.json\n  \
     compaction prune run.traj --target-tokens 20000 --counter tiktoken:gpt-4o --exclude-tools memory --dry-run\n  \
     compaction prune session.jsonl --context-window 200000 --compact-at 0.7 --compact-to 0.4 --report r.json\n  \
-    compaction prune session.jsonl --context-window 200000 --offload-to results/ -o session.pruned.json")]
+    compaction prune session.jsonl --context-window 200000 --offload-to results/ -o session.pruned.json\n  \
+    compaction prune run.json --target-tokens 30000 --strategy sliding-window --min-keep-steps 2 -o run.window.json\n  \
+    compaction prune run.json --target-tokens 30000 --strategy chain:tool-result-pruning,sliding-window --dry-run\n  \
+    OPENAI_API_KEY=local compaction prune run.json --target-tokens 30000 --strategy summarization \\\n      \
+    --provider openai --model qwen2.5 --base-url http://127.0.0.1:8080/v1 -o run.summarized.json\n  \
+    compaction prune session.jsonl --target-tokens 80000 --strategy chain:tool-result-pruning,summarization \\\n      \
+    --provider anthropic --model claude-haiku-4-5 --raise-on-failure --to anthropic -o session.json\n  \
+    compaction prune run.json --target-tokens 30000 --counter openai:gpt-4o --report report.json -o pruned.json")]
 pub struct Args {
     #[command(flatten)]
     pub input: InputArgs,
@@ -67,24 +99,27 @@ pub struct Args {
     /// A JSON array of tool specs sent with each request; the file's own tools when absent.
     #[arg(long, value_name = "FILE")]
     pub tools: Option<PathBuf>,
-    /// Offload old results to files in this folder and leave a pointer, instead of pruning.
-    /// Files are never replaced; a write that fails leaves its result and exits with 3.
+    /// The folder the offload strategy writes results to, leaving a pointer; alone, it means
+    /// --strategy offload. Files are never replaced; a write that fails leaves its result and
+    /// exits with 3.
     #[arg(long, value_name = "DIR")]
     pub offload_to: Option<PathBuf>,
     /// With --offload-to: characters of each offloaded text kept in its pointer.
     #[arg(long, value_name = "N", default_value_t = 200, requires = "offload_to")]
     pub preview_chars: usize,
-    /// The counter: approximate, approximate:CHARS_PER_TOKEN, tiktoken, tiktoken:ENCODING_OR_MODEL
-    /// or huggingface:PATH.
+    /// The counter: approximate, approximate:CHARS_PER_TOKEN, tiktoken, tiktoken:ENCODING_OR_MODEL,
+    /// huggingface:PATH, or a provider's own count: openai:MODEL or anthropic:MODEL.
     #[arg(long, default_value = "approximate")]
     pub counter: String,
     #[command(flatten)]
+    pub strategy: StrategyOptions,
+    #[command(flatten)]
     pub prune: PruneOptions,
-    /// Write a JSON report of what was pruned to this file.
+    /// Write a JSON report of what was done to this file.
     #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,
-    /// Decide what would be pruned without writing the conversation; prints the report (or
-    /// writes it to --report).
+    /// Decide what would be done without writing the conversation; prints the report (or
+    /// writes it to --report). Pruning, sliding window and chains of them only.
     #[arg(long)]
     pub dry_run: bool,
 }
@@ -92,7 +127,8 @@ pub struct Args {
 /// The pruning compactor's settings as options, shared by `prune` and `simulate`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct PruneOptions {
-    /// The number of most recent tool-calling steps whose results are never pruned.
+    /// The number of most recent tool-calling steps never pruned, offloaded, summarized or
+    /// dropped; 0 is allowed for sliding-window and summarization.
     #[arg(long, default_value_t = 1, value_name = "N")]
     pub min_keep_steps: usize,
     /// Only prune results larger than this many tokens.
@@ -149,15 +185,24 @@ pub fn list(text: &str) -> Vec<String> {
 
 /// Runs the command.
 pub fn run(args: Args) -> Result<()> {
+    let strategy = args.strategy.resolve(args.offload_to.is_some())?;
     if args.dry_run && args.offload_to.is_some() {
         return Err(
             UsageError("--dry-run cannot be combined with --offload-to, which writes files".into()).into()
         );
     }
-    let counter = super::counter(&args.counter)?;
-    // Opens the store, if offloading: a folder that cannot be used fails before the input is read.
-    let compactor = compactor(&args)?;
+    if let (true, Some(why)) = (args.dry_run, strategy.needs_io()) {
+        return Err(
+            UsageError(format!("--dry-run cannot be combined with --strategy {strategy}: {why}")).into()
+        );
+    }
+    let counter = crate::strategy::counter(&args.counter, &args.strategy.client_settings())?;
+    // Opens the store, if offloading, and builds the model client, if summarizing: a folder
+    // that cannot be used or a missing key fails before the input is read.
+    let offload = args.offload_to.as_deref().map(|dir| (dir, args.preview_chars));
+    let mut built = args.strategy.build(&strategy, &args.prune, offload)?;
     let mut input = args.input.read_timed()?;
+    refuse_lossy_write_back(&args, &strategy, &input.conversation)?;
     let tools = match &args.tools {
         Some(path) => crate::input::read_tools(path)?,
         None => input.conversation.tools.clone(),
@@ -166,29 +211,47 @@ pub fn run(args: Args) -> Result<()> {
 
     // Store writes that failed, when offloading: each result stays in the conversation.
     let mut failures: Vec<OffloadFailure> = Vec::new();
-    let spinner = crate::progress::spinner("pruning");
+    let spinner = crate::progress::spinner(if strategy.rewrites() { "compacting" } else { "pruning" });
     let started = Instant::now();
+    let failed = |error: &dyn std::error::Error| {
+        anyhow::anyhow!("{strategy}: {}; nothing was written", crate::strategy::chain(error))
+    };
     // How the conversation changes, the compactor's report, and the hook's outcome in
     // --context-window mode.
     let (compacted, report, hook): (Compacted, Option<CompactionReport>, Option<Hooked>) =
         match (args.target_tokens, args.context_window) {
             (Some(target), _) if args.dry_run => {
-                (Compacted::Unchanged, compactor.plan_report(messages, target, counter.as_ref()), None)
+                let report = match &built.pruning {
+                    Some(pruning) => pruning.plan(messages, target, counter.as_ref()),
+                    // The other strategies that can run without I/O plan by running.
+                    None => built
+                        .compactor
+                        .try_compact(messages, target, counter.as_ref())
+                        .map_err(|e| failed(&e))?
+                        .map(|compaction| compaction.report),
+                };
+                (Compacted::Unchanged, report, None)
             }
-            (Some(target), _) => match compactor.compact(messages, target, counter.as_ref(), &mut failures) {
-                Some(compaction) => {
-                    let report = compaction.report.clone();
-                    (Compacted::Edits(compaction), Some(report), None)
+            (Some(target), _) => {
+                match built
+                    .compactor
+                    .try_compact(messages, target, counter.as_ref())
+                    .map_err(|e| failed(&e))?
+                {
+                    Some(compaction) => {
+                        let report = compaction.report.clone();
+                        (Compacted::Edits(compaction), Some(report), None)
+                    }
+                    None => (Compacted::Unchanged, None, None),
                 }
-                None => (Compacted::Unchanged, None, None),
-            },
+            }
             (None, Some(window)) => {
                 let settings = CompactionHookSettings {
                     context_window: window,
                     compact_at: args.compact_at,
                     compact_to: args.compact_to,
                 };
-                let hook = CompactionHook::new(compactor.to_box(), settings)
+                let hook = CompactionHook::new(built.take_compactor(), settings)
                     .map_err(|e| UsageError(e.to_string()))?
                     .with_counter(counter);
                 // The provider's own count, when the log records one, anchors the estimate.
@@ -199,8 +262,7 @@ pub fn run(args: Args) -> Result<()> {
                 let mut state = AgentState::new(std::mem::take(&mut input.conversation.messages))
                     .with_tools(tools.clone())
                     .with_context_tokens(context_tokens);
-                let outcome = hook.run(&mut state);
-                failures.extend(compactor.take_failures());
+                let outcome = hook.try_run(&mut state).map_err(|e| failed(&e))?;
                 let report = outcome.report.clone();
                 let context_tokens = state.context_tokens;
                 input.conversation.messages = state.into_messages();
@@ -216,37 +278,72 @@ pub fn run(args: Args) -> Result<()> {
         };
     let compact_time = started.elapsed();
     spinner.finish_and_clear();
+    // A count a provider could not make is an error, before anything is written.
+    crate::strategy::counting_failed()?;
+    failures.extend(built.take_offload_failures());
     super::offload::say_failures(&failures);
+    let summaries = built.summary_log();
+    for failure in &summaries.failures {
+        eprintln!("summarization: a summary failed, so the last good result is kept: {failure}");
+    }
+    let tokens_before = match (&report, &hook) {
+        (Some(report), _) => report.tokens_before,
+        (None, Some(hooked)) => hooked.outcome.estimated_tokens,
+        (None, None) => super::counter(&args.counter)?
+            .try_count(&input.conversation.messages, &[])
+            .map_err(|e| anyhow::anyhow!(crate::strategy::chain(&e)))?,
+    };
 
     let started = Instant::now();
+    let read_len = input.conversation.messages.len();
     // In-place edits are moved into the conversation read, so nothing else is copied and the
-    // writer knows which messages changed.
-    let changed = match compacted {
-        Compacted::Unchanged => Some(Vec::new()),
+    // writer knows which messages changed; a conversation with messages dropped or put in is
+    // written with where each came from.
+    let written = match compacted {
+        Compacted::Unchanged => Written::InPlace(Some(Vec::new())),
         Compacted::Edits(compaction) => {
             let changed = compaction.replaced_indices();
             compaction.apply(&mut input.conversation.messages);
-            changed
+            match changed {
+                Some(changed) => Written::InPlace(Some(changed)),
+                None => Written::rewritten(report.as_ref(), read_len, input.conversation.messages.len()),
+            }
         }
-        Compacted::Rewritten(changed) => changed,
+        Compacted::Rewritten(Some(changed)) => Written::InPlace(Some(changed)),
+        Compacted::Rewritten(None) => {
+            Written::rewritten(report.as_ref(), read_len, input.conversation.messages.len())
+        }
     };
     let conversation = &input.conversation;
     let messages = &conversation.messages;
     if !args.dry_run {
         let output = args.output.as_deref();
-        match changed.as_deref() {
-            Some([]) if args.to.is_none() => crate::output::write_output(output, conversation.source())?,
-            changed => super::write_conversation(output, conversation, messages, args.to, changed)?,
+        match &written {
+            Written::InPlace(Some(changed)) if changed.is_empty() && args.to.is_none() => {
+                crate::output::write_output(output, conversation.source())?
+            }
+            Written::InPlace(changed) => {
+                super::write_conversation(output, conversation, messages, args.to, changed.as_deref())?
+            }
+            Written::Rewritten(origin) => {
+                super::write_rewritten_conversation(output, conversation, messages, args.to, origin)?
+            }
+        }
+        let target = args.to.unwrap_or_else(|| conversation.format.default_target());
+        if let (Some(report), false) = (&report, target == Target::Haystack) {
+            if !report.inserted.is_empty() {
+                crate::progress::say(&format!(
+                    "note: a note or summary put in is a user message marked as such only in its meta, which \
+                     {} output cannot hold: a later run takes it for a user message (--to haystack keeps the \
+                     mark)",
+                    target.as_str()
+                ));
+            }
         }
     }
     let write_time = started.elapsed();
 
     let timings = Timings { read: input.read, parse: input.parse, compact: compact_time, write: write_time };
-    let tokens_before = match (&report, &hook) {
-        (Some(report), _) => report.tokens_before,
-        (None, Some(hooked)) => hooked.outcome.estimated_tokens,
-        (None, None) => super::counter(&args.counter)?.count(messages, &[]),
-    };
     let target = args.target_tokens.or(hook.as_ref().and_then(|h| h.outcome.target_tokens)).unwrap_or(0);
     let mut document = report_json(report.as_ref(), tokens_before, target, &timings);
     if let Some(hooked) = &hook {
@@ -259,18 +356,87 @@ pub fn run(args: Args) -> Result<()> {
     if args.offload_to.is_some() {
         document["store_failures"] = json!(failures);
     }
+    if built.summaries.is_some() {
+        document["summary_rounds"] = json!(summaries.rounds);
+        document["summary_failures"] = json!(summaries.failures);
+    }
     match (&args.report, args.dry_run) {
         (Some(path), _) => write_report(path, &document)?,
         (None, true) => crate::output::write_output(None, &report_bytes(&document)?)?,
         (None, false) => {}
     }
-    let said =
-        Said { report: report.as_ref(), hook: hook.as_ref(), tokens_before, target, dry_run: args.dry_run };
+    let said = Said {
+        report: report.as_ref(),
+        hook: hook.as_ref(),
+        tokens_before,
+        target,
+        dry_run: args.dry_run,
+        strategy: &strategy,
+        summaries: &summaries,
+    };
     crate::progress::say(&said.line(&args, messages));
     // The process ends here: the system takes the conversation's memory back at once, which is
     // quicker than freeing its many allocations one by one.
     std::mem::forget(input);
     super::offload::partial(&failures)
+}
+
+/// Refuses, before anything is compacted (or a model asked), a strategy that drops or puts in
+/// messages when the output is the input's own format and that format can take back only edited
+/// tool results (event logs).
+fn refuse_lossy_write_back(
+    args: &Args,
+    strategy: &Strategy,
+    conversation: &compaction_formats::Conversation,
+) -> Result<()> {
+    if !strategy.rewrites() || args.dry_run || args.to.is_some() || conversation.takes_back_rewrites() {
+        return Ok(());
+    }
+    let name = crate::input::Source::from_arg(args.input.input.as_deref()).name();
+    Err(UsageError(format!(
+        "{name}: --strategy {strategy} drops messages and puts a note or summary in, which a {} log cannot \
+         take back (only changed tool results and inputs are written into it); give --to anthropic, openai \
+         or haystack to write the compacted conversation in that format",
+        conversation.format.label()
+    ))
+    .into())
+}
+
+/// How the compacted conversation is written.
+enum Written {
+    /// Over the conversation read: these messages changed (all may have when `None`).
+    InPlace(Option<Vec<usize>>),
+    /// With messages dropped or put in: for each, the message read it stands for.
+    Rewritten(Vec<Option<usize>>),
+}
+
+impl Written {
+    /// A conversation of `len` messages made from the `read_len` read by what `report` says was
+    /// removed and inserted; anything may have changed when the report does not account for it.
+    fn rewritten(report: Option<&CompactionReport>, read_len: usize, len: usize) -> Written {
+        report
+            .and_then(|report| origin(report, read_len, len))
+            .map_or(Written::InPlace(None), Written::Rewritten)
+    }
+}
+
+/// For each message of a compacted conversation of `len` messages, the index of the message of
+/// the `read_len` read that it stands for (`None` for one the compaction put in), from the
+/// report's removed and inserted messages; `None` when they do not account for `len`.
+fn origin(report: &CompactionReport, read_len: usize, len: usize) -> Option<Vec<Option<usize>>> {
+    if read_len + report.inserted.len() != len + report.removed.len() {
+        return None;
+    }
+    let mut removed = vec![false; read_len];
+    for &index in &report.removed {
+        *removed.get_mut(index)? = true;
+    }
+    let mut inserted = vec![false; len];
+    for &index in &report.inserted {
+        *inserted.get_mut(index)? = true;
+    }
+    let mut kept = (0..read_len).filter(|&index| !removed[index]);
+    inserted.into_iter().map(|new| if new { Some(None) } else { kept.next().map(Some) }).collect()
 }
 
 /// What `prune` says on standard error.
@@ -280,11 +446,16 @@ struct Said<'a> {
     tokens_before: usize,
     target: usize,
     dry_run: bool,
+    strategy: &'a Strategy,
+    summaries: &'a SummaryLog,
 }
 
 impl Said<'_> {
     /// One line: tokens before and after, the target, reached or not and why not.
     fn line(&self, args: &Args, messages: &[Message]) -> String {
+        if self.strategy.rewrites() || self.strategy.chain {
+            return self.compacted_line(args, messages);
+        }
         let verb = if self.dry_run { "would prune" } else { "pruned" };
         let n = |n: usize| thousands(n);
         if let Some(hooked) = self.hook {
@@ -360,6 +531,144 @@ impl Said<'_> {
     }
 }
 
+impl Said<'_> {
+    /// The line for a strategy that drops or summarizes messages, or a chain: what it did,
+    /// stage by stage, the tokens before and after, the target, and why it was not reached.
+    fn compacted_line(&self, args: &Args, messages: &[Message]) -> String {
+        let n = |n: usize| thousands(n);
+        let strategy = self.strategy;
+        if let Some(hooked) = self.hook {
+            let outcome = &hooked.outcome;
+            let window = args.context_window.unwrap_or(0);
+            let budget = (window as f64 * args.compact_to) as usize;
+            if let (true, Some(report)) = (outcome.triggered, self.report) {
+                let after = outcome.estimated_tokens.saturating_sub(report.tokens_freed());
+                let head = format!(
+                    "prune: {strategy}: {}: {} → {} tokens estimated (target {} = {} of the window",
+                    did(report, self.dry_run),
+                    n(outcome.estimated_tokens),
+                    n(after),
+                    n(budget),
+                    args.compact_to
+                );
+                if report.target_reached {
+                    return format!("{head}, reached)");
+                }
+                return format!("{head}, not reached: {})", self.why_not(args, messages));
+            }
+            if !outcome.triggered {
+                let at = (window as f64 * args.compact_at) as usize;
+                let anchor =
+                    if hooked.context_tokens > 0 { " (the provider's count plus what followed)" } else { "" };
+                return format!(
+                    "prune: {strategy}: {} tokens estimated{anchor}, under {} of the {}-token window ({}): \
+                     nothing to do",
+                    n(outcome.estimated_tokens),
+                    args.compact_at,
+                    n(window),
+                    n(at)
+                );
+            }
+        }
+        match self.report {
+            Some(report) => {
+                let reached = if report.target_reached {
+                    "reached".to_owned()
+                } else {
+                    format!("not reached: {}", self.why_not(args, messages))
+                };
+                format!(
+                    "prune: {strategy}: {}: {} → {} tokens (target {}, {reached})",
+                    did(report, self.dry_run),
+                    n(report.tokens_before),
+                    n(report.tokens_after),
+                    n(report.target_tokens)
+                )
+            }
+            None if self.tokens_before <= self.target => format!(
+                "prune: {strategy}: nothing to do: {} tokens, already at or under the target {}",
+                n(self.tokens_before),
+                n(self.target)
+            ),
+            None => format!(
+                "prune: {strategy}: nothing changed: {} tokens (target {}, not reached: {})",
+                n(self.tokens_before),
+                n(self.target),
+                self.why_not(args, messages)
+            ),
+        }
+    }
+
+    /// Why the strategy stopped above the target: a failed summary, else what the window and the
+    /// summarizer always keep, or (for chains of pruning and offloading) what pruning keeps.
+    fn why_not(&self, args: &Args, messages: &[Message]) -> String {
+        let mut reasons = Vec::new();
+        if !self.summaries.failures.is_empty() {
+            return "a summary failed (said above)".to_owned();
+        }
+        if self.strategy.rewrites() {
+            let keep = args.prune.min_keep_steps;
+            let steps = match keep {
+                0 => String::new(),
+                1 => " and the newest step (--min-keep-steps 1)".to_owned(),
+                _ => format!(" and the newest {keep} steps (--min-keep-steps {keep})"),
+            };
+            reasons.push(format!(
+                "the system messages, the latest user message{steps} are always kept{}",
+                if self.strategy.has(Stage::Summarization) {
+                    ", and nothing else may be summarized"
+                } else {
+                    ""
+                }
+            ));
+        } else {
+            reasons.push(why_not(args, messages));
+        }
+        reasons.join("; ")
+    }
+}
+
+/// What a compaction did, in words: results pruned or offloaded, messages removed, summaries
+/// put in, or each stage of a chain in turn with its sizes.
+fn did(report: &CompactionReport, would: bool) -> String {
+    let verbs = |done: &'static str, planned: &'static str| if would { planned } else { done };
+    match report.strategy.as_str() {
+        STRATEGY_SLIDING_WINDOW => format!(
+            "{} {} and {} {}",
+            verbs("removed", "would remove"),
+            plural(report.removed.len(), "message"),
+            verbs("left", "leave"),
+            if report.inserted.is_empty() { "no note" } else { "a note" }
+        ),
+        STRATEGY_SUMMARIZATION => format!(
+            "{} {} into {}",
+            verbs("summarized", "would summarize"),
+            plural(report.removed.len(), "message"),
+            match report.inserted.len() {
+                1 => "1 summary".to_owned(),
+                n => format!("{} summaries", thousands(n)),
+            }
+        ),
+        STRATEGY_CHAIN if !report.stages.is_empty() => report
+            .stages
+            .iter()
+            .map(|stage| {
+                format!(
+                    "{} ({} → {})",
+                    did(stage, would),
+                    thousands(stage.tokens_before),
+                    thousands(stage.tokens_after)
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(", then "),
+        STRATEGY_TOOL_RESULT_OFFLOADING => {
+            format!("{} {}", verbs("offloaded", "would offload"), plural(report.results.len(), "result"))
+        }
+        _ => format!("{} {}", verbs("pruned", "would prune"), plural(report.results.len(), "result")),
+    }
+}
+
 /// Why pruning cannot reach its target: no results, or what the settings protect.
 fn why_not(args: &Args, messages: &[Message]) -> String {
     if !messages.iter().any(Message::has_tool_call_result) {
@@ -375,8 +684,12 @@ fn why_not(args: &Args, messages: &[Message]) -> String {
         None => args.prune.min_keep_steps.min(steps.len()),
     };
     let mut reasons = Vec::new();
-    // The spec was checked when the command started.
-    let counter = super::counter(&args.counter).ok();
+    // The spec was checked when the command started. A provider's counter is not asked again
+    // (a request per message) just to explain.
+    let counter = match crate::strategy::is_provider_spec(&args.counter) {
+        true => None,
+        false => super::counter(&args.counter).ok(),
+    };
     if let Some(counter) = &counter {
         let each = counter.count_each(messages).each;
         let others: usize =
@@ -451,77 +764,6 @@ struct Hooked {
     context_tokens: usize,
 }
 
-/// The compactor the options ask for: pruning, or offloading to --offload-to.
-enum Chosen {
-    Pruning(ToolResultPruningCompactor),
-    /// Shared with the hook in --context-window mode, so its failures can be taken afterwards.
-    Offload(std::sync::Arc<ToolResultOffloadCompactor>),
-}
-
-impl Chosen {
-    fn compact(
-        &self,
-        messages: &[Message],
-        target: usize,
-        counter: &dyn compaction_tokens::TokenCounter,
-        failures: &mut Vec<OffloadFailure>,
-    ) -> Option<compaction_core::Compaction> {
-        match self {
-            Chosen::Pruning(c) => c.compact(messages, target, counter),
-            Chosen::Offload(c) => {
-                let done = c.offload(messages, target, counter);
-                failures.extend(done.failures);
-                done.compaction
-            }
-        }
-    }
-
-    fn plan_report(
-        &self,
-        messages: &[Message],
-        target: usize,
-        counter: &dyn compaction_tokens::TokenCounter,
-    ) -> Option<CompactionReport> {
-        match self {
-            Chosen::Pruning(c) => c.plan(messages, target, counter),
-            // Offloading writes files, so it has no dry run (refused before this point).
-            Chosen::Offload(_) => None,
-        }
-    }
-
-    fn to_box(&self) -> Box<dyn Compactor> {
-        match self {
-            Chosen::Pruning(c) => Box::new(c.clone()),
-            Chosen::Offload(c) => Box::new(std::sync::Arc::clone(c)),
-        }
-    }
-
-    /// The offload compactor's failures since the last call; none for pruning.
-    fn take_failures(&self) -> Vec<OffloadFailure> {
-        match self {
-            Chosen::Pruning(_) => Vec::new(),
-            Chosen::Offload(c) => c.take_failures(),
-        }
-    }
-}
-
-fn compactor(args: &Args) -> Result<Chosen> {
-    match &args.offload_to {
-        None => Ok(Chosen::Pruning(args.prune.compactor()?)),
-        Some(dir) => {
-            let store = std::sync::Arc::new(super::offload::open_store(dir)?);
-            let settings = OffloadCompactorSettings {
-                min_keep_steps: args.prune.min_keep_steps,
-                min_tokens: args.prune.min_tokens,
-                preview_chars: args.preview_chars,
-            };
-            let compactor =
-                ToolResultOffloadCompactor::new(store, settings).map_err(|e| UsageError(e.to_string()))?;
-            Ok(Chosen::Offload(std::sync::Arc::new(compactor)))
-        }
-    }
-}
-
 /// How long each phase took.
 pub struct Timings {
     /// Reading the input.
@@ -538,7 +780,9 @@ fn millis(duration: Duration) -> f64 {
     (duration.as_secs_f64() * 1e6).round() / 1e3
 }
 
-/// The report document: what changed, the sizes, per-result details and timings.
+/// The report document: what changed, the sizes, per-result details and timings; for a
+/// strategy that drops or puts in messages, which (`removed`: indices read, `inserted`: indices
+/// written); for a chain, each stage's own report (`stages`); a failure the run got past.
 pub fn report_json(
     report: Option<&CompactionReport>,
     tokens_before: usize,
@@ -552,19 +796,33 @@ pub fn report_json(
         "write": millis(timings.write),
     });
     match report {
-        Some(report) => json!({
-            "changed": true,
-            "strategy": report.strategy,
-            "tokens_before": report.tokens_before,
-            "tokens_after": report.tokens_after,
-            "target_tokens": report.target_tokens,
-            "target_reached": report.target_reached,
-            "tokens_freed": report.tokens_freed(),
-            "pruned": report.changed_indices(),
-            "results": report.results,
-            "inputs_cleared": report.inputs_cleared,
-            "timings_ms": timings,
-        }),
+        Some(report) => {
+            let mut document = json!({
+                "changed": true,
+                "strategy": report.strategy,
+                "tokens_before": report.tokens_before,
+                "tokens_after": report.tokens_after,
+                "target_tokens": report.target_tokens,
+                "target_reached": report.target_reached,
+                "tokens_freed": report.tokens_freed(),
+                "pruned": report.changed_indices(),
+                "results": report.results,
+                "inputs_cleared": report.inputs_cleared,
+                "timings_ms": timings,
+            });
+            // What only the strategies that drop or put in messages, and chains, have to say.
+            if !report.removed.is_empty() || !report.inserted.is_empty() {
+                document["removed"] = json!(report.removed);
+                document["inserted"] = json!(report.inserted);
+            }
+            if !report.stages.is_empty() {
+                document["stages"] = json!(report.stages);
+            }
+            if let Some(failure) = &report.failure {
+                document["failure"] = json!(failure);
+            }
+            document
+        }
         None => json!({
             "changed": false,
             "tokens_before": tokens_before,

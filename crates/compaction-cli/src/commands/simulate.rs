@@ -15,14 +15,19 @@ use super::offload::Policies;
 use super::prune::PruneOptions;
 use crate::chart::{self, Chart};
 use crate::input::InputArgs;
+use crate::strategy::StrategyOptions;
 use crate::UsageError;
 
 /// Replay a transcript as the agent would have lived it with compaction, and compare.
 ///
 /// Walks the recorded messages in order. Before each assistant message (a model call) the
-/// compaction hook runs on the conversation so far, with the pruning compactor the prune options
-/// describe; once more at the end when the transcript ends with tool results or a user message,
-/// for the call that would answer them. After each batch of tool results the offload hook runs,
+/// compaction hook runs on the conversation so far, with the compactor --strategy names (as
+/// `prune` takes it: tool-result-pruning by default, sliding-window, summarization, offload with
+/// --offload-to, or chain:A,B,...); once more at the end when the transcript ends with tool
+/// results or a user message, for the call that would answer them. With summarization the hook
+/// calls the model (--provider, --model, --base-url) each time it compacts, so a replay makes as
+/// many summary calls as an agent would; a summary that fails is named on standard error and the
+/// replay goes on with the last good result, or with --raise-on-failure the command fails. After each batch of tool results the offload hook runs,
 /// when --offload-store is given (a folder that cannot be created or written is an error before
 /// anything is read; a write that fails is named on standard error, its result stays, and the
 /// exit status is 3). Each model call is a step: the table on standard output shows
@@ -47,7 +52,11 @@ use crate::UsageError;
     compaction simulate session.jsonl --context-window 200000\n  \
     compaction simulate run.json --context-window 20000 --compact-at 0.6 --compact-to 0.3 --svg run.svg --csv run.csv\n  \
     compaction simulate run.traj --context-window 128000 --counter tiktoken:gpt-4o --min-keep-steps 2\n  \
-    compaction simulate run.json --context-window 20000 --offload-store results/ --policy '*=over:4000'")]
+    compaction simulate run.json --context-window 20000 --offload-store results/ --policy '*=over:4000'\n  \
+    compaction simulate run.json --context-window 20000 --strategy chain:tool-result-pruning,sliding-window\n  \
+    OPENAI_API_KEY=local compaction simulate run.json --context-window 20000 --strategy summarization \\\n      \
+    --provider openai --model qwen2.5 --base-url http://127.0.0.1:8080/v1")]
+#[command(group(clap::ArgGroup::new("offload_dirs").multiple(true).args(["offload_store", "offload_to"])))]
 pub struct Args {
     #[command(flatten)]
     pub input: InputArgs,
@@ -60,23 +69,30 @@ pub struct Args {
     /// The fraction of the window to compact down to.
     #[arg(long, value_name = "F", default_value_t = 0.4)]
     pub compact_to: f64,
-    /// The counter: approximate, approximate:CHARS_PER_TOKEN, tiktoken, tiktoken:ENCODING_OR_MODEL
-    /// or huggingface:PATH.
+    /// The counter: approximate, approximate:CHARS_PER_TOKEN, tiktoken, tiktoken:ENCODING_OR_MODEL,
+    /// huggingface:PATH, or a provider's own count: openai:MODEL or anthropic:MODEL.
     #[arg(long, default_value = "approximate")]
     pub counter: String,
     /// A JSON array of tool specs sent with each request; the file's own tools when absent.
     #[arg(long, value_name = "FILE")]
     pub tools: Option<PathBuf>,
     #[command(flatten)]
+    pub strategy: StrategyOptions,
+    #[command(flatten)]
     pub prune: PruneOptions,
+    /// The folder the offload strategy (--strategy offload, or a chain with it) writes results
+    /// to, leaving a pointer.
+    #[arg(long, value_name = "DIR")]
+    pub offload_to: Option<PathBuf>,
     /// Also run the offload hook after each batch of tool results, writing to files in this
     /// folder.
     #[arg(long, value_name = "DIR")]
     pub offload_store: Option<PathBuf>,
     #[command(flatten)]
     pub policies: Policies,
-    /// With --offload-store: characters of each offloaded text kept in its pointer.
-    #[arg(long, value_name = "N", default_value_t = 200, requires = "offload_store")]
+    /// With --offload-store or --offload-to: characters of each offloaded text kept in its
+    /// pointer.
+    #[arg(long, value_name = "N", default_value_t = 200, requires = "offload_dirs")]
     pub preview_chars: usize,
     /// Write a chart of the context per model call, with and without compaction, as SVG.
     #[arg(long, value_name = "FILE")]
@@ -125,8 +141,11 @@ pub fn run(args: Args) -> Result<()> {
         compact_at: args.compact_at,
         compact_to: args.compact_to,
     };
-    let counter = super::counter(&args.counter)?;
-    let hook = CompactionHook::new(Box::new(args.prune.compactor()?), settings)
+    let strategy = args.strategy.resolve(args.offload_to.is_some())?;
+    let counter = crate::strategy::counter(&args.counter, &args.strategy.client_settings())?;
+    let offload_to = args.offload_to.as_deref().map(|dir| (dir, args.preview_chars));
+    let mut built = args.strategy.build(&strategy, &args.prune, offload_to)?;
+    let hook = CompactionHook::new(built.take_compactor(), settings)
         .map_err(|e| UsageError(e.to_string()))?
         .with_counter(counter);
     let offload = match &args.offload_store {
@@ -159,6 +178,19 @@ pub fn run(args: Args) -> Result<()> {
         offload.as_ref(),
         &mut failures,
     );
+    // A count a provider could not make, or a summary that failed with --raise-on-failure,
+    // fails the command before any table is shown.
+    crate::strategy::counting_failed()?;
+    let summaries = built.summary_log();
+    if let (true, Some(failure)) = (summaries.raised, summaries.failures.last()) {
+        return Err(anyhow::anyhow!("{strategy}: {failure}"));
+    }
+    for failure in &summaries.failures {
+        eprintln!(
+            "summarization: a summary failed, so the replay went on with the last good result: {failure}"
+        );
+    }
+    failures.extend(built.take_offload_failures());
     super::offload::say_failures(&failures);
     let name = crate::input::Source::from_arg(args.input.input.as_deref()).name();
     let counter_name = hook.counter().describe();

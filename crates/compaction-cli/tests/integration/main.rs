@@ -10,6 +10,8 @@ mod prune;
 mod real_transcripts;
 mod roundtrip;
 mod simulate;
+mod standin;
+mod strategies;
 mod tree_writes;
 
 use std::io::Write;
@@ -45,7 +47,21 @@ impl Run {
 
 /// Runs the binary with `args`, feeding `stdin`.
 pub fn run(args: &[&str], stdin: Option<&[u8]>) -> Run {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_compaction"))
+    run_with_env(args, stdin, &[])
+}
+
+/// The variables that point a provider client somewhere: unset for every run but those given.
+const PROVIDER_VARIABLES: [&str; 4] =
+    ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL"];
+
+/// [`run`] with these environment variables set, and no other provider variable.
+pub fn run_with_env(args: &[&str], stdin: Option<&[u8]>, env: &[(&str, &str)]) -> Run {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_compaction"));
+    for variable in PROVIDER_VARIABLES {
+        command.env_remove(variable);
+    }
+    let mut child = command
+        .envs(env.iter().copied())
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
