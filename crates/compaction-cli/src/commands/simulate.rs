@@ -39,8 +39,10 @@ use crate::UsageError;
 /// Where the log records the provider's own counts (Claude Code, Codex, OpenHands), they anchor every
 /// estimate, as an agent loop anchors its hook: before each call the estimate is the provider's
 /// count after the previous reply plus the messages that came since, and the `provider` column
-/// shows what the provider then counted. Without them the counts are local and leave out what
-/// the log does not hold (a note says what).
+/// shows what the provider then counted; the first call's is the provider's count of that first
+/// request, which also covers what the log does not hold (the system prompt, the tool schemas).
+/// Without them the counts are local and leave out what the log does not hold (a note says
+/// what).
 ///
 /// The `compaction` column says what the hook did before the call: `compacted` (it rewrote the
 /// conversation), `declined` (the estimate reached --compact-at, but the compactor could not get
@@ -272,7 +274,8 @@ pub fn replay(
     let (mut pruned, mut offloaded) = (0, 0);
     let bar = crate::progress::bar(messages.len() as u64, "simulating");
     let mut usage = usage.iter().peekable();
-    // The provider's count after the latest reply that has one, and that reply's index.
+    // The provider's latest count of the recorded conversation: `(next, tokens)`, where `tokens`
+    // covers the messages before `next`.
     let mut anchor: Option<(usize, usize)> = None;
 
     let call = |baseline: &mut RunningCount,
@@ -288,7 +291,7 @@ pub fn replay(
         // Without compaction the request is the recorded conversation so far: the provider's
         // count after the latest reply it counted, plus what came since; or all of it, locally.
         let without = match anchor {
-            Some((at, tokens)) => tokens + counter.count(&messages[at + 1..index], &[]),
+            Some((next, tokens)) => tokens + counter.count(&messages[next..index], &[]),
             None => baseline.count(counter, &messages[..index], &state.tools),
         };
         Step {
@@ -316,6 +319,17 @@ pub fn replay(
         let recorded = seen.filter(|_| until.is_none_or(|until| index < until));
         if message.role == Role::Assistant {
             let provider = seen.map(|u| usize::try_from(u.prompt_tokens()).unwrap_or(usize::MAX));
+            // The first request: the provider counted what the log does not hold (the system
+            // prompt, the tool schemas) beside the messages, so its count of this request
+            // stands for the request, as the agent, which sends them, would know it.
+            if let (None, true, Some(first)) =
+                (anchor, steps.is_empty(), provider.filter(|_| recorded.is_some()))
+            {
+                if !messages[..index].iter().any(|m| m.role == Role::Assistant) {
+                    anchor = Some((index, first));
+                    state.context_tokens = first;
+                }
+            }
             let step = call(
                 &mut baseline,
                 steps.len() + 1,
@@ -337,7 +351,7 @@ pub fn replay(
             let without = baseline.count(counter, &messages[..=index], &state.tools);
             let removed = without.saturating_sub(state.count_with_tools(counter));
             state.context_tokens = tokens.saturating_sub(removed).max(1);
-            anchor = Some((index, tokens));
+            anchor = Some((index + 1, tokens));
         }
         let batch_ends = message.has_tool_call_result()
             && !messages.get(index + 1).is_some_and(Message::has_tool_call_result);
@@ -502,12 +516,19 @@ fn accuracy(steps: &[Step]) -> Option<String> {
     let median = sizes[sizes.len() / 2];
     let (worst, at) = errors.iter().copied().max_by(|a, b| a.0.abs().total_cmp(&b.0.abs()))?;
     let within = sizes.iter().filter(|e| **e <= 0.05).count();
-    Some(format!(
-        "estimate vs provider median error {:.1}%, worst {:+.1}% (call {at}); {within} of {} calls within 5%\n",
+    let mut line = format!(
+        "estimate vs provider median error {:.1}%, worst {:+.1}% (call {at}); {within} of {} calls within 5%",
         100.0 * median,
         100.0 * worst,
         sizes.len()
-    ))
+    );
+    if within < sizes.len() {
+        // Measured on the recorded conversation, an estimate misses only what the provider saw
+        // beyond the log: context the agent added to a request without logging it.
+        line.push_str(" (the others: the provider counted context the log does not hold)");
+    }
+    line.push('\n');
+    Some(line)
 }
 
 /// One row per call, with a header.
