@@ -221,9 +221,9 @@ fn numbers_after(text: &str, phrase: &str) -> Vec<usize> {
     let Some(at) = text.find(phrase) else { return Vec::new() };
     let rest = &text[at + phrase.len()..];
     // A sentence ends at ". " or at the end; the numbers of interest sit close to the phrase.
+    // Bytes, not characters: only ASCII digits matter, so cutting inside a character is harmless.
     let end = rest.find(". ").unwrap_or(rest.len()).min(160);
-    let end = (0..=end).rev().find(|&i| rest.is_char_boundary(i)).unwrap_or(0);
-    let stretch = rest[..end].as_bytes();
+    let stretch = &rest.as_bytes()[..end];
     let mut numbers = Vec::new();
     let mut i = 0;
     while i < stretch.len() {
@@ -363,7 +363,8 @@ mod tests {
         assert_eq!(numbers_after("no phrase here 5", "absent"), Vec::<usize>::new());
         // Huge numbers saturate rather than overflow.
         assert_eq!(numbers_after("n 99999999999999999999999999", "n"), vec![usize::MAX]);
-        // Multi-byte text never splits a character.
+        // Multi-byte text around the numbers is fine.
+        assert_eq!(numbers_after(&format!("p {}7", "é".repeat(20)), "p"), vec![7]);
         assert!(numbers_after(&format!("p {}", "é".repeat(200)), "p").is_empty());
     }
 }
