@@ -280,7 +280,7 @@ async fn main() -> Result<(), Box<dyn Error>> {
     let requests = server.requests();
     let refused = server.refused();
     println!(
-        "{} requests, {} refused as too long and recovered, {hook_compactions} compactions by the hook, {} results offloaded",
+        "requests: {}; refused as too long and recovered: {}; compacted by the hook: {hook_compactions}; results offloaded: {}",
         requests.len(),
         refused.len(),
         offloaded.len()
