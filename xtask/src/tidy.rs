@@ -21,6 +21,14 @@ const LAYERS: &[&str] = &[
     "compaction-cli",
 ];
 
+/// Workspace crates outside the layers, and why.
+const BESIDE_THE_LAYERS: &[(&str, &str)] = &[
+    ("compaction-formats", "transcripts: depends only on the model, used only by the command"),
+    ("compaction-testkit", "test helpers: a dev-dependency only, depending on nothing of ours"),
+    ("compaction-benches", "benchmarks: a leaf, nothing depends on it"),
+    ("xtask", "the project's tasks: a leaf, nothing depends on it"),
+];
+
 /// Crates that may not do network I/O: everything below compaction-llm, and the hook, which
 /// reaches a model only through compaction-core's generator traits.
 const NO_NETWORK: &[&str] = &[
@@ -77,6 +85,10 @@ const IO_MARKERS: &[&str] = &[
 const IO_CRATES: &[&str] =
     &["rustix", "libc", "tokio", "async-std", "cap-std", "reqwest", "ureq", "hyper", "tempfile"];
 
+/// compaction-adapters' dependencies that do I/O, which only its `examples` feature (not for
+/// users) may turn on, for the runnable examples' runtime, server and store.
+const ADAPTERS_EXAMPLES_ONLY: &[&str] = &["tokio", "rustls", "compaction-offload"];
+
 fn metadata() -> Value {
     let output = Command::new(env!("CARGO"))
         .args(["metadata", "--format-version", "1", "--no-deps", "--offline"])
@@ -119,6 +131,87 @@ fn dependencies_point_down_the_layers() {
                 );
             }
         }
+    }
+}
+
+/// Every workspace crate is in the layers or named beside them with its reason, so no new crate
+/// escapes the direction check.
+#[test]
+fn every_crate_has_a_place() {
+    let metadata = metadata();
+    for package in metadata["packages"].as_array().expect("packages") {
+        let name = package["name"].as_str().expect("name");
+        assert!(
+            LAYERS.contains(&name) || BESIDE_THE_LAYERS.iter().any(|(beside, _)| *beside == name),
+            "crate {name} is neither in tidy.rs's LAYERS nor beside them: place it (and in ARCHITECTURE.md's map)"
+        );
+    }
+}
+
+/// The crates form a DAG, counting dev-dependencies too: a test that depends on a crate which
+/// depends back on the tested one compiles two copies of it, whose types do not match.
+#[test]
+fn the_crates_form_a_dag_dev_dependencies_included() {
+    let metadata = metadata();
+    let ours: Vec<&str> = metadata["packages"]
+        .as_array()
+        .expect("packages")
+        .iter()
+        .filter_map(|p| p["name"].as_str())
+        .collect();
+    let mut edges: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for package in metadata["packages"].as_array().expect("packages") {
+        let name = package["name"].as_str().expect("name");
+        let deps = package["dependencies"].as_array().expect("dependencies");
+        let targets =
+            deps.iter().filter_map(|d| d["name"].as_str()).filter(|d| ours.contains(d) && *d != name);
+        edges.entry(name).or_default().extend(targets);
+    }
+    // Depth-first search; a crate met again while still on the path closes a cycle.
+    fn visit<'a>(
+        node: &'a str,
+        edges: &BTreeMap<&'a str, Vec<&'a str>>,
+        path: &mut Vec<&'a str>,
+        done: &mut Vec<&'a str>,
+    ) {
+        if done.contains(&node) {
+            return;
+        }
+        if let Some(at) = path.iter().position(|n| *n == node) {
+            panic!(
+                "Architecture Invariant broken: the crates depend in a cycle: {} -> {node}",
+                path[at..].join(" -> ")
+            );
+        }
+        path.push(node);
+        for next in edges.get(node).into_iter().flatten() {
+            visit(next, edges, path, done);
+        }
+        path.pop();
+        done.push(node);
+    }
+    let mut done = Vec::new();
+    for node in edges.keys() {
+        visit(node, &edges, &mut Vec::new(), &mut done);
+    }
+}
+
+/// compaction-testkit is for tests only: no crate depends on it outside its dev-dependencies,
+/// and it depends on nothing of ours, so every crate's tests can use it.
+#[test]
+fn testkit_is_a_dev_dependency_that_depends_on_nothing_of_ours() {
+    let deps = dependencies(&metadata());
+    for (krate, list) in &deps {
+        assert!(
+            !list.iter().any(|(dep, _)| dep == "compaction-testkit"),
+            "Architecture Invariant broken: {krate} depends on compaction-testkit outside its dev-dependencies"
+        );
+    }
+    for (dep, _) in &deps["compaction-testkit"] {
+        assert!(
+            !dep.starts_with("compaction-"),
+            "Architecture Invariant broken: compaction-testkit depends on {dep}"
+        );
     }
 }
 
@@ -246,6 +339,55 @@ fn model_formats_tokens_core_and_hook_do_no_io() {
             assert!(
                 !IO_CRATES.contains(&dep.as_str()),
                 "Architecture Invariant broken: {krate} depends on {dep}"
+            );
+        }
+    }
+}
+
+#[test]
+fn adapters_library_does_no_io() {
+    // Its sources convert and compact: no file system, network, processes or runtime, and no
+    // framework client is called.
+    let markers: Vec<&str> = IO_MARKERS.iter().copied().chain(["reqwest", "hyper", "ureq"]).collect();
+    visit(&project_root().join("crates/compaction-adapters/src"), &mut |path| {
+        let relative = path.strip_prefix(project_root()).unwrap_or(path).display().to_string();
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        let code: Vec<&str> = text.lines().filter(|l| !l.trim_start().starts_with("//")).collect();
+        for marker in &markers {
+            assert!(
+                !code.iter().any(|line| line.contains(marker)),
+                "Architecture Invariant broken: {relative} uses {marker}"
+            );
+        }
+    });
+    let metadata = metadata();
+    let package = metadata["packages"]
+        .as_array()
+        .expect("packages")
+        .iter()
+        .find(|p| p["name"] == "compaction-adapters")
+        .expect("compaction-adapters is in the workspace");
+    // Its own dependencies do no I/O, but for those only the examples turn on.
+    for dep in package["dependencies"].as_array().expect("dependencies") {
+        let (name, optional) =
+            (dep["name"].as_str().unwrap_or_default(), dep["optional"].as_bool().unwrap_or(false));
+        if dep["kind"].is_null() && !optional {
+            assert!(
+                !IO_CRATES.contains(&name) && !ADAPTERS_EXAMPLES_ONLY.contains(&name),
+                "Architecture Invariant broken: compaction-adapters depends on {name}"
+            );
+        }
+    }
+    // Only the `examples` feature turns those on, or a framework's HTTP client.
+    for (feature, enables) in package["features"].as_object().expect("features") {
+        if feature == "examples" {
+            continue;
+        }
+        for enabled in enables.as_array().expect("feature list").iter().filter_map(Value::as_str) {
+            let dep = enabled.strip_prefix("dep:").unwrap_or(enabled);
+            assert!(
+                !ADAPTERS_EXAMPLES_ONLY.contains(&dep) && !enabled.contains('/'),
+                "Architecture Invariant broken: compaction-adapters' feature `{feature}` turns on `{enabled}`, which only the examples may"
             );
         }
     }

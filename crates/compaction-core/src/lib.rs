@@ -29,6 +29,10 @@
 //!   until the conversation fits. It does no I/O: a [`SummarizationSession`] says what to ask
 //!   the model and takes the reply, so the caller calls the model its own way, sync or async;
 //!   [`ChatGenerator`] and [`AsyncChatGenerator`] are the seam for callers who hand it a client.
+//! - [`context_overflow`] tells a provider's "the request is longer than the context window"
+//!   error (OpenAI, Anthropic, Gemini, llama.cpp, vLLM, Mistral, …) from its status and body,
+//!   with the sizes it states ([`ContextOverflow`]); compaction-hook recovers from it and
+//!   compaction-llm's errors are classified by it.
 //! - [`ChainCompactor`] runs strategies in order until the target is met — prune, then
 //!   offload, then summarize, then slide — and reports what each did.
 //! - [`leading_system_end`], [`latest_user_index`], [`historical_turn_groups`],
@@ -82,6 +86,7 @@ mod compactor;
 mod config;
 mod error;
 mod generator;
+mod overflow;
 mod pruning;
 mod regions;
 mod settings;
@@ -96,6 +101,7 @@ pub use compactor::{
 };
 pub use error::Error;
 pub use generator::{AsyncChatGenerator, ChatGenerator, GenerateFuture, GeneratorError};
+pub use overflow::{context_overflow, ContextOverflow};
 pub use pruning::ToolResultPruningCompactor;
 pub use regions::{
     current_agent_step_groups, historical_turn_groups, is_compaction_message, latest_user_index,

@@ -25,6 +25,10 @@
 //!   calls a model; and [`CompactionHook::decide`] / [`CompactionHook::complete`] are the two
 //!   halves for a caller that runs the compactor itself (such as a summarization session fed by
 //!   its own client). Every count goes through `TokenCounter::try_count`.
+//! - [`ContextOverflowRecovery`] is for when the estimate was wrong: given the provider's
+//!   "context length exceeded" error ([`context_overflow`] recognises it from the reply's status
+//!   and body, with the window and count it states), it compacts to a lower target with the
+//!   hook's compactor and tells the loop to retry, once per request.
 //! - [`TokenBudgetHook`] runs before each model call and asks the run to stop
 //!   ([`AgentState::stop_run`]) once the usage the loop recorded ([`AgentState::record_usage`])
 //!   reaches its budget.
@@ -71,6 +75,7 @@ mod counting;
 mod decision;
 mod error;
 mod hook;
+mod recovery;
 mod serial;
 mod state;
 mod usage;
@@ -78,12 +83,13 @@ mod usage;
 pub use budget::{
     BudgetOutcome, TokenBudgetHook, BUDGET_FINAL_MESSAGE, HAYSTACK_BUDGET_HOOK_TYPE, TOKEN_BUDGET_EXCEEDED,
 };
-pub use compaction_core::Compactor;
+pub use compaction_core::{context_overflow, Compactor, ContextOverflow};
 pub use decision::HookDecision;
 pub use error::Error;
 pub use hook::{
     run_compaction_hooks, CompactionHook, CompactionHookSettings, CompactionOutcome, HAYSTACK_HOOK_TYPE,
 };
+pub use recovery::{ContextOverflowRecovery, OverflowDecision, Recovery};
 pub use state::AgentState;
 pub use usage::total_tokens;
 

@@ -2,6 +2,7 @@
 
 use std::fmt;
 
+use compaction_core::ContextOverflow;
 use thiserror::Error;
 
 use crate::provider::Provider;
@@ -103,6 +104,11 @@ pub enum Error {
         status: u16,
         /// The provider's error message (or the start of the body), cut short.
         message: String,
+        /// Set when the reply says the request was longer than the model's context window,
+        /// with the sizes it states (read from the whole body); see
+        /// [`Error::is_context_overflow`]. Boxed: most errors are not overflows, and every
+        /// `Result` of this crate carries the error's size.
+        overflow: Option<Box<ContextOverflow>>,
     },
     /// The call took longer than the connect or total timeout.
     #[error("{call}: timed out")]
@@ -141,4 +147,29 @@ pub enum Error {
         /// What was missing or wrong.
         reason: String,
     },
+}
+
+impl Error {
+    /// Whether the provider refused the request as longer than the model's context window
+    /// (OpenAI's `context_length_exceeded`, Anthropic's "prompt is too long", and the other
+    /// shapes [`compaction_core::context_overflow`] knows). Such a request is never retried as
+    /// sent: compact the conversation and send it again (compaction-hook's
+    /// `ContextOverflowRecovery` does that once per request).
+    pub fn is_context_overflow(&self) -> bool {
+        self.context_overflow().is_some()
+    }
+
+    /// What a context-overflow error states: the window, the input counted, the reply's
+    /// reserve (each when stated). `None` for every other error.
+    pub fn context_overflow(&self) -> Option<&ContextOverflow> {
+        match self {
+            Error::Status { overflow, .. } => overflow.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// The model's context window in tokens, when a context-overflow error states it.
+    pub fn context_limit(&self) -> Option<usize> {
+        self.context_overflow().and_then(|overflow| overflow.limit)
+    }
 }

@@ -28,7 +28,10 @@
 //! again, up to `max_retries` times, after an exponential backoff with jitter or the wait the
 //! provider asks for (`Retry-After`, `retry-after-ms`). An [`Error`] says which call failed
 //! (provider, URL, model, attempt) and why (status and the provider's message, or the transport
-//! error as its source).
+//! error as its source). A request the provider refuses as longer than the model's context
+//! window is never retried as sent: [`Error::is_context_overflow`] says so, and
+//! [`Error::context_overflow`] gives the window and count the provider stated, for
+//! compaction-hook's `ContextOverflowRecovery` to compact and retry once.
 //!
 //! The conversions are public and need no network: [`to_chat_completions_messages`],
 //! [`to_anthropic_messages`], [`to_responses_input`].

@@ -4,6 +4,7 @@
 use std::hash::{BuildHasher, Hasher};
 use std::time::{Duration, SystemTime};
 
+use compaction_core::context_overflow;
 use serde_json::Value;
 
 use crate::error::{BoxError, CallInfo, Error};
@@ -98,7 +99,11 @@ impl<'a> Attempts<'a> {
                 }),
             },
             Ok(reply) => {
-                let retry = reply.should_retry.unwrap_or_else(|| retryable_status(reply.status));
+                let overflow = context_overflow(reply.status, &String::from_utf8_lossy(&reply.body));
+                // A request too long for the window is refused however often it is sent (some
+                // servers answer it with a 5xx): only a shorter one can succeed.
+                let retry = overflow.is_none()
+                    && reply.should_retry.unwrap_or_else(|| retryable_status(reply.status));
                 if retry && !last {
                     let wait = match reply.retry_after {
                         Some(asked) => asked.min(self.settings.max_retry_after),
@@ -116,6 +121,7 @@ impl<'a> Attempts<'a> {
                     call: self.call(),
                     status: reply.status,
                     message: error_message(&reply.body),
+                    overflow: overflow.map(Box::new),
                 })
             }
             Err(failure) => {

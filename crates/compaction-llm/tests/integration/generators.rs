@@ -216,7 +216,7 @@ fn server_errors_exhaust_the_retries_and_say_which_call_failed() {
     )]);
     let error = openai(&server).generate_blocking(&[Message::user("Hi")]).unwrap_err();
     assert_eq!(server.requests().len(), 3, "one attempt and two retries");
-    let Error::Status { call, status, message } = &error else { panic!("{error:?}") };
+    let Error::Status { call, status, message, overflow: None } = &error else { panic!("{error:?}") };
     assert_eq!((*status, call.provider, call.attempt, call.attempts_allowed), (500, Provider::OpenAI, 3, 3));
     assert_eq!(call.url, server.url("/v1/chat/completions"));
     assert_eq!(call.model, "tiny");
@@ -242,7 +242,7 @@ fn client_errors_are_not_retried() {
     let error = anthropic(&server).generate_blocking(&[Message::user("Hi")]).unwrap_err();
     assert_eq!(server.requests().len(), 1);
     assert!(
-        matches!(&error, Error::Status { status: 401, message, call } if message == "authentication_error: invalid x-api-key" && call.attempt == 1),
+        matches!(&error, Error::Status { status: 401, message, call, overflow: None } if message == "authentication_error: invalid x-api-key" && call.attempt == 1),
         "{error:?}"
     );
 }

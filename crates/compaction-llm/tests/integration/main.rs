@@ -1,10 +1,12 @@
 //! Integration tests of compaction-llm: every HTTP path against a real server on 127.0.0.1
-//! (`server.rs`), and conformance of the conversions with fixtures the reference wrote.
+//! (`server.rs`), reactive recovery from a context overflow with compaction-hook (`recovery.rs`),
+//! and conformance of the conversions with fixtures the reference wrote.
 
 mod conformance;
 mod conversions;
 mod counters;
 mod generators;
+mod recovery;
 mod server;
 
 use std::time::Duration;
