@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use compaction_model::{
     CompactionMarker, JsonObject, Message, Part, ResultPart, Role, ToolCall, ToolCallResult,
-    ToolResultContent, STRATEGY_TOOL_RESULT_PRUNING,
+    ToolResultContent, ToolSpec, STRATEGY_TOOL_RESULT_PRUNING,
 };
 use compaction_tokens::TokenCounter;
 use serde::Serialize;
@@ -481,6 +481,17 @@ impl Compaction {
         self.report
     }
 
+    /// Tokens of the compacted conversation sent with `tools`, as
+    /// `counter.count(&self.messages(original), tools)` says, building only the messages that
+    /// change (see [`TokenCounter::count_rewritten`]). `original` is the conversation that was
+    /// compacted.
+    pub fn count(&self, original: &[Message], counter: &dyn TokenCounter, tools: &[ToolSpec]) -> usize {
+        match &self.edits {
+            Edits::Replace(rewrites) => count_rewrites(original, rewrites, counter, tools),
+            Edits::Whole(messages) => counter.count(messages, tools),
+        }
+    }
+
     /// The indices of the messages that change, for in-place edits; `None` when the whole
     /// conversation is replaced.
     pub fn replaced_indices(&self) -> Option<Vec<usize>> {
@@ -491,6 +502,28 @@ impl Compaction {
     }
 }
 
+/// `counter`'s count of `original` with `rewrites` applied (as [`Compaction::apply`] applies
+/// them), building only the rewritten messages.
+pub(crate) fn count_rewrites(
+    original: &[Message],
+    rewrites: &[(usize, Rewrite)],
+    counter: &dyn TokenCounter,
+    tools: &[ToolSpec],
+) -> usize {
+    let mut sorted: Vec<&(usize, Rewrite)> =
+        rewrites.iter().filter(|(index, _)| *index < original.len()).collect();
+    sorted.sort_by_key(|(index, _)| *index);
+    let mut built: Vec<(usize, Message)> = Vec::with_capacity(sorted.len());
+    for (index, rewrite) in sorted {
+        match built.last_mut() {
+            Some((last, message)) if last == index => rewrite.apply_ref(message),
+            _ => built.push((*index, rewrite.build(&original[*index]))),
+        }
+    }
+    let rewritten: Vec<(usize, &Message)> = built.iter().map(|(index, message)| (*index, message)).collect();
+    counter.count_rewritten(original, &rewritten, tools)
+}
+
 /// What a compaction did: the sizes before and after, and each rewritten tool result.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CompactionReport {
@@ -498,11 +531,21 @@ pub struct CompactionReport {
     pub strategy: String,
     /// Tokens of the whole conversation before compacting.
     pub tokens_before: usize,
-    /// Tokens after, as the running estimate from per-message differences (not a recount).
+    /// Tokens of the compacted conversation, counted as a whole with the compactor's counter:
+    /// what `counter.count(&compaction.messages(&original), &[])` says.
     pub tokens_after: usize,
+    /// Tokens after as the compactor estimated them while it worked, which decides when it
+    /// stops. For the strategies that rewrite tool results in place (pruning, offloading) this
+    /// is the reference's running estimate: the count before, less what each rewritten message
+    /// frees counted on its own. A counter's counts need not add up message by message (the
+    /// approximate counter rounds each count down, a tokenizer may merge text across a message
+    /// boundary), so it can be off from `tokens_after` by a few tokens, either way. Equal to
+    /// `tokens_after` for the strategies that count what they build (sliding window,
+    /// summarization, chains).
+    pub estimated_tokens_after: usize,
     /// The target the compactor was given.
     pub target_tokens: usize,
-    /// Whether `tokens_after` is at or under the target.
+    /// Whether `tokens_after` (the count, not the estimate) is at or under the target.
     pub target_reached: bool,
     /// Every tool result that was rewritten, oldest first.
     pub results: Vec<ResultReport>,
@@ -598,7 +641,8 @@ impl ResultReport {
 }
 
 impl CompactionReport {
-    /// A report with no cleared inputs; `target_reached` is worked out from the sizes.
+    /// A report with no cleared inputs; `target_reached` is worked out from the sizes, and the
+    /// estimate after is `tokens_after` (see [`CompactionReport::counted`]).
     pub fn new(
         strategy: &str,
         tokens_before: usize,
@@ -610,6 +654,7 @@ impl CompactionReport {
             strategy: strategy.to_owned(),
             tokens_before,
             tokens_after,
+            estimated_tokens_after: tokens_after,
             target_tokens,
             target_reached: tokens_after <= target_tokens,
             results,
@@ -619,6 +664,15 @@ impl CompactionReport {
             stages: Vec::new(),
             failure: None,
         }
+    }
+
+    /// This report with `tokens_after` counted: the estimate it held stays in
+    /// `estimated_tokens_after`, and `target_reached` follows the count.
+    #[must_use]
+    pub fn counted(mut self, tokens_after: usize) -> Self {
+        self.tokens_after = tokens_after;
+        self.target_reached = tokens_after <= self.target_tokens;
+        self
     }
 
     /// The tool names of the rewritten results, oldest first.
@@ -633,9 +687,9 @@ impl CompactionReport {
         indices
     }
 
-    /// Tokens freed in all: by rewritten results and cleared inputs together when there are
-    /// any, otherwise (strategies that remove or merge messages, chains) the drop from
-    /// `tokens_before` to `tokens_after`.
+    /// Tokens freed in all: by rewritten results and cleared inputs together (each message
+    /// counted on its own, as the estimate goes) when there are any, otherwise (strategies that
+    /// remove or merge messages, chains) the drop from `tokens_before` to `tokens_after`.
     pub fn tokens_freed(&self) -> usize {
         if self.results.is_empty() && self.inputs_cleared.is_empty() {
             return self.tokens_before.saturating_sub(self.tokens_after);

@@ -315,7 +315,9 @@ impl<M> Walk<M> {
 /// newest `min_keep_steps` agent steps that have results (see [`agent_step_spans`]), is offered
 /// to `replace` with its index and its own token count, oldest first. A replacement is kept only
 /// when it frees at least one token; the running total drops by what each one frees, and the
-/// walk stops as soon as it is at or under the target. Results of one step are protected
+/// walk stops as soon as it is at or under the target (the report's `tokens_after` is then the
+/// conversation built counted as a whole, its `estimated_tokens_after` that running total).
+/// Results of one step are protected
 /// together, so parallel calls keep all their results.
 ///
 /// A message holding several results is offered once: the callback judges each of its results
@@ -363,8 +365,11 @@ pub fn replace_tool_results_with_memo(
         return None;
     }
     let (replaced, report) = walk.finish(strategy, target_tokens);
-    let replacements =
+    let replacements: Vec<(usize, Message)> =
         replaced.into_iter().map(|(index, replacement)| (index, replacement.message)).collect();
+    let rewritten: Vec<(usize, &Message)> =
+        replacements.iter().map(|(index, message)| (*index, message)).collect();
+    let report = report.counted(counter.count_rewritten(messages, &rewritten, &[]));
     Some(Compaction::replacing(replacements, report))
 }
 

@@ -256,6 +256,30 @@ impl TokenCounter for TiktokenCounter {
         let non_text = NonText { images: before.images, files: before.files } + NonText::of_message(last);
         before.text + self.count_text(&tail) + non_text.tokens(self.tokens_per_image, self.tokens_per_file)
     }
+
+    // As the default, with the measuring spread over the cores as `count` spreads it.
+    fn count_rewritten(
+        &self,
+        messages: &[Message],
+        rewritten: &[(usize, &Message)],
+        tools: &[ToolSpec],
+    ) -> usize {
+        let Some(last) = messages.len().checked_sub(1) else {
+            return self.count(&[], tools);
+        };
+        let message = |index: usize| match rewritten.binary_search_by_key(&index, |(i, _)| *i) {
+            Ok(at) => rewritten[at].1,
+            Err(_) => &messages[index],
+        };
+        let indices: Vec<usize> = (0..last).collect();
+        let before: Measure = parallel::map(&indices, parallel::work_estimate(&messages[..last]), |&index| {
+            self.measure_joined(message(index))
+        })
+        .into_iter()
+        .flatten()
+        .sum();
+        self.count_after(before, message(last), tools)
+    }
 }
 
 #[cfg(test)]
@@ -338,6 +362,16 @@ mod tests {
                 let whole = counter.count_text(&rendered_conversation(&messages));
                 assert_eq!(counter.count(&messages, &[]), whole, "{encoding:?} {messages:?}");
                 assert_eq!(counter.count_each(&messages).total, whole, "{encoding:?} {messages:?}");
+                // The first message rewritten as the last: counted without building the copy.
+                let rewritten = [(0, &messages[messages.len() - 1])];
+                let mut copy = messages.clone();
+                copy[0] = messages[messages.len() - 1].clone();
+                let whole = counter.count_text(&rendered_conversation(&copy));
+                assert_eq!(
+                    counter.count_rewritten(&messages, &rewritten, &[]),
+                    whole,
+                    "{encoding:?} {copy:?}"
+                );
             }
         }
     }
