@@ -81,6 +81,82 @@ fn an_interrupted_write_leaves_no_partial_file() {
     assert!(interrupted > 0, "no run was interrupted while writing; the input is too small for this machine");
 }
 
+/// The entries of `dir` whose names start with `prefix`.
+fn entries(dir: &Path, prefix: &str) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(|entry| entry.ok())
+                .map(|entry| entry.file_name().to_string_lossy().into_owned())
+                .filter(|name| name.starts_with(prefix))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// SIGINT, SIGTERM, SIGHUP or SIGKILL while results are being written to an offload store: no
+/// scratch file stays in the store (on Linux a result is written without a name until it is
+/// whole, so not even SIGKILL leaves one; elsewhere a SIGKILL may leave one named
+/// `.offload-*.partial`), and every file there holds a whole result.
+#[cfg(unix)]
+#[test]
+fn an_interrupted_offload_leaves_only_whole_results_in_the_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("big.json");
+    std::fs::write(&input, big_conversation(25)).unwrap();
+    let result = "line of tool output, ".repeat(2_000);
+    let mut interrupted = 0;
+    for signal in ["INT", "TERM", "HUP", "KILL"] {
+        let store = dir.path().join(format!("store-{signal}"));
+        let output = dir.path().join(format!("out-{signal}.json"));
+        let mut child = Command::new(env!("CARGO_BIN_EXE_compaction"))
+            .args(["prune", "--target-tokens", "0", "--min-tokens", "0", "-q", "--offload-to"])
+            .arg(&store)
+            .arg("-o")
+            .arg(&output)
+            .arg(&input)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        // Wait for the first result in the store, then interrupt the writes.
+        let started = Instant::now();
+        let mut seen = false;
+        while started.elapsed() < Duration::from_secs(60) {
+            if entries(&store, "").iter().any(|name| name.ends_with(".txt")) {
+                seen = true;
+                break;
+            }
+            if child.try_wait().unwrap().is_some() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let killed = Command::new("kill").args([&format!("-{signal}"), &child.id().to_string()]).status();
+        assert!(killed.unwrap().success());
+        let status = child.wait().unwrap();
+        let stored = entries(&store, "");
+        if seen && !status.success() && !output.exists() {
+            interrupted += 1;
+        }
+        let scratch: Vec<&String> = stored.iter().filter(|name| !name.ends_with(".txt")).collect();
+        if signal == "KILL" && !cfg!(target_os = "linux") {
+            assert!(
+                scratch.iter().all(|name| name.starts_with(".offload-") && name.ends_with(".partial")),
+                "SIGKILL left {scratch:?}"
+            );
+        } else {
+            assert!(scratch.is_empty(), "SIG{signal} left {scratch:?} in the store");
+        }
+        for name in stored.iter().filter(|name| name.ends_with(".txt")) {
+            let text = std::fs::read_to_string(store.join(name)).unwrap();
+            assert_eq!(text.len(), result.len(), "SIG{signal}: {name} holds part of a result");
+        }
+        assert_eq!(partial_files(dir.path()), Vec::<String>::new(), "SIG{signal} left a partial output");
+    }
+    assert!(interrupted > 0, "no run was interrupted while storing; the input is too small for this machine");
+}
+
 /// Every prefix of a real transcript is either read or refused with one short line; none panics
 /// and none writes an output file.
 #[test]
