@@ -198,8 +198,9 @@ impl RunningCount {
             let old = std::mem::replace(&mut self.measures[index], measure);
             self.add(index, measure, old);
         }
-        for message in &messages[self.measures.len()..] {
-            let Some(measure) = counter.measure_joined(message) else {
+        let appended = &messages[self.measures.len()..];
+        for measure in measure_all(counter, appended) {
+            let Some(measure) = measure else {
                 self.clear();
                 return false;
             };
@@ -246,6 +247,19 @@ impl RunningCount {
         }
         sum
     }
+}
+
+/// Every message's joined measure, in order: on all cores for a long conversation measured
+/// the first time (a tokenizer's measure is its count), one by one for the few messages an
+/// agent step appends.
+fn measure_all(counter: &dyn TokenCounter, messages: &[Message]) -> Vec<Option<Measure>> {
+    #[cfg(any(feature = "tiktoken", feature = "huggingface"))]
+    if messages.len() >= 256 {
+        return crate::parallel::map(messages, crate::parallel::PARALLEL_THRESHOLD, |message| {
+            counter.measure_joined(message)
+        });
+    }
+    messages.iter().map(|message| counter.measure_joined(message)).collect()
 }
 
 fn wrapping_add(a: Measure, b: Measure) -> Measure {

@@ -565,9 +565,10 @@ impl Said<'_> {
         }
         let mut reasons = Vec::new();
         if let Some(report) = self.report {
-            if report.estimated_tokens_after <= report.target_tokens && self.hook.is_none() {
+            if report.estimated_tokens_after <= report.target_tokens {
                 // Where the compactor stopped on its estimate, as the reference's does.
-                let over = self.figures.tokens_after.saturating_sub(self.figures.target.unwrap_or(0));
+                let after = self.hook.map_or(self.figures.tokens_after, |hooked| hooked.estimated_after);
+                let over = after.saturating_sub(self.figures.target.unwrap_or(0));
                 reasons.push(format!(
                     "the compactor stops once its running estimate reaches the target, as the reference's \
                      does, and counted whole the result is {} over (the counter's counts do not add up \
