@@ -510,6 +510,13 @@ pub(crate) fn count_rewrites(
     counter: &dyn TokenCounter,
     tools: &[ToolSpec],
 ) -> usize {
+    let built = build_rewrites(original, rewrites);
+    let rewritten: Vec<(usize, &Message)> = built.iter().map(|(index, message)| (*index, message)).collect();
+    counter.count_rewritten(original, &rewritten, tools)
+}
+
+/// The messages `rewrites` make of `original`, each index once, in increasing order.
+pub(crate) fn build_rewrites(original: &[Message], rewrites: &[(usize, Rewrite)]) -> Vec<(usize, Message)> {
     let mut sorted: Vec<&(usize, Rewrite)> =
         rewrites.iter().filter(|(index, _)| *index < original.len()).collect();
     sorted.sort_by_key(|(index, _)| *index);
@@ -520,8 +527,7 @@ pub(crate) fn count_rewrites(
             _ => built.push((*index, rewrite.build(&original[*index]))),
         }
     }
-    let rewritten: Vec<(usize, &Message)> = built.iter().map(|(index, message)| (*index, message)).collect();
-    counter.count_rewritten(original, &rewritten, tools)
+    built
 }
 
 /// What a compaction did: the sizes before and after, and each rewritten tool result.

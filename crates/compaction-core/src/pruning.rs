@@ -12,7 +12,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
 use crate::compactor::{
-    clear_arguments, count_rewrites, Compaction, CompactionReport, Compactor, InputReport, Memo,
+    build_rewrites, clear_arguments, Compaction, CompactionReport, Compactor, InputReport, Memo,
     PrunedResult, Rewrite,
 };
 use crate::error::Error;
@@ -126,7 +126,10 @@ impl ToolResultPruningCompactor {
             .collect();
         // The walk stopped on its running estimate, as the reference's does; the report says
         // what the conversation built from these rewrites counts.
-        let report = report.counted(count_rewrites(messages, &rewrites, counter, &[]));
+        let built = build_rewrites(messages, &rewrites);
+        let rewritten: Vec<(usize, &Message)> =
+            built.iter().map(|(index, message)| (*index, message)).collect();
+        let report = report.counted(sizes.count_rewritten(messages, &rewritten, counter));
         Some(Plan { rewrites, report })
     }
 

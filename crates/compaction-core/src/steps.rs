@@ -4,7 +4,7 @@
 //! crate) shares this walk, so they agree on which results are protected and when to stop.
 
 use compaction_model::{Message, Role};
-use compaction_tokens::TokenCounter;
+use compaction_tokens::{Measure, TokenCounter};
 
 use crate::compactor::{Compaction, CompactionReport, Memo, ResultReport};
 
@@ -195,19 +195,57 @@ pub(crate) struct Sizes {
     start: usize,
     pub(crate) total: usize,
     each: Vec<usize>,
+    /// The joined measure of every message but the last, where the counter's counts add up and
+    /// the whole conversation was counted in one pass.
+    measures: Option<Vec<Measure>>,
 }
 
 impl Sizes {
     /// Counts `messages` for a walk starting at `start`: in one `count_each` when that is the
-    /// whole conversation, else the whole conversation's count and the tail's own counts.
+    /// whole conversation (with the measures, where the counts add up), else the whole
+    /// conversation's count and the tail's own counts.
     pub(crate) fn measure(messages: &[Message], start: usize, counter: &dyn TokenCounter) -> Sizes {
         let start = start.min(messages.len());
         if start == 0 {
-            let counts = counter.count_each(messages);
-            return Sizes { start, total: counts.total, each: counts.each };
+            let (counts, measures) = counter.count_each_measured(messages);
+            let measures = measures.filter(|m| m.len() + 1 == messages.len());
+            return Sizes { start, total: counts.total, each: counts.each, measures };
         }
         let each = counter.count_each(&messages[start..]).each;
-        Sizes { start, total: counter.count(messages, &[]), each }
+        Sizes { start, total: counter.count(messages, &[]), each, measures: None }
+    }
+
+    /// `counter.count_rewritten(messages, rewritten, &[])`: from the measures taken with the
+    /// counts, measuring only the rewritten messages, where there are measures; else asked of
+    /// the counter (which a running count answers as cheaply).
+    pub(crate) fn count_rewritten(
+        &self,
+        messages: &[Message],
+        rewritten: &[(usize, &Message)],
+        counter: &dyn TokenCounter,
+    ) -> usize {
+        let (Some(measures), Some(last)) = (&self.measures, messages.len().checked_sub(1)) else {
+            return counter.count_rewritten(messages, rewritten, &[]);
+        };
+        let mut before: Measure = measures.iter().copied().sum();
+        let mut last_message = &messages[last];
+        for &(index, message) in rewritten {
+            if index == last {
+                last_message = message;
+            } else if index < last {
+                let Some(measure) = counter.measure_joined(message) else {
+                    return counter.count_rewritten(messages, rewritten, &[]);
+                };
+                let old = measures[index];
+                // The sum holds `old`, so taking it out cannot go below zero.
+                before = Measure {
+                    text: before.text - old.text + measure.text,
+                    images: before.images - old.images + measure.images,
+                    files: before.files - old.files + measure.files,
+                };
+            }
+        }
+        counter.count_after(before, last_message, &[])
     }
 
     /// The own count of `messages[index]`. A counter whose `count_each` returned too few entries
@@ -369,7 +407,7 @@ pub fn replace_tool_results_with_memo(
         replaced.into_iter().map(|(index, replacement)| (index, replacement.message)).collect();
     let rewritten: Vec<(usize, &Message)> =
         replacements.iter().map(|(index, message)| (*index, message)).collect();
-    let report = report.counted(counter.count_rewritten(messages, &rewritten, &[]));
+    let report = report.counted(sizes.count_rewritten(messages, &rewritten, counter));
     Some(Compaction::replacing(replacements, report))
 }
 

@@ -30,6 +30,16 @@ pub trait TokenCounter: Send + Sync + fmt::Debug {
         }
     }
 
+    /// [`TokenCounter::count_each`], and, for a counter whose counts add up, the joined measure
+    /// ([`TokenCounter::measure_joined`]) of every message but the last, from the same pass;
+    /// `None` for any other counter (the default).
+    ///
+    /// A compactor that counts a conversation this way can count what it makes of it with
+    /// [`TokenCounter::count_after`] at the cost of the messages it rewrote.
+    fn count_each_measured(&self, messages: &[Message]) -> (Counts, Option<Vec<Measure>>) {
+        (self.count_each(messages), None)
+    }
+
     /// A short description such as `approximate:4` or `tiktoken:o200k_base`, for reports.
     fn describe(&self) -> String;
 
@@ -166,6 +176,9 @@ impl<T: TokenCounter + ?Sized> TokenCounter for &T {
     fn count_each(&self, messages: &[Message]) -> Counts {
         (**self).count_each(messages)
     }
+    fn count_each_measured(&self, messages: &[Message]) -> (Counts, Option<Vec<Measure>>) {
+        (**self).count_each_measured(messages)
+    }
     fn describe(&self) -> String {
         (**self).describe()
     }
@@ -198,6 +211,9 @@ impl<T: TokenCounter + ?Sized> TokenCounter for Box<T> {
     fn count_each(&self, messages: &[Message]) -> Counts {
         (**self).count_each(messages)
     }
+    fn count_each_measured(&self, messages: &[Message]) -> (Counts, Option<Vec<Measure>>) {
+        (**self).count_each_measured(messages)
+    }
     fn describe(&self) -> String {
         (**self).describe()
     }
@@ -229,6 +245,9 @@ impl<T: TokenCounter + ?Sized> TokenCounter for std::sync::Arc<T> {
     }
     fn count_each(&self, messages: &[Message]) -> Counts {
         (**self).count_each(messages)
+    }
+    fn count_each_measured(&self, messages: &[Message]) -> (Counts, Option<Vec<Measure>>) {
+        (**self).count_each_measured(messages)
     }
     fn describe(&self) -> String {
         (**self).describe()

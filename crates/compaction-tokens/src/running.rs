@@ -359,6 +359,22 @@ mod tests {
     }
 
     #[test]
+    fn counted_each_with_the_measures_of_all_but_the_last() {
+        let counter = ApproximateTokenCounter::new(3.0).expect("valid");
+        for len in [0, 1, 2, 9] {
+            let messages = conversation(len);
+            let (counts, measures) = counter.count_each_measured(&messages);
+            assert_eq!(counts, counter.count_each(&messages));
+            let joined: Vec<Measure> = messages
+                .iter()
+                .take(len.saturating_sub(1))
+                .filter_map(|m| counter.measure_joined(m))
+                .collect();
+            assert_eq!(measures, Some(joined));
+        }
+    }
+
+    #[test]
     fn a_shorter_conversation_starts_over() {
         let counter = ApproximateTokenCounter::default();
         let messages = conversation(10);
