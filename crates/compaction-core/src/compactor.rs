@@ -1,5 +1,6 @@
 //! The [`Compactor`] trait and the report every compaction returns.
 
+use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
@@ -330,6 +331,40 @@ impl PrunedResult {
         Message { role, parts, name, meta }
     }
 
+    /// A message that renders as [`PrunedResult::build`]'s does, and so counts alike (see
+    /// [`TokenCounter`]), made without copying what the rendering leaves out: the meta, and the
+    /// arguments and ids of the pruned results' calls. For counting what a compaction makes.
+    pub(crate) fn stand_in(&self, original: &Message) -> Message {
+        if !original.has_tool_call_result() {
+            return original.clone();
+        }
+        let only_results = original.parts.iter().all(|p| matches!(p, Part::ToolCallResult(_)));
+        let mut position = 0;
+        let parts = original
+            .parts
+            .iter()
+            .map(|part| match part {
+                Part::ToolCallResult(result) => {
+                    let selected = self.selects(position);
+                    position += 1;
+                    if !selected {
+                        return part.clone();
+                    }
+                    let call = ToolCall::new(result.origin.tool_name.clone(), JsonObject::new());
+                    Part::ToolCallResult(ToolCallResult::new(
+                        self.replacement_text(result).into(),
+                        call,
+                        result.error,
+                    ))
+                }
+                other => other.clone(),
+            })
+            .collect();
+        let (role, name) =
+            if only_results { (Role::Tool, None) } else { (original.role, original.name.clone()) };
+        Message { role, parts, name, meta: JsonObject::new() }
+    }
+
     /// One pruned result, built from the original.
     fn pruned(&self, result: &ToolCallResult) -> ToolCallResult {
         let text = self.replacement_text(result);
@@ -402,6 +437,14 @@ impl Rewrite {
         match self {
             Rewrite::Message(message) => message.clone(),
             Rewrite::Pruned(pruned) => pruned.build(original),
+        }
+    }
+
+    /// A message that renders as [`Rewrite::build`]'s does (see [`PrunedResult::stand_in`]).
+    fn stand_in(&self, original: &Message) -> Message {
+        match self {
+            Rewrite::Message(message) => message.clone(),
+            Rewrite::Pruned(pruned) => pruned.stand_in(original),
         }
     }
 
@@ -510,24 +553,64 @@ pub(crate) fn count_rewrites(
     counter: &dyn TokenCounter,
     tools: &[ToolSpec],
 ) -> usize {
-    let built = build_rewrites(original, rewrites);
-    let rewritten: Vec<(usize, &Message)> = built.iter().map(|(index, message)| (*index, message)).collect();
-    counter.count_rewritten(original, &rewritten, tools)
+    let stand_ins = StandIns::new(original, rewrites);
+    counter.count_rewritten(original, &stand_ins.rewritten(), tools)
 }
 
-/// The messages `rewrites` make of `original`, each index once, in increasing order.
-pub(crate) fn build_rewrites(original: &[Message], rewrites: &[(usize, Rewrite)]) -> Vec<(usize, Message)> {
-    let mut sorted: Vec<&(usize, Rewrite)> =
-        rewrites.iter().filter(|(index, _)| *index < original.len()).collect();
-    sorted.sort_by_key(|(index, _)| *index);
-    let mut built: Vec<(usize, Message)> = Vec::with_capacity(sorted.len());
-    for (index, rewrite) in sorted {
-        match built.last_mut() {
-            Some((last, message)) if last == index => rewrite.apply_ref(message),
-            _ => built.push((*index, rewrite.build(&original[*index]))),
+/// Messages that render as those a compaction's rewrites make of a conversation (see
+/// [`PrunedResult::stand_in`]): what a count of the compacted conversation needs.
+pub(crate) struct StandIns {
+    /// The messages; one serves every message whose placeholder renders alike.
+    messages: Vec<Message>,
+    /// For each rewritten index, in increasing order, its message in `messages`.
+    at: Vec<(usize, usize)>,
+}
+
+impl StandIns {
+    /// The stand-ins for `rewrites` of `original`. A message holding one result and nothing
+    /// else, pruned to a placeholder without a preview, renders as a tool message of its tool's
+    /// placeholder, so all such messages of one tool (and error flag) share one stand-in.
+    pub(crate) fn new(original: &[Message], rewrites: &[(usize, Rewrite)]) -> StandIns {
+        let mut sorted: Vec<&(usize, Rewrite)> =
+            rewrites.iter().filter(|(index, _)| *index < original.len()).collect();
+        sorted.sort_by_key(|(index, _)| *index);
+        let mut messages: Vec<Message> = Vec::new();
+        let mut at: Vec<(usize, usize)> = Vec::with_capacity(sorted.len());
+        let mut shared: HashMap<(&str, bool, *const u8), usize> = HashMap::new();
+        let mut rest = sorted.as_slice();
+        while let [(index, first), ..] = rest {
+            let group = rest.iter().take_while(|(i, _)| i == index).count();
+            let message = &original[*index];
+            let alike = match (group, first, message.parts.as_slice()) {
+                (1, Rewrite::Pruned(pruned), [Part::ToolCallResult(result)]) if pruned.preview_chars == 0 => {
+                    Some((result.origin.tool_name.as_str(), result.error, pruned.placeholder.as_ptr()))
+                }
+                _ => None,
+            };
+            let slot = match alike.and_then(|key| shared.get(&key).copied()) {
+                Some(slot) => slot,
+                None => {
+                    let mut built = first.stand_in(message);
+                    for (_, rewrite) in &rest[1..group] {
+                        rewrite.apply_ref(&mut built);
+                    }
+                    messages.push(built);
+                    if let Some(key) = alike {
+                        shared.insert(key, messages.len() - 1);
+                    }
+                    messages.len() - 1
+                }
+            };
+            at.push((*index, slot));
+            rest = &rest[group..];
         }
+        StandIns { messages, at }
     }
-    built
+
+    /// Each rewritten index with its stand-in, in increasing order.
+    pub(crate) fn rewritten(&self) -> Vec<(usize, &Message)> {
+        self.at.iter().map(|&(index, slot)| (index, &self.messages[slot])).collect()
+    }
 }
 
 /// What a compaction did: the sizes before and after, and each rewritten tool result.

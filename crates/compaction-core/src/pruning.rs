@@ -12,8 +12,8 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
 use crate::compactor::{
-    build_rewrites, clear_arguments, Compaction, CompactionReport, Compactor, InputReport, Memo,
-    PrunedResult, Rewrite,
+    clear_arguments, Compaction, CompactionReport, Compactor, InputReport, Memo, PrunedResult, Rewrite,
+    StandIns,
 };
 use crate::error::Error;
 use crate::settings::PruningSettings;
@@ -126,10 +126,8 @@ impl ToolResultPruningCompactor {
             .collect();
         // The walk stopped on its running estimate, as the reference's does; the report says
         // what the conversation built from these rewrites counts.
-        let built = build_rewrites(messages, &rewrites);
-        let rewritten: Vec<(usize, &Message)> =
-            built.iter().map(|(index, message)| (*index, message)).collect();
-        let report = report.counted(sizes.count_rewritten(messages, &rewritten, counter));
+        let stand_ins = StandIns::new(messages, &rewrites);
+        let report = report.counted(sizes.count_rewritten(messages, &stand_ins.rewritten(), counter));
         Some(Plan { rewrites, report })
     }
 

@@ -229,13 +229,21 @@ impl Sizes {
         };
         let mut before: Measure = measures.iter().copied().sum();
         let mut last_message = &messages[last];
+        // Rewritten messages may share one stand-in: each is measured once.
+        let mut measured: std::collections::HashMap<*const Message, Measure> =
+            std::collections::HashMap::new();
         for &(index, message) in rewritten {
             if index == last {
                 last_message = message;
             } else if index < last {
-                let Some(measure) = counter.measure_joined(message) else {
+                let measure = match measured.get(&std::ptr::from_ref(message)) {
+                    Some(measure) => Some(*measure),
+                    None => counter.measure_joined(message),
+                };
+                let Some(measure) = measure else {
                     return counter.count_rewritten(messages, rewritten, &[]);
                 };
+                measured.insert(std::ptr::from_ref(message), measure);
                 let old = measures[index];
                 // The sum holds `old`, so taking it out cannot go below zero.
                 before = Measure {
