@@ -3,8 +3,9 @@
 //! A file is written beside its target under a name that says what it is
 //! (`.NAME.compaction-partial-XXXXXX`), then renamed over the target, so a reader never sees half a
 //! file. When the run is interrupted (SIGINT, SIGTERM, SIGHUP) the temporary file is removed
-//! before the signal ends the process; after a SIGKILL, which no program can catch, the leftover
-//! keeps that name, so it can be recognised and deleted.
+//! before the signal ends the process, and so are the offload store's scratch files; after a
+//! SIGKILL, which no program can catch, the leftover keeps that name, so it can be recognised and
+//! deleted.
 
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -102,8 +103,9 @@ fn partial_files() -> MutexGuard<'static, Vec<PathBuf>> {
     FILES.get_or_init(|| Mutex::new(Vec::new())).lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// Removes the temporary output files when SIGINT, SIGTERM or SIGHUP arrives, then lets the
-/// signal end the process as it would have. Call once, at start-up.
+/// Removes the temporary output files, and the offload store's scratch files, when SIGINT,
+/// SIGTERM or SIGHUP arrives, then lets the signal end the process as it would have. Call once,
+/// at start-up.
 #[cfg(unix)]
 pub fn clean_up_on_interrupt() {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
@@ -117,6 +119,9 @@ pub fn clean_up_on_interrupt() {
             for path in partial.iter() {
                 let _ = std::fs::remove_file(path);
             }
+            // And the offload store's scratch files, where it needs named ones (see
+            // compaction-offload); no store write completes after this.
+            compaction_offload::remove_scratch_files_before_exit();
             let _ = signal_hook::low_level::emulate_default_handler(signal);
             std::process::exit(128 + signal);
         }

@@ -1,5 +1,6 @@
 //! The [`Compactor`] trait and the report every compaction returns.
 
+use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
@@ -7,7 +8,7 @@ use std::sync::Arc;
 
 use compaction_model::{
     CompactionMarker, JsonObject, Message, Part, ResultPart, Role, ToolCall, ToolCallResult,
-    ToolResultContent, STRATEGY_TOOL_RESULT_PRUNING,
+    ToolResultContent, ToolSpec, STRATEGY_TOOL_RESULT_PRUNING,
 };
 use compaction_tokens::TokenCounter;
 use serde::Serialize;
@@ -330,6 +331,40 @@ impl PrunedResult {
         Message { role, parts, name, meta }
     }
 
+    /// A message that renders as [`PrunedResult::build`]'s does, and so counts alike (see
+    /// [`TokenCounter`]), made without copying what the rendering leaves out: the meta, and the
+    /// arguments and ids of the pruned results' calls. For counting what a compaction makes.
+    pub(crate) fn stand_in(&self, original: &Message) -> Message {
+        if !original.has_tool_call_result() {
+            return original.clone();
+        }
+        let only_results = original.parts.iter().all(|p| matches!(p, Part::ToolCallResult(_)));
+        let mut position = 0;
+        let parts = original
+            .parts
+            .iter()
+            .map(|part| match part {
+                Part::ToolCallResult(result) => {
+                    let selected = self.selects(position);
+                    position += 1;
+                    if !selected {
+                        return part.clone();
+                    }
+                    let call = ToolCall::new(result.origin.tool_name.clone(), JsonObject::new());
+                    Part::ToolCallResult(ToolCallResult::new(
+                        self.replacement_text(result).into(),
+                        call,
+                        result.error,
+                    ))
+                }
+                other => other.clone(),
+            })
+            .collect();
+        let (role, name) =
+            if only_results { (Role::Tool, None) } else { (original.role, original.name.clone()) };
+        Message { role, parts, name, meta: JsonObject::new() }
+    }
+
     /// One pruned result, built from the original.
     fn pruned(&self, result: &ToolCallResult) -> ToolCallResult {
         let text = self.replacement_text(result);
@@ -402,6 +437,14 @@ impl Rewrite {
         match self {
             Rewrite::Message(message) => message.clone(),
             Rewrite::Pruned(pruned) => pruned.build(original),
+        }
+    }
+
+    /// A message that renders as [`Rewrite::build`]'s does (see [`PrunedResult::stand_in`]).
+    fn stand_in(&self, original: &Message) -> Message {
+        match self {
+            Rewrite::Message(message) => message.clone(),
+            Rewrite::Pruned(pruned) => pruned.stand_in(original),
         }
     }
 
@@ -481,6 +524,17 @@ impl Compaction {
         self.report
     }
 
+    /// Tokens of the compacted conversation sent with `tools`, as
+    /// `counter.count(&self.messages(original), tools)` says, building only the messages that
+    /// change (see [`TokenCounter::count_rewritten`]). `original` is the conversation that was
+    /// compacted.
+    pub fn count(&self, original: &[Message], counter: &dyn TokenCounter, tools: &[ToolSpec]) -> usize {
+        match &self.edits {
+            Edits::Replace(rewrites) => count_rewrites(original, rewrites, counter, tools),
+            Edits::Whole(messages) => counter.count(messages, tools),
+        }
+    }
+
     /// The indices of the messages that change, for in-place edits; `None` when the whole
     /// conversation is replaced.
     pub fn replaced_indices(&self) -> Option<Vec<usize>> {
@@ -491,6 +545,74 @@ impl Compaction {
     }
 }
 
+/// `counter`'s count of `original` with `rewrites` applied (as [`Compaction::apply`] applies
+/// them), building only the rewritten messages.
+pub(crate) fn count_rewrites(
+    original: &[Message],
+    rewrites: &[(usize, Rewrite)],
+    counter: &dyn TokenCounter,
+    tools: &[ToolSpec],
+) -> usize {
+    let stand_ins = StandIns::new(original, rewrites);
+    counter.count_rewritten(original, &stand_ins.rewritten(), tools)
+}
+
+/// Messages that render as those a compaction's rewrites make of a conversation (see
+/// [`PrunedResult::stand_in`]): what a count of the compacted conversation needs.
+pub(crate) struct StandIns {
+    /// The messages; one serves every message whose placeholder renders alike.
+    messages: Vec<Message>,
+    /// For each rewritten index, in increasing order, its message in `messages`.
+    at: Vec<(usize, usize)>,
+}
+
+impl StandIns {
+    /// The stand-ins for `rewrites` of `original`. A message holding one result and nothing
+    /// else, pruned to a placeholder without a preview, renders as a tool message of its tool's
+    /// placeholder, so all such messages of one tool (and error flag) share one stand-in.
+    pub(crate) fn new(original: &[Message], rewrites: &[(usize, Rewrite)]) -> StandIns {
+        let mut sorted: Vec<&(usize, Rewrite)> =
+            rewrites.iter().filter(|(index, _)| *index < original.len()).collect();
+        sorted.sort_by_key(|(index, _)| *index);
+        let mut messages: Vec<Message> = Vec::new();
+        let mut at: Vec<(usize, usize)> = Vec::with_capacity(sorted.len());
+        let mut shared: HashMap<(&str, bool, *const u8), usize> = HashMap::new();
+        let mut rest = sorted.as_slice();
+        while let [(index, first), ..] = rest {
+            let group = rest.iter().take_while(|(i, _)| i == index).count();
+            let message = &original[*index];
+            let alike = match (group, first, message.parts.as_slice()) {
+                (1, Rewrite::Pruned(pruned), [Part::ToolCallResult(result)]) if pruned.preview_chars == 0 => {
+                    Some((result.origin.tool_name.as_str(), result.error, pruned.placeholder.as_ptr()))
+                }
+                _ => None,
+            };
+            let slot = match alike.and_then(|key| shared.get(&key).copied()) {
+                Some(slot) => slot,
+                None => {
+                    let mut built = first.stand_in(message);
+                    for (_, rewrite) in &rest[1..group] {
+                        rewrite.apply_ref(&mut built);
+                    }
+                    messages.push(built);
+                    if let Some(key) = alike {
+                        shared.insert(key, messages.len() - 1);
+                    }
+                    messages.len() - 1
+                }
+            };
+            at.push((*index, slot));
+            rest = &rest[group..];
+        }
+        StandIns { messages, at }
+    }
+
+    /// Each rewritten index with its stand-in, in increasing order.
+    pub(crate) fn rewritten(&self) -> Vec<(usize, &Message)> {
+        self.at.iter().map(|&(index, slot)| (index, &self.messages[slot])).collect()
+    }
+}
+
 /// What a compaction did: the sizes before and after, and each rewritten tool result.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CompactionReport {
@@ -498,11 +620,21 @@ pub struct CompactionReport {
     pub strategy: String,
     /// Tokens of the whole conversation before compacting.
     pub tokens_before: usize,
-    /// Tokens after, as the running estimate from per-message differences (not a recount).
+    /// Tokens of the compacted conversation, counted as a whole with the compactor's counter:
+    /// what `counter.count(&compaction.messages(&original), &[])` says.
     pub tokens_after: usize,
+    /// Tokens after as the compactor estimated them while it worked, which decides when it
+    /// stops. For the strategies that rewrite tool results in place (pruning, offloading) this
+    /// is the reference's running estimate: the count before, less what each rewritten message
+    /// frees counted on its own. A counter's counts need not add up message by message (the
+    /// approximate counter rounds each count down, a tokenizer may merge text across a message
+    /// boundary), so it can be off from `tokens_after` by a few tokens, either way. Equal to
+    /// `tokens_after` for the strategies that count what they build (sliding window,
+    /// summarization, chains).
+    pub estimated_tokens_after: usize,
     /// The target the compactor was given.
     pub target_tokens: usize,
-    /// Whether `tokens_after` is at or under the target.
+    /// Whether `tokens_after` (the count, not the estimate) is at or under the target.
     pub target_reached: bool,
     /// Every tool result that was rewritten, oldest first.
     pub results: Vec<ResultReport>,
@@ -598,7 +730,8 @@ impl ResultReport {
 }
 
 impl CompactionReport {
-    /// A report with no cleared inputs; `target_reached` is worked out from the sizes.
+    /// A report with no cleared inputs; `target_reached` is worked out from the sizes, and the
+    /// estimate after is `tokens_after` (see [`CompactionReport::counted`]).
     pub fn new(
         strategy: &str,
         tokens_before: usize,
@@ -610,6 +743,7 @@ impl CompactionReport {
             strategy: strategy.to_owned(),
             tokens_before,
             tokens_after,
+            estimated_tokens_after: tokens_after,
             target_tokens,
             target_reached: tokens_after <= target_tokens,
             results,
@@ -619,6 +753,15 @@ impl CompactionReport {
             stages: Vec::new(),
             failure: None,
         }
+    }
+
+    /// This report with `tokens_after` counted: the estimate it held stays in
+    /// `estimated_tokens_after`, and `target_reached` follows the count.
+    #[must_use]
+    pub fn counted(mut self, tokens_after: usize) -> Self {
+        self.tokens_after = tokens_after;
+        self.target_reached = tokens_after <= self.target_tokens;
+        self
     }
 
     /// The tool names of the rewritten results, oldest first.
@@ -633,9 +776,9 @@ impl CompactionReport {
         indices
     }
 
-    /// Tokens freed in all: by rewritten results and cleared inputs together when there are
-    /// any, otherwise (strategies that remove or merge messages, chains) the drop from
-    /// `tokens_before` to `tokens_after`.
+    /// Tokens freed in all: by rewritten results and cleared inputs together (each message
+    /// counted on its own, as the estimate goes) when there are any, otherwise (strategies that
+    /// remove or merge messages, chains) the drop from `tokens_before` to `tokens_after`.
     pub fn tokens_freed(&self) -> usize {
         if self.results.is_empty() && self.inputs_cleared.is_empty() {
             return self.tokens_before.saturating_sub(self.tokens_after);

@@ -13,6 +13,7 @@ use serde_json::Value;
 
 use crate::compactor::{
     clear_arguments, Compaction, CompactionReport, Compactor, InputReport, Memo, PrunedResult, Rewrite,
+    StandIns,
 };
 use crate::error::Error;
 use crate::settings::PruningSettings;
@@ -44,10 +45,9 @@ pub struct ToolResultPruningCompactor {
     settings: PruningSettings,
 }
 
-/// What a run decided, before any conversation is built.
+/// What a run decided: the rewrites, in the order they apply, and the report.
 struct Plan {
-    replaced: Vec<(usize, Replacement<PrunedResult>)>,
-    cleared: Vec<(usize, Message, InputReport)>,
+    rewrites: Vec<(usize, Rewrite)>,
     report: CompactionReport,
 }
 
@@ -114,12 +114,21 @@ impl ToolResultPruningCompactor {
         for (_, _, input) in &cleared {
             report.tokens_after = report.tokens_after.saturating_sub(input.tokens_freed);
         }
-        report.target_reached = report.tokens_after <= target_tokens;
+        report.estimated_tokens_after = report.tokens_after;
         report.inputs_cleared = cleared.iter().map(|(_, _, input)| input.clone()).collect();
         if self.settings.clear_at_least.is_some_and(|least| report.tokens_freed() < least) {
             return None;
         }
-        Some(Plan { replaced, cleared, report })
+        let rewrites: Vec<(usize, Rewrite)> = replaced
+            .into_iter()
+            .map(|(index, replacement)| (index, Rewrite::Pruned(replacement.message)))
+            .chain(cleared.into_iter().map(|(index, message, _)| (index, Rewrite::Message(message))))
+            .collect();
+        // The walk stopped on its running estimate, as the reference's does; the report says
+        // what the conversation built from these rewrites counts.
+        let stand_ins = StandIns::new(messages, &rewrites);
+        let report = report.counted(sizes.count_rewritten(messages, &stand_ins.rewritten(), counter));
+        Some(Plan { rewrites, report })
     }
 
     /// How one tool-result message is pruned, or `None` to leave it.
@@ -343,13 +352,7 @@ impl Compactor for ToolResultPruningCompactor {
 
 impl Plan {
     fn into_compaction(self) -> Compaction {
-        let rewrites = self
-            .replaced
-            .into_iter()
-            .map(|(index, replacement)| (index, Rewrite::Pruned(replacement.message)))
-            .chain(self.cleared.into_iter().map(|(index, message, _)| (index, Rewrite::Message(message))))
-            .collect();
-        Compaction::rewriting(rewrites, self.report)
+        Compaction::rewriting(self.rewrites, self.report)
     }
 }
 

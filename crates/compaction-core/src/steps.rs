@@ -4,7 +4,7 @@
 //! crate) shares this walk, so they agree on which results are protected and when to stop.
 
 use compaction_model::{Message, Role};
-use compaction_tokens::TokenCounter;
+use compaction_tokens::{Measure, TokenCounter};
 
 use crate::compactor::{Compaction, CompactionReport, Memo, ResultReport};
 
@@ -195,19 +195,65 @@ pub(crate) struct Sizes {
     start: usize,
     pub(crate) total: usize,
     each: Vec<usize>,
+    /// The joined measure of every message but the last, where the counter's counts add up and
+    /// the whole conversation was counted in one pass.
+    measures: Option<Vec<Measure>>,
 }
 
 impl Sizes {
     /// Counts `messages` for a walk starting at `start`: in one `count_each` when that is the
-    /// whole conversation, else the whole conversation's count and the tail's own counts.
+    /// whole conversation (with the measures, where the counts add up), else the whole
+    /// conversation's count and the tail's own counts.
     pub(crate) fn measure(messages: &[Message], start: usize, counter: &dyn TokenCounter) -> Sizes {
         let start = start.min(messages.len());
         if start == 0 {
-            let counts = counter.count_each(messages);
-            return Sizes { start, total: counts.total, each: counts.each };
+            let (counts, measures) = counter.count_each_measured(messages);
+            let measures = measures.filter(|m| m.len() + 1 == messages.len());
+            return Sizes { start, total: counts.total, each: counts.each, measures };
         }
         let each = counter.count_each(&messages[start..]).each;
-        Sizes { start, total: counter.count(messages, &[]), each }
+        Sizes { start, total: counter.count(messages, &[]), each, measures: None }
+    }
+
+    /// `counter.count_rewritten(messages, rewritten, &[])`: from the measures taken with the
+    /// counts, measuring only the rewritten messages, where there are measures; else asked of
+    /// the counter (which a running count answers as cheaply).
+    pub(crate) fn count_rewritten(
+        &self,
+        messages: &[Message],
+        rewritten: &[(usize, &Message)],
+        counter: &dyn TokenCounter,
+    ) -> usize {
+        let (Some(measures), Some(last)) = (&self.measures, messages.len().checked_sub(1)) else {
+            return counter.count_rewritten(messages, rewritten, &[]);
+        };
+        let mut before: Measure = measures.iter().copied().sum();
+        let mut last_message = &messages[last];
+        // Rewritten messages may share one stand-in: each is measured once.
+        let mut measured: std::collections::HashMap<*const Message, Measure> =
+            std::collections::HashMap::new();
+        for &(index, message) in rewritten {
+            if index == last {
+                last_message = message;
+            } else if index < last {
+                let measure = match measured.get(&std::ptr::from_ref(message)) {
+                    Some(measure) => Some(*measure),
+                    None => counter.measure_joined(message),
+                };
+                let Some(measure) = measure else {
+                    return counter.count_rewritten(messages, rewritten, &[]);
+                };
+                measured.insert(std::ptr::from_ref(message), measure);
+                let old = measures[index];
+                // The sum holds `old`, so taking it out cannot go below zero.
+                before = Measure {
+                    text: before.text - old.text + measure.text,
+                    images: before.images - old.images + measure.images,
+                    files: before.files - old.files + measure.files,
+                };
+            }
+        }
+        counter.count_after(before, last_message, &[])
     }
 
     /// The own count of `messages[index]`. A counter whose `count_each` returned too few entries
@@ -315,7 +361,9 @@ impl<M> Walk<M> {
 /// newest `min_keep_steps` agent steps that have results (see [`agent_step_spans`]), is offered
 /// to `replace` with its index and its own token count, oldest first. A replacement is kept only
 /// when it frees at least one token; the running total drops by what each one frees, and the
-/// walk stops as soon as it is at or under the target. Results of one step are protected
+/// walk stops as soon as it is at or under the target (the report's `tokens_after` is then the
+/// conversation built counted as a whole, its `estimated_tokens_after` that running total).
+/// Results of one step are protected
 /// together, so parallel calls keep all their results.
 ///
 /// A message holding several results is offered once: the callback judges each of its results
@@ -363,8 +411,11 @@ pub fn replace_tool_results_with_memo(
         return None;
     }
     let (replaced, report) = walk.finish(strategy, target_tokens);
-    let replacements =
+    let replacements: Vec<(usize, Message)> =
         replaced.into_iter().map(|(index, replacement)| (index, replacement.message)).collect();
+    let rewritten: Vec<(usize, &Message)> =
+        replacements.iter().map(|(index, message)| (*index, message)).collect();
+    let report = report.counted(sizes.count_rewritten(messages, &rewritten, counter));
     Some(Compaction::replacing(replacements, report))
 }
 

@@ -89,6 +89,20 @@ impl TokenCounter for StateCounter<'_> {
         }
     }
 
+    fn count_rewritten(
+        &self,
+        messages: &[Message],
+        rewritten: &[(usize, &Message)],
+        tools: &[ToolSpec],
+    ) -> usize {
+        match self.locate(messages) {
+            Some(range) if self.additive() => {
+                self.state.count_rewritten_range(self.inner, range, rewritten, tools)
+            }
+            _ => self.inner.count_rewritten(messages, rewritten, tools),
+        }
+    }
+
     fn describe(&self) -> String {
         self.inner.describe()
     }

@@ -85,6 +85,30 @@ impl AgentState {
         self.running().count_range(counter, &self.messages, range, tools)
     }
 
+    /// `counter.count_rewritten(&messages[range], rewritten, tools)`, from the running count:
+    /// only the rewritten messages are measured.
+    pub(crate) fn count_rewritten_range(
+        &self,
+        counter: &dyn TokenCounter,
+        range: Range<usize>,
+        rewritten: &[(usize, &Message)],
+        tools: &[ToolSpec],
+    ) -> usize {
+        self.running().count_rewritten_range(counter, &self.messages, range, rewritten, tools)
+    }
+
+    /// `counter`, answering from this state's running count whenever it is asked about the
+    /// state's own messages (the whole conversation, a stretch of it, one message of it, or the
+    /// conversation with a few messages rewritten), and asking `counter` itself about anything
+    /// else. Its answers equal `counter`'s.
+    ///
+    /// Hand it to a compactor run on [`AgentState::messages`] so that the compactor's counts
+    /// cost what was appended or rewritten since the last count, not the whole conversation;
+    /// the compaction hook does this itself.
+    pub fn counting<'a>(&'a self, counter: &'a dyn TokenCounter) -> impl TokenCounter + 'a {
+        crate::counting::StateCounter::new(counter, self)
+    }
+
     /// `counter.count_each(&messages[range])`, from the running count.
     pub(crate) fn count_each_range(&self, counter: &dyn TokenCounter, range: Range<usize>) -> Counts {
         self.running().count_each_range(counter, &self.messages, range)

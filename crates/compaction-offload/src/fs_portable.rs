@@ -10,6 +10,8 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use crate::scratch::Scratch;
+
 /// Why an operation failed.
 #[derive(Debug)]
 pub(crate) enum Failure {
@@ -58,6 +60,7 @@ pub(crate) fn open_root(path: &Path) -> std::io::Result<Handle> {
 /// Writes and removes a scratch file in `root`.
 pub(crate) fn probe(root: &Handle) -> std::io::Result<()> {
     let path = root.join(format!(".offload-probe-{}.partial", crate::keys::unique_hex()));
+    let _scratch = register(&path);
     drop(std::fs::OpenOptions::new().write(true).create_new(true).open(&path)?);
     std::fs::remove_file(path)
 }
@@ -90,13 +93,14 @@ pub(crate) fn write_new(
     bytes: &[u8],
 ) -> Result<String, Failure> {
     let scratch = dir.join(format!(".offload-{}.partial", crate::keys::unique_hex()));
+    let registered = register(&scratch);
     let written = (|| -> Result<String, Failure> {
         let mut file = std::fs::OpenOptions::new().write(true).create_new(true).open(&scratch)?;
         file.write_all(bytes)?;
         file.sync_all()?;
         drop(file);
         for candidate in candidates {
-            match std::fs::hard_link(&scratch, dir.join(&candidate)) {
+            match registered.place(|| std::fs::hard_link(&scratch, dir.join(&candidate))) {
                 Ok(()) => return Ok(candidate),
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
                 Err(e) => return Err(e.into()),
@@ -105,7 +109,17 @@ pub(crate) fn write_new(
         Err(Failure::Taken)
     })();
     let _ = std::fs::remove_file(&scratch);
+    drop(registered);
     written
+}
+
+/// Registers the scratch file at `path` (see [`crate::scratch`]), to be removed should the
+/// process end on a signal.
+fn register(path: &Path) -> Scratch {
+    let path = path.to_path_buf();
+    Scratch::register(Box::new(move || {
+        let _ = std::fs::remove_file(&path);
+    }))
 }
 
 /// The bytes of the regular file `name` in `dir`, refusing anything else.

@@ -25,7 +25,12 @@ use crate::store::{
 ///   first free of [`candidate_keys`](crate::candidate_keys) (`1_read_x_2.txt`, …), created
 ///   exclusively, so no interleaving of writers sharing the root (threads, runs, processes)
 ///   replaces a stored result, and the reference returned always names the file holding this
-///   result. Writes are atomic: a reader never sees half a result.
+///   result. Writes are atomic: a reader never sees half a result. On Linux a result is
+///   written to a file without a name (`O_TMPFILE`) that gets its name once whole, so an
+///   interrupted write leaves nothing; elsewhere (or where the file system cannot) it goes
+///   through a scratch file named `.offload-*.partial`, which
+///   [`remove_scratch_files_before_exit`](crate::remove_scratch_files_before_exit) removes for a
+///   program ending on a signal, and which only a SIGKILL can leave.
 /// - **Nothing outside the root.** A key or reference that leaves the root (`..`, an absolute
 ///   path elsewhere) is refused with [`Error::KeyOutsideRoot`] or
 ///   [`Error::ReferenceOutsideRoot`]. On Unix every path is resolved one component at a time

@@ -107,6 +107,7 @@ mod offload_hook;
 mod plan;
 mod policy;
 mod read_tool;
+mod scratch;
 mod serial;
 mod store;
 
@@ -132,6 +133,7 @@ pub use policy::{
 pub use read_tool::{
     read_offloaded_result, read_offloaded_result_async, read_tool_spec, ReadResponse, READ_TOOL_NAME,
 };
+pub use scratch::remove_scratch_files_before_exit;
 pub use store::{
     AsyncToolResultStore, Content, InMemoryToolResultStore, StoreFuture, StoreProfile, StoredContent,
     ToolResultStore,

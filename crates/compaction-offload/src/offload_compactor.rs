@@ -484,13 +484,19 @@ impl<'a> OffloadCompactorPlan<'a> {
         if replacements.is_empty() {
             return OffloadCompaction { compaction: None, failures };
         }
+        // The walk stopped on the running estimate, as the reference's does; the report says
+        // what the conversation with these pointers counts.
+        let rewritten: Vec<(usize, &Message)> =
+            replacements.iter().map(|(index, message)| (*index, message)).collect();
+        let counted = counter.count_rewritten(messages, &rewritten, &[]);
         let report = CompactionReport::new(
             STRATEGY_TOOL_RESULT_OFFLOADING,
             tokens_before,
             tokens_after,
             target_tokens,
             reports,
-        );
+        )
+        .counted(counted);
         OffloadCompaction { compaction: Some(Compaction::replacing(replacements, report)), failures }
     }
 }

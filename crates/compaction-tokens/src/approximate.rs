@@ -71,20 +71,29 @@ impl TokenCounter for ApproximateTokenCounter {
     }
 
     fn count_each(&self, messages: &[Message]) -> Counts {
+        self.count_each_measured(messages).0
+    }
+
+    fn count_each_measured(&self, messages: &[Message]) -> (Counts, Option<Vec<Measure>>) {
         // Texts know their lengths (`Text`), so what is left per message is a walk over its parts
         // and the tool-call arguments: too little to be worth spreading over threads.
         let mut chars = messages.len().saturating_sub(1);
         let mut non_text_total = 0;
         let mut each = Vec::with_capacity(messages.len());
-        for message in messages {
+        let mut measures = Vec::with_capacity(messages.len().saturating_sub(1));
+        for (index, message) in messages.iter().enumerate() {
             let own = rendered_message_chars(message);
-            let non_text = NonText::of_message(message).tokens(self.tokens_per_image, self.tokens_per_file);
+            let kinds = NonText::of_message(message);
+            let non_text = kinds.tokens(self.tokens_per_image, self.tokens_per_file);
             chars += own;
             non_text_total += non_text;
             each.push(self.text_tokens(own) + non_text);
+            if index + 1 < messages.len() {
+                measures.push(Measure { text: own + 1, images: kinds.images, files: kinds.files });
+            }
         }
         let total = if messages.is_empty() { 0 } else { self.text_tokens(chars) + non_text_total };
-        Counts { total, each }
+        (Counts { total, each }, Some(measures))
     }
 
     fn describe(&self) -> String {

@@ -30,6 +30,16 @@ pub trait TokenCounter: Send + Sync + fmt::Debug {
         }
     }
 
+    /// [`TokenCounter::count_each`], and, for a counter whose counts add up, the joined measure
+    /// ([`TokenCounter::measure_joined`]) of every message but the last, from the same pass;
+    /// `None` for any other counter (the default).
+    ///
+    /// A compactor that counts a conversation this way can count what it makes of it with
+    /// [`TokenCounter::count_after`] at the cost of the messages it rewrote.
+    fn count_each_measured(&self, messages: &[Message]) -> (Counts, Option<Vec<Measure>>) {
+        (self.count_each(messages), None)
+    }
+
     /// A short description such as `approximate:4` or `tiktoken:o200k_base`, for reports.
     fn describe(&self) -> String;
 
@@ -74,6 +84,44 @@ pub trait TokenCounter: Send + Sync + fmt::Debug {
     fn count_after(&self, before: Measure, last: &Message, tools: &[ToolSpec]) -> usize {
         let _ = before;
         self.count(std::slice::from_ref(last), tools)
+    }
+
+    /// Tokens of `messages` with some of them rewritten, sent with `tools`: equals `count` of the
+    /// conversation in which `messages[i]` is `replacement` for every `(i, replacement)` of
+    /// `rewritten` (indices in increasing order, each once; one out of range is ignored), without
+    /// building that conversation.
+    ///
+    /// A compactor uses it to count what it made without copying the conversation. The default
+    /// measures every message with [`TokenCounter::measure_joined`] where the counts add up, and
+    /// otherwise counts a copy. A counter that keeps the measures of a conversation (a running
+    /// count) answers from them, measuring only the rewritten messages.
+    fn count_rewritten(
+        &self,
+        messages: &[Message],
+        rewritten: &[(usize, &Message)],
+        tools: &[ToolSpec],
+    ) -> usize {
+        let Some(last) = messages.len().checked_sub(1) else {
+            return self.count(&[], tools);
+        };
+        if rewritten.is_empty() {
+            return self.count(messages, tools);
+        }
+        let message = |index: usize| match rewritten.binary_search_by_key(&index, |(i, _)| *i) {
+            Ok(at) => rewritten[at].1,
+            Err(_) => &messages[index],
+        };
+        let mut before = Measure::default();
+        for index in 0..last {
+            match self.measure_joined(message(index)) {
+                Some(measure) => before += measure,
+                None => {
+                    let copy: Vec<Message> = (0..=last).map(|i| message(i).clone()).collect();
+                    return self.count(&copy, tools);
+                }
+            }
+        }
+        self.count_after(before, message(last), tools)
     }
 }
 
@@ -128,6 +176,9 @@ impl<T: TokenCounter + ?Sized> TokenCounter for &T {
     fn count_each(&self, messages: &[Message]) -> Counts {
         (**self).count_each(messages)
     }
+    fn count_each_measured(&self, messages: &[Message]) -> (Counts, Option<Vec<Measure>>) {
+        (**self).count_each_measured(messages)
+    }
     fn describe(&self) -> String {
         (**self).describe()
     }
@@ -142,6 +193,14 @@ impl<T: TokenCounter + ?Sized> TokenCounter for &T {
     }
     fn count_after(&self, before: Measure, last: &Message, tools: &[ToolSpec]) -> usize {
         (**self).count_after(before, last, tools)
+    }
+    fn count_rewritten(
+        &self,
+        messages: &[Message],
+        rewritten: &[(usize, &Message)],
+        tools: &[ToolSpec],
+    ) -> usize {
+        (**self).count_rewritten(messages, rewritten, tools)
     }
 }
 
@@ -152,6 +211,9 @@ impl<T: TokenCounter + ?Sized> TokenCounter for Box<T> {
     fn count_each(&self, messages: &[Message]) -> Counts {
         (**self).count_each(messages)
     }
+    fn count_each_measured(&self, messages: &[Message]) -> (Counts, Option<Vec<Measure>>) {
+        (**self).count_each_measured(messages)
+    }
     fn describe(&self) -> String {
         (**self).describe()
     }
@@ -166,6 +228,14 @@ impl<T: TokenCounter + ?Sized> TokenCounter for Box<T> {
     }
     fn count_after(&self, before: Measure, last: &Message, tools: &[ToolSpec]) -> usize {
         (**self).count_after(before, last, tools)
+    }
+    fn count_rewritten(
+        &self,
+        messages: &[Message],
+        rewritten: &[(usize, &Message)],
+        tools: &[ToolSpec],
+    ) -> usize {
+        (**self).count_rewritten(messages, rewritten, tools)
     }
 }
 
@@ -176,6 +246,9 @@ impl<T: TokenCounter + ?Sized> TokenCounter for std::sync::Arc<T> {
     fn count_each(&self, messages: &[Message]) -> Counts {
         (**self).count_each(messages)
     }
+    fn count_each_measured(&self, messages: &[Message]) -> (Counts, Option<Vec<Measure>>) {
+        (**self).count_each_measured(messages)
+    }
     fn describe(&self) -> String {
         (**self).describe()
     }
@@ -190,5 +263,13 @@ impl<T: TokenCounter + ?Sized> TokenCounter for std::sync::Arc<T> {
     }
     fn count_after(&self, before: Measure, last: &Message, tools: &[ToolSpec]) -> usize {
         (**self).count_after(before, last, tools)
+    }
+    fn count_rewritten(
+        &self,
+        messages: &[Message],
+        rewritten: &[(usize, &Message)],
+        tools: &[ToolSpec],
+    ) -> usize {
+        (**self).count_rewritten(messages, rewritten, tools)
     }
 }

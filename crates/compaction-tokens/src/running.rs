@@ -103,6 +103,46 @@ impl RunningCount {
         counter.count_after(before, &messages[last], tools)
     }
 
+    /// Tokens of the stretch `messages[range]` with some of its messages rewritten, sent with
+    /// `tools`: [`TokenCounter::count_rewritten`] of that stretch, `rewritten`'s indices counted
+    /// from `range.start`. Only the rewritten messages are measured; the rest comes from the
+    /// running measures, on the same terms as [`RunningCount::count`].
+    ///
+    /// A compaction that rewrites a few messages in place is counted this way before it is
+    /// applied, at the cost of what it rewrites.
+    pub fn count_rewritten_range(
+        &mut self,
+        counter: &dyn TokenCounter,
+        messages: &[Message],
+        range: Range<usize>,
+        rewritten: &[(usize, &Message)],
+        tools: &[ToolSpec],
+    ) -> usize {
+        let range = range.start.min(messages.len())..range.end.min(messages.len());
+        if range.is_empty() || rewritten.is_empty() {
+            return self.count_range(counter, messages, range, tools);
+        }
+        if !self.catch_up(counter, messages) {
+            return counter.count_rewritten(&messages[range], rewritten, tools);
+        }
+        let last = range.end - 1;
+        let mut before = wrapping_sub(self.prefix_sum(last), self.prefix_sum(range.start));
+        let mut last_message = &messages[last];
+        for &(offset, message) in rewritten {
+            match range.start.checked_add(offset) {
+                Some(index) if index < last => match counter.measure_joined(message) {
+                    Some(measure) => {
+                        before = wrapping_add(wrapping_sub(before, self.measures[index]), measure)
+                    }
+                    None => return counter.count_rewritten(&messages[range], rewritten, tools),
+                },
+                Some(index) if index == last => last_message = message,
+                _ => {}
+            }
+        }
+        counter.count_after(before, last_message, tools)
+    }
+
     /// Tokens of `messages[index]` on its own (`counter.count(&messages[index..=index], &[])`),
     /// counted once and remembered until the message is rewritten.
     pub fn own(&mut self, counter: &dyn TokenCounter, messages: &[Message], index: usize) -> usize {
@@ -158,8 +198,9 @@ impl RunningCount {
             let old = std::mem::replace(&mut self.measures[index], measure);
             self.add(index, measure, old);
         }
-        for message in &messages[self.measures.len()..] {
-            let Some(measure) = counter.measure_joined(message) else {
+        let appended = &messages[self.measures.len()..];
+        for measure in measure_all(counter, appended) {
+            let Some(measure) = measure else {
                 self.clear();
                 return false;
             };
@@ -206,6 +247,19 @@ impl RunningCount {
         }
         sum
     }
+}
+
+/// Every message's joined measure, in order: on all cores for a long conversation measured
+/// the first time (a tokenizer's measure is its count), one by one for the few messages an
+/// agent step appends.
+fn measure_all(counter: &dyn TokenCounter, messages: &[Message]) -> Vec<Option<Measure>> {
+    #[cfg(any(feature = "tiktoken", feature = "huggingface"))]
+    if messages.len() >= 256 {
+        return crate::parallel::map(messages, crate::parallel::PARALLEL_THRESHOLD, |message| {
+            counter.measure_joined(message)
+        });
+    }
+    messages.iter().map(|message| counter.measure_joined(message)).collect()
 }
 
 fn wrapping_add(a: Measure, b: Measure) -> Measure {
@@ -264,6 +318,60 @@ mod tests {
             counter.count_each(&messages[30..])
         );
         assert_eq!(running.count_each_range(&counter, &messages, 0..38), counter.count_each(&messages));
+    }
+
+    #[test]
+    fn rewritten_stretches_count_as_the_rewritten_conversation() {
+        let counter = ApproximateTokenCounter::new(3.0).expect("valid");
+        let messages = conversation(23);
+        let mut running = RunningCount::default();
+        let long = Message::assistant("a much longer rewrite ".repeat(9));
+        let short = Message::user("x");
+        for rewrites in [vec![0], vec![22], vec![3, 9, 22], vec![0, 1, 2, 21], vec![5]] {
+            let replacements: Vec<(usize, &Message)> = rewrites
+                .iter()
+                .enumerate()
+                .map(|(n, &i)| (i, if n % 2 == 0 { &long } else { &short }))
+                .collect();
+            for range in [0..23, 0..10, 3..23, 5..6, 9..9] {
+                let relative: Vec<(usize, &Message)> = replacements
+                    .iter()
+                    .filter(|(i, _)| range.contains(i))
+                    .map(|&(i, m)| (i - range.start, m))
+                    .collect();
+                let mut copy = messages[range.clone()].to_vec();
+                for &(i, m) in &relative {
+                    copy[i] = m.clone();
+                }
+                for tools in
+                    [&[][..], &[compaction_model::ToolSpec::new("t", "d", serde_json::json!({}))][..]]
+                {
+                    let expected = counter.count(&copy, tools);
+                    assert_eq!(
+                        running.count_rewritten_range(&counter, &messages, range.clone(), &relative, tools),
+                        expected,
+                        "{rewrites:?} in {range:?}"
+                    );
+                    assert_eq!(counter.count_rewritten(&messages[range.clone()], &relative, tools), expected);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn counted_each_with_the_measures_of_all_but_the_last() {
+        let counter = ApproximateTokenCounter::new(3.0).expect("valid");
+        for len in [0, 1, 2, 9] {
+            let messages = conversation(len);
+            let (counts, measures) = counter.count_each_measured(&messages);
+            assert_eq!(counts, counter.count_each(&messages));
+            let joined: Vec<Measure> = messages
+                .iter()
+                .take(len.saturating_sub(1))
+                .filter_map(|m| counter.measure_joined(m))
+                .collect();
+            assert_eq!(measures, Some(joined));
+        }
     }
 
     #[test]

@@ -214,25 +214,36 @@ impl TokenCounter for TiktokenCounter {
     }
 
     fn count_each(&self, messages: &[Message]) -> Counts {
+        self.count_each_measured(messages).0
+    }
+
+    fn count_each_measured(&self, messages: &[Message]) -> (Counts, Option<Vec<Measure>>) {
         let Some(last_index) = messages.len().checked_sub(1) else {
-            return Counts::default();
+            return (Counts::default(), Some(Vec::new()));
         };
         let indexed: Vec<(usize, &Message)> = messages.iter().enumerate().collect();
-        let measured: Vec<(usize, usize, usize)> =
+        // Each message's own count, its joined measure (its own for the last), and its images
+        // and files.
+        let measured: Vec<(usize, Measure)> =
             parallel::map(&indexed, parallel::work_estimate(messages), |&(index, message)| {
                 let text = rendered_message(message);
-                let non_text =
-                    NonText::of_message(message).tokens(self.tokens_per_image, self.tokens_per_file);
-                if index == last_index {
-                    let own = self.count_text(&text);
-                    (own, own, non_text)
-                } else {
-                    let (own, joined) = self.own_and_joined(&text);
-                    (own, joined, non_text)
-                }
+                let kinds = NonText::of_message(message);
+                let (own, joined) = match index == last_index {
+                    true => {
+                        let own = self.count_text(&text);
+                        (own, own)
+                    }
+                    false => self.own_and_joined(&text),
+                };
+                (own, Measure { text: joined, images: kinds.images, files: kinds.files })
             });
-        let total = measured.iter().map(|&(_, joined, non_text)| joined + non_text).sum();
-        Counts { total, each: measured.into_iter().map(|(own, _, non_text)| own + non_text).collect() }
+        let non_text = |m: &Measure| {
+            NonText { images: m.images, files: m.files }.tokens(self.tokens_per_image, self.tokens_per_file)
+        };
+        let total = measured.iter().map(|(_, m)| m.text + non_text(m)).sum();
+        let each = measured.iter().map(|(own, m)| own + non_text(m)).collect();
+        let measures = measured[..last_index].iter().map(|(_, m)| *m).collect();
+        (Counts { total, each }, Some(measures))
     }
 
     fn describe(&self) -> String {
@@ -255,6 +266,30 @@ impl TokenCounter for TiktokenCounter {
         render_tools(tools, &mut tail);
         let non_text = NonText { images: before.images, files: before.files } + NonText::of_message(last);
         before.text + self.count_text(&tail) + non_text.tokens(self.tokens_per_image, self.tokens_per_file)
+    }
+
+    // As the default, with the measuring spread over the cores as `count` spreads it.
+    fn count_rewritten(
+        &self,
+        messages: &[Message],
+        rewritten: &[(usize, &Message)],
+        tools: &[ToolSpec],
+    ) -> usize {
+        let Some(last) = messages.len().checked_sub(1) else {
+            return self.count(&[], tools);
+        };
+        let message = |index: usize| match rewritten.binary_search_by_key(&index, |(i, _)| *i) {
+            Ok(at) => rewritten[at].1,
+            Err(_) => &messages[index],
+        };
+        let indices: Vec<usize> = (0..last).collect();
+        let before: Measure = parallel::map(&indices, parallel::work_estimate(&messages[..last]), |&index| {
+            self.measure_joined(message(index))
+        })
+        .into_iter()
+        .flatten()
+        .sum();
+        self.count_after(before, message(last), tools)
     }
 }
 
@@ -338,6 +373,21 @@ mod tests {
                 let whole = counter.count_text(&rendered_conversation(&messages));
                 assert_eq!(counter.count(&messages, &[]), whole, "{encoding:?} {messages:?}");
                 assert_eq!(counter.count_each(&messages).total, whole, "{encoding:?} {messages:?}");
+                let (counts, measures) = counter.count_each_measured(&messages);
+                assert_eq!(counts, counter.count_each(&messages));
+                let joined: Vec<Measure> =
+                    messages[..messages.len() - 1].iter().filter_map(|m| counter.measure_joined(m)).collect();
+                assert_eq!(measures, Some(joined), "{encoding:?} {messages:?}");
+                // The first message rewritten as the last: counted without building the copy.
+                let rewritten = [(0, &messages[messages.len() - 1])];
+                let mut copy = messages.clone();
+                copy[0] = messages[messages.len() - 1].clone();
+                let whole = counter.count_text(&rendered_conversation(&copy));
+                assert_eq!(
+                    counter.count_rewritten(&messages, &rewritten, &[]),
+                    whole,
+                    "{encoding:?} {copy:?}"
+                );
             }
         }
     }

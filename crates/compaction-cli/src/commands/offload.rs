@@ -159,16 +159,22 @@ pub fn open_store(dir: &std::path::Path) -> Result<FileSystemToolResultStore> {
 /// Runs the command.
 pub fn run(args: Args) -> Result<()> {
     let store = Arc::new(open_store(&args.store)?);
-    let conversation = args.input.read()?;
+    let mut conversation = args.input.read()?;
     let hook =
         ToolResultOffloadHook::new(store, args.policies.strategies()).with_preview_chars(args.preview_chars);
-    let mut state = AgentState::new(conversation.messages.clone()).with_tools(conversation.tools.clone());
-    state.step_count = args
+    let step = args
         .step
         .unwrap_or_else(|| conversation.messages.iter().filter(|m| m.role == Role::Assistant).count());
+    // The conversation moves into the agent state and back: a large one is not copied.
+    let mut state = AgentState::new(std::mem::take(&mut conversation.messages))
+        .with_tools(std::mem::take(&mut conversation.tools));
+    state.step_count = step;
     let outcome = hook.run(&mut state);
     say_failures(&outcome.failures);
-    eprintln!("{}", summary(&conversation.messages, &outcome, &args.store.display().to_string()));
+    // Offloading keeps every result's place and tool, so the names are read as well after it.
+    eprintln!("{}", summary(state.messages(), &outcome, &args.store.display().to_string()));
+    conversation.tools = std::mem::take(&mut state.tools);
+    conversation.messages = state.into_messages();
 
     let output = args.output.as_deref();
     if outcome.offloaded.is_empty() && args.to.is_none() {
@@ -178,11 +184,13 @@ pub fn run(args: Args) -> Result<()> {
         super::write_conversation(
             output,
             &conversation,
-            state.messages(),
+            &conversation.messages,
             args.to,
             Some(&outcome.offloaded),
         )?;
     }
+    // The process ends here: the system takes the conversation's memory back at once.
+    std::mem::forget(conversation);
     partial(&outcome.failures)
 }
 

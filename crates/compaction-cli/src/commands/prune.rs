@@ -12,6 +12,7 @@ use compaction_model::{
     Message, STRATEGY_SLIDING_WINDOW, STRATEGY_SUMMARIZATION, STRATEGY_TOOL_RESULT_OFFLOADING,
 };
 use compaction_offload::OffloadFailure;
+use compaction_tokens::TokenCounter;
 use serde_json::{json, Value};
 
 use crate::input::InputArgs;
@@ -79,7 +80,8 @@ pub struct Args {
     /// The format to write: haystack, openai or anthropic; the input's when absent.
     #[arg(long, value_name = "FORMAT")]
     pub to: Option<Target>,
-    /// Prune until the conversation is at or under this many tokens.
+    /// Prune until the conversation is at or under this many tokens, as `count` counts them:
+    /// the messages and the tool schemas (--tools, else the file's).
     #[arg(long, value_name = "N")]
     pub target_tokens: Option<usize>,
     /// Run the compaction hook for a model with this context window (tokens) instead of a fixed
@@ -115,7 +117,8 @@ pub struct Args {
     pub strategy: StrategyOptions,
     #[command(flatten)]
     pub prune: PruneOptions,
-    /// Write a JSON report of what was done to this file.
+    /// Write a JSON report of what was done to this file: tokens before and after as `count`
+    /// counts the input and the output, the target and whether it was reached, what changed.
     #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,
     /// Decide what would be done without writing the conversation; prints the report (or
@@ -196,7 +199,9 @@ pub fn run(args: Args) -> Result<()> {
             UsageError(format!("--dry-run cannot be combined with --strategy {strategy}: {why}")).into()
         );
     }
-    let counter = crate::strategy::counter(&args.counter, &args.strategy.client_settings())?;
+    // Shared with the hook in --context-window mode, and used again to count what was written.
+    let counter: std::sync::Arc<dyn TokenCounter> =
+        crate::strategy::counter(&args.counter, &args.strategy.client_settings())?.into();
     // Opens the store, if offloading, and builds the model client, if summarizing: a folder
     // that cannot be used or a missing key fails before the input is read.
     let offload = args.offload_to.as_deref().map(|dir| (dir, args.preview_chars));
@@ -207,7 +212,6 @@ pub fn run(args: Args) -> Result<()> {
         Some(path) => crate::input::read_tools(path)?,
         None => input.conversation.tools.clone(),
     };
-    let messages = &input.conversation.messages;
 
     // Store writes that failed, when offloading: each result stays in the conversation.
     let mut failures: Vec<OffloadFailure> = Vec::new();
@@ -216,66 +220,89 @@ pub fn run(args: Args) -> Result<()> {
     let failed = |error: &dyn std::error::Error| {
         anyhow::anyhow!("{strategy}: {}; nothing was written", crate::strategy::chain(error))
     };
-    // How the conversation changes, the compactor's report, and the hook's outcome in
-    // --context-window mode.
-    let (compacted, report, hook): (Compacted, Option<CompactionReport>, Option<Hooked>) =
-        match (args.target_tokens, args.context_window) {
-            (Some(target), _) if args.dry_run => {
-                let report = match &built.pruning {
-                    Some(pruning) => pruning.plan(messages, target, counter.as_ref()),
-                    // The other strategies that can run without I/O plan by running.
-                    None => built
-                        .compactor
-                        .try_compact(messages, target, counter.as_ref())
-                        .map_err(|e| failed(&e))?
-                        .map(|compaction| compaction.report),
-                };
-                (Compacted::Unchanged, report, None)
-            }
-            (Some(target), _) => {
-                match built
-                    .compactor
-                    .try_compact(messages, target, counter.as_ref())
-                    .map_err(|e| failed(&e))?
-                {
-                    Some(compaction) => {
-                        let report = compaction.report.clone();
-                        (Compacted::Edits(compaction), Some(report), None)
-                    }
-                    None => (Compacted::Unchanged, None, None),
+    let count_failed = |error: compaction_tokens::Error| anyhow::anyhow!(crate::strategy::chain(&error));
+    // The provider's own count, when the log records one, anchors the hook's estimate.
+    let context_tokens = match args.context_window {
+        Some(_) => Some(args.context_tokens.unwrap_or_else(|| {
+            crate::provider::context_tokens(&input.conversation, counter.as_ref()).unwrap_or(0)
+        })),
+        None => None,
+    };
+    // The conversation moves into an agent state and back: nothing is copied, and the state's
+    // running count makes the counts before and after cost what changed, not the whole again.
+    let mut state = AgentState::new(std::mem::take(&mut input.conversation.messages)).with_tools(tools);
+    let read_len = state.messages().len();
+    // How the conversation changed, the compactor's report, the hook's outcome in
+    // --context-window mode, and the request's tokens before (messages and tools, as `count`
+    // counts them).
+    let (compacted, report, hook, tokens_before): (
+        Compacted,
+        Option<CompactionReport>,
+        Option<Hooked>,
+        usize,
+    ) = match (args.target_tokens, args.context_window) {
+        (Some(target), _) => {
+            // The target is the request's, as `count` counts it: the compactor, which counts
+            // messages, is given it less what the tools take, as the hook does.
+            let counting = state.counting(counter.as_ref());
+            let request = counting.try_count(state.messages(), &state.tools).map_err(count_failed)?;
+            let messages_only = match state.tools.is_empty() {
+                true => request,
+                false => counting.try_count(state.messages(), &[]).map_err(count_failed)?,
+            };
+            let compactor_target = target.saturating_sub(request.saturating_sub(messages_only));
+            let compaction = built
+                .compactor
+                .try_compact(state.messages(), compactor_target, &counting)
+                .map_err(|e| failed(&e))?;
+            drop(counting);
+            match compaction {
+                Some(compaction) => {
+                    let changed = compaction.replaced_indices();
+                    let report = state.apply(compaction);
+                    let compacted = match changed {
+                        Some(changed) => Compacted::InPlace(changed),
+                        None => Compacted::Whole,
+                    };
+                    (compacted, Some(report), None, request)
                 }
+                None => (Compacted::Unchanged, None, None, request),
             }
-            (None, Some(window)) => {
-                let settings = CompactionHookSettings {
-                    context_window: window,
-                    compact_at: args.compact_at,
-                    compact_to: args.compact_to,
-                };
-                let hook = CompactionHook::new(built.take_compactor(), settings)
-                    .map_err(|e| UsageError(e.to_string()))?
-                    .with_counter(counter);
-                // The provider's own count, when the log records one, anchors the estimate.
-                let context_tokens = args.context_tokens.unwrap_or_else(|| {
-                    crate::provider::context_tokens(&input.conversation, hook.counter()).unwrap_or(0)
-                });
-                // The conversation moves into the agent state and back: nothing is copied.
-                let mut state = AgentState::new(std::mem::take(&mut input.conversation.messages))
-                    .with_tools(tools.clone())
-                    .with_context_tokens(context_tokens);
-                let outcome = hook.try_run(&mut state).map_err(|e| failed(&e))?;
-                let report = outcome.report.clone();
-                let context_tokens = state.context_tokens;
-                input.conversation.messages = state.into_messages();
-                let compacted = match (outcome.compacted, outcome.changed.clone()) {
-                    (false, _) => Compacted::Unchanged,
-                    (true, changed) => Compacted::Rewritten(changed),
-                };
-                (compacted, report, Some(Hooked { outcome, context_tokens }))
-            }
-            (None, None) => {
-                return Err(UsageError("give --target-tokens N or --context-window N".into()).into())
-            }
-        };
+        }
+        (None, Some(window)) => {
+            let settings = CompactionHookSettings {
+                context_window: window,
+                compact_at: args.compact_at,
+                compact_to: args.compact_to,
+            };
+            let hook = CompactionHook::new(built.take_compactor(), settings)
+                .map_err(|e| UsageError(e.to_string()))?
+                .with_counter(Box::new(counter.clone()));
+            let context_tokens = context_tokens.unwrap_or(0);
+            state = state.with_context_tokens(context_tokens);
+            let before = state.try_count_with_tools(hook.counter()).map_err(count_failed)?;
+            let outcome = hook.try_run(&mut state).map_err(|e| failed(&e))?;
+            let report = outcome.report.clone();
+            let compacted = match (outcome.compacted, outcome.changed.clone()) {
+                (false, _) => Compacted::Unchanged,
+                (true, Some(changed)) => Compacted::InPlace(changed),
+                (true, None) => Compacted::Whole,
+            };
+            // The hook's own estimate of the next request, on the compacted conversation.
+            let estimated_after = hook.try_estimate(&state).map_err(|e| failed(&e))?;
+            let hooked = Hooked { outcome, context_tokens, estimated_after };
+            (compacted, report, Some(hooked), before)
+        }
+        (None, None) => return Err(UsageError("give --target-tokens N or --context-window N".into()).into()),
+    };
+    let counter = counter.as_ref();
+    // What `count` prints on the output: the compacted conversation and the tools, counted
+    // whole (from the running measures where the counter's counts add up).
+    let tokens_after = match (&report, state.tools.is_empty()) {
+        (None, _) => tokens_before,
+        (Some(report), true) => report.tokens_after,
+        (Some(_), false) => state.try_count_with_tools(counter).map_err(count_failed)?,
+    };
     let compact_time = started.elapsed();
     spinner.finish_and_clear();
     // A count a provider could not make is an error, before anything is written.
@@ -286,33 +313,20 @@ pub fn run(args: Args) -> Result<()> {
     for failure in &summaries.failures {
         eprintln!("summarization: a summary failed, so the last good result is kept: {failure}");
     }
-    let tokens_before = match (&report, &hook) {
-        (Some(report), _) => report.tokens_before,
-        (None, Some(hooked)) => hooked.outcome.estimated_tokens,
-        (None, None) => super::counter(&args.counter)?
-            .try_count(&input.conversation.messages, &[])
-            .map_err(|e| anyhow::anyhow!(crate::strategy::chain(&e)))?,
+    let tools_tokens = match &report {
+        Some(report) if !state.tools.is_empty() => tokens_before.saturating_sub(report.tokens_before),
+        _ => 0,
     };
+    input.conversation.messages = state.into_messages();
 
     let started = Instant::now();
-    let read_len = input.conversation.messages.len();
-    // In-place edits are moved into the conversation read, so nothing else is copied and the
-    // writer knows which messages changed; a conversation with messages dropped or put in is
-    // written with where each came from.
+    // In-place edits are already in the conversation read, so the writer knows which messages
+    // changed; a conversation with messages dropped or put in is written with where each came
+    // from.
     let written = match compacted {
         Compacted::Unchanged => Written::InPlace(Some(Vec::new())),
-        Compacted::Edits(compaction) => {
-            let changed = compaction.replaced_indices();
-            compaction.apply(&mut input.conversation.messages);
-            match changed {
-                Some(changed) => Written::InPlace(Some(changed)),
-                None => Written::rewritten(report.as_ref(), read_len, input.conversation.messages.len()),
-            }
-        }
-        Compacted::Rewritten(Some(changed)) => Written::InPlace(Some(changed)),
-        Compacted::Rewritten(None) => {
-            Written::rewritten(report.as_ref(), read_len, input.conversation.messages.len())
-        }
+        Compacted::InPlace(changed) => Written::InPlace(Some(changed)),
+        Compacted::Whole => Written::rewritten(report.as_ref(), read_len, input.conversation.messages.len()),
     };
     let conversation = &input.conversation;
     let messages = &conversation.messages;
@@ -344,14 +358,29 @@ pub fn run(args: Args) -> Result<()> {
     let write_time = started.elapsed();
 
     let timings = Timings { read: input.read, parse: input.parse, compact: compact_time, write: write_time };
-    let target = args.target_tokens.or(hook.as_ref().and_then(|h| h.outcome.target_tokens)).unwrap_or(0);
-    let mut document = report_json(report.as_ref(), tokens_before, target, &timings);
+    // The target of the request: --target-tokens, or the hook's share of the window once it
+    // triggered (none when it did not).
+    let target = match &hook {
+        None => args.target_tokens,
+        Some(hooked) => hooked.outcome.triggered.then(|| budget(&args)),
+    };
+    let reached = match &hook {
+        None => target.map(|target| tokens_after <= target),
+        // The hook judges its target on its own estimate, anchored on the provider's count when
+        // the log records one (without one, that estimate is `tokens_after`).
+        Some(hooked) => target.map(|target| hooked.estimated_after <= target),
+    };
+    let figures = Figures { tokens_before, tokens_after, target, reached, tools_tokens };
+    let mut document = report_json(report.as_ref(), &figures, &timings);
     if let Some(hooked) = &hook {
         document["triggered"] = json!(hooked.outcome.triggered);
         document["estimated_tokens"] = json!(hooked.outcome.estimated_tokens);
-        document["target_tokens"] = json!(hooked.outcome.target_tokens);
+        document["estimated_tokens_after"] = json!(hooked.estimated_after);
+        document["compactor_target_tokens"] = json!(hooked.outcome.target_tokens);
         document["context_tokens"] = json!(hooked.context_tokens);
         document["changed"] = json!(hooked.outcome.compacted);
+    } else if let Some(report) = report.as_ref().filter(|_| tools_tokens > 0) {
+        document["compactor_target_tokens"] = json!(report.target_tokens);
     }
     if args.offload_to.is_some() {
         document["store_failures"] = json!(failures);
@@ -368,8 +397,7 @@ pub fn run(args: Args) -> Result<()> {
     let said = Said {
         report: report.as_ref(),
         hook: hook.as_ref(),
-        tokens_before,
-        target,
+        figures: &figures,
         dry_run: args.dry_run,
         strategy: &strategy,
         summaries: &summaries,
@@ -379,6 +407,12 @@ pub fn run(args: Args) -> Result<()> {
     // quicker than freeing its many allocations one by one.
     std::mem::forget(input);
     super::offload::partial(&failures)
+}
+
+/// The hook's target for the whole request: `compact_to` of the window, as the hook computes it.
+fn budget(args: &Args) -> usize {
+    // Python: int(window * compact_to), a float product truncated toward zero.
+    (args.context_window.unwrap_or(0) as f64 * args.compact_to) as usize
 }
 
 /// Refuses, before anything is compacted (or a model asked), a strategy that drops or puts in
@@ -443,168 +477,114 @@ fn origin(report: &CompactionReport, read_len: usize, len: usize) -> Option<Vec<
 struct Said<'a> {
     report: Option<&'a CompactionReport>,
     hook: Option<&'a Hooked>,
-    tokens_before: usize,
-    target: usize,
+    figures: &'a Figures,
     dry_run: bool,
     strategy: &'a Strategy,
     summaries: &'a SummaryLog,
 }
 
 impl Said<'_> {
-    /// One line: tokens before and after, the target, reached or not and why not.
+    /// One line: what was done, the tokens before and after (as `count` counts them, or the
+    /// hook's estimate), the target, reached or not and why not.
     fn line(&self, args: &Args, messages: &[Message]) -> String {
-        if self.strategy.rewrites() || self.strategy.chain {
-            return self.compacted_line(args, messages);
-        }
-        let verb = if self.dry_run { "would prune" } else { "pruned" };
         let n = |n: usize| thousands(n);
+        let head = match self.strategy.rewrites() || self.strategy.chain {
+            true => format!("prune: {}", self.strategy),
+            false => "prune".to_owned(),
+        };
+        let figures = self.figures;
         if let Some(hooked) = self.hook {
             let outcome = &hooked.outcome;
             let window = args.context_window.unwrap_or(0);
-            let budget = (window as f64 * args.compact_to) as usize;
-            if let (true, Some(report)) = (outcome.triggered, self.report) {
-                // In the hook's own scale: the estimate of the whole request.
-                let after = outcome.estimated_tokens.saturating_sub(report.tokens_freed());
-                let overhead = outcome.overhead.unwrap_or(0).max(0) as usize;
-                let head = format!(
-                    "prune: {verb} {}: {} → {} tokens estimated (target {} = {} of the window",
-                    plural(report.results.len(), "result"),
-                    n(outcome.estimated_tokens),
-                    n(after),
-                    n(budget),
-                    args.compact_to
-                );
-                if report.target_reached {
-                    return format!("{head}, reached)");
-                }
-                let mut why = Vec::new();
-                if overhead > 0 {
-                    why.push(format!(
-                        "{} tokens of the request are not messages (system prompt, tools)",
-                        n(overhead)
-                    ));
-                }
-                why.push(why_not(args, messages));
-                return format!("{head}, not reached: {})", why.join("; "));
-            }
             if !outcome.triggered {
                 let at = (window as f64 * args.compact_at) as usize;
                 let anchor =
                     if hooked.context_tokens > 0 { " (the provider's count plus what followed)" } else { "" };
                 return format!(
-                    "prune: {} tokens estimated{anchor}, under {} of the {}-token window ({}): nothing to do",
+                    "{head}: {} tokens estimated{anchor}, under {} of the {}-token window ({}): nothing to do",
                     n(outcome.estimated_tokens),
                     args.compact_at,
                     n(window),
                     n(at)
                 );
             }
-        }
-        match self.report {
-            Some(report) if report.target_reached => format!(
-                "prune: {verb} {}: {} → {} tokens (target {}, reached)",
-                plural(report.results.len(), "result"),
-                n(report.tokens_before),
-                n(report.tokens_after),
-                n(report.target_tokens)
-            ),
-            Some(report) => format!(
-                "prune: {verb} {}: {} → {} tokens (target {}, not reached: {})",
-                plural(report.results.len(), "result"),
-                n(report.tokens_before),
-                n(report.tokens_after),
-                n(report.target_tokens),
-                why_not(args, messages)
-            ),
-            None if self.tokens_before <= self.target => format!(
-                "prune: nothing to prune: {} tokens, already at or under the target {}",
-                n(self.tokens_before),
-                n(self.target)
-            ),
-            None => format!(
-                "prune: nothing pruned: {} tokens (target {}, not reached: {})",
-                n(self.tokens_before),
-                n(self.target),
-                why_not(args, messages)
-            ),
-        }
-    }
-}
-
-impl Said<'_> {
-    /// The line for a strategy that drops or summarizes messages, or a chain: what it did,
-    /// stage by stage, the tokens before and after, the target, and why it was not reached.
-    fn compacted_line(&self, args: &Args, messages: &[Message]) -> String {
-        let n = |n: usize| thousands(n);
-        let strategy = self.strategy;
-        if let Some(hooked) = self.hook {
-            let outcome = &hooked.outcome;
-            let window = args.context_window.unwrap_or(0);
-            let budget = (window as f64 * args.compact_to) as usize;
-            if let (true, Some(report)) = (outcome.triggered, self.report) {
-                let after = outcome.estimated_tokens.saturating_sub(report.tokens_freed());
-                let head = format!(
-                    "prune: {strategy}: {}: {} → {} tokens estimated (target {} = {} of the window",
-                    did(report, self.dry_run),
-                    n(outcome.estimated_tokens),
-                    n(after),
-                    n(budget),
-                    args.compact_to
-                );
-                if report.target_reached {
-                    return format!("{head}, reached)");
-                }
-                return format!("{head}, not reached: {})", self.why_not(args, messages));
+            let done = match self.report {
+                Some(report) => did(report, self.dry_run),
+                None => "nothing changed".to_owned(),
+            };
+            let line = format!(
+                "{head}: {done}: {} → {} tokens estimated (target {} = {} of the window",
+                n(outcome.estimated_tokens),
+                n(hooked.estimated_after),
+                n(budget(args)),
+                args.compact_to
+            );
+            if figures.reached == Some(true) {
+                return format!("{line}, reached)");
             }
-            if !outcome.triggered {
-                let at = (window as f64 * args.compact_at) as usize;
-                let anchor =
-                    if hooked.context_tokens > 0 { " (the provider's count plus what followed)" } else { "" };
-                return format!(
-                    "prune: {strategy}: {} tokens estimated{anchor}, under {} of the {}-token window ({}): \
-                     nothing to do",
-                    n(outcome.estimated_tokens),
-                    args.compact_at,
-                    n(window),
-                    n(at)
-                );
-            }
+            return format!("{line}, not reached: {})", self.why_not(args, messages));
         }
+        let target = figures.target.unwrap_or(0);
         match self.report {
             Some(report) => {
-                let reached = if report.target_reached {
-                    "reached".to_owned()
-                } else {
-                    format!("not reached: {}", self.why_not(args, messages))
+                let reached = match figures.reached {
+                    Some(true) => "reached".to_owned(),
+                    _ => format!("not reached: {}", self.why_not(args, messages)),
                 };
                 format!(
-                    "prune: {strategy}: {}: {} → {} tokens (target {}, {reached})",
+                    "{head}: {}: {} → {} tokens (target {}, {reached})",
                     did(report, self.dry_run),
-                    n(report.tokens_before),
-                    n(report.tokens_after),
-                    n(report.target_tokens)
+                    n(figures.tokens_before),
+                    n(figures.tokens_after),
+                    n(target)
                 )
             }
-            None if self.tokens_before <= self.target => format!(
-                "prune: {strategy}: nothing to do: {} tokens, already at or under the target {}",
-                n(self.tokens_before),
-                n(self.target)
-            ),
+            None if figures.tokens_before <= target => {
+                let what = if head == "prune" { "nothing to prune" } else { "nothing to do" };
+                format!(
+                    "{head}: {what}: {} tokens, already at or under the target {}",
+                    n(figures.tokens_before),
+                    n(target)
+                )
+            }
             None => format!(
-                "prune: {strategy}: nothing changed: {} tokens (target {}, not reached: {})",
-                n(self.tokens_before),
-                n(self.target),
+                "{head}: {}: {} tokens (target {}, not reached: {})",
+                if head == "prune" { "nothing pruned" } else { "nothing changed" },
+                n(figures.tokens_before),
+                n(target),
                 self.why_not(args, messages)
             ),
         }
     }
 
-    /// Why the strategy stopped above the target: a failed summary, else what the window and the
-    /// summarizer always keep, or (for chains of pruning and offloading) what pruning keeps.
+    /// Why the run stopped above the target: a failed summary; the walk's running estimate that
+    /// reached it when the whole did not; the tools; else what the strategies always keep.
     fn why_not(&self, args: &Args, messages: &[Message]) -> String {
-        let mut reasons = Vec::new();
         if !self.summaries.failures.is_empty() {
             return "a summary failed (said above)".to_owned();
+        }
+        let mut reasons = Vec::new();
+        if let Some(report) = self.report {
+            if report.estimated_tokens_after <= report.target_tokens {
+                // Where the compactor stopped on its estimate, as the reference's does.
+                let after = self.hook.map_or(self.figures.tokens_after, |hooked| hooked.estimated_after);
+                let over = after.saturating_sub(self.figures.target.unwrap_or(0));
+                reasons.push(format!(
+                    "the compactor stops once its running estimate reaches the target, as the reference's \
+                     does, and counted whole the result is {} over (the counter's counts do not add up \
+                     message by message)",
+                    plural(over, "token")
+                ));
+                return reasons.join("; ");
+            }
+        }
+        if let Some(overhead) = self.hook.and_then(|h| h.outcome.overhead).filter(|&o| o > 0) {
+            reasons.push(format!(
+                "{} tokens of the request are not messages (system prompt, tools)",
+                thousands(overhead as usize)
+            ));
+        } else if self.figures.tools_tokens > 0 {
+            reasons.push(format!("{} tokens are tool schemas", thousands(self.figures.tools_tokens)));
         }
         if self.strategy.rewrites() {
             let keep = args.prune.min_keep_steps;
@@ -746,22 +726,37 @@ fn plural(n: usize, noun: &str) -> String {
     }
 }
 
-/// How the conversation changes.
-// One value per run, so the size of the largest variant does not matter.
-#[allow(clippy::large_enum_variant)]
+/// How the conversation changed.
 enum Compacted {
     /// Not at all.
     Unchanged,
-    /// By the compactor's edits, still to be applied.
-    Edits(compaction_core::Compaction),
-    /// Already, by the hook: at these indices, or as a whole when `None`.
-    Rewritten(Option<Vec<usize>>),
+    /// In place, at these indices; every other message is as it was read.
+    InPlace(Vec<usize>),
+    /// As a whole: messages dropped or put in.
+    Whole,
 }
 
 /// What the hook did in --context-window mode.
 struct Hooked {
     outcome: CompactionOutcome,
+    /// The provider's count the estimate was anchored on (0: none).
     context_tokens: usize,
+    /// The hook's estimate of the next request after compacting.
+    estimated_after: usize,
+}
+
+/// The sizes a run reports, in the request's terms (messages and tools, as `count` counts them).
+pub struct Figures {
+    /// Tokens before.
+    pub tokens_before: usize,
+    /// Tokens of what was written (or would be, in a dry run).
+    pub tokens_after: usize,
+    /// The target, if there was one.
+    pub target: Option<usize>,
+    /// Whether it was reached; `None` without a target.
+    pub reached: Option<bool>,
+    /// What the tool schemas take of the request, when there are any.
+    pub tools_tokens: usize,
 }
 
 /// How long each phase took.
@@ -783,59 +778,49 @@ fn millis(duration: Duration) -> f64 {
 /// The report document: what changed, the sizes, per-result details and timings; for a
 /// strategy that drops or puts in messages, which (`removed`: indices read, `inserted`: indices
 /// written); for a chain, each stage's own report (`stages`); a failure the run got past.
-pub fn report_json(
-    report: Option<&CompactionReport>,
-    tokens_before: usize,
-    target_tokens: usize,
-    timings: &Timings,
-) -> Value {
+///
+/// `tokens_before`, `tokens_after` and `target_tokens` are the request's, as `count` counts it:
+/// the messages and the tools (`--tools`, else the file's), so `tokens_after` is what `count`
+/// prints on the output (given the same tools, when the output format cannot hold them), and
+/// `target_reached` is whether it is at or under the target. The per-result entries and a
+/// chain's stages count messages, each result's message on its own.
+pub fn report_json(report: Option<&CompactionReport>, figures: &Figures, timings: &Timings) -> Value {
     let timings = json!({
         "read": millis(timings.read),
         "parse": millis(timings.parse),
         "compact": millis(timings.compact),
         "write": millis(timings.write),
     });
-    match report {
-        Some(report) => {
-            let mut document = json!({
-                "changed": true,
-                "strategy": report.strategy,
-                "tokens_before": report.tokens_before,
-                "tokens_after": report.tokens_after,
-                "target_tokens": report.target_tokens,
-                "target_reached": report.target_reached,
-                "tokens_freed": report.tokens_freed(),
-                "pruned": report.changed_indices(),
-                "results": report.results,
-                "inputs_cleared": report.inputs_cleared,
-                "timings_ms": timings,
-            });
-            // What only the strategies that drop or put in messages, and chains, have to say.
-            if !report.removed.is_empty() || !report.inserted.is_empty() {
-                document["removed"] = json!(report.removed);
-                document["inserted"] = json!(report.inserted);
-            }
-            if !report.stages.is_empty() {
-                document["stages"] = json!(report.stages);
-            }
-            if let Some(failure) = &report.failure {
-                document["failure"] = json!(failure);
-            }
-            document
-        }
-        None => json!({
-            "changed": false,
-            "tokens_before": tokens_before,
-            "tokens_after": tokens_before,
-            "target_tokens": target_tokens,
-            "target_reached": tokens_before <= target_tokens,
-            "tokens_freed": 0,
-            "pruned": [],
-            "results": [],
-            "inputs_cleared": [],
-            "timings_ms": timings,
-        }),
+    let mut document = json!({
+        "changed": report.is_some(),
+        "tokens_before": figures.tokens_before,
+        "tokens_after": figures.tokens_after,
+        "target_tokens": figures.target,
+        "target_reached": figures.reached,
+        "tokens_freed": figures.tokens_before.saturating_sub(figures.tokens_after),
+        "pruned": report.map(CompactionReport::changed_indices).unwrap_or_default(),
+        "results": report.map(|r| json!(r.results)).unwrap_or_else(|| json!([])),
+        "inputs_cleared": report.map(|r| json!(r.inputs_cleared)).unwrap_or_else(|| json!([])),
+        "timings_ms": timings,
+    });
+    if figures.tools_tokens > 0 {
+        document["tools_tokens"] = json!(figures.tools_tokens);
     }
+    if let Some(report) = report {
+        document["strategy"] = json!(report.strategy);
+        // What only the strategies that drop or put in messages, and chains, have to say.
+        if !report.removed.is_empty() || !report.inserted.is_empty() {
+            document["removed"] = json!(report.removed);
+            document["inserted"] = json!(report.inserted);
+        }
+        if !report.stages.is_empty() {
+            document["stages"] = json!(report.stages);
+        }
+        if let Some(failure) = &report.failure {
+            document["failure"] = json!(failure);
+        }
+    }
+    document
 }
 
 fn report_bytes(document: &Value) -> Result<Vec<u8>> {

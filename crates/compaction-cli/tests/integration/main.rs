@@ -8,6 +8,7 @@ mod logs;
 mod offload;
 mod prune;
 mod real_transcripts;
+mod report_counts;
 mod roundtrip;
 mod simulate;
 mod standin;

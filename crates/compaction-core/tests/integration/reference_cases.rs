@@ -10,7 +10,7 @@ use compaction_core::{
     PruningSettings, Replacement, ToolResultPruningCompactor, DEFAULT_PLACEHOLDER, HAYSTACK_PRUNING_TYPE,
 };
 use compaction_model::{Message, Role, ToolResultContent, ToolSpec, TOOL_RESULT_OFFLOADED};
-use compaction_tokens::{Counts, TokenCounter};
+use compaction_tokens::{Counts, Measure, TokenCounter};
 use serde_json::{json, Value};
 
 use crate::{call, calling, result, CharCounter};
@@ -417,6 +417,15 @@ impl TokenCounter for Spy {
     fn describe(&self) -> String {
         "spy".into()
     }
+
+    // Its counts add up, so the compacted conversation is counted without counting it whole.
+    fn measure_joined(&self, message: &Message) -> Option<Measure> {
+        Some(Measure { text: crate::message_chars(message), ..Measure::default() })
+    }
+
+    fn count_after(&self, before: Measure, last: &Message, tools: &[ToolSpec]) -> usize {
+        before.text + CharCounter.count(std::slice::from_ref(last), tools)
+    }
 }
 
 #[test]
@@ -425,7 +434,8 @@ fn the_conversation_is_counted_once() {
     let spy = Spy::default();
     let compaction = ToolResultPruningCompactor::default().compact(&messages, 0, &spy).expect("pruned");
     assert_eq!(spy.count_each_calls.load(Ordering::Relaxed), 1);
-    // Only single replacements are counted afterwards, never the whole conversation.
+    // Only single replacements are counted afterwards, and the result is measured message by
+    // message (the counts add up): the whole conversation is never counted again.
     assert_eq!(spy.widest_count.load(Ordering::Relaxed), 1);
     let placeholder_tokens = DEFAULT_PLACEHOLDER.replace("{tool_name}", "search").len();
     assert_eq!(compaction.report.tokens_after, total(&messages) - 2 * (500 - placeholder_tokens));

@@ -103,6 +103,12 @@ fn triggered_steps_measure_only_what_changed_and_agree_with_a_fresh_state() {
         assert_eq!(outcome.report, expected.report, "step {i}");
         assert_eq!(outcome.estimated_tokens, expected.estimated_tokens, "step {i}");
         assert_eq!(state.messages(), alone.messages(), "step {i}");
+        if let Some(report) = &outcome.report {
+            // Counted from the running measures, yet what a count of the result says.
+            let exact = ApproximateTokenCounter::default().count(state.messages(), &[]);
+            assert_eq!(report.tokens_after, exact, "step {i}");
+            assert_eq!(report.target_reached, exact <= report.target_tokens, "step {i}");
+        }
         compacted += usize::from(outcome.compacted);
         let [call, result] = step(i);
         let mut result = result;

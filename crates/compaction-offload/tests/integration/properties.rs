@@ -253,6 +253,9 @@ proptest! {
                     for r in &c.report.results {
                         prop_assert!(r.tokens_freed > 0);
                     }
+                    // The figure after is the conversation built, counted; reached means reached.
+                    prop_assert_eq!(c.report.tokens_after, counter.count(&built, &[]));
+                    prop_assert_eq!(c.report.target_reached, c.report.tokens_after <= target);
                     built
                 }
                 None => messages.clone(),
