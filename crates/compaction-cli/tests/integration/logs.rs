@@ -27,7 +27,7 @@ fn a_pruned_claude_code_session_is_a_session_with_only_results_replaced() {
     let done = run(&["prune", path, "--target-tokens", "20000"], None);
     assert_eq!(done.code, 0, "{}", done.stderr);
     assert!(
-        done.stderr.contains("prune: pruned 2 results: 33,489 → 17,246 tokens (target 20,000, reached)"),
+        done.stderr.contains("prune: pruned 2 results: 33,489 → 17,247 tokens (target 20,000, reached)"),
         "{}",
         done.stderr
     );
