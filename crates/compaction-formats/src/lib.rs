@@ -27,7 +27,8 @@
 //!
 //! A Haystack array, the common case for long transcripts, is read and written without a JSON
 //! tree: its messages are parsed straight from their bytes (on every core), and each one left
-//! alone is written back as those bytes when they are exactly what writing it would give.
+//! alone is written back as those bytes when they spell what writing it would give (serde_json's
+//! compact bytes, or Python's `json.dump` spacing and escapes of the same value).
 //!
 //! Bad input never panics: it is an [`Error`] naming the file, the line or message, and what is
 //! wrong.
@@ -79,7 +80,7 @@ mod write;
 
 use std::io::Write;
 
-use compaction_model::{Message, Role, ToolSpec};
+use compaction_model::{JsonSource, Message, Role, ToolSpec};
 use serde_json::{Map, Value};
 
 use crate::detect::{detect, unrecognized};
@@ -157,14 +158,26 @@ pub struct Conversation {
     /// `None`).
     spans: Option<haystack::Spans>,
     /// The input, byte for byte.
-    source: Vec<u8>,
+    source: Input,
 }
 
 impl Conversation {
     /// The bytes the conversation was read from.
     pub fn source(&self) -> &[u8] {
-        &self.source
+        match &self.source {
+            Input::Bytes(bytes) => bytes,
+            Input::Shared(source) => source.as_str().as_bytes(),
+        }
     }
+}
+
+/// The input of a conversation.
+#[derive(Debug)]
+enum Input {
+    /// As read.
+    Bytes(Vec<u8>),
+    /// Shared with the texts of the messages read from it.
+    Shared(JsonSource),
 }
 
 /// Messages decoded from a format, each with the source message it came from.
@@ -185,25 +198,38 @@ impl Decoded {
 /// Reads one conversation of a file (the first, unless `options` chooses another), in the format
 /// `options` names or the one told from the content. The conversation keeps `bytes`, to write
 /// the file back.
-pub fn read(bytes: Vec<u8>, options: &ReadOptions) -> Result<Conversation, Error> {
+pub fn read(mut bytes: Vec<u8>, options: &ReadOptions) -> Result<Conversation, Error> {
     let format = options.format;
     if matches!(format, None | Some(Format::Haystack)) && options.conversation.unwrap_or(0) == 0 {
-        if let Some((messages, spans)) = haystack::read_spans(&bytes, format.is_some()) {
-            return Ok(Conversation {
-                format: Format::Haystack,
-                messages,
-                tools: Vec::new(),
-                conversations: 1,
-                selected: 0,
-                layout: Layout::Array,
-                native: None,
-                spans: Some(spans),
-                source: bytes,
-            });
+        if let Some(first) = haystack::first_message(&bytes, format.is_some()) {
+            // The messages' texts stay in the input, which they then share.
+            match String::from_utf8(bytes) {
+                Ok(text) => {
+                    let source = JsonSource::new(text);
+                    if let Some((messages, spans)) = haystack::read_spans(&source, first) {
+                        return Ok(Conversation {
+                            format: Format::Haystack,
+                            messages,
+                            tools: Vec::new(),
+                            conversations: 1,
+                            selected: 0,
+                            layout: Layout::Array,
+                            native: None,
+                            spans: Some(spans),
+                            source: Input::Shared(source),
+                        });
+                    }
+                    // The messages read were dropped, so the text is whole again.
+                    bytes = source
+                        .into_string()
+                        .map_or_else(|s| s.as_str().as_bytes().to_vec(), String::into_bytes);
+                }
+                Err(error) => bytes = error.into_bytes(),
+            }
         }
     }
     let mut conversation = read_tree(&bytes, options)?;
-    conversation.source = bytes;
+    conversation.source = Input::Bytes(bytes);
     Ok(conversation)
 }
 
@@ -265,7 +291,7 @@ pub(crate) fn read_tree(bytes: &[u8], options: &ReadOptions) -> Result<Conversat
         layout,
         native,
         spans: None,
-        source: Vec::new(),
+        source: Input::Bytes(Vec::new()),
     })
 }
 
@@ -274,8 +300,8 @@ pub(crate) fn read_tree(bytes: &[u8], options: &ReadOptions) -> Result<Conversat
 ///
 /// `changed`, when given, holds the indices of the messages that differ from those read (then
 /// `messages` is as long as the conversation); every other message is taken to be the one read,
-/// and a Haystack message among them is written as its input bytes when those are exactly what
-/// encoding it gives. `None` means anything may have changed.
+/// and a Haystack message among them is written as its input bytes when those spell what
+/// encoding it gives (the same JSON value, keys in the same order). `None` means anything may have changed.
 pub fn write(
     conversation: &Conversation,
     messages: &[Message],
@@ -285,7 +311,9 @@ pub fn write(
 ) -> Result<(), Error> {
     let own = conversation.format.native_target() == Some(target);
     match (&conversation.native, &conversation.spans) {
-        (_, Some(spans)) if own => haystack::write_spans(&conversation.source, spans, messages, changed, out),
+        (_, Some(spans)) if own => {
+            haystack::write_spans(conversation.source(), spans, messages, changed, out)
+        }
         (Some(native), _) if own => write_native_to(native, target, messages, changed, out),
         _ => match target {
             Target::Haystack => haystack::write_messages(messages, conversation.layout, out),
