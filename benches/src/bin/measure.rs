@@ -74,7 +74,8 @@ fn hook_run(messages: Vec<compaction_model::Message>, spec: &str, steps: usize) 
 fn huggingface_count(path: &str, tokenizer: &str, runs: usize) -> Result<(), String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
     let started = Instant::now();
-    let counter = compaction_tokens::HuggingFaceTokenCounter::from_file(tokenizer).map_err(|e| e.to_string())?;
+    let counter =
+        compaction_tokens::HuggingFaceTokenCounter::from_file(tokenizer).map_err(|e| e.to_string())?;
     let load_seconds = started.elapsed().as_secs_f64();
     let mut seconds = Vec::new();
     let mut tokens = 0;
@@ -83,7 +84,10 @@ fn huggingface_count(path: &str, tokenizer: &str, runs: usize) -> Result<(), Str
         tokens = counter.count_text(&text);
         seconds.push(started.elapsed().as_secs_f64());
     }
-    println!("{}", json!({"bytes": text.len(), "tokens": tokens, "load_seconds": load_seconds, "seconds": seconds}));
+    println!(
+        "{}",
+        json!({"bytes": text.len(), "tokens": tokens, "load_seconds": load_seconds, "seconds": seconds})
+    );
     Ok(())
 }
 

@@ -13,8 +13,9 @@
 //! from the text the very value writing the message gives, keys in the same order and none
 //! twice. A writer may therefore copy the text in place of encoding the message again.
 //!
-//! Anything else (images, files, unknown fields, older shapes, a key twice in nested JSON, bad
-//! input) is `None`: the other readers of `wire.rs` take it, and word any error.
+//! Anything else (unknown fields, older shapes, a key twice in nested JSON, an image whose MIME
+//! type had to be guessed, bad input) is `None`: the other readers of `wire.rs` take it, and word
+//! any error.
 
 use std::ops::Range;
 
@@ -25,7 +26,7 @@ use crate::message::{
     ToolResultContent,
 };
 use crate::text::{JsonSource, Text};
-use crate::wire::{encodes_as, skip_string};
+use crate::wire::{encodes_as, file_part, image_part, skip_string};
 
 /// A message read from the start of a JSON text by [`Message::read_prefix`].
 #[derive(Debug, Clone, PartialEq)]
@@ -43,8 +44,8 @@ pub struct Prefix {
 
 impl Message {
     /// Reads the message at the start of `json` when it is in Haystack's current shape (the
-    /// shape `ChatMessage.to_dict` writes) with text, tool-call, tool-result and reasoning parts,
-    /// however the JSON is spaced and escaped; `None` for anything else.
+    /// shape `ChatMessage.to_dict` writes), however the JSON is spaced and escaped; `None` for
+    /// anything else.
     ///
     /// What this accepts, [`Message::from_slice`] reads the same, and the text it took is a
     /// faithful spelling of the message (see [`Prefix::canonical`]): a caller can keep the text
@@ -212,10 +213,27 @@ impl<'a> Reader<'a> {
                 self.token(b'}')?;
                 Part::Reasoning(ReasoningPart { reasoning_text, extra, unknown: JsonObject::new() })
             }
+            b"image" => Part::Image(self.media(image_part)?),
+            b"file" => Part::File(self.media(file_part)?),
             _ => return None,
         };
         self.token(b'}')?;
         Some(part)
+    }
+
+    /// An image or file part: its object read as any nested JSON, then made a part as the
+    /// other readers make it (its data checked, a missing MIME type guessed). The part must be
+    /// written back as that very object, so a guessed MIME type, a key out of order or missing
+    /// leaves the message to the other readers.
+    fn media<T: serde::Serialize>(&mut self, make: fn(JsonObject) -> Option<T>) -> Option<T> {
+        self.space();
+        if self.peek() != Some(b'{') {
+            return None;
+        }
+        let Value::Object(object) = self.value(NESTING)? else { return None };
+        let written = serde_json::to_vec(&object).ok()?;
+        let part = make(object)?;
+        encodes_as(&part, &written).then_some(part)
     }
 
     fn tool_result(&mut self) -> Option<ToolCallResult> {
@@ -226,8 +244,12 @@ impl<'a> Reader<'a> {
             if !self.eat(b']') {
                 loop {
                     self.token(b'{')?;
-                    self.key("text")?;
-                    parts.push(ResultPart::Text(TextPart::new(self.text()?)));
+                    parts.push(match self.any_key()? {
+                        b"text" => ResultPart::Text(TextPart::new(self.text()?)),
+                        b"image" => ResultPart::Image(self.media(image_part)?),
+                        b"file" => ResultPart::File(self.media(file_part)?),
+                        _ => return None,
+                    });
                     self.token(b'}')?;
                     if !self.eat(b',') {
                         self.token(b']')?;
@@ -405,9 +427,42 @@ impl<'a> Reader<'a> {
                 // A raw control character: not JSON.
                 _ => return None,
             }
-            self.escape()?;
+            self.skip_escape()?;
             chars += 1;
             escaped = true;
+        }
+    }
+
+    /// Checks the escape after a backslash (taken) as [`Reader::escape`] does, noting one
+    /// serde_json would not write, without making its character.
+    fn skip_escape(&mut self) -> Option<()> {
+        let escape = self.peek()?;
+        self.at += 1;
+        match escape {
+            b'"' | b'\\' | b'n' | b't' | b'r' | b'b' | b'f' => Some(()),
+            b'/' => {
+                self.canonical = false;
+                Some(())
+            }
+            b'u' => {
+                let (unit, lowercase) = self.hex4()?;
+                if !(lowercase && unit < 0x20 && !matches!(unit, 0x08..=0x0a | 0x0c | 0x0d)) {
+                    self.canonical = false;
+                }
+                match unit {
+                    0xD800..=0xDBFF => {
+                        if self.bytes.get(self.at..self.at + 2)? != b"\\u" {
+                            return None;
+                        }
+                        self.at += 2;
+                        let (low, _) = self.hex4()?;
+                        (0xDC00..=0xDFFF).contains(&low).then_some(())
+                    }
+                    0xDC00..=0xDFFF => None,
+                    _ => Some(()),
+                }
+            }
+            _ => None,
         }
     }
 
@@ -460,23 +515,37 @@ impl<'a> Reader<'a> {
     fn hex4(&mut self) -> Option<(u32, bool)> {
         let digits = self.bytes.get(self.at..self.at + 4)?;
         self.at += 4;
-        let mut value = 0;
-        let mut lowercase = true;
-        for &digit in digits {
-            let nibble = match digit {
-                b'0'..=b'9' => digit - b'0',
-                b'a'..=b'f' => digit - b'a' + 10,
-                b'A'..=b'F' => {
-                    lowercase = false;
-                    digit - b'A' + 10
-                }
-                _ => return None,
-            };
-            value = value << 4 | u32::from(nibble);
+        let hex = |k: usize| HEX[usize::from(digits[k])];
+        let (a, b, c, d) = (hex(0), hex(1), hex(2), hex(3));
+        if (a | b | c | d) == INVALID {
+            return None;
         }
-        Some((value, lowercase))
+        let value =
+            u32::from(a & 15) << 12 | u32::from(b & 15) << 8 | u32::from(c & 15) << 4 | u32::from(d & 15);
+        Some((value, (a | b | c | d) & UPPERCASE == 0))
     }
 }
+
+/// Not a hex digit, in [`HEX`].
+const INVALID: u8 = 0xFF;
+/// An uppercase hex letter, in [`HEX`].
+const UPPERCASE: u8 = 0x10;
+
+/// Each byte's value as a hex digit (with [`UPPERCASE`] for `A`–`F`), or [`INVALID`].
+static HEX: [u8; 256] = {
+    let mut table = [INVALID; 256];
+    let mut b = 0;
+    while b < 256 {
+        table[b] = match b as u8 {
+            digit @ b'0'..=b'9' => digit - b'0',
+            letter @ b'a'..=b'f' => letter - b'a' + 10,
+            letter @ b'A'..=b'F' => (letter - b'A' + 10) | UPPERCASE,
+            _ => INVALID,
+        };
+        b += 1;
+    }
+    table
+};
 
 /// The characters of `raw`, the contents of a JSON string (what lies between its quotes) that
 /// the reader has checked.
@@ -519,44 +588,43 @@ fn word(bytes: &[u8], at: usize) -> Option<u64> {
     Some(u64::from_le_bytes(eight))
 }
 
-/// The bytes of a word that end a run of string contents (`"`, `\`, control characters) and
-/// those that are UTF-8 continuation bytes, each flagged by its high bit. Only the lowest stop
-/// is exact: a borrow can flag bytes after the first true one, never before it.
+/// The bytes of a word that end a run of string contents (`"`, `\`, control characters), each
+/// flagged by its high bit. Only the lowest flag is exact: a borrow can flag bytes after the
+/// first true one, never before it.
 #[inline(always)]
-fn classify(x: u64) -> (u64, u64) {
+fn stops(x: u64) -> u64 {
     let below = |x: u64, n: u64| x.wrapping_sub(ONES * n) & !x;
-    let stops =
-        below(x ^ (ONES * u64::from(b'"')), 1) | below(x ^ (ONES * u64::from(b'\\')), 1) | below(x, 0x20);
-    // Continuation bytes are 0b10xx_xxxx: the high bit set and the next one clear.
-    (stops & HIGH, x & !(x << 1) & HIGH)
+    (below(x ^ (ONES * u64::from(b'"')), 1) | below(x ^ (ONES * u64::from(b'\\')), 1) | below(x, 0x20)) & HIGH
 }
 
-/// How many bytes of a mask of high bits are flagged (each byte's count moves to the top one).
+/// How many bytes of a word are UTF-8 continuation bytes (0b10xx_xxxx: the high bit set and the
+/// next one clear), of those flagged in `mask`.
 #[inline(always)]
-fn flagged(mask: u64) -> usize {
-    ((mask >> 7).wrapping_mul(ONES) >> 56) as usize
-}
-
-/// Where in a word its first stop is, and the continuation bytes before it.
-#[inline(always)]
-fn first_stop(stops: u64, continues: u64) -> (usize, usize) {
-    let bit = stops.trailing_zeros();
-    ((bit / 8) as usize, flagged(continues & ((1u64 << bit) - 1)))
+fn continuations(x: u64, mask: u64) -> usize {
+    let flags = x & !(x << 1) & HIGH & mask;
+    // Each byte's count moves to the top one.
+    ((flags >> 7).wrapping_mul(ONES) >> 56) as usize
 }
 
 /// The position of the first `"`, `\` or control character at or after `from`, and how many
 /// UTF-8 continuation bytes come before it (so the characters in between are the bytes less
-/// those). Looks at eight bytes at a time: string contents are most of a transcript.
+/// those). Looks at eight bytes at a time, and counts only in words that are not all ASCII:
+/// string contents are most of a transcript. (Sixteen bytes at a time measured slower: in code
+/// and logs an escape comes every few dozen bytes.)
+#[inline]
 fn scan(bytes: &[u8], from: usize) -> Option<(usize, usize)> {
     let mut at = from;
     let mut continuation = 0;
     while let Some(x) = word(bytes, at) {
-        let (stops, continues) = classify(x);
+        let stops = stops(x);
         if stops != 0 {
-            let (offset, before) = first_stop(stops, continues);
-            return Some((at + offset, continuation + before));
+            let bit = stops.trailing_zeros();
+            let before = if x & HIGH == 0 { 0 } else { continuations(x, (1u64 << bit) - 1) };
+            return Some((at + (bit / 8) as usize, continuation + before));
         }
-        continuation += flagged(continues);
+        if x & HIGH != 0 {
+            continuation += continuations(x, !0);
+        }
         at += 8;
     }
     tail(bytes, at, continuation)

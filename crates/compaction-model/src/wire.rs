@@ -611,6 +611,17 @@ struct Reader {
     index: usize,
 }
 
+/// An image part from its object, as [`Message::from_value`] reads one (checked, its MIME type
+/// guessed when missing); `None` when that reading fails.
+pub(crate) fn image_part(data: JsonObject) -> Option<ImagePart> {
+    Reader { index: 0 }.image(data, "image").ok()
+}
+
+/// A file part from its object, as [`Message::from_value`] reads one; `None` when that fails.
+pub(crate) fn file_part(data: JsonObject) -> Option<FilePart> {
+    Reader { index: 0 }.file(data, "file").ok()
+}
+
 impl Reader {
     fn wrong(&self, field: &str, expected: &'static str, found: &Value) -> Error {
         Error::WrongType { index: self.index, field: field.into(), expected, found: json_type(found) }
