@@ -223,21 +223,32 @@ pub(crate) fn write_spans(
         }
     }
     out.write_all(b"[")?;
-    for (index, message) in messages.iter().enumerate() {
+    let kept = |index: usize| spans.verbatim[index] && unchanged[index];
+    let mut index = 0;
+    while let Some(message) = messages.get(index) {
         if index > 0 {
             out.write_all(b",")?;
         }
-        let raw = &source[spans.spans[index].clone()];
-        if spans.verbatim[index] && unchanged[index] {
-            out.write_all(raw)?;
-        } else if spans.verbatim[index] {
+        if kept(index) {
+            // A run of messages left alone goes out as one piece of the input, with the
+            // separators between them as they were: a copy, without a pass over each message.
+            let mut last = index;
+            while last + 1 < messages.len() && kept(last + 1) {
+                last += 1;
+            }
+            out.write_all(&source[spans.spans[index].start..spans.spans[last].end])?;
+            index = last + 1;
+            continue;
+        }
+        if spans.verbatim[index] {
             // The original has exactly the keys of the encoding, in its order, so laying the
             // encoding over it gives the encoding.
             serde_json::to_writer(&mut *out, message)?;
         } else {
-            let original: Value = serde_json::from_slice(raw)?;
+            let original: Value = serde_json::from_slice(&source[spans.spans[index].clone()])?;
             serde_json::to_writer(&mut *out, &overlay::overlay(&original, message.to_value(), &SHAPE))?;
         }
+        index += 1;
     }
     out.write_all(b"]\n")?;
     Ok(())

@@ -139,8 +139,8 @@ fn a_haystack_array_is_written_as_the_tree_path_writes_it() {
 }
 
 /// A Haystack file as Python's `json.dump` writes it (spaced out, and by default every non-ASCII
-/// character escaped) is read without a tree, and written back with each message left alone
-/// copied as its input bytes; only the changed one is encoded.
+/// character escaped) is read without a tree, and written back with the messages left alone
+/// copied as their input bytes; only the changed one is encoded.
 #[test]
 fn a_python_written_haystack_file_keeps_its_bytes() {
     let value: Value = serde_json::from_str(HAYSTACK).unwrap();
@@ -155,16 +155,17 @@ fn a_python_written_haystack_file_keeps_its_bytes() {
         prune(&mut messages, pruned);
         let mut out = Vec::new();
         write(&conversation, &messages, Target::Haystack, Some(&[pruned]), &mut out).unwrap();
-        let mut expected = b"[".to_vec();
-        for (index, item) in items.iter().enumerate() {
-            if index > 0 {
-                expected.push(b',');
-            }
-            if index == pruned {
-                expected.extend(serde_json::to_vec(&messages[index]).unwrap());
-            } else {
-                expected.extend(compaction_testkit::python_dumps(item, ensure_ascii).into_bytes());
-            }
+        // Runs of messages left alone are copied with the separators between them.
+        let spelled = |items: &[Value]| {
+            items.iter().map(|item| compaction_testkit::python_dumps(item, ensure_ascii)).collect::<Vec<_>>()
+        };
+        let mut expected = format!("[{}", spelled(&items[..pruned]).join(", ")).into_bytes();
+        if pruned > 0 {
+            expected.push(b',');
+        }
+        expected.extend(serde_json::to_vec(&messages[pruned]).unwrap());
+        if pruned + 1 < items.len() {
+            expected.extend(format!(",{}", spelled(&items[pruned + 1..]).join(", ")).into_bytes());
         }
         expected.extend_from_slice(b"]\n");
         assert_eq!(String::from_utf8_lossy(&out), String::from_utf8_lossy(&expected));

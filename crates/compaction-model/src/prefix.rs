@@ -194,6 +194,8 @@ impl<'a> Reader<'a> {
             }
         }
         self.token(b'}')?;
+        // A part is large and a vector grows to four at once; most messages have one part.
+        parts.shrink_to_fit();
         Some(Message { role, parts, name, meta })
     }
 
@@ -257,6 +259,7 @@ impl<'a> Reader<'a> {
                     }
                 }
             }
+            parts.shrink_to_fit();
             ToolResultContent::Parts(parts)
         } else {
             ToolResultContent::Text(self.text()?)
@@ -322,7 +325,9 @@ impl<'a> Reader<'a> {
             b'{' => {
                 let depth = depth.checked_sub(1)?;
                 self.at += 1;
-                let mut object = JsonObject::new();
+                // Gathered first, so the map is made at its size: a map grown one key at a
+                // time keeps room for several more, and messages hold thousands of small ones.
+                let mut pairs = Vec::new();
                 if !self.eat(b'}') {
                     loop {
                         self.space();
@@ -336,14 +341,17 @@ impl<'a> Reader<'a> {
                             return None;
                         }
                         self.token(b':')?;
-                        let value = self.value(depth)?;
-                        if object.insert(key, value).is_some() {
-                            return None;
-                        }
+                        pairs.push((key, self.value(depth)?));
                         if !self.eat(b',') {
                             self.token(b'}')?;
                             break;
                         }
+                    }
+                }
+                let mut object = JsonObject::with_capacity(pairs.len());
+                for (key, value) in pairs {
+                    if object.insert(key, value).is_some() {
+                        return None;
                     }
                 }
                 Value::Object(object)
