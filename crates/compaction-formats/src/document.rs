@@ -131,6 +131,9 @@ pub(crate) fn parse_top(bytes: &[u8], name: &str) -> Result<Top, Error> {
     }
 }
 
+/// Parsed lines, and the first line that is not JSON with its number and error.
+type Parsed = (Vec<Line>, Option<(usize, serde_json::Error)>);
+
 /// Below this many bytes JSON Lines are parsed on one thread; starting another costs more.
 const PARALLEL_LINES: usize = 1 << 20;
 
@@ -139,7 +142,7 @@ const PARALLEL_LINES: usize = 1 << 20;
 /// large texts are cut at a line break near the middle and the halves parsed side by side: most
 /// of reading a log is parsing its lines, which are independent. The lines and the error are
 /// those parsing line by line gives.
-fn parse_lines(text: &[u8], first_number: usize) -> (Vec<Line>, Option<(usize, serde_json::Error)>) {
+fn parse_lines(text: &[u8], first_number: usize) -> Parsed {
     let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
     let middle = (cores > 1 && text.len() >= PARALLEL_LINES)
         .then(|| text[text.len() / 2..].iter().position(|&b| b == b'\n').map(|k| text.len() / 2 + k))
@@ -165,7 +168,7 @@ fn parse_lines(text: &[u8], first_number: usize) -> (Vec<Line>, Option<(usize, s
 }
 
 /// [`parse_lines`] on one thread, with how many lines (blank ones too) `text` holds.
-fn parse_run(text: &[u8], first_number: usize) -> ((Vec<Line>, Option<(usize, serde_json::Error)>), usize) {
+fn parse_run(text: &[u8], first_number: usize) -> (Parsed, usize) {
     let mut lines = Vec::new();
     let mut count = 0;
     for (index, line) in text.split(|&b| b == b'\n').enumerate() {
@@ -387,7 +390,7 @@ mod tests {
                 text.push_str(&format!("{{\"n\":{number},\"text\":\"{}\"}}\n", "x".repeat(number % 50)));
             }
         }
-        let summary = |(lines, failed): (Vec<super::Line>, Option<(usize, serde_json::Error)>)| {
+        let summary = |(lines, failed): super::Parsed| {
             let numbers: Vec<(usize, String)> =
                 lines.iter().map(|l| (l.number, l.value.to_string())).collect();
             (numbers, failed.map(|(n, e)| (n, e.to_string())))
