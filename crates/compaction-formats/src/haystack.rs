@@ -72,7 +72,7 @@ pub(crate) fn first_message(bytes: &[u8], forced: bool) -> Option<usize> {
 /// the file. Its messages are used only when the first thread, reading from the start, reaches
 /// that very byte as the start of a message, so a wrong guess costs time, never correctness.
 pub(crate) fn read_spans(source: &JsonSource, first: usize) -> Option<(Vec<Message>, Spans)> {
-    let bytes = source.as_str().as_bytes();
+    let bytes = source.as_bytes();
     let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
     let guess =
         (cores > 1 && bytes.len() >= PARALLEL_BYTES).then(|| guess_message(bytes, bytes.len() / 2)).flatten();
@@ -161,7 +161,7 @@ struct Run {
 
 impl Run {
     fn read(source: &JsonSource, mut at: usize, stop: Option<usize>) -> Run {
-        let bytes = source.as_str().as_bytes();
+        let bytes = source.as_bytes();
         let mut run = Run { messages: Vec::new(), spans: Vec::new(), verbatim: Vec::new(), end: End::Failed };
         loop {
             if stop == Some(at) {
@@ -194,7 +194,7 @@ fn read_message(source: &JsonSource, at: usize, index: usize) -> Option<(Message
     if let Some(read) = Message::read_prefix_in(source, at) {
         return Some((read.message, at + read.len, true));
     }
-    let bytes = source.as_str().as_bytes();
+    let bytes = source.as_bytes();
     let end = value_end(bytes, at)?;
     let raw = &bytes[at..end];
     // Errors are left to the tree path, which words them; the index is only used in them.

@@ -166,7 +166,7 @@ impl Conversation {
     pub fn source(&self) -> &[u8] {
         match &self.source {
             Input::Bytes(bytes) => bytes,
-            Input::Shared(source) => source.as_str().as_bytes(),
+            Input::Shared(source) => source.as_bytes(),
         }
     }
 }
@@ -203,29 +203,22 @@ pub fn read(mut bytes: Vec<u8>, options: &ReadOptions) -> Result<Conversation, E
     if matches!(format, None | Some(Format::Haystack)) && options.conversation.unwrap_or(0) == 0 {
         if let Some(first) = haystack::first_message(&bytes, format.is_some()) {
             // The messages' texts stay in the input, which they then share.
-            match String::from_utf8(bytes) {
-                Ok(text) => {
-                    let source = JsonSource::new(text);
-                    if let Some((messages, spans)) = haystack::read_spans(&source, first) {
-                        return Ok(Conversation {
-                            format: Format::Haystack,
-                            messages,
-                            tools: Vec::new(),
-                            conversations: 1,
-                            selected: 0,
-                            layout: Layout::Array,
-                            native: None,
-                            spans: Some(spans),
-                            source: Input::Shared(source),
-                        });
-                    }
-                    // The messages read were dropped, so the text is whole again.
-                    bytes = source
-                        .into_string()
-                        .map_or_else(|s| s.as_str().as_bytes().to_vec(), String::into_bytes);
-                }
-                Err(error) => bytes = error.into_bytes(),
+            let source = JsonSource::new(bytes);
+            if let Some((messages, spans)) = haystack::read_spans(&source, first) {
+                return Ok(Conversation {
+                    format: Format::Haystack,
+                    messages,
+                    tools: Vec::new(),
+                    conversations: 1,
+                    selected: 0,
+                    layout: Layout::Array,
+                    native: None,
+                    spans: Some(spans),
+                    source: Input::Shared(source),
+                });
             }
+            // The messages read were dropped, so the bytes are the source's alone again.
+            bytes = source.into_bytes().unwrap_or_else(|source| source.as_bytes().to_vec());
         }
     }
     let mut conversation = read_tree(&bytes, options)?;

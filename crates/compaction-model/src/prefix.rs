@@ -64,7 +64,7 @@ impl Message {
     /// # Ok::<(), serde_json::Error>(())
     /// ```
     pub fn read_prefix(json: &str) -> Option<Prefix> {
-        let mut reader = Reader { text: json, bytes: json.as_bytes(), at: 0, canonical: true, source: None };
+        let mut reader = Reader { bytes: json.as_bytes(), at: 0, canonical: true, source: None };
         let message = reader.message()?;
         Some(Prefix { message, len: reader.at, canonical: reader.canonical })
     }
@@ -77,14 +77,13 @@ impl Message {
     /// ```
     /// use compaction_model::{JsonSource, Message, Part};
     ///
-    /// let source = JsonSource::new(r#"[{"role": "user", "meta": {}, "name": null, "content": [{"text": "caf\u00e9"}]}]"#.to_owned());
+    /// let source = JsonSource::new(br#"[{"role": "user", "meta": {}, "name": null, "content": [{"text": "caf\u00e9"}]}]"#.to_vec());
     /// let read = Message::read_prefix_in(&source, 1).expect("current shape");
-    /// assert_eq!(read.len, source.as_str().len() - 2);
+    /// assert_eq!(read.len, source.as_bytes().len() - 2);
     /// assert!(matches!(&read.message.parts[0], Part::Text(part) if part.text.char_len() == 4 && part.text == "café"));
     /// ```
     pub fn read_prefix_in(source: &JsonSource, at: usize) -> Option<Prefix> {
-        let text = source.as_str();
-        let mut reader = Reader { text, bytes: text.as_bytes(), at, canonical: true, source: Some(source) };
+        let mut reader = Reader { bytes: source.as_bytes(), at, canonical: true, source: Some(source) };
         let message = reader.message()?;
         Some(Prefix { message, len: reader.at - at, canonical: reader.canonical })
     }
@@ -97,7 +96,7 @@ const NESTING: usize = 100;
 
 /// The reader: a position in the text, and whether everything read so far was canonical.
 struct Reader<'a> {
-    text: &'a str,
+    /// The text, which need not be UTF-8 outside what is read: strings are checked as they are.
     bytes: &'a [u8],
     at: usize,
     canonical: bool,
@@ -381,7 +380,7 @@ impl<'a> Reader<'a> {
                     .iter()
                     .position(|b| !matches!(b, b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E'))
                     .unwrap_or(rest.len());
-                let text = self.text.get(self.at..self.at + len)?;
+                let text = std::str::from_utf8(&rest[..len]).ok()?;
                 // serde_json's own reading of a number, which with arbitrary precision keeps its
                 // digits (and writes `1E5` back as `1e+5`).
                 let number: serde_json::Number = text.parse().ok()?;
@@ -407,14 +406,14 @@ impl<'a> Reader<'a> {
         if let Some(source) = self.source {
             return Some(Text::in_json(source, raw, escaped, chars));
         }
-        let raw = self.text.get(raw)?;
+        let raw = std::str::from_utf8(&self.bytes[raw]).ok()?;
         Some(Text::counted(if escaped { unescape(raw) } else { raw.to_owned() }, chars))
     }
 
     /// A string, unescaped, with its length in characters.
     fn string(&mut self) -> Option<(String, usize)> {
         let (raw, chars, escaped) = self.raw_string()?;
-        let raw = self.text.get(raw)?;
+        let raw = std::str::from_utf8(&self.bytes[raw]).ok()?;
         Some((if escaped { unescape(raw) } else { raw.to_owned() }, chars))
     }
 
@@ -558,7 +557,7 @@ static HEX: [u8; 256] = {
 /// The characters of `raw`, the contents of a JSON string (what lies between its quotes) that
 /// the reader has checked.
 pub(crate) fn unescape(raw: &str) -> String {
-    let mut reader = Reader { text: raw, bytes: raw.as_bytes(), at: 0, canonical: true, source: None };
+    let mut reader = Reader { bytes: raw.as_bytes(), at: 0, canonical: true, source: None };
     // No escape is shorter than what it stands for.
     let mut out = String::with_capacity(raw.len());
     loop {
@@ -605,48 +604,78 @@ fn stops(x: u64) -> u64 {
     (below(x ^ (ONES * u64::from(b'"')), 1) | below(x ^ (ONES * u64::from(b'\\')), 1) | below(x, 0x20)) & HIGH
 }
 
-/// How many bytes of a word are UTF-8 continuation bytes (0b10xx_xxxx: the high bit set and the
-/// next one clear), of those flagged in `mask`.
-#[inline(always)]
-fn continuations(x: u64, mask: u64) -> usize {
-    let flags = x & !(x << 1) & HIGH & mask;
-    // Each byte's count moves to the top one.
-    ((flags >> 7).wrapping_mul(ONES) >> 56) as usize
-}
-
 /// The position of the first `"`, `\` or control character at or after `from`, and how many
 /// UTF-8 continuation bytes come before it (so the characters in between are the bytes less
-/// those). Looks at eight bytes at a time, and counts only in words that are not all ASCII:
-/// string contents are most of a transcript. (Sixteen bytes at a time measured slower: in code
-/// and logs an escape comes every few dozen bytes.)
-#[inline]
+/// those); `None` at the end of the text or at bytes that are not UTF-8. Looks at eight bytes at
+/// a time: string contents are most of a transcript. Only runs of non-ASCII bytes are checked
+/// to be UTF-8 (ASCII is), so the text is never checked as a whole, and most of it never twice.
+/// (Sixteen bytes at a time measured slower: in code and logs an escape comes every few dozen
+/// bytes.)
+#[inline(always)]
 fn scan(bytes: &[u8], from: usize) -> Option<(usize, usize)> {
     let mut at = from;
     let mut continuation = 0;
     while let Some(x) = word(bytes, at) {
         let stops = stops(x);
-        if stops != 0 {
-            let bit = stops.trailing_zeros();
-            let before = if x & HIGH == 0 { 0 } else { continuations(x, (1u64 << bit) - 1) };
-            return Some((at + (bit / 8) as usize, continuation + before));
+        let high = x & HIGH;
+        if high == 0 || (stops != 0 && stops.trailing_zeros() < high.trailing_zeros()) {
+            if stops != 0 {
+                return Some((at + (stops.trailing_zeros() / 8) as usize, continuation));
+            }
+            at += 8;
+            continue;
         }
-        if x & HIGH != 0 {
-            continuation += continuations(x, !0);
-        }
-        at += 8;
+        (at, continuation) = non_ascii_run(bytes, at + (high.trailing_zeros() / 8) as usize, continuation)?;
     }
     tail(bytes, at, continuation)
 }
 
 /// The last few bytes of the text, one at a time.
-fn tail(bytes: &[u8], at: usize, mut continuation: usize) -> Option<(usize, usize)> {
-    for (offset, &b) in bytes.get(at..)?.iter().enumerate() {
-        if b == b'"' || b == b'\\' || b < 0x20 {
-            return Some((at + offset, continuation));
+#[inline(never)]
+fn tail(bytes: &[u8], mut at: usize, mut continuation: usize) -> Option<(usize, usize)> {
+    while let Some(&b) = bytes.get(at) {
+        if b >= 0x80 {
+            (at, continuation) = non_ascii_run(bytes, at, continuation)?;
+            continue;
         }
-        continuation += usize::from((b as i8) < -64);
+        if b == b'"' || b == b'\\' || b < 0x20 {
+            return Some((at, continuation));
+        }
+        at += 1;
     }
     None
+}
+
+/// The end of the run of non-ASCII bytes starting at `start`, and `continuation` plus its
+/// continuation bytes; `None` when the run is not UTF-8. A run between ASCII bytes holds whole
+/// characters or is not UTF-8; each is checked as the Unicode standard's table of well-formed
+/// sequences says (no overlong forms, no surrogates, nothing above U+10FFFF), as
+/// `std::str::from_utf8` checks, in a loop cheaper than a call per run: most runs are a
+/// character or two.
+#[inline(never)]
+fn non_ascii_run(bytes: &[u8], start: usize, mut continuation: usize) -> Option<(usize, usize)> {
+    let mut at = start;
+    while let Some(&lead) = bytes.get(at) {
+        // The sequence's length, and the range its second byte must fall in.
+        let (len, second) = match lead {
+            0x00..=0x7F => break,
+            0xC2..=0xDF => (2, 0x80..=0xBF),
+            0xE0 => (3, 0xA0..=0xBF),
+            0xE1..=0xEC | 0xEE..=0xEF => (3, 0x80..=0xBF),
+            0xED => (3, 0x80..=0x9F),
+            0xF0 => (4, 0x90..=0xBF),
+            0xF1..=0xF3 => (4, 0x80..=0xBF),
+            0xF4 => (4, 0x80..=0x8F),
+            _ => return None,
+        };
+        let sequence = bytes.get(at..at + len)?;
+        if !second.contains(&sequence[1]) || !sequence[2..].iter().all(|&b| (0x80..=0xBF).contains(&b)) {
+            return None;
+        }
+        at += len;
+        continuation += len - 1;
+    }
+    Some((at, continuation))
 }
 
 /// The key–value pairs written in the JSON text of an object, nested ones included: its colons
@@ -708,6 +737,37 @@ mod tests {
                     let chars = text[..stop].chars().count();
                     assert_eq!(got, Some((stop, stop - chars)), "{text:?}");
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn scan_refuses_what_is_not_utf8() {
+        for bytes in [&b"abc\xff\""[..], b"\xe6\x97\"", b"abcdefgh\xc3\x28abcdefgh\"", b"\xed\xa0\x80\""] {
+            assert_eq!(scan(bytes, 0), None, "{bytes:?}");
+        }
+        assert_eq!(scan("abcdefgh日本語abcdefgh\"".as_bytes(), 0), Some((25, 6)));
+    }
+
+    /// The run check accepts exactly what `std::str::from_utf8` accepts.
+    #[test]
+    fn runs_are_checked_as_std_checks_them() {
+        let interesting: Vec<u8> = [
+            0x41, 0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0, 0xC1, 0xC2, 0xDF, 0xE0, 0xE1, 0xEC, 0xED,
+            0xEE, 0xEF, 0xF0, 0xF1, 0xF3, 0xF4, 0xF5, 0xFF,
+        ]
+        .to_vec();
+        let mut sequences = vec![Vec::new()];
+        for _ in 0..4 {
+            sequences = sequences
+                .iter()
+                .flat_map(|s| interesting.iter().map(move |&b| [s.as_slice(), &[b]].concat()))
+                .collect();
+            for sequence in &sequences {
+                let text = [b"a", sequence.as_slice(), b"\""].concat();
+                let expected =
+                    std::str::from_utf8(&text).ok().map(|t| (t.len() - 1, t.len() - t.chars().count()));
+                assert_eq!(scan(&text, 0), expected, "{sequence:02x?}");
             }
         }
     }

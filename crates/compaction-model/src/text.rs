@@ -21,7 +21,8 @@ use serde::{Serialize, Serializer};
 /// [`JsonSource`], as written there, until something asks for its characters: then a text
 /// written without escapes is a slice of the source, and one with escapes is decoded once and
 /// kept. Counting in characters, pruning and writing the file back never ask, so a large
-/// transcript is neither copied nor decoded for them.
+/// transcript is neither copied nor decoded for them. (A text written without escapes is
+/// checked to be UTF-8 again each time it is asked for: cheap beside what asks.)
 #[derive(Clone, Default)]
 pub struct Text {
     repr: Repr,
@@ -32,7 +33,7 @@ pub struct Text {
 enum Repr {
     Owned(String),
     /// A JSON string in `source`: `raw` is what lies between its quotes, checked by the reader
-    /// to be valid JSON string contents.
+    /// to be valid JSON string contents (UTF-8, escapes included).
     Json {
         source: JsonSource,
         raw: Range<usize>,
@@ -47,26 +48,36 @@ impl Default for Repr {
     }
 }
 
-/// The text of a JSON document, shared by the messages read from it with
+/// The bytes of a JSON document, shared by the messages read from it with
 /// [`Message::read_prefix_in`](crate::Message::read_prefix_in): their texts stay in it, as
 /// written, until something asks for them (see [`Text`]). Cloning it is cheap.
+///
+/// The bytes need not be UTF-8 as a whole: the reader checks the strings of each message it
+/// reads (only their non-ASCII runs need it), so a file is never checked in one pass on one core.
 #[derive(Clone)]
-pub struct JsonSource(Arc<String>);
+pub struct JsonSource(Arc<Vec<u8>>);
 
 impl JsonSource {
-    /// `text` as a source to read messages from.
-    pub fn new(text: String) -> Self {
-        JsonSource(Arc::new(text))
+    /// `bytes` as a source to read messages from.
+    pub fn new(bytes: Vec<u8>) -> Self {
+        JsonSource(Arc::new(bytes))
     }
 
-    /// The whole text.
-    pub fn as_str(&self) -> &str {
+    /// The bytes.
+    pub fn as_bytes(&self) -> &[u8] {
         &self.0
     }
 
-    /// The text back when nothing read from it is left, else the source as it was.
-    pub fn into_string(self) -> Result<String, JsonSource> {
+    /// The bytes back when nothing read from them is left, else the source as it was.
+    pub fn into_bytes(self) -> Result<Vec<u8>, JsonSource> {
         Arc::try_unwrap(self.0).map_err(JsonSource)
+    }
+
+    /// The string contents at `raw`, which the reader found to be UTF-8.
+    fn str(&self, raw: &Range<usize>) -> &str {
+        // Checked when read, so this cannot fail; checking again is what taking a `str` out of
+        // bytes costs without unsafe code, and is quick beside anything that asks for text.
+        std::str::from_utf8(&self.0[raw.clone()]).unwrap_or_default()
     }
 }
 
@@ -134,9 +145,9 @@ impl Text {
     pub fn as_str(&self) -> &str {
         match &self.repr {
             Repr::Owned(string) => string,
-            Repr::Json { source, raw, escaped: false, .. } => &source.as_str()[raw.clone()],
+            Repr::Json { source, raw, escaped: false, .. } => source.str(raw),
             Repr::Json { source, raw, decoded, .. } => {
-                decoded.get_or_init(|| crate::prefix::unescape(&source.as_str()[raw.clone()]))
+                decoded.get_or_init(|| crate::prefix::unescape(source.str(raw)))
             }
         }
     }
@@ -152,8 +163,8 @@ impl Text {
             Repr::Owned(string) => string,
             Repr::Json { source, raw, escaped, decoded } => match decoded.into_inner() {
                 Some(string) => string,
-                None if !escaped => source.as_str()[raw].to_owned(),
-                None => crate::prefix::unescape(&source.as_str()[raw]),
+                None if !escaped => source.str(&raw).to_owned(),
+                None => crate::prefix::unescape(source.str(&raw)),
             },
         }
     }

@@ -46,7 +46,7 @@ fn check_message(name: &str, item: &Value, index: usize, failures: &mut Vec<Stri
         }
         // Read in place from a shared source: the same message, its texts left undecoded until
         // asked for, with their lengths right.
-        let source = JsonSource::new(format!("[ {text} ]"));
+        let source = JsonSource::new(format!("[ {text} ]").into_bytes());
         match Message::read_prefix_in(&source, 2) {
             Some(shared) => {
                 if (&shared.message, shared.len, shared.canonical) != (expected, read.len, read.canonical) {
@@ -180,7 +180,7 @@ fn texts_read_in_place_are_texts() {
     for item in [message, plain] {
         let expected = Message::from_value(item.clone(), 0).expect("reads");
         for (_, text) in spellings(&item) {
-            let source = JsonSource::new(text.clone());
+            let source = JsonSource::new(text.clone().into_bytes());
             let read = Message::read_prefix_in(&source, 0).expect("reads in place").message;
             assert_eq!(read, expected);
             let (ours, theirs) = match (&read.parts[0], &expected.parts[0]) {
@@ -204,5 +204,27 @@ fn texts_read_in_place_are_texts() {
             assert_eq!(serde_json::to_string(&ours).unwrap(), serde_json::to_string(&theirs).unwrap());
             drop(read);
         }
+    }
+}
+
+/// Bytes that are not UTF-8, wherever they are in a message, are not read in place: the other
+/// readers refuse them with serde_json's error, as they always have.
+#[test]
+fn bytes_that_are_not_utf8_are_not_read_in_place() {
+    let cases: [&[u8]; 4] = [
+        b"{\"role\":\"user\",\"meta\":{},\"name\":null,\"content\":[{\"text\":\"caf\xe9\"}]}",
+        b"{\"role\":\"user\",\"meta\":{\"k\":\"\xff\"},\"name\":null,\"content\":[{\"text\":\"x\"}]}",
+        b"{\"role\":\"user\",\"meta\":{},\"name\":\"\xc3\",\"content\":[{\"text\":\"x\"}]}",
+        b"{\"role\":\"user\",\"meta\":{},\"name\":null,\"content\":[{\"text\":\"\xed\xa0\x80 is a surrogate\"}]}",
+    ];
+    for bytes in cases {
+        let source = JsonSource::new(bytes.to_vec());
+        assert_eq!(Message::read_prefix_in(&source, 0), None, "{bytes:?}");
+        let whole = [b"[", bytes, b"]"].concat();
+        let expected = serde_json::from_slice::<Value>(&whole)
+            .map_err(|e| compaction_model::Error::Json { reason: e.to_string() })
+            .and_then(messages_from_value);
+        assert!(expected.is_err());
+        assert_eq!(messages_from_slice(&whole), expected);
     }
 }
