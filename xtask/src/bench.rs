@@ -75,7 +75,11 @@ pub fn bench_vs_reference(args: &[String]) -> Result<()> {
 
     eprintln!("(h) release binary size");
     let h = bench.binary_size()?;
-    report.binary(h);
+    let start = ["approximate", "tiktoken:o200k_base", "tiktoken:cl100k_base"]
+        .iter()
+        .map(|counter| Ok((*counter, bench.start_up(counter, runs)?)))
+        .collect::<Result<Vec<_>>>()?;
+    report.binary(h, &start);
 
     let path = project_root().join("BENCHMARKS.md");
     std::fs::write(&path, report.finish()).with_context(|| format!("writing {}", path.display()))?;
@@ -453,6 +457,20 @@ impl Bench {
             rows.push(row);
         }
         Ok(rows)
+    }
+
+    /// Wall time of `compaction count` on a one-message file with `counter`: start-up, reading
+    /// the counter's tables, and no work to speak of.
+    fn start_up(&self, counter: &str, runs: usize) -> Result<f64> {
+        let tiny = self.scratch.join("one-message.json");
+        std::fs::write(&tiny, r#"[{"role": "user", "content": "hello"}]"#)?;
+        let mut seconds = Vec::new();
+        for _ in 0..runs {
+            let mut count = Command::new(&self.cli);
+            count.arg("count").arg(&tiny).args(["--counter", counter]);
+            seconds.push(self.timed(count)?.seconds);
+        }
+        Ok(median(&seconds))
     }
 
     /// The size of the release `compaction` binary, and of a stripped copy.
@@ -1003,7 +1021,7 @@ impl Report {
         ));
     }
 
-    fn binary(&mut self, (size, stripped): (u64, Option<u64>)) {
+    fn binary(&mut self, (size, stripped): (u64, Option<u64>), start: &[(&str, f64)]) {
         let stripped_mb = stripped.map_or(f64::NAN, mb);
         let met = stripped.is_some_and(|s| mb(s) <= 30.0);
         let _ = writeln!(
@@ -1014,15 +1032,22 @@ impl Report {
              o200k_base and cl100k_base are counted with bpe-openai's tokenizer; bpe-openai's own \
              prebuilt encodings (32 MB and 15 MB, three Aho-Corasick automata each) are not linked. \
              compaction-tokens' build script builds the encodings from tiktoken-rs's token lists, drops \
-             the two automata counting never uses and deflates the rest (8 MB and 4 MB). The cost: the \
-             first count with o200k_base in a process inflates and reads its encoding, about 0.1 s \
-             (cl100k_base about half), against about 0.1 s for bpe-openai's prebuilt one; and building \
-             compaction-tokens with `tiktoken` builds the two encodings once. tiktoken-rs alone would \
-             save another 12 MB but counts about 1.7× slower and takes 0.4 s to load o200k_base; it \
-             still counts p50k_base and r50k_base, from their 0.8 MB tables.\n",
+             the two automata counting never uses and compresses the rest with LZ4 (12 MB and 6 MB). \
+             The cost: building compaction-tokens with `tiktoken` builds the two encodings once; a \
+             process's first count with an encoding decompresses and reads it (table below: \
+             `compaction count` of a one-message file), where bpe-openai's prebuilt o200k_base took \
+             about 0.1 s to read. Deflate would make the binary 6 MB smaller but takes three times as \
+             long to undo (0.15 s for o200k_base). tiktoken-rs alone would save another 18 MB but counts about 1.7× slower and \
+             takes 0.4 s to load o200k_base; it still counts p50k_base and r50k_base, from their 0.8 MB \
+             tables.\n",
             mb(size),
             verdict(met)
         );
+        let _ = writeln!(self.text, "| counter | `compaction count`, one message |\n|---|---:|");
+        for (counter, seconds) in start {
+            let _ = writeln!(self.text, "| {counter} | {seconds:.3} s |");
+        }
+        let _ = writeln!(self.text);
         self.summary.push(format!(
             "| (h) release binary, stripped | {stripped_mb:.1} MB | ≤ 30 MB | {} |",
             verdict(met)

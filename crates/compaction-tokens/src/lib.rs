@@ -42,7 +42,7 @@
 //! ## Crate features
 //!
 //! - `tiktoken`: `TiktokenCounter`, through bpe-openai's tokenizer for o200k_base and cl100k_base
-//!   (with encodings this crate's build script makes, keeping only what counting needs: 12 MB in
+//!   (with encodings this crate's build script makes, keeping only what counting needs: 18 MB in
 //!   the binary instead of 47) and tiktoken-rs for p50k_base and r50k_base.
 //! - `huggingface`: `HuggingFaceTokenCounter`, through tokenizers (pure-Rust regex, no network).
 //!

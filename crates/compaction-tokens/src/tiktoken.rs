@@ -89,9 +89,10 @@ static CL100K_BASE: LazyLock<bpe_openai::Tokenizer> =
     LazyLock::new(|| tokenizer(include_bytes!(concat!(env!("OUT_DIR"), "/cl100k_base.bpe")), CL100K_PATTERN));
 
 /// The tokenizer of an encoding build.rs made (see there), with its pre-tokenization.
-fn tokenizer(deflated: &[u8], first_pattern: &str) -> bpe_openai::Tokenizer {
+fn tokenizer(compressed: &[u8], first_pattern: &str) -> bpe_openai::Tokenizer {
     // The encoding was made by this crate's build and cannot be other than valid.
-    let bytes = miniz_oxide::inflate::decompress_to_vec(deflated).expect("build.rs deflated the encoding");
+    let bytes =
+        lz4_flex::block::decompress_size_prepended(compressed).expect("build.rs compressed the encoding");
     let bpe = rmp_serde::from_slice(&bytes).expect("build.rs serialized the encoding");
     let patterns = [(first_pattern, false), (LOOKAHEAD_PATTERN, true), (WHITESPACE_PATTERN, false)];
     bpe_openai::Tokenizer::new_lookahead(bpe, &patterns, false).expect("the patterns are valid")
