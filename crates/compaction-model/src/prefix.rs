@@ -654,22 +654,31 @@ fn tail(bytes: &[u8], mut at: usize, mut continuation: usize) -> Option<(usize, 
 /// character or two.
 #[inline(never)]
 fn non_ascii_run(bytes: &[u8], start: usize, mut continuation: usize) -> Option<(usize, usize)> {
+    let continues = |b: u8| b & 0xC0 == 0x80;
     let mut at = start;
     while let Some(&lead) = bytes.get(at) {
         // The sequence's length, and the range its second byte must fall in.
-        let (len, second) = match lead {
+        let (len, low, high) = match lead {
             0x00..=0x7F => break,
-            0xC2..=0xDF => (2, 0x80..=0xBF),
-            0xE0 => (3, 0xA0..=0xBF),
-            0xE1..=0xEC | 0xEE..=0xEF => (3, 0x80..=0xBF),
-            0xED => (3, 0x80..=0x9F),
-            0xF0 => (4, 0x90..=0xBF),
-            0xF1..=0xF3 => (4, 0x80..=0xBF),
-            0xF4 => (4, 0x80..=0x8F),
+            0xC2..=0xDF => (2, 0x80, 0xBF),
+            0xE0 => (3, 0xA0, 0xBF),
+            0xE1..=0xEC | 0xEE..=0xEF => (3, 0x80, 0xBF),
+            0xED => (3, 0x80, 0x9F),
+            0xF0 => (4, 0x90, 0xBF),
+            0xF1..=0xF3 => (4, 0x80, 0xBF),
+            0xF4 => (4, 0x80, 0x8F),
             _ => return None,
         };
         let sequence = bytes.get(at..at + len)?;
-        if !second.contains(&sequence[1]) || !sequence[2..].iter().all(|&b| (0x80..=0xBF).contains(&b)) {
+        let ok = match *sequence {
+            [_, second] => (low..=high).contains(&second),
+            [_, second, third] => (low..=high).contains(&second) && continues(third),
+            [_, second, third, fourth] => {
+                (low..=high).contains(&second) && continues(third) && continues(fourth)
+            }
+            _ => false,
+        };
+        if !ok {
             return None;
         }
         at += len;
