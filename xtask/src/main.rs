@@ -6,8 +6,8 @@
 //!   reference, then through this project's conformance tests, and report disagreements.
 //! - `gen-transcript [--size 50MB] [--seed N] [--format haystack|claude-code|openai] [-o FILE]`:
 //!   write a deterministic synthetic agent transcript (default under `target/transcripts/`).
-//! - `bench-vs-reference [--runs N]`: time this project against the reference side by side and
-//!   write BENCHMARKS.md.
+//! - `bench-vs-reference [--runs N] [--skip-1gb]`: time this project against the reference side
+//!   by side, on every spelling of its transcripts and on the log formats, and write BENCHMARKS.md.
 //!
 //! `cargo test -p xtask` also checks the workspace's architecture invariants (see `tidy.rs`).
 
@@ -48,7 +48,8 @@ fn print_help() {
          differential [--seed N] [--cases K]      compare fresh random cases against the reference\n\
          gen-transcript [--size 50MB] [--seed N] [--format haystack|claude-code|openai] [-o FILE]\n\
          \x20                                        write a synthetic agent transcript (target/transcripts/)\n\
-         bench-vs-reference [--runs N]            time this project against the reference, write BENCHMARKS.md"
+         bench-vs-reference [--runs N] [--skip-1gb]\n\
+         \x20                                        time this project against the reference, write BENCHMARKS.md"
     );
 }
 
