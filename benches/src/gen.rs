@@ -7,13 +7,17 @@
 //! A transcript is a system and a user message, then agent steps until the target size is
 //! reached: an assistant message with text (sometimes reasoning) and 1–4 parallel tool calls,
 //! followed by one tool message per call. Results run from a few bytes to tens of kilobytes of
-//! code, logs, JSON or prose (with non-ASCII and astral characters); some are errors, some
-//! carry a small PNG, some are already-offloaded pointers (`tool_result_offloaded` in meta).
-//! Now and then the user speaks again.
+//! code, logs, JSON or prose; some are errors, some carry a small PNG, some are already-offloaded
+//! pointers (`tool_result_offloaded` in meta). Now and then the user speaks again.
+//!
+//! Text is as non-ASCII as real transcripts are: most prose is English with a few accented,
+//! Greek, Cyrillic, CJK and emoji words, and some of it (a paragraph, a comment, a search
+//! result) is French, German or Spanish, Chinese, Japanese, Korean or Russian, or chat full of
+//! emoji (with variation selectors and joiners, and characters beyond U+FFFF).
 
 /// Bumped whenever the output changes, so transcripts cached under an older version's name
 /// are never read again.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 
 /// The file name a cached transcript of `size` and `seed` goes under.
 pub fn file_name(size: &str, seed: u64) -> String {
@@ -53,6 +57,184 @@ const UNICODE_WORDS: &[&str] = &[
     "…",
     "—",
 ];
+/// Languages prose comes in, with their words, whether words are joined by spaces, and how
+/// sentences end.
+struct Language {
+    words: &'static [&'static str],
+    spaced: bool,
+    stop: &'static str,
+}
+
+const EUROPEAN: Language = Language {
+    words: &[
+        "le",
+        "la",
+        "les",
+        "des",
+        "et",
+        "à",
+        "où",
+        "très",
+        "déjà",
+        "été",
+        "être",
+        "problème",
+        "fenêtre",
+        "réponse",
+        "données",
+        "paramètre",
+        "élément",
+        "requête",
+        "ça",
+        "garçon",
+        "cœur",
+        "français",
+        "der",
+        "die",
+        "das",
+        "und",
+        "über",
+        "Größe",
+        "Schlüssel",
+        "müssen",
+        "Prüfung",
+        "Übersicht",
+        "Fehlermeldung",
+        "Änderung",
+        "Straße",
+        "el",
+        "los",
+        "año",
+        "niño",
+        "está",
+        "configuración",
+        "función",
+        "búsqueda",
+        "señal",
+        "más",
+        "también",
+        "archivo",
+        "sí",
+    ],
+    spaced: true,
+    stop: ".",
+};
+const CHINESE: Language = Language {
+    words: &[
+        "的",
+        "是",
+        "在",
+        "文件",
+        "错误",
+        "配置",
+        "函数",
+        "返回",
+        "数据",
+        "测试",
+        "模块",
+        "缓存",
+        "线程",
+        "请求",
+        "响应",
+        "用户",
+        "模型",
+        "上下文",
+        "窗口",
+        "令牌",
+        "我们",
+        "需要",
+        "修改",
+        "这个",
+        "问题",
+        "已经",
+        "完成",
+        "检查",
+        "结果",
+        "路径",
+        "没有",
+        "找到",
+    ],
+    spaced: false,
+    stop: "。",
+};
+const JAPANESE: Language = Language {
+    words: &[
+        "ファイル",
+        "エラー",
+        "設定",
+        "関数",
+        "データ",
+        "テスト",
+        "です",
+        "ます",
+        "を",
+        "に",
+        "は",
+        "が",
+        "の",
+        "読み込み",
+        "書き込み",
+        "キャッシュ",
+        "リクエスト",
+        "確認",
+        "修正",
+        "しました",
+        "できません",
+        "結果",
+    ],
+    spaced: false,
+    stop: "。",
+};
+const KOREAN: Language = Language {
+    words: &[
+        "파일",
+        "오류",
+        "설정",
+        "함수",
+        "데이터",
+        "테스트",
+        "요청",
+        "응답",
+        "사용자",
+        "모델",
+        "확인",
+        "수정",
+        "했습니다",
+        "없습니다",
+        "결과",
+        "경로",
+        "그리고",
+    ],
+    spaced: true,
+    stop: ".",
+};
+const RUSSIAN: Language = Language {
+    words: &[
+        "файл",
+        "ошибка",
+        "настройка",
+        "функция",
+        "данные",
+        "тест",
+        "запрос",
+        "ответ",
+        "модуль",
+        "и",
+        "в",
+        "не",
+        "это",
+        "путь",
+        "результат",
+        "нужно",
+        "исправить",
+        "пользователь",
+    ],
+    spaced: true,
+    stop: ".",
+};
+const EMOJI: &[&str] =
+    &["😀", "🚀", "✅", "❌", "🔥", "👍", "🎉", "⚠️", "🧪", "📁", "🐛", "✨", "👩‍💻", "🤔", "💡", "🙏🏽"];
+
 const TOOLS: &[&str] =
     &["read_file", "search_code", "run_tests", "web_search", "list_dir", "shell", "fetch_url", "query_db"];
 const LEVELS: &[&str] = &["DEBUG", "INFO", "INFO", "INFO", "WARN", "ERROR"];
@@ -369,18 +551,56 @@ impl Generator {
         self.prose(size)
     }
 
+    /// About `size` bytes of prose: mostly English, sometimes another language or emoji-laden
+    /// chat (see the module's header).
     fn prose(&mut self, size: usize) -> String {
+        let language = match self.rng.range(0, 99) {
+            0..=69 => None,
+            70..=79 => Some(&EUROPEAN),
+            80..=84 => Some(&CHINESE),
+            85..=87 => Some(&JAPANESE),
+            88..=89 => Some(&KOREAN),
+            90..=94 => Some(&RUSSIAN),
+            _ => return self.chat(size),
+        };
         let mut text = String::with_capacity(size + 16);
         let mut sentence = 0;
+        while text.len() < size {
+            let spaced = language.is_none_or(|l| l.spaced);
+            if !text.is_empty() && (spaced || sentence == 0) {
+                text.push(' ');
+            }
+            match language {
+                // Even other languages borrow an English word now and then.
+                Some(l) if !self.rng.chance(0.1) => text.push_str(self.rng.pick(l.words)),
+                _ => text.push_str(self.word()),
+            }
+            sentence += 1;
+            if sentence > 6 && self.rng.chance(0.15) {
+                text.push_str(language.map_or(".", |l| l.stop));
+                if self.rng.chance(0.1) {
+                    text.push_str("\n\n");
+                }
+                sentence = 0;
+            }
+        }
+        text
+    }
+
+    /// English chat with an emoji every few words.
+    fn chat(&mut self, size: usize) -> String {
+        let mut text = String::with_capacity(size + 16);
         while text.len() < size {
             if !text.is_empty() {
                 text.push(' ');
             }
-            text.push_str(self.word());
-            sentence += 1;
-            if sentence > 6 && self.rng.chance(0.15) {
-                text.push_str(if self.rng.chance(0.1) { ".\n\n" } else { "." });
-                sentence = 0;
+            if self.rng.chance(0.2) {
+                text.push_str(self.rng.pick(EMOJI));
+            } else {
+                text.push_str(self.word());
+            }
+            if self.rng.chance(0.08) {
+                text.push_str(if self.rng.chance(0.5) { "!" } else { "." });
             }
         }
         text

@@ -117,7 +117,57 @@ def spawn(command: list[str]) -> dict:
     return {"seconds": seconds, "max_rss_kib": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, "child": child}
 
 
+def hf_count(path: str, tokenizer_path: str, runs: int) -> dict:
+    from tokenizers import Tokenizer
+
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    started = time.perf_counter()
+    tokenizer = Tokenizer.from_file(tokenizer_path)
+    tokenizer.no_truncation()
+    tokenizer.no_padding()
+    load_seconds = time.perf_counter() - started
+    seconds = []
+    tokens = 0
+    for _ in range(max(runs, 1)):
+        started = time.perf_counter()
+        tokens = len(tokenizer.encode(text, add_special_tokens=False).ids)
+        seconds.append(time.perf_counter() - started)
+    return {"bytes": len(text.encode("utf-8")), "tokens": tokens, "load_seconds": load_seconds, "seconds": seconds}
+
+
+def write_forms(path: str, python: str, python_ascii: str) -> dict:
+    from haystack.dataclasses import ChatMessage
+
+    with open(path, encoding="utf-8") as f:
+        data = json.load(f)
+    written = [ChatMessage.from_dict(d).to_dict() for d in data]
+    with open(python, "w", encoding="utf-8") as f:
+        json.dump(written, f, ensure_ascii=False)
+    with open(python_ascii, "w", encoding="utf-8") as f:
+        json.dump(written, f)
+    return {"messages": len(written)}
+
+
 def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "hf-count":
+        parser = argparse.ArgumentParser()
+        parser.add_argument("mode")
+        parser.add_argument("text")
+        parser.add_argument("--tokenizer", required=True)
+        parser.add_argument("--runs", type=int, default=1)
+        args = parser.parse_args()
+        print(json.dumps(hf_count(args.text, args.tokenizer, args.runs)))
+        return
+    if len(sys.argv) > 1 and sys.argv[1] == "write-forms":
+        parser = argparse.ArgumentParser()
+        parser.add_argument("mode")
+        parser.add_argument("input")
+        parser.add_argument("--python", required=True)
+        parser.add_argument("--python-ascii", required=True)
+        args = parser.parse_args()
+        print(json.dumps(write_forms(args.input, args.python, args.python_ascii)))
+        return
     if len(sys.argv) > 1 and sys.argv[1] == "spawn":
         command = sys.argv[2:]
         if command[:1] == ["--"]:

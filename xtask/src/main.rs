@@ -4,15 +4,16 @@
 //!   running Haystack 3.4.1 in a virtual environment this command makes (`.venv-ref`).
 //! - `differential [--seed N] [--cases K]`: draw fresh random cases, run them through the
 //!   reference, then through this project's conformance tests, and report disagreements.
-//! - `gen-transcript [--size 50MB] [--seed N] [-o FILE]`: write a deterministic synthetic agent
-//!   transcript (default under `target/transcripts/`).
-//! - `bench-vs-reference [--runs N]`: time this project against the reference side by side and
-//!   write BENCHMARKS.md.
+//! - `gen-transcript [--size 50MB] [--seed N] [--format haystack|claude-code|openai] [-o FILE]`:
+//!   write a deterministic synthetic agent transcript (default under `target/transcripts/`).
+//! - `bench-vs-reference [--runs N] [--skip-1gb]`: time this project against the reference side
+//!   by side, on every spelling of its transcripts and on the log formats, and write BENCHMARKS.md.
 //!
 //! `cargo test -p xtask` also checks the workspace's architecture invariants (see `tidy.rs`).
 
 mod bench;
 mod gen;
+mod logs;
 mod reference;
 #[cfg(test)]
 mod tidy;
@@ -45,9 +46,10 @@ fn print_help() {
         "cargo xtask <command>\n\n\
          fixtures [--seed N] [--random-cases K]   regenerate the committed reference fixtures\n\
          differential [--seed N] [--cases K]      compare fresh random cases against the reference\n\
-         gen-transcript [--size 50MB] [--seed N] [-o FILE]\n\
+         gen-transcript [--size 50MB] [--seed N] [--format haystack|claude-code|openai] [-o FILE]\n\
          \x20                                        write a synthetic agent transcript (target/transcripts/)\n\
-         bench-vs-reference [--runs N]            time this project against the reference, write BENCHMARKS.md"
+         bench-vs-reference [--runs N] [--skip-1gb]\n\
+         \x20                                        time this project against the reference, write BENCHMARKS.md"
     );
 }
 

@@ -2,6 +2,10 @@
 //!
 //! `measure INPUT --counter SPEC (--target N | --fraction F) [--runs R] [--output FILE]`
 //! `measure INPUT --counter SPEC --hook-steps N`
+//! `measure INPUT --render-to FILE`: writes the text every counter measures (the rendered
+//! conversation) to FILE.
+//! `measure TEXT --huggingface TOKENIZER [--runs R]`: counts the text of the file TEXT with a
+//! HuggingFace tokenizer, R times, as `bench_reference.py hf-count` does with Python's tokenizers.
 //!
 //! Reads and parses INPUT outside the timer, counts it, then times `compact()` R times (default 1),
 //! and `apply()` of each result to a copy of the conversation, and prints one JSON object: sizes,
@@ -66,16 +70,45 @@ fn hook_run(messages: Vec<compaction_model::Message>, spec: &str, steps: usize) 
     Ok(())
 }
 
+/// Counts the text of `path` with the tokenizer at `tokenizer`, `runs` times.
+fn huggingface_count(path: &str, tokenizer: &str, runs: usize) -> Result<(), String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
+    let started = Instant::now();
+    let counter =
+        compaction_tokens::HuggingFaceTokenCounter::from_file(tokenizer).map_err(|e| e.to_string())?;
+    let load_seconds = started.elapsed().as_secs_f64();
+    let mut seconds = Vec::new();
+    let mut tokens = 0;
+    for _ in 0..runs.max(1) {
+        let started = Instant::now();
+        tokens = counter.count_text(&text);
+        seconds.push(started.elapsed().as_secs_f64());
+    }
+    println!(
+        "{}",
+        json!({"bytes": text.len(), "tokens": tokens, "load_seconds": load_seconds, "seconds": seconds})
+    );
+    Ok(())
+}
+
 fn run(args: &[String]) -> Result<(), String> {
     let input =
         args.first().filter(|a| !a.starts_with("--")).ok_or("usage: measure INPUT --counter SPEC ...")?;
-    let spec = value(args, "--counter").unwrap_or("approximate");
     let runs: usize = value(args, "--runs").unwrap_or("1").parse().map_err(|_| "--runs takes a number")?;
+    if let Some(tokenizer) = value(args, "--huggingface") {
+        return huggingface_count(input, tokenizer, runs);
+    }
+    let spec = value(args, "--counter").unwrap_or("approximate");
 
     let started = Instant::now();
     let bytes = std::fs::read(input).map_err(|e| format!("{input}: {e}"))?;
     let messages = compaction_benches::parse(&bytes);
     let parse_seconds = started.elapsed().as_secs_f64();
+
+    if let Some(path) = value(args, "--render-to") {
+        let text = compaction_tokens::rendered_text(&messages, &[]);
+        return std::fs::write(path, text).map_err(|e| format!("{path}: {e}"));
+    }
 
     if let Some(steps) = value(args, "--hook-steps") {
         let steps = steps.parse().map_err(|_| "--hook-steps takes a number")?;

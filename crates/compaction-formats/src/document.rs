@@ -108,11 +108,16 @@ pub(crate) fn parse_top(bytes: &[u8], name: &str) -> Result<Top, Error> {
                 });
             };
             let mut out = vec![Line { number: first_number, value }];
-            for (number, line) in std::iter::once(second).chain(lines) {
-                let value = serde_json::from_slice(line).map_err(|source| json(Some(number), source))?;
-                out.push(Line { number, value });
+            // The rest of the file, from the second line on (a piece of `bytes`, so its place in
+            // it is its distance from the start).
+            let (second_number, second) = second;
+            let offset = second.as_ptr() as usize - bytes.as_ptr() as usize;
+            let (rest, failed) = parse_lines(&bytes[offset..], second_number);
+            out.extend(rest);
+            match failed {
+                Some((number, source)) => Err(json(Some(number), source)),
+                None => Ok(Top::Lines(out)),
             }
-            Ok(Top::Lines(out))
         }
         Err(error) => {
             // A pretty-printed object spans lines; JSON Lines have a value on each.
@@ -124,6 +129,60 @@ pub(crate) fn parse_top(bytes: &[u8], name: &str) -> Result<Top, Error> {
             }
         }
     }
+}
+
+/// Parsed lines, and the first line that is not JSON with its number and error.
+type Parsed = (Vec<Line>, Option<(usize, serde_json::Error)>);
+
+/// Below this many bytes JSON Lines are parsed on one thread; starting another costs more.
+const PARALLEL_LINES: usize = 1 << 20;
+
+/// The JSON values of the lines of `text`, the first numbered `first_number`, blank lines
+/// skipped, up to the first that is not JSON (with its number and error). On two or more cores
+/// large texts are cut at a line break near the middle and the halves parsed side by side: most
+/// of reading a log is parsing its lines, which are independent. The lines and the error are
+/// those parsing line by line gives.
+fn parse_lines(text: &[u8], first_number: usize) -> Parsed {
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+    let middle = (cores > 1 && text.len() >= PARALLEL_LINES)
+        .then(|| text[text.len() / 2..].iter().position(|&b| b == b'\n').map(|k| text.len() / 2 + k))
+        .flatten();
+    let Some(middle) = middle else {
+        return parse_run(text, first_number).0;
+    };
+    // The first half ends before the line break at `middle` and the second starts after it, so
+    // the second's lines are numbered on from the first half's last.
+    let (first, second) = std::thread::scope(|scope| {
+        let second = scope.spawn(|| parse_run(&text[middle + 1..], 0));
+        let first = parse_run(&text[..middle], first_number);
+        (first, second.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+    });
+    let ((mut lines, failed), count) = first;
+    if failed.is_some() {
+        return (lines, failed);
+    }
+    let ((rest, failed), _) = second;
+    let offset = first_number + count;
+    lines.extend(rest.into_iter().map(|line| Line { number: line.number + offset, value: line.value }));
+    (lines, failed.map(|(number, error)| (number + offset, error)))
+}
+
+/// [`parse_lines`] on one thread, with how many lines (blank ones too) `text` holds.
+fn parse_run(text: &[u8], first_number: usize) -> (Parsed, usize) {
+    let mut lines = Vec::new();
+    let mut count = 0;
+    for (index, line) in text.split(|&b| b == b'\n').enumerate() {
+        count = index + 1;
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let number = first_number + index;
+        match serde_json::from_slice(line) {
+            Ok(value) => lines.push(Line { number, value }),
+            Err(error) => return ((lines, Some((number, error))), count),
+        }
+    }
+    ((lines, None), count)
 }
 
 pub(crate) fn items(top: &Top) -> Option<Vec<&Value>> {
@@ -311,5 +370,44 @@ pub(crate) fn json_type_of(top: &Top) -> &'static str {
     match top {
         Top::Value(value) => json_type(value),
         Top::Lines(_) => "JSON Lines",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{parse_lines, parse_run, PARALLEL_LINES};
+
+    /// Lines parsed on two threads are those parsed one after another, numbered alike, and the
+    /// first bad line is the one reported, wherever it is.
+    #[test]
+    fn lines_parsed_side_by_side_are_lines_parsed_in_order() {
+        let mut text = String::new();
+        let mut number = 0;
+        while text.len() < 2 * PARALLEL_LINES {
+            number += 1;
+            if number % 97 == 0 {
+                text.push_str("  \n");
+            } else {
+                text.push_str(&format!("{{\"n\":{number},\"text\":\"{}\"}}\n", "x".repeat(number % 50)));
+            }
+        }
+        let summary = |(lines, failed): super::Parsed| {
+            let numbers: Vec<(usize, String)> =
+                lines.iter().map(|l| (l.number, l.value.to_string())).collect();
+            (numbers, failed.map(|(n, e)| (n, e.to_string())))
+        };
+        let bad_lines = [None, Some(10), Some(number / 2 + 3), Some(number - 2)];
+        for bad in bad_lines {
+            let mut text = text.clone();
+            if let Some(bad) = bad {
+                let mut lines: Vec<&str> = text.split('\n').collect();
+                lines[bad - 1] = "{not json";
+                text = lines.join("\n");
+            }
+            let together = summary(parse_lines(text.as_bytes(), 1));
+            let in_order = summary(parse_run(text.as_bytes(), 1).0);
+            assert_eq!(together, in_order, "bad line {bad:?}");
+            assert_eq!(together.1.map(|(n, _)| n), bad);
+        }
     }
 }

@@ -1,17 +1,17 @@
 //! Haystack `ChatMessage.to_dict` JSON, the model's own shape.
 //!
 //! A file that is one JSON array of messages (what Haystack and our own output write) is read
-//! without a JSON tree: messages are read one after another straight from the bytes, most by
-//! [`Message::from_encoded`], which also tells that the bytes are exactly the message's
-//! encoding; on two cores a second thread reads the second half. The bytes stay with the
-//! conversation, and a message a command did not change is written back as them when they are
-//! its encoding; only the others are encoded. Anything else (JSON Lines, another format, invalid
+//! without a JSON tree: messages are read one after another straight from the text, most by
+//! [`Message::read_prefix_in`], which takes serde_json's and Python's spellings alike, leaves
+//! their texts in the input undecoded until asked for, and tells that the bytes are a faithful
+//! spelling of the message; on two cores a second thread reads the second half. The bytes stay with the conversation, and a message a command did not change is
+//! written back as them when they spell it; only the others are encoded. Anything else (JSON Lines, another format, invalid
 //! JSON, a bad message) is read as a tree, as before, so errors are worded as they always were.
 
 use std::io::Write;
 use std::ops::Range;
 
-use compaction_model::{value_end, Message};
+use compaction_model::{value_end, JsonSource, Message};
 use serde_json::Value;
 
 use crate::document::{Locator, Place, Top};
@@ -43,38 +43,44 @@ pub(crate) fn read(values: &[Value], locator: &Locator) -> Result<Decoded, Error
 pub(crate) struct Spans {
     /// Each message's bytes.
     spans: Vec<Range<usize>>,
-    /// Whether each message's bytes are exactly its encoding, so they can stand for it.
+    /// Whether each message's bytes spell exactly its encoding (perhaps spaced or escaped
+    /// otherwise), so they can stand for it.
     verbatim: Vec<bool>,
 }
 
 /// Inputs smaller than this are parsed on one thread; starting another costs more than it saves.
 const PARALLEL_BYTES: usize = 1 << 20;
 
-/// Reads `bytes` as a Haystack array of messages without a JSON tree, or `None` when the tree
-/// path must decide: not an array, empty, not Haystack (unless `forced`), or anything that does
-/// not read cleanly, such as invalid JSON or a bad message, whose error the tree path words.
-///
-/// On two or more cores a second thread starts at what looks like a message near the middle of
-/// the file. Its messages are used only when the first thread, reading from the start, reaches
-/// that very byte as the start of a message, so a wrong guess costs time, never correctness.
-pub(crate) fn read_spans(bytes: &[u8], forced: bool) -> Option<(Vec<Message>, Spans)> {
+/// Where the first message of `bytes` starts when they may be read by [`read_spans`]: an array
+/// that is not empty and, unless `forced`, holds Haystack messages by the tree path's detection.
+pub(crate) fn first_message(bytes: &[u8], forced: bool) -> Option<usize> {
     let body = if bytes.starts_with(b"\xEF\xBB\xBF") { 3 } else { 0 };
     let open = skip_whitespace(bytes, body);
     if bytes.get(open) != Some(&b'[') {
         return None;
     }
     let first = skip_whitespace(bytes, open + 1);
-    if bytes.get(first) == Some(&b']') || !(forced || is_haystack(bytes, first)) {
-        return None;
-    }
+    (bytes.get(first) != Some(&b']') && (forced || is_haystack(bytes, first))).then_some(first)
+}
+
+/// Reads `source` as a Haystack array of messages, the first at `first`, without a JSON tree,
+/// or `None` when the tree path must decide: anything that does not read cleanly, such as
+/// invalid JSON or a bad message, whose error the tree path words. The messages' texts stay in
+/// `source` (see [`compaction_model::Text`]).
+///
+/// On two or more cores a second thread starts at what looks like a message near the middle of
+/// the file. Its messages are used only when the first thread, reading from the start, reaches
+/// that very byte as the start of a message, so a wrong guess costs time, never correctness.
+pub(crate) fn read_spans(source: &JsonSource, first: usize) -> Option<(Vec<Message>, Spans)> {
+    let bytes = source.as_bytes();
     let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
     let guess =
         (cores > 1 && bytes.len() >= PARALLEL_BYTES).then(|| guess_message(bytes, bytes.len() / 2)).flatten();
     let (mut run, rest) = match guess {
-        None => (Run::read(bytes, first, None), None),
+        None => (Run::read(source, first, None), None),
         Some(guess) => std::thread::scope(|scope| {
-            let rest = scope.spawn(move || Run::read(bytes, guess, None));
-            let run = Run::read(bytes, first, Some(guess));
+            let rest = scope.spawn(move || Run::read(source, guess, None));
+            let run = Run::read(source, first, Some(guess));
             (run, Some(rest.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))))
         }),
     };
@@ -118,14 +124,15 @@ fn is_haystack(bytes: &[u8], mut at: usize) -> bool {
     }
 }
 
-/// The start of what looks like a message at or after `from`: `{"role":"` after a comma.
+/// The start of what looks like a message at or after `from`: `{"role":` (or `{"role" :`, as
+/// spaced-out JSON has it) after a comma.
 fn guess_message(bytes: &[u8], from: usize) -> Option<usize> {
-    const START: &[u8] = b"{\"role\":\"";
+    const START: &[u8] = b"{\"role\"";
     let mut at = from;
     for _ in 0..64 {
         at += bytes.get(at..)?.windows(START.len()).position(|w| w == START)?;
         let before = bytes[..at].iter().rposition(|b| !b.is_ascii_whitespace())?;
-        if bytes[before] == b',' {
+        if bytes[before] == b',' && bytes.get(skip_whitespace(bytes, at + START.len())) == Some(&b':') {
             return Some(at);
         }
         at += 1;
@@ -153,14 +160,15 @@ struct Run {
 }
 
 impl Run {
-    fn read(bytes: &[u8], mut at: usize, stop: Option<usize>) -> Run {
+    fn read(source: &JsonSource, mut at: usize, stop: Option<usize>) -> Run {
+        let bytes = source.as_bytes();
         let mut run = Run { messages: Vec::new(), spans: Vec::new(), verbatim: Vec::new(), end: End::Failed };
         loop {
             if stop == Some(at) {
                 run.end = End::Reached;
                 return run;
             }
-            let Some((message, end, verbatim)) = read_message(bytes, at, run.messages.len()) else {
+            let Some((message, end, verbatim)) = read_message(source, at, run.messages.len()) else {
                 return run;
             };
             run.messages.push(message);
@@ -181,16 +189,17 @@ impl Run {
     }
 }
 
-/// The message starting at `at`, where it ends, and whether its bytes are its encoding.
-fn read_message(bytes: &[u8], at: usize, index: usize) -> Option<(Message, usize, bool)> {
-    if let Some((message, len)) = Message::from_encoded(&bytes[at..]) {
-        return Some((message, at + len, true));
+/// The message starting at `at`, where it ends, and whether its bytes spell its encoding.
+fn read_message(source: &JsonSource, at: usize, index: usize) -> Option<(Message, usize, bool)> {
+    if let Some(read) = Message::read_prefix_in(source, at) {
+        return Some((read.message, at + read.len, true));
     }
+    let bytes = source.as_bytes();
     let end = value_end(bytes, at)?;
     let raw = &bytes[at..end];
     // Errors are left to the tree path, which words them; the index is only used in them.
     let message = Message::from_slice(raw, index).ok()?;
-    let verbatim = message.encodes_as(raw);
+    let verbatim = message.is_spelled_by(raw);
     Some((message, end, verbatim))
 }
 
@@ -214,21 +223,32 @@ pub(crate) fn write_spans(
         }
     }
     out.write_all(b"[")?;
-    for (index, message) in messages.iter().enumerate() {
+    let kept = |index: usize| spans.verbatim[index] && unchanged[index];
+    let mut index = 0;
+    while let Some(message) = messages.get(index) {
         if index > 0 {
             out.write_all(b",")?;
         }
-        let raw = &source[spans.spans[index].clone()];
-        if spans.verbatim[index] && unchanged[index] {
-            out.write_all(raw)?;
-        } else if spans.verbatim[index] {
+        if kept(index) {
+            // A run of messages left alone goes out as one piece of the input, with the
+            // separators between them as they were: a copy, without a pass over each message.
+            let mut last = index;
+            while last + 1 < messages.len() && kept(last + 1) {
+                last += 1;
+            }
+            out.write_all(&source[spans.spans[index].start..spans.spans[last].end])?;
+            index = last + 1;
+            continue;
+        }
+        if spans.verbatim[index] {
             // The original has exactly the keys of the encoding, in its order, so laying the
             // encoding over it gives the encoding.
             serde_json::to_writer(&mut *out, message)?;
         } else {
-            let original: Value = serde_json::from_slice(raw)?;
+            let original: Value = serde_json::from_slice(&source[spans.spans[index].clone()])?;
             serde_json::to_writer(&mut *out, &overlay::overlay(&original, message.to_value(), &SHAPE))?;
         }
+        index += 1;
     }
     out.write_all(b"]\n")?;
     Ok(())

@@ -50,7 +50,8 @@
 //!
 //! A Haystack array, the common case for long transcripts, is read and written without a JSON
 //! tree: its messages are parsed straight from their bytes (on every core), and each one left
-//! alone is written back as those bytes when they are exactly what writing it would give.
+//! alone is written back as those bytes when they spell what writing it would give (serde_json's
+//! compact bytes, or Python's `json.dump` spacing and escapes of the same value).
 //!
 //! Bad input never panics: it is an [`Error`] naming the file, the line or message, and what is
 //! wrong.
@@ -117,7 +118,7 @@ mod write;
 
 use std::io::Write;
 
-use compaction_model::{JsonObject, Message, Part, Role, TextPart, ToolSpec};
+use compaction_model::{JsonObject, JsonSource, Message, Part, Role, TextPart, ToolSpec};
 use serde_json::{Map, Value};
 
 use crate::detect::{detect, unrecognized};
@@ -258,7 +259,7 @@ pub struct Conversation {
     pub layout: Layout,
     back: Back,
     /// The input, byte for byte.
-    source: Vec<u8>,
+    source: Input,
 }
 
 /// What writing the conversation back in its own format needs.
@@ -279,7 +280,10 @@ enum Back {
 impl Conversation {
     /// The bytes the conversation was read from.
     pub fn source(&self) -> &[u8] {
-        &self.source
+        match &self.source {
+            Input::Bytes(bytes) => bytes,
+            Input::Shared(source) => source.as_bytes(),
+        }
     }
 
     /// Whether written without a target (back in the format read, or as its default target) the
@@ -296,6 +300,15 @@ impl Conversation {
     pub fn last_usage(&self) -> Option<MessageUsage> {
         self.usage.last().copied()
     }
+}
+
+/// The input of a conversation.
+#[derive(Debug)]
+enum Input {
+    /// As read.
+    Bytes(Vec<u8>),
+    /// Shared with the texts of the messages read from it.
+    Shared(JsonSource),
 }
 
 /// Messages decoded from a format, each with the source message it came from.
@@ -325,24 +338,30 @@ impl Decoded {
 ///
 /// A file that holds no message is an error: a count of 0 for a log that holds a conversation
 /// in a shape this crate did not expect would be a wrong answer given without a word.
-pub fn read(bytes: Vec<u8>, options: &ReadOptions) -> Result<Conversation, Error> {
+pub fn read(mut bytes: Vec<u8>, options: &ReadOptions) -> Result<Conversation, Error> {
     let format = options.format;
     if matches!(format, None | Some(Format::Haystack)) && options.conversation.unwrap_or(0) == 0 {
-        if let Some((messages, spans)) = haystack::read_spans(&bytes, format.is_some()) {
-            let conversation = Conversation {
-                format: Format::Haystack,
-                messages,
-                tools: Vec::new(),
-                usage: Vec::new(),
-                notes: Vec::new(),
-                compactions: Vec::new(),
-                conversations: 1,
-                selected: 0,
-                layout: Layout::Array,
-                back: Back::Spans(spans),
-                source: bytes,
-            };
-            return non_empty(conversation, options, String::new());
+        if let Some(first) = haystack::first_message(&bytes, format.is_some()) {
+            // The messages' texts stay in the input, which they then share.
+            let source = JsonSource::new(bytes);
+            if let Some((messages, spans)) = haystack::read_spans(&source, first) {
+                let conversation = Conversation {
+                    format: Format::Haystack,
+                    messages,
+                    tools: Vec::new(),
+                    usage: Vec::new(),
+                    notes: Vec::new(),
+                    compactions: Vec::new(),
+                    conversations: 1,
+                    selected: 0,
+                    layout: Layout::Array,
+                    back: Back::Spans(spans),
+                    source: Input::Shared(source),
+                };
+                return non_empty(conversation, options, String::new());
+            }
+            // The messages read were dropped, so the bytes are the source's alone again.
+            bytes = source.into_bytes().unwrap_or_else(|source| source.as_bytes().to_vec());
         }
     }
     let log_format = match format {
@@ -355,7 +374,7 @@ pub fn read(bytes: Vec<u8>, options: &ReadOptions) -> Result<Conversation, Error
         Some(format) => read_log(&bytes, options, format)?,
         None => read_tree(&bytes, options)?,
     };
-    conversation.source = bytes;
+    conversation.source = Input::Bytes(bytes);
     let why = if conversation.messages.is_empty() { why_empty(&conversation) } else { String::new() };
     non_empty(conversation, options, why)
 }
@@ -371,8 +390,8 @@ fn non_empty(conversation: Conversation, options: &ReadOptions, why: String) -> 
 fn why_empty(conversation: &Conversation) -> String {
     let notes: Vec<String> = conversation.notes.iter().map(ToString::to_string).collect();
     let seen = match conversation.format {
-        Format::ClaudeCode => claude_code::why_empty(&conversation.source),
-        Format::Codex => codex::why_empty(&conversation.source),
+        Format::ClaudeCode => claude_code::why_empty(conversation.source()),
+        Format::Codex => codex::why_empty(conversation.source()),
         _ => String::new(),
     };
     [seen, notes.join("; ")].into_iter().filter(|s| !s.is_empty()).collect::<Vec<_>>().join("; ")
@@ -462,7 +481,7 @@ pub(crate) fn from_log(
         selected: 0,
         layout,
         back: Back::Log(log),
-        source: Vec::new(),
+        source: Input::Bytes(Vec::new()),
     }
 }
 
@@ -674,7 +693,7 @@ pub(crate) fn read_tree(bytes: &[u8], options: &ReadOptions) -> Result<Conversat
         selected: index,
         layout,
         back,
-        source: Vec::new(),
+        source: Input::Bytes(Vec::new()),
     })
 }
 
@@ -689,7 +708,8 @@ pub(crate) fn read_tree(bytes: &[u8], options: &ReadOptions) -> Result<Conversat
 ///
 /// `changed`, when given, holds the indices of the messages that differ from those read (then
 /// `messages` is as long as the conversation); every other message is taken to be the one read.
-/// `None` means anything may have changed.
+/// A Haystack message among them is written as its input bytes when those spell what encoding
+/// it gives (the same JSON value, keys in the same order). `None` means anything may have changed.
 ///
 /// Returns what the output could not hold (a [`NoteKind::Dropped`] note per kind, naming the
 /// messages): reasoning, and calls or text on tool messages, in Chat Completions; tool-call
@@ -710,11 +730,11 @@ pub fn write(
     let target = target.unwrap_or_else(|| format.default_target());
     let written = match &conversation.back {
         Back::Spans(spans) if own => {
-            haystack::write_spans(&conversation.source, spans, messages, changed, out)
+            haystack::write_spans(conversation.source(), spans, messages, changed, out)
         }
         Back::Tree(native) if own => write_native_to(native, target, messages, changed, out),
         Back::Log(log) if own => {
-            let log = eventlog::write_back(&conversation.source, log, format, messages, changed, out);
+            let log = eventlog::write_back(conversation.source(), log, format, messages, changed, out);
             return log.map(|()| Vec::new());
         }
         Back::Streamed if own => {
@@ -776,7 +796,7 @@ pub fn write_rewritten(
         && origin.iter().enumerate().all(|(index, read)| *read == Some(index));
     match &conversation.back {
         Back::Spans(spans) if own => {
-            haystack::write_spans_rewritten(&conversation.source, spans, messages, origin, out)?;
+            haystack::write_spans_rewritten(conversation.source(), spans, messages, origin, out)?;
             Ok(Vec::new())
         }
         Back::Tree(native) if own => {

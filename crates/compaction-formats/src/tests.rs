@@ -93,6 +93,13 @@ fn written_by_tree(input: &[u8], messages: &[Message]) -> Vec<u8> {
     out
 }
 
+/// JSON text as serde_json spells it, followed by a newline as the writers end files.
+fn respelled(json: &[u8]) -> Vec<u8> {
+    let mut text = serde_json::to_vec(&serde_json::from_slice::<Value>(json).unwrap()).unwrap();
+    text.push(b'\n');
+    text
+}
+
 #[test]
 fn a_haystack_array_is_written_as_the_tree_path_writes_it() {
     let value: Value = serde_json::from_str(HAYSTACK).unwrap();
@@ -113,12 +120,15 @@ fn a_haystack_array_is_written_as_the_tree_path_writes_it() {
         let mut messages = conversation.messages.clone();
         prune(&mut messages, pruned);
         for (messages, changed) in [(&conversation.messages, vec![]), (&messages, vec![pruned])] {
+            // Messages left alone keep their input's spelling (here pretty-printed, or spaced
+            // out), so the output is the tree path's JSON, keys in the same order, though not
+            // always its bytes.
             let mut out = Vec::new();
             write(&conversation, messages, Some(Target::Haystack), Some(&changed), &mut out).unwrap();
-            assert_eq!(out, written_by_tree(&input, messages));
+            assert_eq!(respelled(&out), written_by_tree(&input, messages));
             let mut out = Vec::new();
             write(&conversation, messages, Some(Target::Haystack), None, &mut out).unwrap();
-            assert_eq!(out, written_by_tree(&input, messages));
+            assert_eq!(respelled(&out), written_by_tree(&input, messages));
         }
         let mut fewer = conversation.messages.clone();
         fewer.remove(1);
@@ -193,4 +203,39 @@ fn a_rewritten_anthropic_conversation_keeps_its_system_and_blocks() {
     let mut expected: Value = serde_json::from_str(ANTHROPIC).unwrap();
     expected["messages"][0] = json!({"role": "user", "content": "[1 earlier message was removed]"});
     assert_eq!(out, expected);
+}
+
+/// A Haystack file as Python's `json.dump` writes it (spaced out, and by default every non-ASCII
+/// character escaped) is read without a tree, and written back with the messages left alone
+/// copied as their input bytes; only the changed one is encoded.
+#[test]
+fn a_python_written_haystack_file_keeps_its_bytes() {
+    let value: Value = serde_json::from_str(HAYSTACK).unwrap();
+    let items = value.as_array().unwrap();
+    for ensure_ascii in [false, true] {
+        let mut input = compaction_testkit::python_dumps(&value, ensure_ascii).into_bytes();
+        input.push(b'\n');
+        let conversation = read(input.clone(), &ReadOptions::named("t")).unwrap();
+        assert!(matches!(conversation.back, crate::Back::Spans(_)), "read without a tree");
+        let pruned = conversation.messages.iter().position(Message::has_tool_call_result).unwrap();
+        let mut messages = conversation.messages.clone();
+        prune(&mut messages, pruned);
+        let mut out = Vec::new();
+        write(&conversation, &messages, Some(Target::Haystack), Some(&[pruned]), &mut out).unwrap();
+        // Runs of messages left alone are copied with the separators between them.
+        let spelled = |items: &[Value]| {
+            items.iter().map(|item| compaction_testkit::python_dumps(item, ensure_ascii)).collect::<Vec<_>>()
+        };
+        let mut expected = format!("[{}", spelled(&items[..pruned]).join(", ")).into_bytes();
+        if pruned > 0 {
+            expected.push(b',');
+        }
+        expected.extend(serde_json::to_vec(&messages[pruned]).unwrap());
+        if pruned + 1 < items.len() {
+            expected.extend(format!(",{}", spelled(&items[pruned + 1..]).join(", ")).into_bytes());
+        }
+        expected.extend_from_slice(b"]\n");
+        assert_eq!(String::from_utf8_lossy(&out), String::from_utf8_lossy(&expected));
+        assert_eq!(respelled(&out), written_by_tree(&input, &messages));
+    }
 }

@@ -69,6 +69,7 @@
 mod error;
 mod message;
 mod meta;
+mod prefix;
 mod sniff;
 mod text;
 mod tool;
@@ -84,9 +85,10 @@ pub use meta::{
     CONTEXT_COMPACTION, STRATEGY_SLIDING_WINDOW, STRATEGY_SUMMARIZATION, STRATEGY_TOOL_INPUT_CLEARING,
     STRATEGY_TOOL_RESULT_OFFLOADING, STRATEGY_TOOL_RESULT_PRUNING, TOOL_RESULT_OFFLOADED,
 };
+pub use prefix::Prefix;
 pub use sniff::{
     base64_decoded_len, decode_base64_strict, guess_mime, is_image_mime, Base64Error, IMAGE_MIME_TYPES,
 };
-pub use text::Text;
+pub use text::{JsonSource, Text};
 pub use tool::ToolSpec;
 pub use wire::{array_spans, messages_from_slice, messages_from_value, messages_to_value, value_end};

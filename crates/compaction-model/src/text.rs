@@ -1,8 +1,9 @@
-//! [`Text`]: a string that knows its length in characters.
+//! [`Text`]: a string that knows its length in characters, and may still be JSON.
 
 use std::borrow::Borrow;
 use std::fmt;
-use std::ops::Deref;
+use std::ops::{Deref, Range};
+use std::sync::{Arc, OnceLock};
 
 use serde::{Serialize, Serializer};
 
@@ -15,17 +16,82 @@ use serde::{Serialize, Serializer};
 ///
 /// It reads as a `&str` (it derefs to one) and cannot be changed behind its count: the only
 /// way to change it in place is [`Text::edit`], which counts again.
+///
+/// A text read with [`Message::read_prefix_in`](crate::Message::read_prefix_in) stays in its
+/// [`JsonSource`], as written there, until something asks for its characters: then a text
+/// written without escapes is a slice of the source, and one with escapes is decoded once and
+/// kept. Counting in characters, pruning and writing the file back never ask, so a large
+/// transcript is neither copied nor decoded for them. (A text written without escapes is
+/// checked to be UTF-8 again each time it is asked for: cheap beside what asks.)
 #[derive(Clone, Default)]
 pub struct Text {
-    string: String,
+    repr: Repr,
     chars: usize,
+}
+
+#[derive(Clone)]
+enum Repr {
+    Owned(String),
+    /// A JSON string in `source`: `raw` is what lies between its quotes, checked by the reader
+    /// to be valid JSON string contents (UTF-8, escapes included).
+    Json {
+        source: JsonSource,
+        raw: Range<usize>,
+        escaped: bool,
+        decoded: OnceLock<String>,
+    },
+}
+
+impl Default for Repr {
+    fn default() -> Self {
+        Repr::Owned(String::new())
+    }
+}
+
+/// The bytes of a JSON document, shared by the messages read from it with
+/// [`Message::read_prefix_in`](crate::Message::read_prefix_in): their texts stay in it, as
+/// written, until something asks for them (see [`Text`]). Cloning it is cheap.
+///
+/// The bytes need not be UTF-8 as a whole: the reader checks the strings of each message it
+/// reads (only their non-ASCII runs need it), so a file is never checked in one pass on one core.
+#[derive(Clone)]
+pub struct JsonSource(Arc<Vec<u8>>);
+
+impl JsonSource {
+    /// `bytes` as a source to read messages from.
+    pub fn new(bytes: Vec<u8>) -> Self {
+        JsonSource(Arc::new(bytes))
+    }
+
+    /// The bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.0
+    }
+
+    /// The bytes back when nothing read from them is left, else the source as it was.
+    pub fn into_bytes(self) -> Result<Vec<u8>, JsonSource> {
+        Arc::try_unwrap(self.0).map_err(JsonSource)
+    }
+
+    /// The string contents at `raw`, which the reader found to be UTF-8.
+    fn str(&self, raw: &Range<usize>) -> &str {
+        // Checked when read, so this cannot fail; checking again is what taking a `str` out of
+        // bytes costs without unsafe code, and is quick beside anything that asks for text.
+        std::str::from_utf8(&self.0[raw.clone()]).unwrap_or_default()
+    }
+}
+
+impl fmt::Debug for JsonSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "JsonSource({} bytes)", self.0.len())
+    }
 }
 
 // Compared, ordered and hashed as its string alone, so a `Text` and the `&str` it borrows as
 // agree (as `Borrow<str>` requires): the count follows from the string.
 impl PartialEq for Text {
     fn eq(&self, other: &Text) -> bool {
-        self.string == other.string
+        self.as_str() == other.as_str()
     }
 }
 
@@ -33,7 +99,7 @@ impl Eq for Text {}
 
 impl std::hash::Hash for Text {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.string.hash(state);
+        self.as_str().hash(state);
     }
 }
 
@@ -45,7 +111,7 @@ impl PartialOrd for Text {
 
 impl Ord for Text {
     fn cmp(&self, other: &Text) -> std::cmp::Ordering {
-        self.string.cmp(&other.string)
+        self.as_str().cmp(other.as_str())
     }
 }
 
@@ -54,12 +120,36 @@ impl Text {
     pub fn new(string: impl Into<String>) -> Self {
         let string = string.into();
         let chars = string.chars().count();
-        Text { string, chars }
+        Text { repr: Repr::Owned(string), chars }
+    }
+
+    /// `string` as a text whose characters the caller has already counted.
+    pub(crate) fn counted(string: String, chars: usize) -> Self {
+        debug_assert_eq!(string.chars().count(), chars, "{string:?}");
+        Text { repr: Repr::Owned(string), chars }
+    }
+
+    /// The JSON string in `source` whose contents (between the quotes) are `raw`: valid JSON
+    /// string contents, with escapes or not, of `chars` characters once decoded, as the reader
+    /// checked while counting them.
+    pub(crate) fn in_json(source: &JsonSource, raw: Range<usize>, escaped: bool, chars: usize) -> Self {
+        let text = Text {
+            repr: Repr::Json { source: source.clone(), raw, escaped, decoded: OnceLock::new() },
+            chars,
+        };
+        debug_assert_eq!(text.as_str().chars().count(), chars, "{text:?}");
+        text
     }
 
     /// The text as a string slice.
     pub fn as_str(&self) -> &str {
-        &self.string
+        match &self.repr {
+            Repr::Owned(string) => string,
+            Repr::Json { source, raw, escaped: false, .. } => source.str(raw),
+            Repr::Json { source, raw, decoded, .. } => {
+                decoded.get_or_init(|| crate::prefix::unescape(source.str(raw)))
+            }
+        }
     }
 
     /// Its length in characters (Unicode scalar values), without scanning it.
@@ -69,39 +159,52 @@ impl Text {
 
     /// The underlying string.
     pub fn into_string(self) -> String {
-        self.string
+        match self.repr {
+            Repr::Owned(string) => string,
+            Repr::Json { source, raw, escaped, decoded } => match decoded.into_inner() {
+                Some(string) => string,
+                None if !escaped => source.str(&raw).to_owned(),
+                None => crate::prefix::unescape(source.str(&raw)),
+            },
+        }
     }
 
     /// Changes the text through `change` and counts its characters again (also when `change`
     /// panics, should the panic be caught).
     pub fn edit<R>(&mut self, change: impl FnOnce(&mut String) -> R) -> R {
-        struct Recount<'a>(&'a mut Text);
+        struct Recount<'a> {
+            text: &'a mut Text,
+            string: String,
+        }
         impl Drop for Recount<'_> {
             fn drop(&mut self) {
-                self.0.chars = self.0.string.chars().count();
+                let string = std::mem::take(&mut self.string);
+                self.text.chars = string.chars().count();
+                self.text.repr = Repr::Owned(string);
             }
         }
-        let guard = Recount(self);
-        change(&mut guard.0.string)
+        let string = std::mem::take(self).into_string();
+        let mut guard = Recount { text: self, string };
+        change(&mut guard.string)
     }
 }
 
 impl Deref for Text {
     type Target = str;
     fn deref(&self) -> &str {
-        &self.string
+        self.as_str()
     }
 }
 
 impl AsRef<str> for Text {
     fn as_ref(&self) -> &str {
-        &self.string
+        self.as_str()
     }
 }
 
 impl Borrow<str> for Text {
     fn borrow(&self) -> &str {
-        &self.string
+        self.as_str()
     }
 }
 
@@ -125,61 +228,61 @@ impl From<&String> for Text {
 
 impl From<Text> for String {
     fn from(text: Text) -> Self {
-        text.string
+        text.into_string()
     }
 }
 
 impl PartialEq<str> for Text {
     fn eq(&self, other: &str) -> bool {
-        self.string == other
+        self.as_str() == other
     }
 }
 
 impl PartialEq<&str> for Text {
     fn eq(&self, other: &&str) -> bool {
-        self.string == *other
+        self.as_str() == *other
     }
 }
 
 impl PartialEq<String> for Text {
     fn eq(&self, other: &String) -> bool {
-        &self.string == other
+        self.as_str() == other
     }
 }
 
 impl PartialEq<Text> for str {
     fn eq(&self, other: &Text) -> bool {
-        self == other.string
+        self == other.as_str()
     }
 }
 
 impl PartialEq<Text> for &str {
     fn eq(&self, other: &Text) -> bool {
-        *self == other.string
+        *self == other.as_str()
     }
 }
 
 impl PartialEq<Text> for String {
     fn eq(&self, other: &Text) -> bool {
-        *self == other.string
+        *self == other.as_str()
     }
 }
 
 impl Serialize for Text {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(&self.string)
+        serializer.serialize_str(self.as_str())
     }
 }
 
 impl fmt::Debug for Text {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&self.string, f)
+        fmt::Debug::fmt(self.as_str(), f)
     }
 }
 
 impl fmt::Display for Text {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.string)
+        f.write_str(self.as_str())
     }
 }
 

@@ -5,10 +5,11 @@
 //! and one written by Haystack are the same JSON.
 //!
 //! Reading from bytes ([`messages_from_slice`], [`Message::from_slice`]) skips the
-//! `serde_json::Value` tree for messages in the current shape: they are deserialized straight
-//! into a [`Message`]. Anything that path is not sure of (older shapes, flat parts, unknown
-//! fields, bad input) is read again through [`Message::from_value`], so both ways accept, reject
-//! and report exactly the same.
+//! `serde_json::Value` tree for messages in the current shape: they are read straight from the
+//! text ([`Message::read_prefix`], in `prefix.rs`), or deserialized straight into a [`Message`].
+//! Anything those paths are not sure of (older shapes, flat parts, unknown fields, bad input) is
+//! read again through [`Message::from_value`], so every way accepts, rejects and reports exactly
+//! the same.
 
 use std::fmt;
 use std::ops::Range;
@@ -23,6 +24,7 @@ use crate::message::{
     FilePart, ImagePart, JsonObject, Message, Part, ReasoningPart, ResultPart, Role, TextPart, ToolCall,
     ToolCallResult, ToolResultContent,
 };
+use crate::prefix::{pairs_in, pairs_of};
 use crate::sniff;
 
 /// Reads a conversation from a JSON array of messages.
@@ -38,23 +40,55 @@ pub fn messages_from_value(value: Value) -> Result<Vec<Message>, Error> {
 /// Reads a conversation from the JSON text of an array of messages: the same messages, or the
 /// same error, as [`messages_from_value`] gives for the parsed text; text that is not JSON is
 /// [`Error::Json`].
+///
+/// Messages are read one after another straight from the text, most by
+/// [`Message::read_prefix`], whatever the text's spacing and escapes.
 pub fn messages_from_slice(json: &[u8]) -> Result<Vec<Message>, Error> {
-    let whole = || {
-        let value: Value = serde_json::from_slice(json).map_err(json_error)?;
-        messages_from_value(value)
-    };
-    let Some(spans) = array_spans(json) else {
-        return whole();
-    };
-    let mut messages = Vec::with_capacity(spans.len());
-    for (index, span) in spans.into_iter().enumerate() {
-        match Message::from_slice(&json[span], index) {
-            Ok(message) => messages.push(message),
-            // A syntax error further on is what the whole text's parse reports first.
-            Err(_) => return whole(),
+    match std::str::from_utf8(json).ok().and_then(read_array) {
+        Some(messages) => Ok(messages),
+        None => {
+            let value: Value = serde_json::from_slice(json).map_err(json_error)?;
+            messages_from_value(value)
         }
     }
-    Ok(messages)
+}
+
+/// The messages of the JSON array `json`, read one after another without a tree; `None` as soon
+/// as one does not read, or the text is not an array of them, so the caller can read the whole
+/// text as a tree, which words the error as ever. When every element reads on its own and the
+/// array is well formed, the whole text parses, to the same messages.
+fn read_array(json: &str) -> Option<Vec<Message>> {
+    let bytes = json.as_bytes();
+    let mut at = skip_whitespace(bytes, 0);
+    if bytes.get(at) != Some(&b'[') {
+        return None;
+    }
+    at = skip_whitespace(bytes, at + 1);
+    let mut messages = Vec::new();
+    if bytes.get(at) == Some(&b']') {
+        at += 1;
+    } else {
+        loop {
+            let (message, end) = match Message::read_prefix(json.get(at..)?) {
+                Some(read) => (read.message, at + read.len),
+                None => {
+                    let end = skip_value(bytes, at)?;
+                    (Message::from_slice(&bytes[at..end], messages.len()).ok()?, end)
+                }
+            };
+            messages.push(message);
+            at = skip_whitespace(bytes, end);
+            match bytes.get(at)? {
+                b',' => at = skip_whitespace(bytes, at + 1),
+                b']' => {
+                    at += 1;
+                    break;
+                }
+                _ => return None,
+            }
+        }
+    }
+    (skip_whitespace(bytes, at) == bytes.len()).then_some(messages)
 }
 
 /// The byte range of each element of the JSON array `json` is, found by a quick scan for
@@ -105,7 +139,7 @@ fn skip_whitespace(json: &[u8], mut at: usize) -> usize {
 
 /// The end of the value starting at `at`: a string, a container, or a scalar running up to the
 /// next delimiter.
-fn skip_value(json: &[u8], at: usize) -> Option<usize> {
+pub(crate) fn skip_value(json: &[u8], at: usize) -> Option<usize> {
     match *json.get(at)? {
         b'"' => skip_string(json, at + 1),
         b'[' | b'{' => {
@@ -143,7 +177,7 @@ fn skip_value(json: &[u8], at: usize) -> Option<usize> {
 }
 
 /// The index after the closing quote of the string whose contents start at `at`.
-fn skip_string(json: &[u8], mut at: usize) -> Option<usize> {
+pub(crate) fn skip_string(json: &[u8], mut at: usize) -> Option<usize> {
     loop {
         at += find_special(json.get(at..)?, false)?;
         if json[at] == b'"' {
@@ -253,9 +287,9 @@ impl Message {
     /// [`Message::from_value`] gives for the parsed text; text that is not JSON is
     /// [`Error::Json`]. `index` is its position in the conversation, used in errors.
     pub fn from_slice(json: &[u8], index: usize) -> Result<Message, Error> {
-        if let Some((message, len)) = Message::from_encoded(json) {
-            if skip_whitespace(json, len) == json.len() {
-                return Ok(message);
+        if let Some(read) = std::str::from_utf8(json).ok().and_then(Message::read_prefix) {
+            if skip_whitespace(json, read.len) == json.len() {
+                return Ok(read.message);
             }
         }
         if let Ok(Quick(message)) = serde_json::from_slice::<Quick>(json) {
@@ -271,17 +305,32 @@ impl Message {
     ///
     /// What this accepts, [`Message::from_slice`] reads the same, and writing the message gives
     /// back the same bytes: a caller can keep the text in place of encoding it again. Messages
-    /// with images, files or unknown fields are not read here.
+    /// with images, files or unknown fields are not read here. [`Message::read_prefix`] reads
+    /// other spellings of the same shape as well, and from text already known to be UTF-8.
     pub fn from_encoded(json: &[u8]) -> Option<(Message, usize)> {
-        let mut text = Encoded { json, at: 0 };
-        let message = text.message()?;
-        Some((message, text.at))
+        let end = skip_value(json, 0)?;
+        let read = Message::read_prefix(std::str::from_utf8(&json[..end]).ok()?)?;
+        (read.canonical && read.len == end).then_some((read.message, end))
     }
 
     /// Whether writing the message gives exactly `raw`, so those bytes can stand for it in
     /// output. Stops at the first difference.
     pub fn encodes_as(&self, raw: &[u8]) -> bool {
         encodes_as(self, raw)
+    }
+
+    /// Whether `raw` is a spelling of what writing the message gives: the same bytes, or JSON
+    /// spaced or escaped otherwise (as Python's `json.dump` writes it) that reads as the same
+    /// value, keys in the same order and none twice. Such bytes can stand for the message in
+    /// output as well as its own encoding can.
+    pub fn is_spelled_by(&self, raw: &[u8]) -> bool {
+        if encodes_as(self, raw) {
+            return true;
+        }
+        let Ok(value) = serde_json::from_slice::<Value>(raw) else { return false };
+        // Parsing keeps the last of a key given twice, which a copy of the bytes would not.
+        let Ok(canonical) = serde_json::to_vec(&value) else { return false };
+        encodes_as(self, &canonical) && pairs_in(raw) == pairs_of(&value)
     }
 
     /// Writes the message as Haystack's `ChatMessage.to_dict` does.
@@ -297,211 +346,9 @@ impl<'de> Deserialize<'de> for Message {
     }
 }
 
-// ---- reading text in exactly our encoding ----
-//
-// One pass over the bytes that both reads the message and checks that they are its encoding.
-// Every string must use only the escapes serde_json writes; nested JSON (meta, arguments,
-// extra) is parsed by serde_json and must serialize back to the same bytes. Anything else is
-// `None`, and the caller reads the message another way.
-
-struct Encoded<'a> {
-    json: &'a [u8],
-    at: usize,
-}
-
-impl Encoded<'_> {
-    fn literal(&mut self, text: &[u8]) -> Option<()> {
-        if self.json.get(self.at..)?.starts_with(text) {
-            self.at += text.len();
-            Some(())
-        } else {
-            None
-        }
-    }
-
-    fn message(&mut self) -> Option<Message> {
-        self.literal(b"{\"role\":\"")?;
-        let role = [Role::Tool, Role::Assistant, Role::User, Role::System].into_iter().find(|role| {
-            self.json.get(self.at..).is_some_and(|rest| {
-                rest.starts_with(role.as_str().as_bytes()) && rest.get(role.as_str().len()) == Some(&b'"')
-            })
-        })?;
-        self.at += role.as_str().len() + 1;
-        self.literal(b",\"meta\":")?;
-        let meta = self.object()?;
-        self.literal(b",\"name\":")?;
-        let name = self.string_or_null()?;
-        self.literal(b",\"content\":[")?;
-        let mut parts = Vec::new();
-        if self.literal(b"]").is_none() {
-            loop {
-                parts.push(self.part()?);
-                if self.literal(b",").is_none() {
-                    self.literal(b"]")?;
-                    break;
-                }
-            }
-        }
-        self.literal(b"}")?;
-        // A part is large and a vector grows to four at once; most messages have one part.
-        parts.shrink_to_fit();
-        Some(Message { role, parts, name, meta })
-    }
-
-    fn part(&mut self) -> Option<Part> {
-        if self.literal(b"{\"text\":").is_some() {
-            let text = self.string()?;
-            self.literal(b"}")?;
-            return Some(Part::Text(TextPart::new(text)));
-        }
-        if self.literal(b"{\"tool_call\":").is_some() {
-            let call = self.tool_call()?;
-            self.literal(b"}")?;
-            return Some(Part::ToolCall(call));
-        }
-        if self.literal(b"{\"reasoning\":{\"reasoning_text\":").is_some() {
-            let reasoning_text = self.string()?;
-            self.literal(b",\"extra\":")?;
-            let extra = self.object()?;
-            self.literal(b"}}")?;
-            return Some(Part::Reasoning(ReasoningPart {
-                reasoning_text,
-                extra,
-                unknown: JsonObject::new(),
-            }));
-        }
-        self.literal(b"{\"tool_call_result\":{\"result\":")?;
-        let result = if self.literal(b"[").is_some() {
-            let mut parts = Vec::new();
-            if self.literal(b"]").is_none() {
-                loop {
-                    self.literal(b"{\"text\":")?;
-                    parts.push(ResultPart::Text(TextPart::new(self.string()?)));
-                    self.literal(b"}")?;
-                    if self.literal(b",").is_none() {
-                        self.literal(b"]")?;
-                        break;
-                    }
-                }
-            }
-            parts.shrink_to_fit();
-            ToolResultContent::Parts(parts)
-        } else {
-            ToolResultContent::Text(self.string()?.into())
-        };
-        self.literal(b",\"origin\":")?;
-        let origin = self.tool_call()?;
-        self.literal(b",\"error\":")?;
-        let error = if self.literal(b"true").is_some() {
-            true
-        } else {
-            self.literal(b"false")?;
-            false
-        };
-        self.literal(b"}}")?;
-        Some(Part::ToolCallResult(ToolCallResult { result, origin, error, unknown: JsonObject::new() }))
-    }
-
-    fn tool_call(&mut self) -> Option<ToolCall> {
-        self.literal(b"{\"tool_name\":")?;
-        let tool_name = self.string()?;
-        self.literal(b",\"arguments\":")?;
-        let arguments = self.object()?;
-        self.literal(b",\"id\":")?;
-        let id = self.string_or_null()?;
-        self.literal(b",\"extra\":")?;
-        let extra = if self.literal(b"null").is_some() { None } else { Some(self.object()?) };
-        self.literal(b"}")?;
-        Some(ToolCall { tool_name, arguments, raw_arguments: None, id, extra, unknown: JsonObject::new() })
-    }
-
-    /// A JSON object, parsed by serde_json, that serializes back to its own bytes.
-    fn object(&mut self) -> Option<JsonObject> {
-        if self.literal(b"{}").is_some() {
-            return Some(JsonObject::new());
-        }
-        if self.json.get(self.at) != Some(&b'{') {
-            return None;
-        }
-        let end = skip_value(self.json, self.at)?;
-        let text = &self.json[self.at..end];
-        let Value::Object(object) = serde_json::from_slice(text).ok()? else { return None };
-        if !encodes_as(&object, text) {
-            return None;
-        }
-        self.at = end;
-        Some(object)
-    }
-
-    fn string_or_null(&mut self) -> Option<Option<String>> {
-        if self.literal(b"null").is_some() {
-            return Some(None);
-        }
-        self.string().map(Some)
-    }
-
-    /// A string whose escapes are all the ones serde_json writes, unescaped.
-    fn string(&mut self) -> Option<String> {
-        self.literal(b"\"")?;
-        // Most strings hold no escape: copied at their exact size, with nothing to grow.
-        let rest = self.json.get(self.at..)?;
-        let run = find_special(rest, true)?;
-        if rest[run] == b'"' {
-            self.at += run + 1;
-            return std::str::from_utf8(&rest[..run]).ok().map(str::to_owned);
-        }
-        let mut text = Vec::with_capacity(run + run / 8 + 16);
-        loop {
-            let rest = self.json.get(self.at..)?;
-            let run = find_special(rest, true)?;
-            text.extend_from_slice(&rest[..run]);
-            self.at += run + 1;
-            match rest[run] {
-                b'"' => break,
-                b'\\' => {}
-                _ => return None,
-            }
-            let escape = *self.json.get(self.at)?;
-            self.at += 1;
-            let byte = match escape {
-                b'"' => b'"',
-                b'\\' => b'\\',
-                b'b' => 0x08,
-                b'f' => 0x0c,
-                b'n' => b'\n',
-                b'r' => b'\r',
-                b't' => b'\t',
-                b'u' => {
-                    let hex = self.json.get(self.at..self.at + 4)?;
-                    self.at += 4;
-                    let digit = |d: u8| match d {
-                        b'0'..=b'9' => Some(d - b'0'),
-                        b'a'..=b'f' => Some(d - b'a' + 10),
-                        _ => None,
-                    };
-                    if &hex[..2] != b"00" {
-                        return None;
-                    }
-                    let byte = digit(hex[2])? << 4 | digit(hex[3])?;
-                    // serde_json writes these as \u00XX; the others below 0x20 have short forms.
-                    if byte >= 0x20 || matches!(byte, 0x08 | 0x09 | 0x0a | 0x0c | 0x0d) {
-                        return None;
-                    }
-                    byte
-                }
-                _ => return None,
-            };
-            text.push(byte);
-        }
-        // Strings are most of a transcript's memory: give back what growing left over.
-        text.shrink_to_fit();
-        String::from_utf8(text).ok()
-    }
-}
-
 /// Whether serializing `value` gives exactly `raw`. Serializes into a comparison, not a buffer:
 /// the first difference ends it.
-fn encodes_as<T: Serialize + ?Sized>(value: &T, raw: &[u8]) -> bool {
+pub(crate) fn encodes_as<T: Serialize + ?Sized>(value: &T, raw: &[u8]) -> bool {
     let mut rest = Compare(raw);
     serde_json::to_writer(&mut rest, value).is_ok() && rest.0.is_empty()
 }
@@ -762,6 +609,17 @@ impl<'de> Visitor<'de> for QuickResultVisitor {
 
 struct Reader {
     index: usize,
+}
+
+/// An image part from its object, as [`Message::from_value`] reads one (checked, its MIME type
+/// guessed when missing); `None` when that reading fails.
+pub(crate) fn image_part(data: JsonObject) -> Option<ImagePart> {
+    Reader { index: 0 }.image(data, "image").ok()
+}
+
+/// A file part from its object, as [`Message::from_value`] reads one; `None` when that fails.
+pub(crate) fn file_part(data: JsonObject) -> Option<FilePart> {
+    Reader { index: 0 }.file(data, "file").ok()
 }
 
 impl Reader {

@@ -1,5 +1,7 @@
 //! OpenAI's byte-pair encodings through tiktoken-rs.
 
+use std::sync::LazyLock;
+
 use compaction_model::{Message, ToolSpec};
 use tiktoken_rs::CoreBPE;
 
@@ -55,12 +57,45 @@ impl Encoding {
 
     fn bpe(self) -> Bpe {
         match self {
-            Encoding::O200kBase => Bpe::Fast(bpe_openai::o200k_base()),
-            Encoding::Cl100kBase => Bpe::Fast(bpe_openai::cl100k_base()),
+            Encoding::O200kBase => Bpe::Fast(&O200K_BASE),
+            Encoding::Cl100kBase => Bpe::Fast(&CL100K_BASE),
             Encoding::P50kBase => Bpe::Tiktoken(tiktoken_rs::p50k_base_singleton()),
             Encoding::R50kBase => Bpe::Tiktoken(tiktoken_rs::r50k_base_singleton()),
         }
     }
+}
+
+// The pre-tokenization patterns bpe-openai 0.3.2 gives these encodings (data, kept in sync with
+// it): tiktoken's patterns, with the negative look-ahead `\s+(?!\S)` written as a second
+// pattern whose last character is a look-ahead.
+const O200K_PATTERNS: [&str; 6] = [
+    "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+    "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+    "\\p{N}{1,3}",
+    " ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*",
+    "\\s*[\\r\\n]+",
+    "\\s+$",
+];
+const CL100K_PATTERN: &str = "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+$";
+const LOOKAHEAD_PATTERN: &str = "\\s+\\s";
+const WHITESPACE_PATTERN: &str = "\\s+";
+
+static O200K_BASE: LazyLock<bpe_openai::Tokenizer> = LazyLock::new(|| {
+    let first = O200K_PATTERNS.join("|");
+    tokenizer(include_bytes!(concat!(env!("OUT_DIR"), "/o200k_base.bpe")), &first)
+});
+
+static CL100K_BASE: LazyLock<bpe_openai::Tokenizer> =
+    LazyLock::new(|| tokenizer(include_bytes!(concat!(env!("OUT_DIR"), "/cl100k_base.bpe")), CL100K_PATTERN));
+
+/// The tokenizer of an encoding build.rs made (see there), with its pre-tokenization.
+fn tokenizer(compressed: &[u8], first_pattern: &str) -> bpe_openai::Tokenizer {
+    // The encoding was made by this crate's build and cannot be other than valid.
+    let bytes =
+        lz4_flex::block::decompress_size_prepended(compressed).expect("build.rs compressed the encoding");
+    let bpe = rmp_serde::from_slice(&bytes).expect("build.rs serialized the encoding");
+    let patterns = [(first_pattern, false), (LOOKAHEAD_PATTERN, true), (WHITESPACE_PATTERN, false)];
+    bpe_openai::Tokenizer::new_lookahead(bpe, &patterns, false).expect("the patterns are valid")
 }
 
 /// The encoder behind an encoding: bpe-openai where it has the encoding (it gives tiktoken's
@@ -296,6 +331,31 @@ impl TokenCounter for TiktokenCounter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The encodings build.rs makes count as bpe-openai's prebuilt ones and as tiktoken-rs do.
+    #[test]
+    fn built_encodings_count_as_the_originals() {
+        let samples = [
+            "plain words, and more words.\n\n    fn main() { println!(\"{}\", 42); }\n",
+            "日本語のテキスト、中文文本，한국어 텍스트 — café naïve Straße 😀🚀 𝔘𝔫𝔦𝔠𝔬𝔡𝔢 𠜎𠜱",
+            "  \t\r\n  trailing   ",
+            "'s 've 'LL numbers 1234567 3.14159 1e-5 /path/to/file.rs:12:5",
+            "<|endoftext|> is ordinary text here",
+        ];
+        let pairs = [
+            (&*O200K_BASE, bpe_openai::o200k_base(), tiktoken_rs::o200k_base_singleton()),
+            (&*CL100K_BASE, bpe_openai::cl100k_base(), tiktoken_rs::cl100k_base_singleton()),
+        ];
+        for (ours, prebuilt, tiktoken) in pairs {
+            for sample in samples {
+                for text in [sample.to_owned(), sample.repeat(7)] {
+                    let count = ours.count(text.as_str());
+                    assert_eq!(count, prebuilt.count(text.as_str()), "{text:?}");
+                    assert_eq!(count, tiktoken.encode_ordinary(&text).len(), "{text:?}");
+                }
+            }
+        }
+    }
 
     #[test]
     fn split_points() {

@@ -2,6 +2,7 @@
 
 mod conformance;
 mod errors;
+mod spellings;
 
 pub use compaction_testkit::python_equal;
 
