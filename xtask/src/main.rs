@@ -8,11 +8,14 @@
 //!   transcript (default under `target/transcripts/`).
 //! - `bench-vs-reference [--runs N]`: time this project against the reference side by side and
 //!   write BENCHMARKS.md.
+//! - `msrv [--require-all]`: check each published crate with the Rust its `rust-version`
+//!   declares, where that toolchain is installed (the MSRV job of `.ci/run`).
 //!
 //! `cargo test -p xtask` also checks the workspace's architecture invariants (see `tidy.rs`).
 
 mod bench;
 mod gen;
+mod msrv;
 mod reference;
 #[cfg(test)]
 mod tidy;
@@ -32,6 +35,7 @@ fn main() -> Result<()> {
         "differential" => reference::differential(rest),
         "gen-transcript" => gen::gen_transcript(rest),
         "bench-vs-reference" => bench::bench_vs_reference(rest),
+        "msrv" => msrv::msrv(rest),
         "help" | "--help" | "-h" => {
             print_help();
             Ok(())
@@ -47,7 +51,8 @@ fn print_help() {
          differential [--seed N] [--cases K]      compare fresh random cases against the reference\n\
          gen-transcript [--size 50MB] [--seed N] [-o FILE]\n\
          \x20                                        write a synthetic agent transcript (target/transcripts/)\n\
-         bench-vs-reference [--runs N]            time this project against the reference, write BENCHMARKS.md"
+         bench-vs-reference [--runs N]            time this project against the reference, write BENCHMARKS.md\n\
+         msrv [--require-all]                     check each published crate with the Rust it declares"
     );
 }
 
