@@ -8,12 +8,15 @@
 //!   write a deterministic synthetic agent transcript (default under `target/transcripts/`).
 //! - `bench-vs-reference [--runs N] [--skip-1gb]`: time this project against the reference side
 //!   by side, on every spelling of its transcripts and on the log formats, and write BENCHMARKS.md.
+//! - `msrv [--require-all]`: check each published crate with the Rust its `rust-version`
+//!   declares, where that toolchain is installed (the MSRV job of `.ci/run`).
 //!
 //! `cargo test -p xtask` also checks the workspace's architecture invariants (see `tidy.rs`).
 
 mod bench;
 mod gen;
 mod logs;
+mod msrv;
 mod reference;
 #[cfg(test)]
 mod tidy;
@@ -33,6 +36,7 @@ fn main() -> Result<()> {
         "differential" => reference::differential(rest),
         "gen-transcript" => gen::gen_transcript(rest),
         "bench-vs-reference" => bench::bench_vs_reference(rest),
+        "msrv" => msrv::msrv(rest),
         "help" | "--help" | "-h" => {
             print_help();
             Ok(())
@@ -49,7 +53,8 @@ fn print_help() {
          gen-transcript [--size 50MB] [--seed N] [--format haystack|claude-code|openai] [-o FILE]\n\
          \x20                                        write a synthetic agent transcript (target/transcripts/)\n\
          bench-vs-reference [--runs N] [--skip-1gb]\n\
-         \x20                                        time this project against the reference, write BENCHMARKS.md"
+         \x20                                        time this project against the reference, write BENCHMARKS.md\n\
+         msrv [--require-all]                     check each published crate with the Rust it declares"
     );
 }
 

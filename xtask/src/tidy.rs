@@ -466,3 +466,485 @@ fn visit(dir: &std::path::Path, f: &mut dyn FnMut(&std::path::Path)) {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Release habits: what a published crate carries, its MSRV, and its dependencies' licences and
+// versions. The lists these tests enforce live where their tools read them (Cargo.toml,
+// deny.toml), so cargo-deny and these tests never disagree.
+
+/// `cargo metadata` of the whole graph with every feature on, for this machine's target: every
+/// package's `rust_version` and licence, offline (the crates of other targets may not be
+/// downloaded here; cargo-deny, run with the network, covers every target).
+fn full_metadata() -> Value {
+    let host = host_triple();
+    let output = Command::new(env!("CARGO"))
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--all-features",
+            "--offline",
+            "--filter-platform",
+            &host,
+        ])
+        .current_dir(project_root())
+        .output()
+        .expect("cargo metadata runs");
+    assert!(output.status.success(), "cargo metadata failed: {}", String::from_utf8_lossy(&output.stderr));
+    serde_json::from_slice(&output.stdout).expect("cargo metadata prints JSON")
+}
+
+fn host_triple() -> String {
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".to_owned());
+    let output = Command::new(rustc).arg("-vV").output().expect("rustc -vV runs");
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    text.lines().find_map(|l| l.strip_prefix("host: ")).expect("rustc -vV names the host").to_owned()
+}
+
+/// The packages `cargo tree` reaches from `args` (`-p`, `--workspace`, features, edge kinds):
+/// (name, version, licence), features resolved as a build of exactly those would resolve them.
+fn tree(args: &[&str]) -> Vec<(String, String, String)> {
+    let output = Command::new(env!("CARGO"))
+        .args(["tree", "--prefix", "none", "--format", "{p}|{l}", "--offline"])
+        .args(args)
+        .current_dir(project_root())
+        .output()
+        .expect("cargo tree runs");
+    assert!(output.status.success(), "cargo tree failed: {}", String::from_utf8_lossy(&output.stderr));
+    let mut packages: Vec<(String, String, String)> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|line| {
+            // `(*)` marks a package whose dependencies were printed before.
+            let (package, licence) = line.trim_end_matches(" (*)").split_once('|')?;
+            let mut words = package.split_whitespace();
+            let name = words.next()?.to_owned();
+            let version = words.next()?.trim_start_matches('v').to_owned();
+            // Our own crates are printed with their path; they are not dependencies to vet.
+            let ours = package.contains(" (/") || package.contains(" (\\") || package.contains(":\\");
+            (!ours).then(|| (name, version, licence.trim().to_owned()))
+        })
+        .collect();
+    packages.sort();
+    packages.dedup();
+    packages
+}
+
+/// Workspace crates that go to crates.io (those without `publish = false`).
+fn published(metadata: &Value) -> Vec<&Value> {
+    metadata["packages"]
+        .as_array()
+        .expect("packages")
+        .iter()
+        .filter(|p| p["source"].is_null() && p["publish"].is_null())
+        .filter(|p| {
+            let members = metadata["workspace_members"].as_array().expect("workspace members");
+            members.contains(&p["id"])
+        })
+        .collect()
+}
+
+/// A `rust-version` as numbers, `1.88` and `1.88.0` alike.
+fn rust_version(text: &str) -> Vec<u64> {
+    let mut parts: Vec<u64> =
+        text.split('.').map(|p| p.parse().expect("a rust-version of numbers")).collect();
+    while parts.len() < 3 {
+        parts.push(0);
+    }
+    parts
+}
+
+/// The quoted strings of one array in deny.toml (`allow = [` … `]` under `[section]`), with what
+/// follows each on its line: entries are written one a line.
+fn deny_list(section: &str, key: &str) -> Vec<String> {
+    let text = std::fs::read_to_string(project_root().join("deny.toml")).expect("deny.toml is at the root");
+    let mut in_section = false;
+    let mut in_list = false;
+    let mut entries = Vec::new();
+    for line in text.lines() {
+        let line = line.trim();
+        if line.starts_with('[') && line.ends_with(']') && !in_list {
+            in_section = line == format!("[{section}]");
+            continue;
+        }
+        if !in_section {
+            continue;
+        }
+        if !in_list {
+            in_list = line.starts_with(&format!("{key} = ["));
+            continue;
+        }
+        if line.starts_with(']') {
+            break;
+        }
+        if !line.starts_with('#') && !line.is_empty() {
+            entries.push(line.to_owned());
+        }
+    }
+    assert!(
+        !entries.is_empty(),
+        "deny.toml has no [{section}] {key} list, or it is not written one entry a line"
+    );
+    entries
+}
+
+/// The value of `field = "..."` in a deny.toml entry line, or its first quoted string.
+fn quoted(entry: &str, field: Option<&str>) -> Option<String> {
+    let rest = match field {
+        Some(field) => &entry[entry.find(&format!("{field} = \""))? + field.len() + 4..],
+        None => &entry[entry.find('"')? + 1..],
+    };
+    Some(rest[..rest.find('"')?].to_owned())
+}
+
+/// Whether an SPDX licence expression is satisfied by the allowed licences: `OR` needs one side,
+/// `AND` both, `WITH` names a licence with its exception (allowed only as written); the old `/`
+/// separator reads as `OR`.
+fn licence_allowed(expression: &str, allowed: &[String]) -> Result<bool, String> {
+    let spaced = expression.replace('(', " ( ").replace(')', " ) ").replace('/', " OR ");
+    let tokens: Vec<&str> = spaced.split_whitespace().collect();
+    fn or(tokens: &[&str], at: &mut usize, allowed: &[String]) -> Result<bool, String> {
+        let mut value = and(tokens, at, allowed)?;
+        while tokens.get(*at) == Some(&"OR") {
+            *at += 1;
+            value |= and(tokens, at, allowed)?;
+        }
+        Ok(value)
+    }
+    fn and(tokens: &[&str], at: &mut usize, allowed: &[String]) -> Result<bool, String> {
+        let mut value = atom(tokens, at, allowed)?;
+        while tokens.get(*at) == Some(&"AND") {
+            *at += 1;
+            value &= atom(tokens, at, allowed)?;
+        }
+        Ok(value)
+    }
+    fn atom(tokens: &[&str], at: &mut usize, allowed: &[String]) -> Result<bool, String> {
+        let token = *tokens.get(*at).ok_or("the expression ends early")?;
+        *at += 1;
+        if token == "(" {
+            let value = or(tokens, at, allowed)?;
+            if tokens.get(*at) != Some(&")") {
+                return Err("a parenthesis is not closed".into());
+            }
+            *at += 1;
+            return Ok(value);
+        }
+        if ["AND", "OR", "WITH", ")"].contains(&token) {
+            return Err(format!("`{token}` where a licence should be"));
+        }
+        let mut licence = token.to_owned();
+        if tokens.get(*at) == Some(&"WITH") {
+            let exception = tokens.get(*at + 1).ok_or("WITH names no exception")?;
+            licence = format!("{licence} WITH {exception}");
+            *at += 2;
+        }
+        Ok(allowed.contains(&licence))
+    }
+    let mut at = 0;
+    let value = or(&tokens, &mut at, allowed)?;
+    if at != tokens.len() {
+        return Err(format!("unexpected `{}`", tokens[at]));
+    }
+    Ok(value)
+}
+
+#[test]
+fn licence_expressions_are_read_as_spdx_reads_them() {
+    let allowed = vec!["MIT".to_owned(), "Apache-2.0".to_owned(), "Unicode-3.0".to_owned()];
+    for (expression, expected) in [
+        ("MIT", true),
+        ("GPL-3.0", false),
+        ("MIT OR GPL-3.0", true),
+        ("GPL-3.0 OR LGPL-2.1-or-later", false),
+        ("(MIT OR Apache-2.0) AND Unicode-3.0", true),
+        ("(MIT OR Apache-2.0) AND BSD-3-Clause", false),
+        ("Apache-2.0 WITH LLVM-exception", false),
+        ("Apache-2.0 WITH LLVM-exception OR Apache-2.0 OR MIT", true),
+        ("MIT/Apache-2.0", true),
+        ("Unlicense/GPL-3.0", false),
+    ] {
+        assert_eq!(licence_allowed(expression, &allowed), Ok(expected), "{expression}");
+    }
+    assert!(licence_allowed("MIT OR", &allowed).is_err());
+    assert!(licence_allowed("(MIT", &allowed).is_err());
+    assert!(licence_allowed("MIT Apache-2.0", &allowed).is_err());
+}
+
+/// What crates.io and docs.rs show of each published crate is there, and the rest of the
+/// workspace stays unpublished.
+#[test]
+fn published_crates_carry_what_crates_io_and_docs_rs_show() {
+    let metadata = metadata();
+    let root = project_root();
+    let licence_texts: Vec<(&str, String)> = ["LICENSE-MIT", "LICENSE-APACHE"]
+        .into_iter()
+        .map(|file| {
+            (file, std::fs::read_to_string(root.join(file)).expect("the licence texts are at the root"))
+        })
+        .collect();
+    let published = published(&metadata);
+    let names: Vec<&str> = published.iter().filter_map(|p| p["name"].as_str()).collect();
+    for unpublished in ["compaction-testkit", "compaction-benches", "xtask"] {
+        assert!(!names.contains(&unpublished), "{unpublished} must be `publish = false`");
+    }
+    assert!(names.len() >= 9, "fewer published crates than expected: {names:?}");
+    for package in published {
+        let name = package["name"].as_str().expect("name");
+        let dir = std::path::Path::new(package["manifest_path"].as_str().expect("manifest path"))
+            .parent()
+            .expect("a crate directory")
+            .to_path_buf();
+        let field = |key: &str| package[key].as_str().unwrap_or_default().to_owned();
+        assert!(field("description").len() > 20, "{name}: no description");
+        assert_eq!(field("license"), "MIT OR Apache-2.0", "{name}: licence");
+        assert!(!field("repository").is_empty(), "{name}: no repository");
+        assert!(!field("rust_version").is_empty(), "{name}: no rust-version");
+        assert_eq!(field("readme"), "README.md", "{name}: readme");
+        assert!(dir.join("README.md").is_file(), "{name}: README.md is missing");
+        let keywords = package["keywords"].as_array().expect("keywords");
+        assert!((1..=5).contains(&keywords.len()), "{name}: crates.io takes 1 to 5 keywords");
+        for keyword in keywords.iter().filter_map(Value::as_str) {
+            assert!(
+                keyword.len() <= 20
+                    && keyword
+                        .chars()
+                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_'),
+                "{name}: keyword {keyword:?} is not one crates.io takes"
+            );
+        }
+        assert!(!package["categories"].as_array().expect("categories").is_empty(), "{name}: no category");
+        assert_eq!(
+            package["metadata"]["docs"]["rs"]["all-features"],
+            Value::Bool(true),
+            "{name}: [package.metadata.docs.rs] all-features = true, so docs.rs shows what features add"
+        );
+        // cargo packages only what is inside the crate's directory (no symlinks followed out of
+        // it), so each crate carries its own copy of the licence texts.
+        for (file, text) in &licence_texts {
+            let copy = std::fs::read_to_string(dir.join(file)).unwrap_or_default();
+            assert!(copy == *text, "{name}: {file} must be a copy of the root's");
+        }
+        let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).expect("Cargo.toml");
+        for file in ["/README.md", "/LICENSE-MIT", "/LICENSE-APACHE", "/src"] {
+            assert!(
+                manifest.lines().any(|l| l.starts_with("include = [") && l.contains(&format!("\"{file}\""))),
+                "{name}: `include` leaves out {file}"
+            );
+        }
+    }
+}
+
+/// Each crate declares a `rust-version` no lower than what any crate it builds with declares:
+/// its dependencies and dev-dependencies (ours included), every feature on, at the versions
+/// Cargo.lock pins.
+#[test]
+fn declared_rust_version_covers_what_dependencies_need() {
+    let metadata = metadata();
+    let full = full_metadata();
+    let declared: BTreeMap<(String, String), String> = full["packages"]
+        .as_array()
+        .expect("packages")
+        .iter()
+        .filter_map(|p| {
+            let key = (p["name"].as_str()?.to_owned(), p["version"].as_str()?.to_owned());
+            Some((key, p["rust_version"].as_str()?.to_owned()))
+        })
+        .collect();
+    let ours: BTreeMap<String, String> = metadata["packages"]
+        .as_array()
+        .expect("packages")
+        .iter()
+        .filter_map(|p| Some((p["name"].as_str()?.to_owned(), p["rust_version"].as_str()?.to_owned())))
+        .collect();
+    let mut failures = Vec::new();
+    for package in published(&metadata) {
+        let name = package["name"].as_str().expect("name");
+        let own = package["rust_version"].as_str().expect("a published crate declares rust-version");
+        let mut needs: Vec<(Vec<u64>, String)> = Vec::new();
+        for (dep, version, _) in tree(&["-p", name, "--all-features", "-e", "normal,build,dev"]) {
+            if let Some(required) = declared.get(&(dep.clone(), version.clone())) {
+                needs.push((rust_version(required), format!("{dep} {version} needs {required}")));
+            }
+        }
+        // Our own crates are left out of `tree`'s list; their declared versions count too.
+        let our_deps = package["dependencies"].as_array().expect("dependencies");
+        for dep in our_deps.iter().filter_map(|d| d["name"].as_str()) {
+            if let Some(required) = ours.get(dep) {
+                needs.push((rust_version(required), format!("{dep} needs {required}")));
+            }
+        }
+        needs.sort();
+        if let Some((highest, why)) = needs.last() {
+            if rust_version(own) < *highest {
+                failures.push(format!("{name} declares rust-version {own}, but {why}"));
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "raise the rust-version (README: Minimum supported Rust version), or pin the dependency lower:\n{}",
+        failures.join("\n")
+    );
+}
+
+/// The MSRV a crate's docs state is the one its Cargo.toml declares.
+#[test]
+fn msrv_sections_state_the_declared_version() {
+    let metadata = metadata();
+    let root = project_root();
+    let readme = std::fs::read_to_string(root.join("README.md")).expect("README.md");
+    let policy = readme
+        .split("\n## Minimum supported Rust version\n")
+        .nth(1)
+        .and_then(|rest| rest.split("\n## ").next())
+        .expect("README.md has a `## Minimum supported Rust version` section");
+    let workspace_manifest = std::fs::read_to_string(root.join("Cargo.toml")).expect("Cargo.toml");
+    let workspace_version = workspace_manifest
+        .lines()
+        .find_map(|l| l.strip_prefix("rust-version = \""))
+        .and_then(|l| l.strip_suffix('"'))
+        .expect("[workspace.package] rust-version");
+    for package in published(&metadata) {
+        let name = package["name"].as_str().expect("name");
+        let version = package["rust_version"].as_str().expect("rust-version");
+        assert!(
+            policy.contains(&format!("Rust {version}")),
+            "README's MSRV section does not state Rust {version}"
+        );
+        if version != workspace_version {
+            assert!(
+                policy.contains(name),
+                "README's MSRV section does not name {name}, which declares {version}"
+            );
+        }
+        let dir = std::path::Path::new(package["manifest_path"].as_str().expect("manifest path"))
+            .parent()
+            .expect("a crate directory")
+            .to_path_buf();
+        let lib = dir.join("src/lib.rs");
+        if lib.is_file() {
+            let text = std::fs::read_to_string(&lib).expect("lib.rs");
+            let stated = text
+                .split("//! ## Minimum supported Rust version\n")
+                .nth(1)
+                .and_then(|rest| {
+                    rest.lines().map(|l| l.trim_start_matches("//!").trim()).find(|l| !l.is_empty())
+                })
+                .unwrap_or_else(|| {
+                    panic!("{name}: lib.rs has no `## Minimum supported Rust version` section")
+                });
+            assert!(
+                states_version(stated, version),
+                "{name}: lib.rs states MSRV {stated:?}, Cargo.toml declares {version}"
+            );
+        }
+        // A README that mentions the MSRV mentions this one.
+        let readme = std::fs::read_to_string(dir.join("README.md")).unwrap_or_default();
+        for (at, _) in readme.match_indices("MSRV ") {
+            let stated = &readme[at + 5..];
+            assert!(
+                states_version(stated, version),
+                "{name}: README.md says MSRV {}, Cargo.toml declares {version}",
+                stated.lines().next().unwrap_or_default()
+            );
+        }
+    }
+}
+
+/// Whether `text` begins with `version` as a whole version (`1.88` in `1.88.`, not in `1.881`
+/// or `1.88.1`).
+fn states_version(text: &str, version: &str) -> bool {
+    let Some(rest) = text.strip_prefix(version) else { return false };
+    let mut chars = rest.chars();
+    match chars.next() {
+        Some(c) if c.is_ascii_digit() => false,
+        Some('.') => !chars.next().is_some_and(|c| c.is_ascii_digit()),
+        _ => true,
+    }
+}
+
+/// Clippy's `incompatible_msrv` (a std API newer than the crate's `rust-version`) stays an error
+/// in every crate.
+#[test]
+fn incompatible_msrv_lint_is_on_everywhere() {
+    let root = project_root();
+    let manifest = std::fs::read_to_string(root.join("Cargo.toml")).expect("Cargo.toml");
+    let clippy = manifest.split("[workspace.lints.clippy]").nth(1).expect("[workspace.lints.clippy]");
+    let clippy = clippy.split("\n[").next().unwrap_or_default();
+    assert!(
+        clippy.lines().any(|l| l.trim() == "incompatible_msrv = \"deny\""),
+        "[workspace.lints.clippy] must keep `incompatible_msrv = \"deny\"`"
+    );
+    let metadata = metadata();
+    for package in metadata["packages"].as_array().expect("packages") {
+        let path = package["manifest_path"].as_str().expect("manifest path");
+        let text = std::fs::read_to_string(path).expect("Cargo.toml");
+        assert!(
+            text.contains("[lints]\nworkspace = true"),
+            "{path}: `[lints] workspace = true`, so the workspace's lints apply"
+        );
+    }
+}
+
+/// Every dependency a build of ours can pull in (every feature, this machine's target) is
+/// licensed under deny.toml's allow-list.
+#[test]
+fn dependency_licences_are_on_the_allow_list() {
+    let allowed: Vec<String> =
+        deny_list("licenses", "allow").iter().filter_map(|entry| quoted(entry, None)).collect();
+    let mut refused = Vec::new();
+    for (name, version, licence) in tree(&["--workspace", "--all-features", "-e", "normal,build"]) {
+        match licence_allowed(&licence, &allowed) {
+            Ok(true) => {}
+            Ok(false) => refused.push(format!("{name} {version}: {licence}")),
+            Err(error) => {
+                refused.push(format!("{name} {version}: {licence:?} does not read as SPDX ({error})"))
+            }
+        }
+    }
+    assert!(
+        refused.is_empty(),
+        "licences outside deny.toml's [licenses] allow (add one there with the reason, or drop the dependency):\n{}",
+        refused.join("\n")
+    );
+}
+
+/// No crate is built in two versions unless deny.toml's `[bans] skip` names the older ones with a
+/// reason; and every skip still names a locked package, so the list does not outlive its reasons.
+#[test]
+fn no_duplicate_dependency_versions_but_the_skipped() {
+    let skips: Vec<(String, String)> = deny_list("bans", "skip")
+        .iter()
+        .map(|entry| {
+            let krate = quoted(entry, Some("crate"))
+                .unwrap_or_else(|| panic!("deny.toml skip without `crate`: {entry}"));
+            let reason = quoted(entry, Some("reason")).unwrap_or_default();
+            assert!(reason.len() > 5, "deny.toml skip of {krate} gives no reason");
+            let (name, version) =
+                krate.split_once('@').unwrap_or_else(|| panic!("deny.toml skip {krate} is not NAME@VERSION"));
+            (name.to_owned(), version.to_owned())
+        })
+        .collect();
+    let lock = std::fs::read_to_string(project_root().join("Cargo.lock")).expect("Cargo.lock");
+    for (name, version) in &skips {
+        let entry = format!("name = \"{name}\"\nversion = \"{version}\"\n");
+        assert!(lock.contains(&entry), "deny.toml skips {name}@{version}, which Cargo.lock no longer holds");
+    }
+    let mut versions: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (name, version, _) in tree(&["--workspace", "--all-features", "-e", "normal,build"]) {
+        versions.entry(name).or_default().push(version);
+    }
+    let mut duplicated = Vec::new();
+    for (name, list) in versions {
+        let kept: Vec<&String> =
+            list.iter().filter(|v| !skips.iter().any(|(n, skipped)| *n == name && skipped == *v)).collect();
+        if kept.len() > 1 {
+            duplicated.push(format!("{name}: {}", list.join(", ")));
+        }
+    }
+    assert!(
+        duplicated.is_empty(),
+        "crates built in more than one version (align the dependencies, or add the older to deny.toml's [bans] skip with the reason):\n{}",
+        duplicated.join("\n")
+    );
+}

@@ -91,7 +91,11 @@
 //!
 //! ## Minimum supported Rust version
 //!
-//! 1.85 without features, as the workspace. The frameworks ask for more: rig 0.44 needs 1.95.
+//! 1.95, because rig 0.44 (features `rig` and `rig-agent`) needs it; a crate declares one
+//! version for all its features. Without rig, its dependencies ask for less: 1.88 (the rest of
+//! the workspace's) with `async-openai` or no feature, 1.89 with `genai` (uuid). It is
+//! raised only in a minor version (0.1 → 0.2), never in a patch release, and the changelog says
+//! so; see the workspace README for the policy.
 #![deny(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 // Without a framework, the shared machinery has no user.

@@ -91,7 +91,8 @@
 //!
 //! ## Minimum supported Rust version
 //!
-//! 1.85.
+//! 1.88, the workspace's: see its README for the policy. It is raised only in a minor version
+//! (0.1 → 0.2), never in a patch release, and the changelog says so.
 #![deny(missing_docs)]
 
 mod anthropic;
