@@ -81,6 +81,12 @@ pub fn bench_vs_reference(args: &[String]) -> Result<()> {
         .collect::<Result<Vec<_>>>()?;
     report.binary(h, &start);
 
+    if let Some(huge) = bench.transcripts.by_size.get(4) {
+        eprintln!("(i) every command on 1 GB");
+        let i = bench.every_command(huge)?;
+        report.every_command(&i);
+    }
+
     let path = project_root().join("BENCHMARKS.md");
     std::fs::write(&path, report.finish()).with_context(|| format!("writing {}", path.display()))?;
     eprintln!("wrote {}", path.display());
@@ -172,6 +178,14 @@ struct LogRun {
     count: Vec<ProcessRun>,
     prune: Vec<ProcessRun>,
     tokens: u64,
+}
+
+/// One command of section (i), on one input.
+struct CommandRun {
+    /// What was run, as the table shows it.
+    label: &'static str,
+    bytes: u64,
+    run: ProcessRun,
 }
 
 /// One tokenizer counted by both sides.
@@ -394,6 +408,67 @@ impl Bench {
             let run = self.timed(self.prune_command(input, &self.scratch.join("ours-prune.json"), target))?;
             rows.push((std::fs::metadata(input)?.len(), run));
         }
+        Ok(rows)
+    }
+
+    /// Every command of the CLI once on the 1 GB transcript, and `simulate` on 25 MB beside it
+    /// for its cost per megabyte. Each reads the whole file and writes its whole output.
+    fn every_command(&self, huge: &Path) -> Result<Vec<CommandRun>> {
+        let cli = |args: &[&str]| {
+            let mut command = Command::new(&self.cli);
+            command.args(args);
+            command
+        };
+        let huge_text = huge.to_string_lossy().into_owned();
+        let out = self.scratch.join("every-command.out").to_string_lossy().into_owned();
+        let store = self.scratch.join("every-command-store");
+        let (_, printed) = self.timed_stdout(cli(&["count", &huge_text]))?;
+        let total: u64 = printed.trim().parse().context("count printed no number")?;
+        let target = ((total as f64 * TARGET_FRACTION) as u64).to_string();
+        let bytes = std::fs::metadata(huge)?.len();
+        let small = gen::cached("25MB", SEED)?;
+        let small_text = small.to_string_lossy().into_owned();
+        let small_bytes = std::fs::metadata(&small)?.len();
+        let mut rows = Vec::new();
+        let mut measure = |label: &'static str, bytes: u64, command: Command| -> Result<()> {
+            settle();
+            eprintln!("  {label}");
+            rows.push(CommandRun { label, bytes, run: self.timed(command)? });
+            Ok(())
+        };
+        measure("count", bytes, cli(&["count", &huge_text]))?;
+        measure("convert --to openai", bytes, cli(&["convert", &huge_text, "--to", "openai", "-o", &out]))?;
+        let prune = ["--target-tokens", &target, "--counter", "approximate"];
+        measure("prune (tool-result pruning)", bytes, {
+            let mut command = cli(&["prune", &huge_text, "-o", &out]);
+            command.args(prune);
+            command
+        })?;
+        measure("prune --strategy sliding-window", bytes, {
+            let mut command = cli(&["prune", &huge_text, "-o", &out, "--strategy", "sliding-window"]);
+            command.args(prune);
+            command
+        })?;
+        let _ = std::fs::remove_dir_all(&store);
+        let store_text = store.to_string_lossy().into_owned();
+        measure(
+            "offload (the last step's results)",
+            bytes,
+            cli(&["offload", &huge_text, "--store", &store_text, "--policy", "*=always", "-o", &out]),
+        )?;
+        let simulate = ["--context-window", "200000", "--counter", "approximate", "--quiet"];
+        measure("simulate, 25 MB", small_bytes, {
+            let mut command = cli(&["simulate", &small_text]);
+            command.args(simulate);
+            command
+        })?;
+        measure("simulate", bytes, {
+            let mut command = cli(&["simulate", &huge_text]);
+            command.args(simulate);
+            command
+        })?;
+        let _ = std::fs::remove_dir_all(&store);
+        let _ = std::fs::remove_file(&out);
         Ok(rows)
     }
 
@@ -1086,6 +1161,45 @@ impl Report {
         let _ = writeln!(self.text);
         self.summary.push(format!(
             "| (h) release binary, stripped | {stripped_mb:.1} MB | ≤ 30 MB | {} |",
+            verdict(met)
+        ));
+    }
+
+    fn every_command(&mut self, rows: &[CommandRun]) {
+        let _ = writeln!(
+            self.text,
+            "## (i) every command on 1 GB\n\n\
+             The 1 GB transcript (serde_json's spelling) through each command once, approximate \
+             counter; `prune` to {}% of the count, `offload` storing the last step's results (what \
+             the command offloads), `simulate` with a 200,000-token window. `simulate` on 25 MB beside it gives its cost per megabyte.\n\n\
+             | command | input | wall | per MB | peak RSS | RSS / input |\n|---|---:|---:|---:|---:|---:|",
+            TARGET_FRACTION * 100.0
+        );
+        for row in rows {
+            let rss = row.run.max_rss_kib as f64 * 1024.0;
+            let _ = writeln!(
+                self.text,
+                "| `{}` | {:.0} MB | {:.2} s | {:.2} ms | {:.0} MB | {:.2}× |",
+                row.label,
+                mb(row.bytes),
+                row.run.seconds,
+                row.run.seconds * 1e3 / mb(row.bytes),
+                rss / 1e6,
+                rss / row.bytes as f64
+            );
+        }
+        let per_mb = |label: &str| {
+            rows.iter().find(|r| r.label == label).map(|r| r.run.seconds / mb(r.bytes)).unwrap_or(f64::NAN)
+        };
+        let ratio = per_mb("simulate") / per_mb("simulate, 25 MB");
+        let met = ratio <= 1.5;
+        let _ = writeln!(
+            self.text,
+            "\n`simulate`'s cost per MB at 1 GB is **{ratio:.2}×** its cost at 25 MB (goal ≤ 1.5×: {}).\n",
+            verdict(met)
+        );
+        self.summary.push(format!(
+            "| (i) simulate, cost per MB at 1 GB / at 25 MB | {ratio:.2}× | ≤ 1.5× | {} |",
             verdict(met)
         ));
     }
