@@ -197,6 +197,7 @@ pub struct Compaction {
 
 /// How a compaction changes a conversation.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum Edits {
     /// Messages rewritten in place, by index, in increasing order; every other message stays.
     Replace(Vec<(usize, Rewrite)>),
@@ -206,6 +207,7 @@ pub enum Edits {
 
 /// How one message of the conversation is rewritten.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum Rewrite {
     /// This message takes the original's place.
     Message(Message),

@@ -22,6 +22,7 @@ pub const DEFAULT_PLACEHOLDER: &str =
 /// [`PruningSettings::from_value`] and `Deserialize` read that form and Haystack's
 /// `{"type": ..., "init_parameters": {...}}` form alike, and reject what the reference rejects.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct PruningSettings {
     /// How many of the newest agent steps that have tool results are never pruned. At least 1.
     pub min_keep_steps: usize,
@@ -80,6 +81,79 @@ impl Default for PruningSettings {
 }
 
 impl PruningSettings {
+    /// The same settings never pruning the newest `min_keep_steps` agent steps with tool results.
+    #[must_use]
+    pub fn with_min_keep_steps(mut self, min_keep_steps: usize) -> Self {
+        self.min_keep_steps = min_keep_steps;
+        self
+    }
+
+    /// The same settings pruning only messages whose own count is above `min_tokens`.
+    #[must_use]
+    pub fn with_min_tokens(mut self, min_tokens: usize) -> Self {
+        self.min_tokens = min_tokens;
+        self
+    }
+
+    /// The same settings with another placeholder (`{tool_name}` is filled in).
+    #[must_use]
+    pub fn with_placeholder(mut self, placeholder: impl Into<String>) -> Self {
+        self.placeholder = placeholder.into();
+        self
+    }
+
+    /// The same settings never pruning results whose meta holds any of `keys`.
+    #[must_use]
+    pub fn with_skip_meta_keys<I, S>(mut self, keys: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.skip_meta_keys = keys.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// The same settings never pruning results of the tools named in `tools`.
+    #[must_use]
+    pub fn with_exclude_tools<I, S>(mut self, tools: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.exclude_tools = tools.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// The same settings doing nothing unless at least this many tokens would be freed (`None`:
+    /// any saving will do).
+    #[must_use]
+    pub fn with_clear_at_least(mut self, tokens: Option<usize>) -> Self {
+        self.clear_at_least = tokens;
+        self
+    }
+
+    /// The same settings clearing, or not, the arguments of the calls whose results were pruned.
+    #[must_use]
+    pub fn with_clear_tool_inputs(mut self, clear: bool) -> Self {
+        self.clear_tool_inputs = clear;
+        self
+    }
+
+    /// The same settings protecting the newest this-many tool-result messages instead of whole
+    /// steps (`None`: steps, as the reference does).
+    #[must_use]
+    pub fn with_keep_tool_results(mut self, results: Option<usize>) -> Self {
+        self.keep_tool_results = results;
+        self
+    }
+
+    /// The same settings keeping this many characters of each end of a pruned result's text.
+    #[must_use]
+    pub fn with_preview_chars(mut self, chars: usize) -> Self {
+        self.preview_chars = chars;
+        self
+    }
+
     /// Checks the rules the reference's constructor enforces, and those of the new options.
     pub fn validate(&self) -> Result<(), Error> {
         if self.min_keep_steps < 1 {

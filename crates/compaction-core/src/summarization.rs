@@ -758,6 +758,7 @@ fn describe(reply: &Message) -> String {
             Part::Reasoning(_) => "reasoning",
             Part::Image(_) => "image",
             Part::File(_) => "file",
+            other => other.kind(),
         })
         .collect();
     format!("{} message with [{}]", reply.role, kinds.join(", "))

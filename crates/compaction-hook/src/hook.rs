@@ -25,6 +25,7 @@ const HAYSTACK_APPROXIMATE_TYPE: &str = "haystack.token_counters.approximate_cou
 /// [`CompactionHookSettings::from_value`]) also reads Haystack's `CompactionHook.to_dict()` form,
 /// taking these three numbers from its `init_parameters` and checking them as the reference does.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct CompactionHookSettings {
     /// The model's context window in tokens. At least 1.
     pub context_window: usize,
@@ -38,6 +39,20 @@ impl CompactionHookSettings {
     /// Settings for a window of `context_window` tokens with the reference's fractions, 0.7 and 0.4.
     pub fn new(context_window: usize) -> Self {
         CompactionHookSettings { context_window, compact_at: 0.7, compact_to: 0.4 }
+    }
+
+    /// The same settings starting compaction at this fraction of the window.
+    #[must_use]
+    pub fn with_compact_at(mut self, compact_at: f64) -> Self {
+        self.compact_at = compact_at;
+        self
+    }
+
+    /// The same settings aiming compaction at this fraction of the window.
+    #[must_use]
+    pub fn with_compact_to(mut self, compact_to: f64) -> Self {
+        self.compact_to = compact_to;
+        self
     }
 
     /// Checks `context_window >= 1` and `0 < compact_to < compact_at <= 1`.

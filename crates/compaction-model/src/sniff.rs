@@ -28,6 +28,7 @@ use std::fmt;
 /// The [`Display`](fmt::Display) text of each variant is the message Python gives for the
 /// same input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Base64Error {
     /// The string holds a character outside ASCII (Python raises `ValueError` before decoding).
     NonAscii,

@@ -773,7 +773,7 @@ impl Reader {
             other => Err(Error::BadToolResult {
                 index: self.index,
                 field: path.into(),
-                found: format!("a {} part", part_kind(&other)),
+                found: format!("a {} part", other.kind()),
             }),
         }
     }
@@ -833,17 +833,6 @@ impl Reader {
             field: path.into(),
             reason: format!("the base64 string is not valid ({error})"),
         })
-    }
-}
-
-fn part_kind(part: &Part) -> &'static str {
-    match part {
-        Part::Text(_) => "text",
-        Part::ToolCall(_) => "tool_call",
-        Part::ToolCallResult(_) => "tool_call_result",
-        Part::Reasoning(_) => "reasoning",
-        Part::Image(_) => "image",
-        Part::File(_) => "file",
     }
 }
 

@@ -27,20 +27,35 @@ pub(crate) enum Offloadable<'a> {
     Empty,
     /// Image or file parts, and a store that takes only text.
     BinaryUnsupported,
+    /// A part of a kind this crate does not know how to store and point to; the result stays.
+    UnknownPart,
 }
 
 /// The parts of `result` to offload, or why it stays.
 pub(crate) fn offloadable_blocks<'a>(result: &'a ToolCallResult, profile: &StoreProfile) -> Offloadable<'a> {
     let blocks: Vec<Block<'a>> = match &result.result {
         ToolResultContent::Text(text) => vec![Block::Text(text)],
-        ToolResultContent::Parts(parts) => parts
-            .iter()
-            .map(|part| match part {
-                ResultPart::Text(t) => Block::Text(&t.text),
-                ResultPart::Image(i) => Block::Image(i),
-                ResultPart::File(f) => Block::File(f),
-            })
-            .collect(),
+        ToolResultContent::Parts(parts) => {
+            let mut blocks = Vec::with_capacity(parts.len());
+            for part in parts {
+                blocks.push(match part {
+                    ResultPart::Text(t) => Block::Text(&t.text),
+                    ResultPart::Image(i) => Block::Image(i),
+                    ResultPart::File(f) => Block::File(f),
+                    other => {
+                        // Offloading it would drop it from the conversation with no pointer
+                        // that could bring it back, so the whole result stays.
+                        tracing::warn!(
+                            tool = result.origin.tool_name.as_str(),
+                            kind = other.kind(),
+                            "the result holds a part of a kind that cannot be offloaded; leaving it in context"
+                        );
+                        return Offloadable::UnknownPart;
+                    }
+                });
+            }
+            blocks
+        }
     };
     if blocks.iter().all(|b| matches!(b, Block::Text(t) if t.is_empty())) {
         return Offloadable::Empty;

@@ -27,6 +27,7 @@ use crate::store::{AsyncToolResultStore, StoreProfile, ToolResultStore};
 /// Serializes as its three fields; [`OffloadCompactorSettings::from_value`] also reads
 /// Haystack's `to_dict` form, ignoring its `store`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct OffloadCompactorSettings {
     /// How many of the newest tool-calling steps are never offloaded. At least 1.
     pub min_keep_steps: usize,
@@ -43,6 +44,27 @@ impl Default for OffloadCompactorSettings {
 }
 
 impl OffloadCompactorSettings {
+    /// The same settings never offloading the newest `min_keep_steps` tool-calling steps.
+    #[must_use]
+    pub fn with_min_keep_steps(mut self, min_keep_steps: usize) -> Self {
+        self.min_keep_steps = min_keep_steps;
+        self
+    }
+
+    /// The same settings offloading only results whose own count is above `min_tokens`.
+    #[must_use]
+    pub fn with_min_tokens(mut self, min_tokens: usize) -> Self {
+        self.min_tokens = min_tokens;
+        self
+    }
+
+    /// The same settings keeping this many characters of each offloaded text in its pointer.
+    #[must_use]
+    pub fn with_preview_chars(mut self, chars: usize) -> Self {
+        self.preview_chars = chars;
+        self
+    }
+
     /// Checks `min_keep_steps >= 1`.
     pub fn validate(&self) -> Result<(), Error> {
         if self.min_keep_steps < 1 {

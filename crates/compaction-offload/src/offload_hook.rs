@@ -249,7 +249,7 @@ impl ToolResultOffloadHook {
                 let Some(policy) = self.strategies.policy_for(tool_name) else { continue };
                 let blocks = match offloadable_blocks(result, profile) {
                     Offloadable::Blocks(blocks) => blocks,
-                    Offloadable::Empty => continue,
+                    Offloadable::Empty | Offloadable::UnknownPart => continue,
                     Offloadable::BinaryUnsupported => {
                         plan.outcome.binary_unsupported.push(at);
                         continue;

@@ -13,6 +13,8 @@ use crate::keys::candidate_keys;
 
 /// Content handed to a store's `write`: a result's text, or the decoded bytes of an image or
 /// file part.
+///
+/// Deliberately exhaustive: content is text or bytes, and there is no third kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Content<'a> {
     /// Text, as it stood in the conversation.
@@ -32,6 +34,8 @@ impl Content<'_> {
 }
 
 /// Content read back from a store.
+///
+/// Deliberately exhaustive: content is text or bytes, and there is no third kind.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StoredContent {
     /// Text.

@@ -12,6 +12,7 @@ use crate::render::{render_tools, rendered_message, NonText};
 
 /// A tiktoken encoding.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Encoding {
     /// GPT-4o, GPT-4.1, o-series and later models.
     O200kBase,

@@ -40,8 +40,7 @@ fn every_option_is_off_by_default() {
 #[test]
 fn excluded_tools_are_never_pruned() {
     let messages = four_steps();
-    let compactor =
-        compactor(PruningSettings { exclude_tools: vec!["read".into()], ..PruningSettings::default() });
+    let compactor = compactor(PruningSettings::default().with_exclude_tools(["read"]));
     let compaction = compactor.compact(&messages, 0, &CharCounter).expect("pruned");
     assert_eq!(compaction.report.changed_indices(), vec![4]);
     assert_eq!(compaction.report.tool_names(), vec!["search"]);
@@ -55,11 +54,9 @@ fn clear_at_least_skips_small_savings() {
         .plan(&messages, target, &CharCounter)
         .expect("something to prune")
         .tokens_freed();
-    let enough =
-        compactor(PruningSettings { clear_at_least: Some(freed_by_one), ..PruningSettings::default() });
+    let enough = compactor(PruningSettings::default().with_clear_at_least(Some(freed_by_one)));
     assert!(enough.compact(&messages, target, &CharCounter).is_some());
-    let too_little =
-        compactor(PruningSettings { clear_at_least: Some(freed_by_one + 1), ..PruningSettings::default() });
+    let too_little = compactor(PruningSettings::default().with_clear_at_least(Some(freed_by_one + 1)));
     assert_eq!(too_little.compact(&messages, target, &CharCounter), None);
     assert_eq!(too_little.plan(&messages, target, &CharCounter), None);
 }
@@ -75,7 +72,7 @@ fn clear_tool_inputs_empties_the_pruned_calls_and_marks_them() {
         calling(std::slice::from_ref(&c)),
         result(&c, 500),
     ];
-    let compactor = compactor(PruningSettings { clear_tool_inputs: true, ..PruningSettings::default() });
+    let compactor = compactor(PruningSettings::default().with_clear_tool_inputs(true));
     let compaction = compactor.compact(&messages, 0, &CharCounter).expect("pruned");
     // Only `a`'s result was big enough to prune, so only `a`'s arguments go.
     assert_eq!(compaction.report.changed_indices(), vec![2]);
@@ -123,7 +120,7 @@ fn clear_tool_inputs_drops_raw_arguments_too() {
         calling(std::slice::from_ref(&c)),
         result(&c, 500),
     ];
-    let compactor = compactor(PruningSettings { clear_tool_inputs: true, ..PruningSettings::default() });
+    let compactor = compactor(PruningSettings::default().with_clear_tool_inputs(true));
     let compaction = compactor.compact(&messages, 0, &CharCounter).expect("pruned");
     let out = compaction.messages(&messages);
     let cleared = out[1].tool_calls().next().expect("call");
@@ -145,7 +142,7 @@ fn clear_tool_inputs_clears_every_pruned_result_of_a_batch() {
         calling(std::slice::from_ref(&c)),
         result(&c, 500),
     ];
-    let compactor = compactor(PruningSettings { clear_tool_inputs: true, ..PruningSettings::default() });
+    let compactor = compactor(PruningSettings::default().with_clear_tool_inputs(true));
     let compaction = compactor.compact(&messages, 0, &CharCounter).expect("pruned");
     let out = compaction.messages(&messages);
     assert!(out[1].tool_calls().all(|call| call.arguments.is_empty()));
@@ -170,7 +167,7 @@ fn a_preview_keeps_both_ends_around_the_placeholder() {
         calling(std::slice::from_ref(&c)),
         result(&c, 500),
     ];
-    let settings = PruningSettings { preview_chars: 20, min_tokens: 0, ..PruningSettings::default() };
+    let settings = PruningSettings::default().with_preview_chars(20).with_min_tokens(0);
     let compaction = compactor(settings.clone()).compact(&messages, 0, &CharCounter).expect("pruned");
     let out = compaction.messages(&messages);
     let pruned = out[2].tool_call_result().expect("result");
@@ -229,11 +226,8 @@ fn preview_chars_is_a_setting_beyond_the_reference() {
 #[test]
 fn clearing_again_extends_the_marker() {
     let messages = four_steps();
-    let compactor = compactor(PruningSettings {
-        clear_tool_inputs: true,
-        keep_tool_results: Some(1),
-        ..PruningSettings::default()
-    });
+    let compactor =
+        compactor(PruningSettings::default().with_clear_tool_inputs(true).with_keep_tool_results(Some(1)));
     let target = CharCounter.count(&messages, &[]) - 1;
     let first = compactor.compact(&messages, target, &CharCounter).expect("pruned");
     assert_eq!(first.report.changed_indices(), vec![2]);
@@ -258,12 +252,11 @@ fn keep_tool_results_protects_results_one_by_one() {
     // By steps the one step is protected whole; by results only the newest one or two are.
     assert_eq!(ToolResultPruningCompactor::default().compact(&messages, 0, &CharCounter), None);
     for (keep, changed) in [(1, vec![2, 3]), (2, vec![2]), (3, vec![])] {
-        let compactor =
-            compactor(PruningSettings { keep_tool_results: Some(keep), ..PruningSettings::default() });
+        let compactor = compactor(PruningSettings::default().with_keep_tool_results(Some(keep)));
         let got = compactor.compact(&messages, 0, &CharCounter);
         assert_eq!(got.map(|c| c.report.changed_indices()).unwrap_or_default(), changed, "keep {keep}");
     }
-    let zero = PruningSettings { keep_tool_results: Some(0), ..PruningSettings::default() };
+    let zero = PruningSettings::default().with_keep_tool_results(Some(0));
     assert_eq!(ToolResultPruningCompactor::new(zero), Err(Error::KeepToolResultsTooSmall(0)));
 }
 
@@ -272,7 +265,7 @@ fn the_report_tells_what_changed() {
     let messages = four_steps();
     let counter = ApproximateTokenCounter::default();
     let before = counter.count(&messages, &[]);
-    let compactor = compactor(PruningSettings { min_tokens: 0, ..PruningSettings::default() });
+    let compactor = compactor(PruningSettings::default().with_min_tokens(0));
     let compaction = compactor.compact(&messages, before - 150, &counter).expect("pruned");
     let report = &compaction.report;
     assert_eq!(report.strategy, "tool_result_pruning");
@@ -299,7 +292,7 @@ fn the_report_tells_what_changed() {
 #[test]
 fn plan_is_the_report_without_the_messages() {
     let messages = four_steps();
-    let settings = PruningSettings { clear_tool_inputs: true, ..PruningSettings::default() };
+    let settings = PruningSettings::default().with_clear_tool_inputs(true);
     let compactor = compactor(settings);
     let planned = compactor.plan(&messages, 0, &CharCounter).expect("a plan");
     let compaction = compactor.compact(&messages, 0, &CharCounter).expect("pruned");

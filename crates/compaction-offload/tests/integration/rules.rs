@@ -51,12 +51,12 @@ fn hooks_chain_and_each_sees_what_the_previous_left() {
     let hooks = vec![
         CompactionHook::new(
             pruning(),
-            CompactionHookSettings { context_window: window, compact_at: 0.5, compact_to: 0.45 },
+            CompactionHookSettings::new(window).with_compact_at(0.5).with_compact_to(0.45),
         )
         .expect("first"),
         CompactionHook::new(
             Box::new(offload),
-            CompactionHookSettings { context_window: window, compact_at: 0.5, compact_to: 0.1 },
+            CompactionHookSettings::new(window).with_compact_at(0.5).with_compact_to(0.1),
         )
         .expect("second"),
     ];
@@ -129,7 +129,7 @@ fn offload_compactor_keys_are_random_and_unique() {
     let store = Arc::new(InMemoryToolResultStore::new());
     let compactor = ToolResultOffloadCompactor::new(
         store.clone(),
-        OffloadCompactorSettings { min_keep_steps: 1, min_tokens: 0, preview_chars: 20 },
+        OffloadCompactorSettings::default().with_min_keep_steps(1).with_min_tokens(0).with_preview_chars(20),
     )
     .expect("valid");
     let messages = conversation(5, 100);
@@ -241,7 +241,8 @@ fn every_result_of_a_message_is_offloaded_on_its_own() {
 #[test]
 fn the_compactor_offloads_each_result_of_a_batch() {
     let store = Arc::new(InMemoryToolResultStore::new());
-    let settings = OffloadCompactorSettings { min_keep_steps: 1, min_tokens: 20, preview_chars: 10 };
+    let settings =
+        OffloadCompactorSettings::default().with_min_keep_steps(1).with_min_tokens(20).with_preview_chars(10);
     let compactor = ToolResultOffloadCompactor::new(store.clone(), settings).expect("valid");
     let (a, b, c, d) = (call("fetch", "a"), call("fetch", "b"), call("fetch", "c"), call("fetch", "d"));
     let mut batch = Message::tool("x".repeat(400), a.clone(), false);
