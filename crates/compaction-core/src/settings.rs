@@ -155,6 +155,10 @@ impl PruningSettings {
     }
 
     /// Checks the rules the reference's constructor enforces, and those of the new options.
+    ///
+    /// # Errors
+    ///
+    /// When `min_keep_steps` is 0 or `keep_tool_results` is `Some(0)`.
     pub fn validate(&self) -> Result<(), Error> {
         if self.min_keep_steps < 1 {
             return Err(Error::MinKeepStepsTooSmall(self.min_keep_steps as i128));
@@ -168,6 +172,11 @@ impl PruningSettings {
     /// Reads settings in the plain form or in Haystack's `to_dict` form. Missing keys take their
     /// defaults; unknown keys, values of the wrong kind and values the reference rejects (such as
     /// `min_keep_steps: 0` or a negative `min_tokens`) are errors.
+    ///
+    /// # Errors
+    ///
+    /// For an unknown key, a value of the wrong kind, a value the reference rejects, or a
+    /// `type` other than the pruning compactor's.
     pub fn from_value(value: &Value) -> Result<Self, Error> {
         let object = as_object(value)?;
         let params = if object.contains_key("init_parameters") || object.contains_key("type") {
@@ -233,6 +242,10 @@ impl PruningSettings {
 
     /// The settings in Haystack's `to_dict` form, which its `from_dict` reads. Fails when an
     /// option beyond the reference is on, since Haystack would reject or ignore it.
+    ///
+    /// # Errors
+    ///
+    /// When an option beyond the reference is on.
     pub fn to_haystack_value(&self) -> Result<Value, Error> {
         if !self.exclude_tools.is_empty() {
             return Err(Error::NotInReference("exclude_tools"));

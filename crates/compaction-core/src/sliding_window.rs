@@ -68,6 +68,11 @@ impl SlidingWindowSettings {
     /// Reads settings in the plain form or Haystack's `to_dict` form. Missing keys take their
     /// defaults; `omission_note: null` means no note; unknown keys, values of the wrong kind and a
     /// negative `min_keep_steps` are errors.
+    ///
+    /// # Errors
+    ///
+    /// For an unknown key, a value of the wrong kind, a negative `min_keep_steps`, or a `type`
+    /// other than the sliding window's.
     pub fn from_value(value: &Value) -> Result<Self, Error> {
         let mut settings = SlidingWindowSettings::default();
         for (key, value) in parameters(value, HAYSTACK_SLIDING_WINDOW_TYPE)? {
@@ -146,6 +151,10 @@ impl SlidingWindowCompactor {
     }
 
     /// Reads a compactor from its plain settings or Haystack's `to_dict` form.
+    ///
+    /// # Errors
+    ///
+    /// As [`SlidingWindowSettings::from_value`].
     pub fn from_value(value: &Value) -> Result<Self, Error> {
         Ok(Self::new(SlidingWindowSettings::from_value(value)?))
     }

@@ -135,6 +135,10 @@ impl SummarizationSettings {
     }
 
     /// Checks what the reference's constructor checks: `approximate_summary_tokens >= 1`.
+    ///
+    /// # Errors
+    ///
+    /// When `approximate_summary_tokens` is 0.
     pub fn validate(&self) -> Result<(), Error> {
         if self.approximate_summary_tokens < 1 {
             return Err(Error::SummaryTokensTooSmall(0));
@@ -145,6 +149,11 @@ impl SummarizationSettings {
     /// Reads settings in the plain form or Haystack's `to_dict` form. Missing keys take their
     /// defaults; `chat_generator` is skipped; unknown keys, values of the wrong kind and values
     /// the reference rejects are errors.
+    ///
+    /// # Errors
+    ///
+    /// For an unknown key, a value of the wrong kind, a value the reference rejects, or a
+    /// `type` other than the summarizer's.
     pub fn from_value(value: &Value) -> Result<Self, Error> {
         let mut settings = SummarizationSettings::default();
         for (key, value) in parameters(value, HAYSTACK_SUMMARIZATION_TYPE)? {
@@ -267,12 +276,20 @@ pub struct SummarizationCompactor {
 impl SummarizationCompactor {
     /// A compactor with `settings`, once they pass [`SummarizationSettings::validate`], and no
     /// generator yet.
+    ///
+    /// # Errors
+    ///
+    /// When the settings fail [`SummarizationSettings::validate`].
     pub fn new(settings: SummarizationSettings) -> Result<Self, Error> {
         settings.validate()?;
         Ok(SummarizationCompactor { settings, generator: None, async_generator: None })
     }
 
     /// Reads a compactor from its plain settings or Haystack's `to_dict` form.
+    ///
+    /// # Errors
+    ///
+    /// As [`SummarizationSettings::from_value`] and [`SummarizationCompactor::new`].
     pub fn from_value(value: &Value) -> Result<Self, Error> {
         Self::new(SummarizationSettings::from_value(value)?)
     }

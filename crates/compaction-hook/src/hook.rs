@@ -56,6 +56,10 @@ impl CompactionHookSettings {
     }
 
     /// Checks `context_window >= 1` and `0 < compact_to < compact_at <= 1`.
+    ///
+    /// # Errors
+    ///
+    /// When `context_window` is 0 or the fractions are out of order or range (NaN included).
     pub fn validate(&self) -> Result<(), Error> {
         if self.context_window < 1 {
             return Err(Error::ContextWindowTooSmall(self.context_window as i128));
@@ -70,6 +74,11 @@ impl CompactionHookSettings {
 
     /// Reads settings in the plain form or Haystack's `to_dict` form; missing fractions take
     /// their defaults, `context_window` is required.
+    ///
+    /// # Errors
+    ///
+    /// For a missing `context_window`, a value of the wrong kind, settings that fail
+    /// [`CompactionHookSettings::validate`], or a `type` other than the hook's.
     pub fn from_value(value: &Value) -> Result<Self, Error> {
         let params = init_parameters(value, HAYSTACK_HOOK_TYPE)?;
         let window = match params.get("context_window") {
@@ -101,8 +110,9 @@ impl<'de> Deserialize<'de> for CompactionHookSettings {
 /// What one [`CompactionHook::run`] saw and did.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CompactionOutcome {
-    /// The compactor's name.
-    pub strategy: String,
+    /// The compactor's name ([`Compactor::name`]), such as `ToolResultPruningCompactor`. Not the
+    /// strategy marker a compaction leaves in `meta`, which is [`CompactionReport::strategy`].
+    pub compactor: String,
     /// The estimated size of the whole request, tools included.
     pub estimated_tokens: usize,
     /// Whether the estimate reached `context_window * compact_at`.
@@ -161,6 +171,10 @@ impl fmt::Debug for CompactionHook {
 impl CompactionHook {
     /// A hook running `compactor` under `settings`, counting with the default
     /// [`ApproximateTokenCounter`].
+    ///
+    /// # Errors
+    ///
+    /// When the settings fail [`CompactionHookSettings::validate`].
     pub fn new(compactor: Box<dyn Compactor>, settings: CompactionHookSettings) -> Result<Self, Error> {
         settings.validate()?;
         Ok(CompactionHook {
@@ -185,6 +199,11 @@ impl CompactionHook {
     /// does not hold: the compaction-offload crate reads that form
     /// (`compaction_offload::compaction_hook_from_value`). A summarizer needs a model client,
     /// which no serialized form carries.
+    ///
+    /// # Errors
+    ///
+    /// When the form is not the hook's, its settings are invalid, or its compactor or counter
+    /// is one this crate cannot build.
     pub fn from_value(value: &Value) -> Result<Self, Error> {
         let params = init_parameters(value, HAYSTACK_HOOK_TYPE)?;
         let compactor: Box<dyn Compactor> = match params.get("compactor") {
@@ -208,6 +227,11 @@ impl CompactionHook {
     /// Builds a hook from Haystack's `CompactionHook.to_dict()` output with `compactor` in
     /// place of the one the form names: the window, the fractions and the counter are read
     /// from `value`. For crates that build compactors this one cannot.
+    ///
+    /// # Errors
+    ///
+    /// When the form is not the hook's, its settings are invalid, or its counter is one this
+    /// crate cannot build.
     pub fn from_value_with_compactor(value: &Value, compactor: Box<dyn Compactor>) -> Result<Self, Error> {
         let settings = CompactionHookSettings::from_value(value)?;
         let params = init_parameters(value, HAYSTACK_HOOK_TYPE)?;
@@ -232,12 +256,9 @@ impl CompactionHook {
                     },
                 }
             };
-            let counter = ApproximateTokenCounter::with_charges(
-                ratio,
-                count("tokens_per_image", 85)?,
-                count("tokens_per_file", 1000)?,
-            )
-            .map_err(|e| invalid("chars_per_token", &e.to_string()))?;
+            let counter = ApproximateTokenCounter::new(ratio)
+                .map_err(|e| invalid("chars_per_token", &e.to_string()))?
+                .with_charges(count("tokens_per_image", 85)?, count("tokens_per_file", 1000)?);
             hook = hook.with_counter(Box::new(counter));
         }
         Ok(hook)
@@ -316,7 +337,7 @@ impl CompactionHook {
         let mut outcome = match decision {
             Some(decision) => CompactionOutcome::from_decision(decision),
             None => CompactionOutcome {
-                strategy: self.compactor.name().to_owned(),
+                compactor: self.compactor.name().to_owned(),
                 estimated_tokens: 0,
                 triggered: false,
                 target_tokens: None,

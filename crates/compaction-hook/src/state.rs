@@ -147,6 +147,10 @@ impl AgentState {
     /// [`AgentState::count_with_tools`] for counters that can fail: a counter whose counts add
     /// up message by message counts only what was appended, any other is asked through
     /// [`TokenCounter::try_count`].
+    ///
+    /// # Errors
+    ///
+    /// When the counter cannot count.
     pub fn try_count_with_tools(
         &self,
         counter: &dyn TokenCounter,

@@ -442,6 +442,10 @@ impl Message {
 
 impl ImagePart {
     /// The image's bytes, decoded from base64 as strictly as Python's `b64decode(validate=True)`.
+    ///
+    /// # Errors
+    ///
+    /// When `base64_image` is not strict base64; the error says how, as Python would.
     pub fn decoded(&self) -> Result<Vec<u8>, crate::Base64Error> {
         crate::sniff::decode_base64_strict(&self.base64_image)
     }
@@ -449,6 +453,10 @@ impl ImagePart {
 
 impl FilePart {
     /// The file's bytes, decoded from base64 as strictly as Python's `b64decode(validate=True)`.
+    ///
+    /// # Errors
+    ///
+    /// When `base64_data` is not strict base64; the error says how, as Python would.
     pub fn decoded(&self) -> Result<Vec<u8>, crate::Base64Error> {
         crate::sniff::decode_base64_strict(&self.base64_data)
     }

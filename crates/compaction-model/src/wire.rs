@@ -28,6 +28,11 @@ use crate::prefix::{pairs_in, pairs_of};
 use crate::sniff;
 
 /// Reads a conversation from a JSON array of messages.
+///
+/// # Errors
+///
+/// When the value is not an array, or a message in it is not one Haystack's
+/// `ChatMessage.from_dict` reads; the error names the message's index.
 pub fn messages_from_value(value: Value) -> Result<Vec<Message>, Error> {
     match value {
         Value::Array(items) => {
@@ -43,6 +48,11 @@ pub fn messages_from_value(value: Value) -> Result<Vec<Message>, Error> {
 ///
 /// Messages are read one after another straight from the text, most by
 /// [`Message::read_prefix`], whatever the text's spacing and escapes.
+///
+/// # Errors
+///
+/// When the text is not JSON (with serde_json's line and column), or is JSON that
+/// [`messages_from_value`] rejects.
 pub fn messages_from_slice(json: &[u8]) -> Result<Vec<Message>, Error> {
     match std::str::from_utf8(json).ok().and_then(read_array) {
         Some(messages) => Ok(messages),
@@ -232,6 +242,11 @@ pub fn messages_to_value(messages: &[Message]) -> Value {
 
 impl Message {
     /// Reads one message; `index` is its position in the conversation, used in errors.
+    ///
+    /// # Errors
+    ///
+    /// When the value is not a message Haystack's `ChatMessage.from_dict` reads; the error
+    /// names `index` and what is wrong.
     pub fn from_value(value: Value, index: usize) -> Result<Message, Error> {
         let Value::Object(mut data) = value else {
             return Err(Error::WrongType {
@@ -286,6 +301,10 @@ impl Message {
     /// Reads one message from its JSON text: the same message, or the same error, as
     /// [`Message::from_value`] gives for the parsed text; text that is not JSON is
     /// [`Error::Json`]. `index` is its position in the conversation, used in errors.
+    ///
+    /// # Errors
+    ///
+    /// When the text is not JSON, or is JSON that [`Message::from_value`] rejects.
     pub fn from_slice(json: &[u8], index: usize) -> Result<Message, Error> {
         if let Some(read) = std::str::from_utf8(json).ok().and_then(Message::read_prefix) {
             if skip_whitespace(json, read.len) == json.len() {

@@ -66,6 +66,10 @@ impl OffloadCompactorSettings {
     }
 
     /// Checks `min_keep_steps >= 1`.
+    ///
+    /// # Errors
+    ///
+    /// When `min_keep_steps` is 0.
     pub fn validate(&self) -> Result<(), Error> {
         if self.min_keep_steps < 1 {
             return Err(Error::MinKeepStepsTooSmall(self.min_keep_steps as i128));
@@ -172,6 +176,10 @@ impl fmt::Debug for OffloadCompactorPlan<'_> {
 
 impl ToolResultOffloadCompactor {
     /// A compactor writing to `store`.
+    ///
+    /// # Errors
+    ///
+    /// When the settings fail [`OffloadCompactorSettings::validate`].
     pub fn new(store: Arc<dyn ToolResultStore>, settings: OffloadCompactorSettings) -> Result<Self, Error> {
         settings.validate()?;
         Ok(ToolResultOffloadCompactor {
@@ -186,6 +194,10 @@ impl ToolResultOffloadCompactor {
     /// [`offload_with_store`](ToolResultOffloadCompactor::offload_with_store) and
     /// [`offload_async`](ToolResultOffloadCompactor::offload_async). As a [`Compactor`] it then
     /// offloads nothing and keeps an [`Error::NoStore`] failure for each write it would make.
+    ///
+    /// # Errors
+    ///
+    /// When the settings fail [`OffloadCompactorSettings::validate`].
     pub fn without_store(settings: OffloadCompactorSettings) -> Result<Self, Error> {
         settings.validate()?;
         Ok(ToolResultOffloadCompactor {

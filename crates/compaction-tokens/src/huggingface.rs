@@ -29,6 +29,10 @@ impl std::fmt::Debug for HuggingFaceTokenCounter {
 
 impl HuggingFaceTokenCounter {
     /// Loads `tokenizer.json` from a path.
+    ///
+    /// # Errors
+    ///
+    /// When the file cannot be read or is not a tokenizer the `tokenizers` crate loads.
     pub fn from_file(path: impl AsRef<Path>) -> Result<Self, Error> {
         let path = path.as_ref();
         let source = path.display().to_string();
@@ -38,6 +42,10 @@ impl HuggingFaceTokenCounter {
     }
 
     /// Loads a tokenizer from the bytes of a `tokenizer.json`.
+    ///
+    /// # Errors
+    ///
+    /// When the bytes are not a tokenizer the `tokenizers` crate loads.
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, Error> {
         Self::build(bytes, "<bytes>".to_owned())
     }
@@ -51,7 +59,9 @@ impl HuggingFaceTokenCounter {
         Ok(HuggingFaceTokenCounter { tokenizer, source, tokens_per_image: 85, tokens_per_file: 1000 })
     }
 
-    /// The same counter with other image and file charges.
+    /// The same counter charging `tokens_per_image` per image and `tokens_per_file` per file, as
+    /// every counter's `with_charges` does.
+    #[must_use]
     pub fn with_charges(mut self, tokens_per_image: usize, tokens_per_file: usize) -> Self {
         self.tokens_per_image = tokens_per_image;
         self.tokens_per_file = tokens_per_file;

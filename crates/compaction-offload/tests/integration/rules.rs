@@ -65,7 +65,7 @@ fn hooks_chain_and_each_sees_what_the_previous_left() {
     assert!(outcomes[0].compacted && outcomes[0].triggered);
     // The second hook measured the pruned conversation, not the original.
     assert!(outcomes[1].estimated_tokens < outcomes[0].estimated_tokens);
-    assert_eq!(outcomes[0].strategy, "ToolResultPruningCompactor");
+    assert_eq!(outcomes[0].compactor, "ToolResultPruningCompactor");
     assert!(outcomes[0].report.as_ref().is_some_and(|r| !r.results.is_empty()));
     // Pruned results carry the pruning marker, so the offload compactor leaves them; the newest
     // step is protected by both.
@@ -90,7 +90,7 @@ fn policies_resolve_exact_then_set_then_wildcard() {
     let serialized = strategies.to_haystack_value().expect("built-ins serialize");
     let keys: Vec<&String> = serialized.as_object().expect("object").keys().collect();
     assert_eq!(keys, ["*", "[\"read\", \"list\"]", "read"]);
-    let back = OffloadStrategies::from_haystack_value(&serialized).expect("read back");
+    let back = OffloadStrategies::from_value(&serialized).expect("read back");
     assert_eq!(back.to_haystack_value(), Some(serialized));
 }
 
