@@ -188,6 +188,7 @@ impl<T: Compactor + ?Sized> Compactor for std::sync::Arc<T> {
 /// the new conversation beside the old one; [`Compaction::apply`] rewrites an owned conversation
 /// in place, reusing what each rewritten message keeps of its original.
 #[derive(Debug, Clone, PartialEq)]
+#[must_use = "a compaction changes nothing until it is applied or its messages are built"]
 pub struct Compaction {
     /// How the conversation changes.
     pub edits: Edits,
@@ -616,6 +617,8 @@ impl StandIns {
 }
 
 /// What a compaction did: the sizes before and after, and each rewritten tool result.
+// Not `#[must_use]`: `Compaction::apply` hands the report back as a convenience, and a caller
+// that applied the compaction has used it. What only yields a report is marked instead.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CompactionReport {
     /// The strategy that ran.

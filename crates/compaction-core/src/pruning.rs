@@ -77,6 +77,7 @@ impl ToolResultPruningCompactor {
     }
 
     /// A dry run: the report [`Compactor::compact`] would return. No message is built.
+    #[must_use]
     pub fn plan(
         &self,
         messages: &[Message],

@@ -54,12 +54,14 @@ impl Default for SlidingWindowSettings {
 
 impl SlidingWindowSettings {
     /// The same settings keeping at least `min_keep_steps` of the newest steps.
+    #[must_use]
     pub fn with_min_keep_steps(mut self, min_keep_steps: usize) -> Self {
         self.min_keep_steps = min_keep_steps;
         self
     }
 
     /// The same settings with another omission note, or none.
+    #[must_use]
     pub fn with_omission_note(mut self, omission_note: Option<String>) -> Self {
         self.omission_note = omission_note;
         self

@@ -111,24 +111,28 @@ impl Default for SummarizationSettings {
 
 impl SummarizationSettings {
     /// The same settings keeping at least `min_keep_steps` of the newest steps.
+    #[must_use]
     pub fn with_min_keep_steps(mut self, min_keep_steps: usize) -> Self {
         self.min_keep_steps = min_keep_steps;
         self
     }
 
     /// The same settings planning for summaries of about `tokens` tokens.
+    #[must_use]
     pub fn with_approximate_summary_tokens(mut self, tokens: usize) -> Self {
         self.approximate_summary_tokens = tokens;
         self
     }
 
     /// The same settings with another instruction for the model.
+    #[must_use]
     pub fn with_summary_instruction(mut self, instruction: impl Into<String>) -> Self {
         self.summary_instruction = instruction.into();
         self
     }
 
     /// The same settings failing, or not, when a round fails.
+    #[must_use]
     pub fn with_raise_on_failure(mut self, raise: bool) -> Self {
         self.raise_on_failure = raise;
         self
@@ -296,12 +300,14 @@ impl SummarizationCompactor {
 
     /// The same compactor asking `generator` when it runs through [`Compactor::compact`] and
     /// [`Compactor::try_compact`].
+    #[must_use]
     pub fn with_generator(mut self, generator: Arc<dyn ChatGenerator>) -> Self {
         self.generator = Some(generator);
         self
     }
 
     /// The same compactor asking `generator` when it runs through [`Compactor::compact_async`].
+    #[must_use]
     pub fn with_async_generator(mut self, generator: Arc<dyn AsyncChatGenerator>) -> Self {
         self.async_generator = Some(generator);
         self

@@ -81,6 +81,7 @@ impl TokenBudgetHook {
     }
 
     /// The same hook appending, or not, an assistant message that says why the run stopped.
+    #[must_use]
     pub fn with_final_message(mut self, add_final_message: bool) -> Self {
         self.add_final_message = add_final_message;
         self

@@ -109,6 +109,7 @@ impl<'de> Deserialize<'de> for CompactionHookSettings {
 
 /// What one [`CompactionHook::run`] saw and did.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[must_use = "the outcome says whether the run failed (`failure`)"]
 pub struct CompactionOutcome {
     /// The compactor's name ([`Compactor::name`]), such as `ToolResultPruningCompactor`. Not the
     /// strategy marker a compaction leaves in `meta`, which is [`CompactionReport::strategy`].
@@ -186,6 +187,7 @@ impl CompactionHook {
     }
 
     /// The same hook counting with `counter`.
+    #[must_use]
     pub fn with_counter(mut self, counter: Box<dyn TokenCounter>) -> Self {
         self.counter = counter;
         self

@@ -197,12 +197,14 @@ impl AgentState {
     }
 
     /// The same state with `tools`.
+    #[must_use]
     pub fn with_tools(mut self, tools: Vec<ToolSpec>) -> Self {
         self.tools = tools;
         self
     }
 
     /// The same state with the provider's count `context_tokens`.
+    #[must_use]
     pub fn with_context_tokens(mut self, context_tokens: usize) -> Self {
         self.context_tokens = context_tokens;
         self

@@ -245,6 +245,7 @@ impl ToolCall {
     }
 
     /// The same call with an id.
+    #[must_use]
     pub fn with_id(mut self, id: impl Into<String>) -> Self {
         self.id = Some(id.into());
         self
@@ -360,12 +361,14 @@ impl Message {
     }
 
     /// The same message with metadata `meta`.
+    #[must_use]
     pub fn with_meta(mut self, meta: JsonObject) -> Self {
         self.meta = meta;
         self
     }
 
     /// The same message with a participant name.
+    #[must_use]
     pub fn with_name(mut self, name: impl Into<String>) -> Self {
         self.name = Some(name.into());
         self

@@ -210,6 +210,7 @@ impl ToolResultOffloadCompactor {
 
     /// The same compactor taking the unique part of each key from `source` instead of random
     /// hex, for reproducible runs and tests.
+    #[must_use]
     pub fn with_key_source(mut self, source: impl Fn() -> String + Send + Sync + 'static) -> Self {
         self.key_source = Box::new(source);
         self

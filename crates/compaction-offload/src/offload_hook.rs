@@ -167,6 +167,7 @@ impl ToolResultOffloadHook {
     }
 
     /// The same hook previewing `preview_chars` characters of each offloaded text.
+    #[must_use]
     pub fn with_preview_chars(mut self, preview_chars: usize) -> Self {
         self.preview_chars = preview_chars;
         self

@@ -74,6 +74,7 @@ impl StoreProfile {
     }
 
     /// The same profile, taking binary content or not.
+    #[must_use]
     pub fn with_binary_content(mut self, supported: bool) -> Self {
         self.binary = supported;
         self
@@ -81,6 +82,7 @@ impl StoreProfile {
 
     /// The same profile, with references that are `prefix` followed by the key (the file-system
     /// store's are its root's path and a separator).
+    #[must_use]
     pub fn with_reference_prefix(mut self, prefix: impl Into<String>) -> Self {
         self.reference_prefix = prefix.into();
         self

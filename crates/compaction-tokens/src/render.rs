@@ -138,12 +138,14 @@ impl<'a> RenderOptions<'a> {
     }
 
     /// The same options, showing tool-call ids or not.
+    #[must_use]
     pub fn with_tool_call_ids(mut self, include: bool) -> Self {
         self.include_tool_call_ids = include;
         self
     }
 
     /// The same options with another placeholder for images and files.
+    #[must_use]
     pub fn with_placeholder(mut self, placeholder: &'a (dyn Fn(Attachment<'_>) -> String + Sync)) -> Self {
         self.placeholder = placeholder;
         self

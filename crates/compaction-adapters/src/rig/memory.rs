@@ -55,12 +55,14 @@ impl CompactionPolicy {
     }
 
     /// The same policy counting with `counter` (a tokenizer of the model, say).
+    #[must_use]
     pub fn with_counter(mut self, counter: impl TokenCounter + 'static) -> Self {
         self.counter = Box::new(counter);
         self
     }
 
     /// The same policy compacting only once the history counts more than `trigger_tokens`.
+    #[must_use]
     pub fn with_trigger_tokens(mut self, trigger_tokens: usize) -> Self {
         self.trigger_tokens = Some(trigger_tokens);
         self
