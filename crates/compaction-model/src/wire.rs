@@ -232,7 +232,7 @@ pub fn value_end(json: &[u8], at: usize) -> Option<usize> {
 }
 
 fn json_error(error: serde_json::Error) -> Error {
-    Error::Json { reason: error.to_string() }
+    Error::Json { source: std::sync::Arc::new(error) }
 }
 
 /// Writes a conversation as a JSON array of messages in Haystack's current shape.
@@ -358,10 +358,21 @@ impl Message {
     }
 }
 
+/// Reads one message as [`Message::from_value`] does. A message deserialized on its own, or as
+/// an element of a `Vec<Message>` or of a struct of yours, does not know its position in the
+/// conversation, so the error names none (the deserializer adds where it is, such as
+/// serde_json's line and column); [`messages_from_slice`] and [`messages_from_value`] name the
+/// message's index.
 impl<'de> Deserialize<'de> for Message {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let value = Value::deserialize(deserializer)?;
-        Message::from_value(value, 0).map_err(serde::de::Error::custom)
+        Message::from_value(value, 0).map_err(|error| {
+            // Every error about a message opens with `message {index}: `; the index given here
+            // is a stand-in, so it is left out rather than shown as a position.
+            let text = error.to_string();
+            let text = text.strip_prefix("message 0: ").unwrap_or(&text);
+            serde::de::Error::custom(format_args!("a message: {text}"))
+        })
     }
 }
 

@@ -185,10 +185,10 @@ fn plan_block<'a>(
             (file.base64_data.as_str(), file.mime_type.as_deref(), file.filename.as_deref(), "file")
         }
     };
-    let data = decode_lenient(encoded).map_err(|reason| Error::InvalidBase64 {
+    let data = decode_lenient(encoded).map_err(|source| Error::InvalidBase64 {
         tool_name: tool_name.to_owned(),
         position,
-        reason,
+        source,
     })?;
     let mime = mime.filter(|m| !m.is_empty());
     let filename = filename.filter(|f| !f.is_empty());
@@ -248,7 +248,7 @@ pub(crate) fn pointer_message(
 }
 
 /// Python's `base64.b64decode` without `validate`: characters outside the alphabet are dropped.
-fn decode_lenient(encoded: &str) -> Result<Vec<u8>, String> {
+fn decode_lenient(encoded: &str) -> Result<Vec<u8>, compaction_model::Base64Error> {
     match compaction_model::decode_base64_strict(encoded) {
         Ok(bytes) => Ok(bytes),
         Err(_) => {
@@ -256,7 +256,7 @@ fn decode_lenient(encoded: &str) -> Result<Vec<u8>, String> {
                 .chars()
                 .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '/' | '='))
                 .collect();
-            compaction_model::decode_base64_strict(&kept).map_err(|e| e.to_string())
+            compaction_model::decode_base64_strict(&kept)
         }
     }
 }

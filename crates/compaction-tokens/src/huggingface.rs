@@ -36,8 +36,11 @@ impl HuggingFaceTokenCounter {
     pub fn from_file(path: impl AsRef<Path>) -> Result<Self, Error> {
         let path = path.as_ref();
         let source = path.display().to_string();
-        let bytes = std::fs::read(path)
-            .map_err(|error| Error::Tokenizer { source_name: source.clone(), reason: error.to_string() })?;
+        let bytes = std::fs::read(path).map_err(|error| Error::Tokenizer {
+            source_name: source.clone(),
+            what: "cannot be read",
+            source: Box::new(error),
+        })?;
         Self::build(&bytes, source)
     }
 
@@ -51,10 +54,14 @@ impl HuggingFaceTokenCounter {
     }
 
     fn build(bytes: &[u8], source: String) -> Result<Self, Error> {
-        let invalid = |reason: String| Error::Tokenizer { source_name: source.clone(), reason };
+        let invalid = |what: &'static str, error: tokenizers::Error| Error::Tokenizer {
+            source_name: source.clone(),
+            what,
+            source: error,
+        };
         let mut tokenizer =
-            Tokenizer::from_bytes(bytes).map_err(|e| invalid(format!("not a valid tokenizer.json: {e}")))?;
-        tokenizer.with_truncation(None).map_err(|e| invalid(e.to_string()))?;
+            Tokenizer::from_bytes(bytes).map_err(|e| invalid("not a valid tokenizer.json", e))?;
+        tokenizer.with_truncation(None).map_err(|e| invalid("cannot turn truncation off", e))?;
         tokenizer.with_padding(None);
         Ok(HuggingFaceTokenCounter { tokenizer, source, tokens_per_image: 85, tokens_per_file: 1000 })
     }

@@ -106,7 +106,7 @@ impl ToolResultStore for Flaky {
     fn write(&self, key: &str, content: Content<'_>) -> Result<String, Error> {
         let n = self.writes.fetch_add(1, Ordering::SeqCst) + 1;
         if self.every > 0 && n % self.every == 0 {
-            return Err(Error::Store { key: key.into(), reason: "flaky".into() });
+            return Err(Error::Store { key: key.into(), source: "flaky".into() });
         }
         self.inner.write(key, content)
     }

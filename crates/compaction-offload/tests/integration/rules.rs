@@ -316,7 +316,7 @@ fn failures_of_the_compactor_in_a_hook_come_back_to_the_caller() {
     struct Broken;
     impl ToolResultStore for Broken {
         fn write(&self, key: &str, _: Content<'_>) -> Result<String, Error> {
-            Err(Error::Store { key: key.into(), reason: "quota exceeded".into() })
+            Err(Error::Store { key: key.into(), source: "quota exceeded".into() })
         }
         fn read(&self, reference: &str) -> Result<StoredContent, Error> {
             Err(Error::NotFound(reference.into()))

@@ -50,7 +50,7 @@ fn the_hook_plans_without_writing_and_finishes_with_what_the_store_gave() {
         // missing altogether.
         let outcomes = vec![
             Ok("s3://bucket/run-7/4_fetch_c0.txt".to_owned()),
-            Err(Error::Store { key: "4_fetch_c1.txt".into(), reason: "throttled".into() }),
+            Err(Error::Store { key: "4_fetch_c1.txt".into(), source: "throttled".into() }),
         ];
         plan.finish(outcomes)
     };
