@@ -479,7 +479,7 @@ const PUBLIC_ITEM_BUDGET: &[(&str, usize)] = &[
     ("compaction-model", 98),
     ("compaction-formats", 49),
     ("compaction-tokens", 63),
-    ("compaction-core", 123),
+    ("compaction-core", 124),
     ("compaction-llm", 71),
     ("compaction-hook", 66),
     ("compaction-offload", 110),

@@ -129,8 +129,17 @@ impl CompactionHook {
             return outcome;
         };
         let before = state.messages().len();
-        outcome.changed = compaction.replaced_indices();
-        outcome.report = Some(state.apply(compaction));
+        let changed = compaction.replaced_indices();
+        match state.apply(compaction) {
+            Ok(report) => outcome.report = Some(report),
+            Err(error) => {
+                let error = Error::Compaction(error);
+                tracing::warn!(%error, "the compaction does not fit the conversation; it is unchanged");
+                outcome.failure = Some(crate::error::chain(&error));
+                return outcome;
+            }
+        }
+        outcome.changed = changed;
         outcome.compacted = true;
         if state.context_tokens != 0 {
             let overhead = i128::from(outcome.overhead.unwrap_or(0));

@@ -178,7 +178,16 @@ impl AgentState {
 
     /// Rewrites the conversation with a compaction's edits, in place. Edits that rewrite
     /// messages where they are keep what was counted of the others.
-    pub fn apply(&mut self, compaction: compaction_core::Compaction) -> compaction_core::CompactionReport {
+    ///
+    /// # Errors
+    ///
+    /// As [`Compaction::apply`](compaction_core::Compaction::apply): an edit that cannot be
+    /// placed in this conversation, which is then left as it was.
+    pub fn apply(
+        &mut self,
+        compaction: compaction_core::Compaction,
+    ) -> Result<compaction_core::CompactionReport, compaction_core::Error> {
+        compaction.check(&self.messages)?;
         match compaction.replaced_indices() {
             Some(indices) => {
                 self.running().rewritten(&indices);

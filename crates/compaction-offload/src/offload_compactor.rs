@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use compaction_core::{
     replace_tool_results_until_target, Compaction, CompactionReport, Compactor, Replacement, ResultReport,
-    RewrittenResult,
+    Rewrite, RewrittenResult,
 };
 use compaction_model::{
     is_compacted, is_offloaded, CompactionMarker, JsonObject, Message, Part, Role, ToolCallResult,
@@ -532,7 +532,10 @@ impl<'a> OffloadCompactorPlan<'a> {
             reports,
         )
         .counted(counted);
-        OffloadCompaction { compaction: Some(Compaction::replacing(replacements, report)), failures }
+        // One replacement per planned message, so no index repeats: no check is needed.
+        let rewrites =
+            replacements.into_iter().map(|(index, message)| (index, Rewrite::Message(message))).collect();
+        OffloadCompaction { compaction: Some(Compaction::rewriting(rewrites, report)), failures }
     }
 }
 

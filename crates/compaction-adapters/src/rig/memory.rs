@@ -108,7 +108,9 @@ impl CompactionPolicy {
             self.remember(None);
             return Ok(None);
         };
-        let report = compaction.apply(&mut ours);
+        let report = compaction.apply(&mut ours).map_err(|error| {
+            format!("{} made a compaction that does not fit: {error}", self.compactor.name())
+        })?;
         let (compacted, losses) = to_rig(&ours).into_parts();
         let unexpected: Vec<String> =
             losses.iter().filter(|loss| !is_marker(loss)).map(ToString::to_string).collect();

@@ -257,7 +257,7 @@ pub fn run(args: Args) -> Result<()> {
             match compaction {
                 Some(compaction) => {
                     let changed = compaction.replaced_indices();
-                    let report = state.apply(compaction);
+                    let report = state.apply(compaction).map_err(|e| failed(&e))?;
                     let compacted = match changed {
                         Some(changed) => Compacted::InPlace(changed),
                         None => Compacted::Whole,

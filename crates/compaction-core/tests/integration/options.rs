@@ -182,7 +182,7 @@ fn a_preview_keeps_both_ends_around_the_placeholder() {
     // The report counts what the model will see, preview included.
     assert_eq!(compaction.report.results[0].replacement_tokens, CharCounter.count(&out[2..3], &[]));
     let mut applied = messages.clone();
-    compaction.apply(&mut applied);
+    compaction.apply(&mut applied).expect("fits the conversation it was made from");
     assert_eq!(applied, out);
 
     // A result no longer than both ends together would not get smaller, so it stays.
@@ -368,28 +368,73 @@ fn a_compactor_is_a_trait_object() {
 
 #[test]
 fn messages_and_apply_agree_on_any_edits() {
-    use compaction_core::{Compaction, CompactionReport, Edits, PrunedResult, Rewrite};
+    use compaction_core::{Compaction, CompactionReport, PrunedResult, Rewrite};
     let (a, b) = (call("search", "a"), call("fetch", "b"));
     let messages = vec![calling(&[a.clone(), b.clone()]), result(&a, 500), result(&b, 700)];
     let pruned = |clear_arguments| {
         Rewrite::Pruned(PrunedResult { clear_arguments, ..PrunedResult::new("[gone: {tool_name}]", 9) })
     };
     let report = || CompactionReport::new("test", 0, 0, 0, Vec::new());
-    // Unsorted, with two rewrites of one index (applied one after the other), a rewrite of a
-    // message without a result (left as it is) and one past the end (ignored).
+    // Unsorted, with two rewrites of one index (applied one after the other) and a replacement
+    // of a message without a result.
     let edits = vec![
         (2, Rewrite::Message(result(&a, 3))),
         (1, pruned(true)),
         (2, pruned(false)),
-        (0, pruned(false)),
-        (9, pruned(false)),
+        (0, Rewrite::Message(messages[0].clone())),
     ];
-    let compaction = Compaction { edits: Edits::Replace(edits), report: report() };
+    let compaction = Compaction::rewriting(edits, report());
     let built = compaction.messages(&messages);
     let mut applied = messages.clone();
-    compaction.apply(&mut applied);
+    compaction.apply(&mut applied).expect("every edit fits");
     assert_eq!(built, applied);
     assert_eq!(built[0], messages[0]);
     assert_eq!(built[2].tool_call_result().map(|r| r.origin.tool_name.as_str()), Some("search"));
     assert_eq!(built[1].tool_call_result().map(|r| r.origin.arguments.is_empty()), Some(true));
+}
+
+/// An edit `apply` cannot place is refused, naming it, and the conversation is left as it was:
+/// past the end, pruning a message without tool results, or a result the message lacks.
+#[test]
+fn apply_refuses_an_edit_it_cannot_place() {
+    use compaction_core::{Compaction, CompactionReport, Error, PrunedResult, Rewrite};
+    let a = call("search", "a");
+    let messages = vec![calling(std::slice::from_ref(&a)), result(&a, 500)];
+    let report = || CompactionReport::new("test", 0, 0, 0, Vec::new());
+    let prune =
+        |results: Vec<usize>| Rewrite::Pruned(PrunedResult { results, ..PrunedResult::new("[gone]", 9) });
+    let cases = [
+        (
+            vec![(1, prune(vec![])), (5, Rewrite::Message(result(&a, 1)))],
+            5,
+            "the conversation has 2 messages",
+        ),
+        (vec![(0, prune(vec![]))], 0, "holds no tool result"),
+        (vec![(1, prune(vec![0, 1]))], 1, "tool result 1 is to be pruned, but the message holds 1"),
+    ];
+    for (edits, at, reason) in cases {
+        let compaction = Compaction::rewriting(edits, report());
+        let mut applied = messages.clone();
+        let error = compaction.clone().apply(&mut applied).expect_err("misplaced");
+        assert!(matches!(&error, Error::MisplacedEdit { index, .. } if *index == at), "{error:?}");
+        assert!(error.to_string().contains(reason), "{error}");
+        assert_eq!(applied, messages, "nothing applied");
+        assert!(compaction.check(&messages).is_err());
+    }
+    // The same edits fit the conversation they were made for.
+    let fits = Compaction::rewriting(vec![(1, prune(vec![0]))], report());
+    fits.check(&messages).expect("fits");
+}
+
+/// Two replacements of one message are refused when the compaction is built: one would be lost.
+#[test]
+fn replacing_one_message_twice_is_refused() {
+    use compaction_core::{Compaction, CompactionReport, Error};
+    let a = call("search", "a");
+    let report = || CompactionReport::new("test", 0, 0, 0, Vec::new());
+    let twice = vec![(1, result(&a, 1)), (0, result(&a, 2)), (1, result(&a, 3))];
+    let error = Compaction::replacing(twice, report()).expect_err("index 1 twice");
+    assert!(matches!(error, Error::DuplicateEdit { index: 1 }), "{error:?}");
+    let once = vec![(1, result(&a, 1)), (0, result(&a, 2))];
+    assert_eq!(Compaction::replacing(once, report()).expect("distinct").replaced_indices(), Some(vec![0, 1]));
 }

@@ -264,7 +264,7 @@ fn check(messages: &[Message], settings: PruningSettings, percent: usize, counte
     let (out, report) = (&compaction.messages(messages), &compaction.report);
     assert_eq!(out.len(), messages.len());
     let mut applied = messages.to_vec();
-    compaction.clone().apply(&mut applied);
+    compaction.clone().apply(&mut applied).expect("fits the conversation it was made from");
     assert_eq!(&applied, out, "rewriting in place and building beside differ");
     // Per message, the entries run from the message's count before to the count of the message
     // built, each starting where the one before ended.
@@ -402,7 +402,7 @@ fn memo_agrees(messages: &[Message], compactor: &dyn Compactor, percent: usize, 
                 Some(indices) => memo.rewritten(indices),
                 None => memo = compaction_core::Memo::default(),
             }
-            compaction.apply(&mut with_memo);
+            compaction.apply(&mut with_memo).expect("fits the conversation it was made from");
         }
     }
 }
