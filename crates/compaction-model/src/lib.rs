@@ -92,4 +92,4 @@ pub use sniff::{
 };
 pub use text::{JsonSource, Text};
 pub use tool::ToolSpec;
-pub use wire::{array_spans, messages_from_slice, messages_from_value, messages_to_value, value_end};
+pub use wire::{messages_from_slice, messages_from_value, messages_to_value};

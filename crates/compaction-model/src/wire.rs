@@ -12,7 +12,6 @@
 //! the same.
 
 use std::fmt;
-use std::ops::Range;
 
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::ser::{SerializeMap, SerializeSeq};
@@ -101,41 +100,7 @@ fn read_array(json: &str) -> Option<Vec<Message>> {
     (skip_whitespace(bytes, at) == bytes.len()).then_some(messages)
 }
 
-/// The byte range of each element of the JSON array `json` is, found by a quick scan for
-/// strings and brackets; `None` when `json` is not an array, is nested deeper than the scan
-/// follows, or is visibly malformed.
-///
-/// The scan does not validate the elements. When every element parses on its own, the whole
-/// text parses, to the same values: a caller can parse the elements separately (in parallel, or
-/// straight into messages) and go back to parsing the whole text only when one fails.
-pub fn array_spans(json: &[u8]) -> Option<Vec<Range<usize>>> {
-    let mut at = skip_whitespace(json, 0);
-    if json.get(at) != Some(&b'[') {
-        return None;
-    }
-    at = skip_whitespace(json, at + 1);
-    let mut spans = Vec::new();
-    if json.get(at) == Some(&b']') {
-        at += 1;
-    } else {
-        loop {
-            let end = skip_value(json, at)?;
-            spans.push(at..end);
-            at = skip_whitespace(json, end);
-            match json.get(at)? {
-                b',' => at = skip_whitespace(json, at + 1),
-                b']' => {
-                    at += 1;
-                    break;
-                }
-                _ => return None,
-            }
-        }
-    }
-    (skip_whitespace(json, at) == json.len()).then_some(spans)
-}
-
-/// How deep [`array_spans`] follows nesting; serde_json refuses more than 128 levels, and an
+/// How deep [`skip_value`] follows nesting; serde_json refuses more than 128 levels, and an
 /// element parsed alone sits one level higher than inside its array, so deep input goes the
 /// whole-text way, where the limit is the same as ever.
 const SCAN_DEPTH: usize = 100;
@@ -225,12 +190,6 @@ fn find_special(bytes: &[u8], control: bool) -> Option<usize> {
     bytes[at..].iter().position(special).map(|k| at + k)
 }
 
-/// The end of the JSON value that starts at `at` in `json`, found by the quick scan of
-/// [`array_spans`] (strings and brackets, nothing validated); `None` when the scan is not sure.
-pub fn value_end(json: &[u8], at: usize) -> Option<usize> {
-    skip_value(json, at)
-}
-
 fn json_error(error: serde_json::Error) -> Error {
     Error::Json { source: std::sync::Arc::new(error) }
 }
@@ -316,26 +275,6 @@ impl Message {
         }
         let value: Value = serde_json::from_slice(json).map_err(json_error)?;
         Message::from_value(value, index)
-    }
-
-    /// Reads the message at the start of `json` when it is written exactly as this crate writes
-    /// it (`serde_json::to_writer`: compact, the current shape, keys in order, strings escaped
-    /// as serde_json escapes them), with the length of its text; `None` for anything else.
-    ///
-    /// What this accepts, [`Message::from_slice`] reads the same, and writing the message gives
-    /// back the same bytes: a caller can keep the text in place of encoding it again. Messages
-    /// with images, files or unknown fields are not read here. [`Message::read_prefix`] reads
-    /// other spellings of the same shape as well, and from text already known to be UTF-8.
-    pub fn from_encoded(json: &[u8]) -> Option<(Message, usize)> {
-        let end = skip_value(json, 0)?;
-        let read = Message::read_prefix(std::str::from_utf8(&json[..end]).ok()?)?;
-        (read.canonical && read.len == end).then_some((read.message, end))
-    }
-
-    /// Whether writing the message gives exactly `raw`, so those bytes can stand for it in
-    /// output. Stops at the first difference.
-    pub fn encodes_as(&self, raw: &[u8]) -> bool {
-        encodes_as(self, raw)
     }
 
     /// Whether `raw` is a spelling of what writing the message gives: the same bytes, or JSON
