@@ -126,7 +126,6 @@ impl ContextOverflowRecovery {
     ///
     /// [`Error::InvalidSetting`] unless `0 < fraction < 1`: a target at or above what was refused
     /// would be refused again.
-    #[must_use]
     pub fn with_shrink_to(mut self, fraction: f64) -> Result<Self, Error> {
         // Written so that NaN fails.
         if !(0.0 < fraction && fraction < 1.0) {
