@@ -25,7 +25,7 @@ fn bench_hook_step(c: &mut Criterion) {
         // A long run so far; each iteration is the next step: a tool result arrives, the hook
         // runs before the model call.
         let mut state = AgentState::new(messages.clone());
-        hook.run(&mut state);
+        let _outcome = hook.run(&mut state);
         let arrival = Message::user("one more observation");
         let mut group = c.benchmark_group("hook_step/untriggered");
         group.throughput(Throughput::Bytes(bytes.len() as u64)).sample_size(samples).measurement_time(time);

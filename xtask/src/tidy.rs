@@ -468,6 +468,225 @@ fn visit(dir: &std::path::Path, f: &mut dyn FnMut(&std::path::Path)) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// The public surface: each library crate's count of public items, against a budget raised only
+// on purpose. Growing a crate's API is then a visible line in the same change.
+
+/// Public items per library crate, as [`count_public_items`] counts them over the crate's `src`.
+/// A crate whose count differs fails `public_items_stay_within_their_budget`: raise the number
+/// in the change that adds items (and say what they are in CHANGELOG.md), or lower it in the
+/// change that removes some, so the next addition is seen.
+const PUBLIC_ITEM_BUDGET: &[(&str, usize)] = &[
+    ("compaction-model", 92),
+    ("compaction-formats", 49),
+    ("compaction-tokens", 63),
+    ("compaction-core", 124),
+    ("compaction-llm", 71),
+    ("compaction-hook", 66),
+    ("compaction-offload", 110),
+    ("compaction-adapters", 40),
+];
+
+/// Counts the items a crate's source declares plainly `pub`: functions, structs, enums, traits,
+/// type aliases, constants, statics and modules, wherever they sit (inherent and free), leaving
+/// out `pub(crate)` and narrower, re-exports (`pub use`, which name items counted where they are
+/// declared), doc comments, and `#[cfg(test)]` modules.
+///
+/// A source count rather than rustdoc's: rustdoc's JSON output needs a nightly toolchain. It
+/// also counts a `pub` item inside a private module that nothing re-exports; such an item is
+/// one re-export away from the surface, so it belongs in the budget too.
+fn count_public_items(source: &str) -> usize {
+    const KINDS: &[&str] = &["fn", "struct", "enum", "trait", "type", "const", "static", "mod", "union"];
+    // What may stand between `const` and `fn` in `pub const unsafe fn` and the like.
+    const QUALIFIERS: &[&str] = &["fn", "async", "unsafe", "extern"];
+    let mut count = 0;
+    let mut test_module_depth: Option<i64> = None;
+    let mut depth = 0i64;
+    let mut cfg_test_pending = false;
+    for line in source.lines() {
+        let code = strip_literals_and_comments(line);
+        let trimmed = code.trim();
+        let opens = code.matches('{').count() as i64;
+        let closes = code.matches('}').count() as i64;
+        if let Some(start) = test_module_depth {
+            depth += opens - closes;
+            if depth <= start {
+                test_module_depth = None;
+            }
+            continue;
+        }
+        if trimmed == "#[cfg(test)]" {
+            cfg_test_pending = true;
+            continue;
+        }
+        if cfg_test_pending && !trimmed.starts_with("#[") {
+            cfg_test_pending = false;
+            if trimmed.starts_with("mod ") || trimmed.starts_with("pub mod ") {
+                if opens > closes {
+                    test_module_depth = Some(depth);
+                    depth += opens - closes;
+                }
+                continue;
+            }
+        }
+        depth += opens - closes;
+        let Some(rest) = trimmed.strip_prefix("pub ") else { continue };
+        let mut words =
+            rest.split_whitespace().map(|w| w.trim_end_matches(['{', '(', '<', ':', ';'])).peekable();
+        loop {
+            match words.next() {
+                Some("const") if words.peek().is_some_and(|next| QUALIFIERS.contains(next)) => {}
+                Some("async" | "unsafe") => {}
+                Some("extern") => {
+                    // The ABI string (`extern "C" fn`) belongs to the qualifier.
+                    if words.peek().is_some_and(|next| next.starts_with('"')) {
+                        words.next();
+                    }
+                }
+                Some(kind) => {
+                    if KINDS.contains(&kind) {
+                        count += 1;
+                    }
+                    break;
+                }
+                None => break,
+            }
+        }
+    }
+    count
+}
+
+/// `line` with string and character literals emptied and any `//` comment cut off, so that
+/// braces and keywords inside them are not read as code. Raw strings and literals spanning
+/// lines are not tracked; the crates' sources keep braces out of those.
+fn strip_literals_and_comments(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => {
+                out.push('"');
+                while let Some(c) = chars.next() {
+                    match c {
+                        '\\' => {
+                            chars.next();
+                        }
+                        '"' => break,
+                        _ => {}
+                    }
+                }
+                out.push('"');
+            }
+            // A character literal ('{', '\'', '\u{7b}'); a lifetime ('a) has no closing quote.
+            '\'' => {
+                let rest: String = chars.clone().take(12).collect();
+                let end = if rest.starts_with('\\') {
+                    rest.char_indices().skip(1).find(|&(_, c)| c == '\'').map(|(i, _)| i)
+                } else {
+                    rest.char_indices().nth(1).filter(|&(_, c)| c == '\'').map(|(i, _)| i)
+                };
+                match end {
+                    Some(end) => {
+                        for _ in 0..=rest[..end].chars().count() {
+                            chars.next();
+                        }
+                        out.push_str("' '");
+                    }
+                    None => out.push('\''),
+                }
+            }
+            '/' if chars.peek() == Some(&'/') => break,
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// The public items of every `.rs` file under `crates/<krate>/src`.
+fn public_items_of(krate: &str) -> usize {
+    let mut count = 0;
+    visit(&project_root().join("crates").join(krate).join("src"), &mut |path| {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        count += count_public_items(&text);
+    });
+    count
+}
+
+#[test]
+fn public_items_stay_within_their_budget() {
+    let mut wrong = Vec::new();
+    for &(krate, budget) in PUBLIC_ITEM_BUDGET {
+        let count = public_items_of(krate);
+        if count > budget {
+            wrong.push(format!(
+                "{krate}: {count} public items, over its budget of {budget}; if the new items are \
+                 meant to be public, raise the budget to {count} in xtask/src/tidy.rs and record \
+                 them in CHANGELOG.md"
+            ));
+        } else if count < budget {
+            wrong.push(format!(
+                "{krate}: {count} public items, under its budget of {budget}; lower the budget to \
+                 {count} in xtask/src/tidy.rs so the next addition is seen"
+            ));
+        }
+    }
+    assert!(wrong.is_empty(), "public item budget:\n{}", wrong.join("\n"));
+}
+
+#[test]
+fn every_library_crate_has_a_public_item_budget() {
+    for krate in LAYERS.iter().chain(BESIDE_THE_LAYERS.iter().map(|(name, _)| name)) {
+        let is_library = project_root().join("crates").join(krate).join("src/lib.rs").exists();
+        let exempt = matches!(*krate, "compaction-cli" | "compaction-testkit");
+        if is_library && !exempt {
+            assert!(
+                PUBLIC_ITEM_BUDGET.iter().any(|(name, _)| name == krate),
+                "{krate} has no line in PUBLIC_ITEM_BUDGET (xtask/src/tidy.rs)"
+            );
+        }
+    }
+}
+
+#[test]
+fn public_items_are_counted_as_declared() {
+    let source = r#"
+//! A crate. `pub fn in_docs()` is not code.
+use std::fmt;
+pub use inner::Reexported;
+pub mod inner {
+    pub struct Reexported;
+}
+/// pub fn documented() {}
+pub fn free() -> &'static str { "pub fn in_a_string() {" }
+pub(crate) fn crate_only() {}
+pub(super) struct Narrow;
+pub const fn constant_fn() -> char { '{' }
+pub const LIMIT: usize = 3;
+pub static NAME: &str = "}";
+pub unsafe fn risky<'a>(x: &'a str) -> &'a str { x }
+pub async fn later() {}
+pub type Alias = u8;
+pub trait Trait { fn required(&self); }
+pub enum Kind { A, B }
+impl Kind {
+    pub fn new() -> Self { Kind::A } // pub fn in_a_comment() {}
+    fn private() {}
+}
+#[cfg(test)]
+mod tests {
+    pub fn helper() {}
+    #[test]
+    fn works() { if true { pub fn nested() {} } }
+}
+pub fn after_the_tests() {}
+"#;
+    // inner, Reexported, free, constant_fn, LIMIT, NAME, risky, later, Alias, Trait, Kind,
+    // Kind::new, after_the_tests.
+    assert_eq!(count_public_items(source), 13);
+    assert_eq!(count_public_items("pub fn one() {}\npub fn two() {}\n"), 2);
+    assert_eq!(count_public_items("pub(crate) fn hidden() {}\npub use a::b;\n"), 0);
+}
+
+// ---------------------------------------------------------------------------------------------
 // Release habits: what a published crate carries, its MSRV, and its dependencies' licences and
 // versions. The lists these tests enforce live where their tools read them (Cargo.toml,
 // deny.toml), so cargo-deny and these tests never disagree.

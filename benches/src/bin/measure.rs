@@ -140,7 +140,7 @@ fn run(args: &[String]) -> Result<(), String> {
             let mut copy = messages.clone();
             let compaction = compaction.clone();
             let started = Instant::now();
-            compaction.apply(&mut copy);
+            compaction.apply(&mut copy).expect("a compaction fits the conversation it was made from");
             apply_seconds.push(started.elapsed().as_secs_f64());
             drop(copy);
         }

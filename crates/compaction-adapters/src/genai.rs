@@ -236,6 +236,8 @@ fn write_message(message: &Message, calls: &mut Vec<ToolCall>) -> (ChatMessage, 
             }
             Part::ToolCallResult(result) => Some(ContentPart::ToolResponse(write_result(result, calls))),
             Part::Reasoning(reasoning) => write_reasoning(reasoning),
+            // Not kept, so the round trip reports it as a loss.
+            _ => None,
         };
         if let Some(written) = written {
             parts.push(written);

@@ -66,7 +66,7 @@
 //! let compaction = ToolResultPruningCompactor::default()
 //!     .compact(&ours, 3_000, &ApproximateTokenCounter::default())
 //!     .expect("something to prune");
-//! compaction.apply(&mut ours);
+//! compaction.apply(&mut ours).expect("made from `ours`, so every edit fits");
 //! let (pruned, losses) = to_rig(&ours).into_parts();
 //!
 //! // The two older results are placeholders now; only compaction's markers in `meta` (which

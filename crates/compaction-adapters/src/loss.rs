@@ -106,6 +106,10 @@ impl<T> Conversion<T> {
     }
 
     /// The converted value, or [`Error::Lossy`] listing the losses when there are any.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Lossy`] when the conversion lost anything.
     pub fn into_lossless(self) -> Result<T, Error> {
         if self.losses.is_empty() {
             Ok(self.value)

@@ -274,11 +274,10 @@ impl StrategyOptions {
                             let (dir, preview_chars) = offload
                                 .ok_or_else(|| UsageError("offloading needs --offload-to DIR".into()))?;
                             let store = Arc::new(crate::commands::offload::open_store(dir)?);
-                            let settings = OffloadCompactorSettings {
-                                min_keep_steps: prune.min_keep_steps,
-                                min_tokens: prune.min_tokens,
-                                preview_chars,
-                            };
+                            let settings = OffloadCompactorSettings::default()
+                                .with_min_keep_steps(prune.min_keep_steps)
+                                .with_min_tokens(prune.min_tokens)
+                                .with_preview_chars(preview_chars);
                             let compactor = ToolResultOffloadCompactor::new(store, settings)
                                 .map_err(|e| UsageError(e.to_string()))?;
                             Arc::new(compactor)

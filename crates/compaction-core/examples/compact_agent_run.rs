@@ -55,7 +55,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .then(SlidingWindowCompactor::new(SlidingWindowSettings::default()));
     let compaction = chain.compact(&messages, tight, &counter).expect("compactable");
     let mut chained = messages.clone();
-    compaction.apply(&mut chained); // in place, as an agent loop does
+    compaction.apply(&mut chained)?; // in place, as an agent loop does
     let after = counter.count(&chained, &[]);
     println!(
         "chain to {tight}: {} messages, {after} tokens; the note: {:?}",

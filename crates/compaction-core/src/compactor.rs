@@ -188,16 +188,18 @@ impl<T: Compactor + ?Sized> Compactor for std::sync::Arc<T> {
 /// the new conversation beside the old one; [`Compaction::apply`] rewrites an owned conversation
 /// in place, reusing what each rewritten message keeps of its original.
 #[derive(Debug, Clone, PartialEq)]
+#[must_use = "a compaction changes nothing until it is applied or its messages are built"]
 pub struct Compaction {
-    /// How the conversation changes.
-    pub edits: Edits,
+    /// How the conversation changes; private, so that every compaction is built by a
+    /// constructor that keeps the rewrites in order.
+    pub(crate) edits: Edits,
     /// What changed.
     pub report: CompactionReport,
 }
 
 /// How a compaction changes a conversation.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Edits {
+pub(crate) enum Edits {
     /// Messages rewritten in place, by index, in increasing order; every other message stays.
     Replace(Vec<(usize, Rewrite)>),
     /// A whole new conversation, for strategies that drop or merge messages.
@@ -206,6 +208,7 @@ pub enum Edits {
 
 /// How one message of the conversation is rewritten.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum Rewrite {
     /// This message takes the original's place.
     Message(Message),
@@ -467,20 +470,41 @@ impl Rewrite {
 
 impl Compaction {
     /// A compaction that replaces messages in place. `replacements` need not be sorted.
-    pub fn replacing(replacements: Vec<(usize, Message)>, report: CompactionReport) -> Self {
-        Self::rewriting(
+    ///
+    /// # Errors
+    ///
+    /// [`Error::DuplicateEdit`] when an index is given twice: one of its two messages would be
+    /// lost.
+    pub fn replacing(replacements: Vec<(usize, Message)>, report: CompactionReport) -> Result<Self, Error> {
+        let mut indices: Vec<usize> = replacements.iter().map(|(index, _)| *index).collect();
+        indices.sort_unstable();
+        if let Some(pair) = indices.windows(2).find(|pair| pair[0] == pair[1]) {
+            return Err(Error::DuplicateEdit { index: pair[0] });
+        }
+        Ok(Self::rewriting(
             replacements.into_iter().map(|(index, message)| (index, Rewrite::Message(message))).collect(),
             report,
-        )
+        ))
     }
 
-    /// A compaction that rewrites messages in place. `rewrites` need not be sorted.
+    /// A compaction that replaces the whole conversation with `messages`, for strategies that
+    /// drop or merge messages.
+    pub fn whole(messages: Vec<Message>, report: CompactionReport) -> Self {
+        Compaction { edits: Edits::Whole(messages), report }
+    }
+
+    /// A compaction that rewrites messages in place. `rewrites` need not be sorted; several
+    /// rewrites of one index are applied one after another, in the order given.
     pub fn rewriting(mut rewrites: Vec<(usize, Rewrite)>, report: CompactionReport) -> Self {
         rewrites.sort_by_key(|(index, _)| *index);
         Compaction { edits: Edits::Replace(rewrites), report }
     }
 
     /// The compacted conversation, built from `original` (the conversation that was compacted).
+    ///
+    /// Built as given: an edit that cannot be placed in `original` changes nothing. Call
+    /// [`Compaction::check`] first for a conversation other than the one compacted, or use
+    /// [`Compaction::apply`], which refuses such an edit.
     pub fn messages(&self, original: &[Message]) -> Vec<Message> {
         match &self.edits {
             Edits::Replace(rewrites) => {
@@ -510,18 +534,51 @@ impl Compaction {
     /// Rewrites `messages` (the conversation that was compacted) into the compacted one in
     /// place: untouched messages are not copied, and a rewritten one keeps what it can of its
     /// original without copying it. Returns the report.
-    pub fn apply(self, messages: &mut Vec<Message>) -> CompactionReport {
+    ///
+    /// # Errors
+    ///
+    /// [`Error::MisplacedEdit`] when an edit cannot be placed in `messages` (see
+    /// [`Compaction::check`]), which is then left as it was: nothing is applied.
+    pub fn apply(self, messages: &mut Vec<Message>) -> Result<CompactionReport, Error> {
+        self.check(messages)?;
         match self.edits {
             Edits::Replace(rewrites) => {
                 for (index, rewrite) in rewrites {
-                    if let Some(slot) = messages.get_mut(index) {
-                        rewrite.apply(slot);
-                    }
+                    rewrite.apply(&mut messages[index]);
                 }
             }
             Edits::Whole(whole) => *messages = whole,
         }
-        self.report
+        Ok(self.report)
+    }
+
+    /// Whether every edit can be placed in `conversation`: each rewritten index is in it, and a
+    /// tool-result rewrite ([`Rewrite::Pruned`]) lands on a message holding the tool results it
+    /// selects. True of the conversation the compaction was made from.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::MisplacedEdit`] naming the first edit that cannot be placed, and why.
+    pub fn check(&self, conversation: &[Message]) -> Result<(), Error> {
+        let Edits::Replace(rewrites) = &self.edits else { return Ok(()) };
+        for (index, rewrite) in rewrites {
+            let misplaced = |reason: String| Error::MisplacedEdit { index: *index, reason };
+            let Some(message) = conversation.get(*index) else {
+                return Err(misplaced(format!("the conversation has {} messages", conversation.len())));
+            };
+            if let Rewrite::Pruned(pruned) = rewrite {
+                let results = message.tool_call_results().count();
+                if results == 0 {
+                    return Err(misplaced("the message holds no tool result to prune".to_owned()));
+                }
+                if let Some(position) = pruned.results.iter().find(|&&position| position >= results) {
+                    return Err(misplaced(format!(
+                        "tool result {position} is to be pruned, but the message holds {results}"
+                    )));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Tokens of the compacted conversation sent with `tools`, as
@@ -614,6 +671,8 @@ impl StandIns {
 }
 
 /// What a compaction did: the sizes before and after, and each rewritten tool result.
+// Not `#[must_use]`: `Compaction::apply` hands the report back as a convenience, and a caller
+// that applied the compaction has used it. What only yields a report is marked instead.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CompactionReport {
     /// The strategy that ran.

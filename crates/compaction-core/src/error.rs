@@ -60,6 +60,20 @@ pub enum Error {
     /// The chat model could not be asked for a summary, or did not answer.
     #[error("the chat model failed to write a summary: {0}")]
     Generate(#[source] GeneratorError),
+    /// A compaction was built with two replacements for one message.
+    #[error("message {index} is replaced twice in one compaction")]
+    DuplicateEdit {
+        /// The message's index.
+        index: usize,
+    },
+    /// A compaction holds an edit it cannot place in the conversation it is applied to.
+    #[error("the compaction's edit of message {index} cannot be placed: {reason}")]
+    MisplacedEdit {
+        /// The index the edit is for.
+        index: usize,
+        /// Why it does not fit.
+        reason: String,
+    },
     /// The model's reply held no text to use as a summary (or only whitespace).
     #[error("the chat model returned no usable text for a summary; its reply: {reply}")]
     EmptySummary {

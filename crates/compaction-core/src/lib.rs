@@ -11,7 +11,9 @@
 //! Overview:
 //!
 //! - [`Compactor`] is the strategy trait (object safe); [`Compaction`] is its answer: how the
-//!   conversation changes ([`Edits`]) and a [`CompactionReport`] of what changed. A strategy
+//!   conversation changes (messages rewritten in place, each a [`Rewrite`], or a whole new
+//!   conversation; built only through its constructors, and [`Compaction::apply`] refuses an
+//!   edit it cannot place) and a [`CompactionReport`] of what changed. A strategy
 //!   that can fail (a counter that asks a provider, a model that does not answer) fails
 //!   through [`Compactor::try_compact`]; an async caller uses [`Compactor::compact_async`].
 //! - [`ToolResultPruningCompactor`] replaces older tool results with a short placeholder, as
@@ -97,8 +99,8 @@ mod summarization;
 
 pub use chain::{ChainCompactor, STRATEGY_CHAIN};
 pub use compactor::{
-    CompactFuture, Compaction, CompactionReport, Compactor, Edits, InputReport, Memo, PrunedResult,
-    ResultReport, Rewrite,
+    CompactFuture, Compaction, CompactionReport, Compactor, InputReport, Memo, PrunedResult, ResultReport,
+    Rewrite,
 };
 pub use error::Error;
 pub use generator::{AsyncChatGenerator, ChatGenerator, GenerateFuture, GeneratorError};

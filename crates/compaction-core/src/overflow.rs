@@ -53,18 +53,21 @@ impl ContextOverflow {
     }
 
     /// The same overflow, stating the model's context window.
+    #[must_use]
     pub fn with_limit(mut self, limit: usize) -> Self {
         self.limit = Some(limit);
         self
     }
 
     /// The same overflow, stating the input the provider counted.
+    #[must_use]
     pub fn with_requested(mut self, requested: usize) -> Self {
         self.requested = Some(requested);
         self
     }
 
     /// The same overflow, stating the tokens reserved for the reply.
+    #[must_use]
     pub fn with_reserved_output(mut self, reserved_output: usize) -> Self {
         self.reserved_output = Some(reserved_output);
         self

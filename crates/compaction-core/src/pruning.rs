@@ -53,12 +53,20 @@ struct Plan {
 
 impl ToolResultPruningCompactor {
     /// A compactor with `settings`, once they pass [`PruningSettings::validate`].
+    ///
+    /// # Errors
+    ///
+    /// When the settings fail [`PruningSettings::validate`].
     pub fn new(settings: PruningSettings) -> Result<Self, Error> {
         settings.validate()?;
         Ok(ToolResultPruningCompactor { settings })
     }
 
     /// Reads a compactor from its plain settings or Haystack's `to_dict` form.
+    ///
+    /// # Errors
+    ///
+    /// As [`PruningSettings::from_value`].
     pub fn from_value(value: &Value) -> Result<Self, Error> {
         Self::new(PruningSettings::from_value(value)?)
     }
@@ -69,6 +77,7 @@ impl ToolResultPruningCompactor {
     }
 
     /// A dry run: the report [`Compactor::compact`] would return. No message is built.
+    #[must_use]
     pub fn plan(
         &self,
         messages: &[Message],

@@ -22,6 +22,7 @@ pub const DEFAULT_PLACEHOLDER: &str =
 /// [`PruningSettings::from_value`] and `Deserialize` read that form and Haystack's
 /// `{"type": ..., "init_parameters": {...}}` form alike, and reject what the reference rejects.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct PruningSettings {
     /// How many of the newest agent steps that have tool results are never pruned. At least 1.
     pub min_keep_steps: usize,
@@ -80,7 +81,84 @@ impl Default for PruningSettings {
 }
 
 impl PruningSettings {
+    /// The same settings never pruning the newest `min_keep_steps` agent steps with tool results.
+    #[must_use]
+    pub fn with_min_keep_steps(mut self, min_keep_steps: usize) -> Self {
+        self.min_keep_steps = min_keep_steps;
+        self
+    }
+
+    /// The same settings pruning only messages whose own count is above `min_tokens`.
+    #[must_use]
+    pub fn with_min_tokens(mut self, min_tokens: usize) -> Self {
+        self.min_tokens = min_tokens;
+        self
+    }
+
+    /// The same settings with another placeholder (`{tool_name}` is filled in).
+    #[must_use]
+    pub fn with_placeholder(mut self, placeholder: impl Into<String>) -> Self {
+        self.placeholder = placeholder.into();
+        self
+    }
+
+    /// The same settings never pruning results whose meta holds any of `keys`.
+    #[must_use]
+    pub fn with_skip_meta_keys<I, S>(mut self, keys: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.skip_meta_keys = keys.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// The same settings never pruning results of the tools named in `tools`.
+    #[must_use]
+    pub fn with_exclude_tools<I, S>(mut self, tools: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.exclude_tools = tools.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// The same settings doing nothing unless at least this many tokens would be freed (`None`:
+    /// any saving will do).
+    #[must_use]
+    pub fn with_clear_at_least(mut self, tokens: Option<usize>) -> Self {
+        self.clear_at_least = tokens;
+        self
+    }
+
+    /// The same settings clearing, or not, the arguments of the calls whose results were pruned.
+    #[must_use]
+    pub fn with_clear_tool_inputs(mut self, clear: bool) -> Self {
+        self.clear_tool_inputs = clear;
+        self
+    }
+
+    /// The same settings protecting the newest this-many tool-result messages instead of whole
+    /// steps (`None`: steps, as the reference does).
+    #[must_use]
+    pub fn with_keep_tool_results(mut self, results: Option<usize>) -> Self {
+        self.keep_tool_results = results;
+        self
+    }
+
+    /// The same settings keeping this many characters of each end of a pruned result's text.
+    #[must_use]
+    pub fn with_preview_chars(mut self, chars: usize) -> Self {
+        self.preview_chars = chars;
+        self
+    }
+
     /// Checks the rules the reference's constructor enforces, and those of the new options.
+    ///
+    /// # Errors
+    ///
+    /// When `min_keep_steps` is 0 or `keep_tool_results` is `Some(0)`.
     pub fn validate(&self) -> Result<(), Error> {
         if self.min_keep_steps < 1 {
             return Err(Error::MinKeepStepsTooSmall(self.min_keep_steps as i128));
@@ -94,6 +172,11 @@ impl PruningSettings {
     /// Reads settings in the plain form or in Haystack's `to_dict` form. Missing keys take their
     /// defaults; unknown keys, values of the wrong kind and values the reference rejects (such as
     /// `min_keep_steps: 0` or a negative `min_tokens`) are errors.
+    ///
+    /// # Errors
+    ///
+    /// For an unknown key, a value of the wrong kind, a value the reference rejects, or a
+    /// `type` other than the pruning compactor's.
     pub fn from_value(value: &Value) -> Result<Self, Error> {
         let object = as_object(value)?;
         let params = if object.contains_key("init_parameters") || object.contains_key("type") {
@@ -159,6 +242,10 @@ impl PruningSettings {
 
     /// The settings in Haystack's `to_dict` form, which its `from_dict` reads. Fails when an
     /// option beyond the reference is on, since Haystack would reject or ignore it.
+    ///
+    /// # Errors
+    ///
+    /// When an option beyond the reference is on.
     pub fn to_haystack_value(&self) -> Result<Value, Error> {
         if !self.exclude_tools.is_empty() {
             return Err(Error::NotInReference("exclude_tools"));

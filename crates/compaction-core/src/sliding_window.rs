@@ -54,12 +54,14 @@ impl Default for SlidingWindowSettings {
 
 impl SlidingWindowSettings {
     /// The same settings keeping at least `min_keep_steps` of the newest steps.
+    #[must_use]
     pub fn with_min_keep_steps(mut self, min_keep_steps: usize) -> Self {
         self.min_keep_steps = min_keep_steps;
         self
     }
 
     /// The same settings with another omission note, or none.
+    #[must_use]
     pub fn with_omission_note(mut self, omission_note: Option<String>) -> Self {
         self.omission_note = omission_note;
         self
@@ -68,6 +70,11 @@ impl SlidingWindowSettings {
     /// Reads settings in the plain form or Haystack's `to_dict` form. Missing keys take their
     /// defaults; `omission_note: null` means no note; unknown keys, values of the wrong kind and a
     /// negative `min_keep_steps` are errors.
+    ///
+    /// # Errors
+    ///
+    /// For an unknown key, a value of the wrong kind, a negative `min_keep_steps`, or a `type`
+    /// other than the sliding window's.
     pub fn from_value(value: &Value) -> Result<Self, Error> {
         let mut settings = SlidingWindowSettings::default();
         for (key, value) in parameters(value, HAYSTACK_SLIDING_WINDOW_TYPE)? {
@@ -146,6 +153,10 @@ impl SlidingWindowCompactor {
     }
 
     /// Reads a compactor from its plain settings or Haystack's `to_dict` form.
+    ///
+    /// # Errors
+    ///
+    /// As [`SlidingWindowSettings::from_value`].
     pub fn from_value(value: &Value) -> Result<Self, Error> {
         Ok(Self::new(SlidingWindowSettings::from_value(value)?))
     }

@@ -6,7 +6,7 @@
 use compaction_model::{Message, Role};
 use compaction_tokens::{Measure, TokenCounter};
 
-use crate::compactor::{Compaction, CompactionReport, Memo, ResultReport};
+use crate::compactor::{Compaction, CompactionReport, Memo, ResultReport, Rewrite};
 
 /// A rewritten tool-result message, as a [`replace_tool_results_until_target`] callback returns it.
 ///
@@ -416,7 +416,10 @@ pub fn replace_tool_results_with_memo(
     let rewritten: Vec<(usize, &Message)> =
         replacements.iter().map(|(index, message)| (*index, message)).collect();
     let report = report.counted(sizes.count_rewritten(messages, &rewritten, counter));
-    Some(Compaction::replacing(replacements, report))
+    // The walk visits each message once, so no index repeats: no check is needed.
+    let rewrites =
+        replacements.into_iter().map(|(index, message)| (index, Rewrite::Message(message))).collect();
+    Some(Compaction::rewriting(rewrites, report))
 }
 
 #[cfg(test)]

@@ -111,30 +111,38 @@ impl Default for SummarizationSettings {
 
 impl SummarizationSettings {
     /// The same settings keeping at least `min_keep_steps` of the newest steps.
+    #[must_use]
     pub fn with_min_keep_steps(mut self, min_keep_steps: usize) -> Self {
         self.min_keep_steps = min_keep_steps;
         self
     }
 
     /// The same settings planning for summaries of about `tokens` tokens.
+    #[must_use]
     pub fn with_approximate_summary_tokens(mut self, tokens: usize) -> Self {
         self.approximate_summary_tokens = tokens;
         self
     }
 
     /// The same settings with another instruction for the model.
+    #[must_use]
     pub fn with_summary_instruction(mut self, instruction: impl Into<String>) -> Self {
         self.summary_instruction = instruction.into();
         self
     }
 
     /// The same settings failing, or not, when a round fails.
+    #[must_use]
     pub fn with_raise_on_failure(mut self, raise: bool) -> Self {
         self.raise_on_failure = raise;
         self
     }
 
     /// Checks what the reference's constructor checks: `approximate_summary_tokens >= 1`.
+    ///
+    /// # Errors
+    ///
+    /// When `approximate_summary_tokens` is 0.
     pub fn validate(&self) -> Result<(), Error> {
         if self.approximate_summary_tokens < 1 {
             return Err(Error::SummaryTokensTooSmall(0));
@@ -145,6 +153,11 @@ impl SummarizationSettings {
     /// Reads settings in the plain form or Haystack's `to_dict` form. Missing keys take their
     /// defaults; `chat_generator` is skipped; unknown keys, values of the wrong kind and values
     /// the reference rejects are errors.
+    ///
+    /// # Errors
+    ///
+    /// For an unknown key, a value of the wrong kind, a value the reference rejects, or a
+    /// `type` other than the summarizer's.
     pub fn from_value(value: &Value) -> Result<Self, Error> {
         let mut settings = SummarizationSettings::default();
         for (key, value) in parameters(value, HAYSTACK_SUMMARIZATION_TYPE)? {
@@ -267,24 +280,34 @@ pub struct SummarizationCompactor {
 impl SummarizationCompactor {
     /// A compactor with `settings`, once they pass [`SummarizationSettings::validate`], and no
     /// generator yet.
+    ///
+    /// # Errors
+    ///
+    /// When the settings fail [`SummarizationSettings::validate`].
     pub fn new(settings: SummarizationSettings) -> Result<Self, Error> {
         settings.validate()?;
         Ok(SummarizationCompactor { settings, generator: None, async_generator: None })
     }
 
     /// Reads a compactor from its plain settings or Haystack's `to_dict` form.
+    ///
+    /// # Errors
+    ///
+    /// As [`SummarizationSettings::from_value`] and [`SummarizationCompactor::new`].
     pub fn from_value(value: &Value) -> Result<Self, Error> {
         Self::new(SummarizationSettings::from_value(value)?)
     }
 
     /// The same compactor asking `generator` when it runs through [`Compactor::compact`] and
     /// [`Compactor::try_compact`].
+    #[must_use]
     pub fn with_generator(mut self, generator: Arc<dyn ChatGenerator>) -> Self {
         self.generator = Some(generator);
         self
     }
 
     /// The same compactor asking `generator` when it runs through [`Compactor::compact_async`].
+    #[must_use]
     pub fn with_async_generator(mut self, generator: Arc<dyn AsyncChatGenerator>) -> Self {
         self.async_generator = Some(generator);
         self
@@ -758,6 +781,7 @@ fn describe(reply: &Message) -> String {
             Part::Reasoning(_) => "reasoning",
             Part::Image(_) => "image",
             Part::File(_) => "file",
+            other => other.kind(),
         })
         .collect();
     format!("{} message with [{}]", reply.role, kinds.join(", "))

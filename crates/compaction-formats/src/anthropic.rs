@@ -435,6 +435,7 @@ fn block_value(part: &Part) -> Option<Value> {
                 Value::Object(block)
             }
         },
+        other => crate::write::haystack_form(other),
     })
 }
 
@@ -464,6 +465,7 @@ fn result_value(result: &ToolCallResult) -> Value {
                     ResultPart::Text(text) => block_value(&Part::Text(text.clone())).unwrap_or(Value::Null),
                     ResultPart::Image(image) => image_value(image),
                     ResultPart::File(file) => file_value(file),
+                    other => crate::write::haystack_form(other),
                 })
                 .collect(),
         ),

@@ -121,6 +121,10 @@ pub(crate) fn fingerprint(message: &Message, slots: &MessageSlots) -> u64 {
                 5u8.hash(&mut hasher);
                 file.base64_data.hash(&mut hasher);
             }
+            other => {
+                6u8.hash(&mut hasher);
+                crate::write::haystack_form(other).to_string().hash(&mut hasher);
+            }
         }
     }
     hasher.finish()
@@ -351,6 +355,7 @@ pub(crate) fn encode_result(result: &ToolResultContent, style: Style, was_string
                             "type": "base64", "media_type": mime, "data": file.base64_data}}),
                     }
                 }
+                other => crate::write::haystack_form(other),
             })
             .collect(),
     };

@@ -11,12 +11,13 @@
 use std::io::Write;
 use std::ops::Range;
 
-use compaction_model::{value_end, JsonSource, Message};
+use compaction_model::{JsonSource, Message};
 use serde_json::Value;
 
 use crate::document::{Locator, Place, Top};
 use crate::error::Error;
 use crate::overlay::{self, Shape};
+use crate::splice::value_end;
 use crate::write::{write_native_rewritten, write_native_to, Native};
 use crate::{Decoded, Format, Layout, Target};
 

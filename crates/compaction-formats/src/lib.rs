@@ -203,18 +203,21 @@ impl ReadOptions {
     }
 
     /// The same options, reading `format` instead of telling it from the content.
+    #[must_use]
     pub fn with_format(mut self, format: Format) -> Self {
         self.format = Some(format);
         self
     }
 
     /// The same options, reading conversation `index` (0 is the first) of a file holding several.
+    #[must_use]
     pub fn with_conversation(mut self, index: usize) -> Self {
         self.conversation = Some(index);
         self
     }
 
     /// The same options, reading the full history instead of the model's last view.
+    #[must_use]
     pub fn with_full_history(mut self, full_history: bool) -> Self {
         self.full_history = full_history;
         self

@@ -339,6 +339,7 @@ fn result_value(result: &ToolResultContent) -> Value {
                     ResultPart::Text(text) => json!({"type": "text", "text": text.text}),
                     ResultPart::Image(image) => image_value(image),
                     ResultPart::File(file) => file_value(file),
+                    other => crate::write::haystack_form(other),
                 })
                 .collect(),
         ),

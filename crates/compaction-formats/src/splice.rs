@@ -8,8 +8,6 @@
 use std::io::Write;
 use std::ops::Range;
 
-use compaction_model::value_end;
-
 /// One step of a path into a JSON value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Seg {
@@ -24,6 +22,86 @@ fn skip_whitespace(bytes: &[u8], mut at: usize) -> usize {
         at += 1;
     }
     at
+}
+
+/// Deepest nesting [`value_end`] follows before it gives up (serde_json refuses past 128).
+const SCAN_DEPTH: usize = 100;
+
+/// The end of the JSON value that starts at `at` in `bytes`, found by a quick scan for strings
+/// and brackets (nothing validated); `None` when the scan is not sure: text cut short, or
+/// nesting deeper than [`SCAN_DEPTH`]. A scalar runs up to the next delimiter.
+///
+/// The fast paths of this crate use it to find a value's bytes without parsing them; a value
+/// it finds is parsed afterwards, so malformed text is still caught.
+pub(crate) fn value_end(bytes: &[u8], at: usize) -> Option<usize> {
+    match *bytes.get(at)? {
+        b'"' => string_end(bytes, at + 1),
+        b'[' | b'{' => {
+            let mut depth = 0usize;
+            let mut k = at;
+            loop {
+                match *bytes.get(k)? {
+                    b'"' => k = string_end(bytes, k + 1)?,
+                    b'[' | b'{' => {
+                        depth += 1;
+                        if depth > SCAN_DEPTH {
+                            return None;
+                        }
+                        k += 1;
+                    }
+                    b']' | b'}' => {
+                        depth -= 1;
+                        k += 1;
+                        if depth == 0 {
+                            return Some(k);
+                        }
+                    }
+                    _ => k += 1,
+                }
+            }
+        }
+        _ => {
+            let rest = &bytes[at..];
+            let len = rest
+                .iter()
+                .position(|b| matches!(b, b',' | b']' | b'}' | b' ' | b'\n' | b'\t' | b'\r'))
+                .unwrap_or(rest.len());
+            (len > 0).then_some(at + len)
+        }
+    }
+}
+
+/// The index just past the closing quote of the string whose contents start at `at`.
+fn string_end(bytes: &[u8], mut at: usize) -> Option<usize> {
+    loop {
+        at += quote_or_backslash(bytes.get(at..)?)?;
+        if bytes[at] == b'"' {
+            return Some(at + 1);
+        }
+        // A backslash and the character it escapes.
+        at += 2;
+    }
+}
+
+/// Where the first `"` or `\` of `bytes` is. Strings are most of a transcript, so eight bytes
+/// are tested at a time: a byte equal to the one sought is zero after the XOR, and
+/// `(x - 0x01..) & !x & 0x80..` flags zero bytes (a borrow may flag bytes after the first zero,
+/// never before it, so the lowest flag is the first hit).
+fn quote_or_backslash(bytes: &[u8]) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let zero_bytes = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
+    let mut chunks = bytes.chunks_exact(8);
+    let mut at = 0;
+    for chunk in chunks.by_ref() {
+        let word = u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]));
+        let hits = zero_bytes(word ^ (ONES * u64::from(b'"'))) | zero_bytes(word ^ (ONES * u64::from(b'\\')));
+        if hits != 0 {
+            return Some(at + (hits.trailing_zeros() / 8) as usize);
+        }
+        at += 8;
+    }
+    chunks.remainder().iter().position(|&b| b == b'"' || b == b'\\').map(|k| at + k)
 }
 
 /// Whether the JSON string at `range` (quotes included) is `key`.
@@ -149,5 +227,30 @@ mod tests {
             vec![Edit { range: b, bytes: b"20".to_vec() }, Edit { range: a, bytes: b"\"new\"".to_vec() }];
         write_edited(source, edits, &mut out).unwrap();
         assert_eq!(out, br#"{"a":"new" , "b":[1,20]}"#);
+    }
+
+    #[test]
+    fn value_end_skips_strings_containers_and_scalars() {
+        // Quotes and brackets inside strings, escapes at and across the eight-byte steps.
+        let cases: &[(&str, usize)] = &[
+            (r#""plain""#, 7),
+            (r#""a \"quoted\" ] } word, long enough to scan in steps" , 1"#, 53),
+            (r#""ends in a backslash \\" tail"#, 24),
+            (r#"{"k": ["]", {"x": "}"}], "n": -1.5e3} rest"#, 37),
+            ("[[], {}, [[1]]]", 15),
+            ("-12.5e+3, 4", 8),
+            ("true]", 4),
+        ];
+        for &(text, end) in cases {
+            assert_eq!(value_end(text.as_bytes(), 0), Some(end), "{text}");
+        }
+        // Cut short, or deeper than the scan follows: not sure, so no answer.
+        assert_eq!(value_end(br#""no end"#, 0), None);
+        assert_eq!(value_end(br#"{"a": [1, 2}"#, 0), None);
+        assert_eq!(value_end(b"", 0), None);
+        let deep = format!("{}{}", "[".repeat(SCAN_DEPTH + 1), "]".repeat(SCAN_DEPTH + 1));
+        assert_eq!(value_end(deep.as_bytes(), 0), None);
+        let fits = format!("{}{}", "[".repeat(SCAN_DEPTH), "]".repeat(SCAN_DEPTH));
+        assert_eq!(value_end(fits.as_bytes(), 0), Some(fits.len()));
     }
 }

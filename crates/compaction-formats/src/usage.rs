@@ -28,6 +28,7 @@ impl Usage {
     }
 
     /// The same usage with `read` prompt tokens read from the cache and `created` written to it.
+    #[must_use]
     pub fn with_cache(mut self, read: u64, created: u64) -> Self {
         self.cache_read_input_tokens = read;
         self.cache_creation_input_tokens = created;

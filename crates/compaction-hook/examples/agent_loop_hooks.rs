@@ -43,9 +43,7 @@ fn provider(state: &AgentState, step: usize) -> Result<Message, (u16, String)> {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let mut settings = CompactionHookSettings::new(TOLD_WINDOW);
-    settings.compact_at = 0.8;
-    settings.compact_to = 0.5;
+    let settings = CompactionHookSettings::new(TOLD_WINDOW).with_compact_at(0.8).with_compact_to(0.5);
     let hook = CompactionHook::new(Box::new(ToolResultPruningCompactor::default()), settings)?;
     let budget = TokenBudgetHook::new(30_000)?.with_final_message(true);
     let mut recovery = ContextOverflowRecovery::new();

@@ -69,6 +69,10 @@ pub struct TokenBudgetHook {
 
 impl TokenBudgetHook {
     /// A hook stopping the run at `max_total_tokens` (at least 1), without a final message.
+    ///
+    /// # Errors
+    ///
+    /// When `max_total_tokens` is 0.
     pub fn new(max_total_tokens: usize) -> Result<Self, Error> {
         if max_total_tokens < 1 {
             return Err(Error::BudgetTooSmall(0));
@@ -77,6 +81,7 @@ impl TokenBudgetHook {
     }
 
     /// The same hook appending, or not, an assistant message that says why the run stopped.
+    #[must_use]
     pub fn with_final_message(mut self, add_final_message: bool) -> Self {
         self.add_final_message = add_final_message;
         self
@@ -93,6 +98,11 @@ impl TokenBudgetHook {
     }
 
     /// Reads a hook from `{"max_total_tokens", "add_final_message"}` or Haystack's `to_dict` form.
+    ///
+    /// # Errors
+    ///
+    /// For a missing or invalid `max_total_tokens`, a value of the wrong kind, or a `type`
+    /// other than the hook's.
     pub fn from_value(value: &Value) -> Result<Self, Error> {
         let params = init_parameters(value, HAYSTACK_BUDGET_HOOK_TYPE)?;
         let budget = match params.get("max_total_tokens") {

@@ -20,8 +20,10 @@ use crate::state::AgentState;
 #[must_use]
 #[non_exhaustive]
 pub struct HookDecision {
-    /// The compactor's name.
-    pub strategy: String,
+    /// The compactor's name ([`Compactor::name`](compaction_core::Compactor::name)), such as
+    /// `ToolResultPruningCompactor`. Not the strategy marker a compaction leaves in `meta`,
+    /// which is [`CompactionReport::strategy`](compaction_core::CompactionReport::strategy).
+    pub compactor: String,
     /// The estimated size of the whole request, tools included.
     pub estimated_tokens: usize,
     /// Whether the estimate reached `context_window * compact_at`.
@@ -64,18 +66,19 @@ impl CompactionHook {
     ///
     /// [`Error::Count`] when the counter cannot count.
     pub fn decide(&self, state: &AgentState) -> Result<HookDecision, Error> {
-        let strategy = self.compactor().name().to_owned();
+        let compactor = self.compactor().name().to_owned();
         let estimated = self.try_estimate(state)?;
         let window = self.settings().context_window as f64;
         let triggered = estimated as f64 >= window * self.settings().compact_at;
         tracing::debug!(
-            haystack.agent.hook.compaction.strategy = strategy.as_str(),
+            // The attribute name is the reference's span attribute, kept as data.
+            haystack.agent.hook.compaction.strategy = compactor.as_str(),
             haystack.agent.hook.compaction.estimated_context_tokens = estimated,
             haystack.agent.hook.compaction.triggered = triggered,
             "compaction hook estimated the request"
         );
         let mut decision = HookDecision {
-            strategy,
+            compactor,
             estimated_tokens: estimated,
             triggered,
             target_tokens: None,
@@ -126,8 +129,17 @@ impl CompactionHook {
             return outcome;
         };
         let before = state.messages().len();
-        outcome.changed = compaction.replaced_indices();
-        outcome.report = Some(state.apply(compaction));
+        let changed = compaction.replaced_indices();
+        match state.apply(compaction) {
+            Ok(report) => outcome.report = Some(report),
+            Err(error) => {
+                let error = Error::Compaction(error);
+                tracing::warn!(%error, "the compaction does not fit the conversation; it is unchanged");
+                outcome.failure = Some(crate::error::chain(&error));
+                return outcome;
+            }
+        }
+        outcome.changed = changed;
         outcome.compacted = true;
         if state.context_tokens != 0 {
             let overhead = i128::from(outcome.overhead.unwrap_or(0));
@@ -207,7 +219,7 @@ impl CompactionOutcome {
     /// The outcome of a run that went no further than `decision`.
     pub(crate) fn from_decision(decision: HookDecision) -> Self {
         CompactionOutcome {
-            strategy: decision.strategy,
+            compactor: decision.compactor,
             estimated_tokens: decision.estimated_tokens,
             triggered: decision.triggered,
             target_tokens: decision.target_tokens,

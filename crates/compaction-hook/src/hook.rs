@@ -25,6 +25,7 @@ const HAYSTACK_APPROXIMATE_TYPE: &str = "haystack.token_counters.approximate_cou
 /// [`CompactionHookSettings::from_value`]) also reads Haystack's `CompactionHook.to_dict()` form,
 /// taking these three numbers from its `init_parameters` and checking them as the reference does.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct CompactionHookSettings {
     /// The model's context window in tokens. At least 1.
     pub context_window: usize,
@@ -40,7 +41,25 @@ impl CompactionHookSettings {
         CompactionHookSettings { context_window, compact_at: 0.7, compact_to: 0.4 }
     }
 
+    /// The same settings starting compaction at this fraction of the window.
+    #[must_use]
+    pub fn with_compact_at(mut self, compact_at: f64) -> Self {
+        self.compact_at = compact_at;
+        self
+    }
+
+    /// The same settings aiming compaction at this fraction of the window.
+    #[must_use]
+    pub fn with_compact_to(mut self, compact_to: f64) -> Self {
+        self.compact_to = compact_to;
+        self
+    }
+
     /// Checks `context_window >= 1` and `0 < compact_to < compact_at <= 1`.
+    ///
+    /// # Errors
+    ///
+    /// When `context_window` is 0 or the fractions are out of order or range (NaN included).
     pub fn validate(&self) -> Result<(), Error> {
         if self.context_window < 1 {
             return Err(Error::ContextWindowTooSmall(self.context_window as i128));
@@ -55,6 +74,11 @@ impl CompactionHookSettings {
 
     /// Reads settings in the plain form or Haystack's `to_dict` form; missing fractions take
     /// their defaults, `context_window` is required.
+    ///
+    /// # Errors
+    ///
+    /// For a missing `context_window`, a value of the wrong kind, settings that fail
+    /// [`CompactionHookSettings::validate`], or a `type` other than the hook's.
     pub fn from_value(value: &Value) -> Result<Self, Error> {
         let params = init_parameters(value, HAYSTACK_HOOK_TYPE)?;
         let window = match params.get("context_window") {
@@ -85,9 +109,11 @@ impl<'de> Deserialize<'de> for CompactionHookSettings {
 
 /// What one [`CompactionHook::run`] saw and did.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[must_use = "the outcome says whether the run failed (`failure`)"]
 pub struct CompactionOutcome {
-    /// The compactor's name.
-    pub strategy: String,
+    /// The compactor's name ([`Compactor::name`]), such as `ToolResultPruningCompactor`. Not the
+    /// strategy marker a compaction leaves in `meta`, which is [`CompactionReport::strategy`].
+    pub compactor: String,
     /// The estimated size of the whole request, tools included.
     pub estimated_tokens: usize,
     /// Whether the estimate reached `context_window * compact_at`.
@@ -146,6 +172,10 @@ impl fmt::Debug for CompactionHook {
 impl CompactionHook {
     /// A hook running `compactor` under `settings`, counting with the default
     /// [`ApproximateTokenCounter`].
+    ///
+    /// # Errors
+    ///
+    /// When the settings fail [`CompactionHookSettings::validate`].
     pub fn new(compactor: Box<dyn Compactor>, settings: CompactionHookSettings) -> Result<Self, Error> {
         settings.validate()?;
         Ok(CompactionHook {
@@ -157,6 +187,7 @@ impl CompactionHook {
     }
 
     /// The same hook counting with `counter`.
+    #[must_use]
     pub fn with_counter(mut self, counter: Box<dyn TokenCounter>) -> Self {
         self.counter = counter;
         self
@@ -170,6 +201,11 @@ impl CompactionHook {
     /// does not hold: the compaction-offload crate reads that form
     /// (`compaction_offload::compaction_hook_from_value`). A summarizer needs a model client,
     /// which no serialized form carries.
+    ///
+    /// # Errors
+    ///
+    /// When the form is not the hook's, its settings are invalid, or its compactor or counter
+    /// is one this crate cannot build.
     pub fn from_value(value: &Value) -> Result<Self, Error> {
         let params = init_parameters(value, HAYSTACK_HOOK_TYPE)?;
         let compactor: Box<dyn Compactor> = match params.get("compactor") {
@@ -193,6 +229,11 @@ impl CompactionHook {
     /// Builds a hook from Haystack's `CompactionHook.to_dict()` output with `compactor` in
     /// place of the one the form names: the window, the fractions and the counter are read
     /// from `value`. For crates that build compactors this one cannot.
+    ///
+    /// # Errors
+    ///
+    /// When the form is not the hook's, its settings are invalid, or its counter is one this
+    /// crate cannot build.
     pub fn from_value_with_compactor(value: &Value, compactor: Box<dyn Compactor>) -> Result<Self, Error> {
         let settings = CompactionHookSettings::from_value(value)?;
         let params = init_parameters(value, HAYSTACK_HOOK_TYPE)?;
@@ -217,12 +258,9 @@ impl CompactionHook {
                     },
                 }
             };
-            let counter = ApproximateTokenCounter::with_charges(
-                ratio,
-                count("tokens_per_image", 85)?,
-                count("tokens_per_file", 1000)?,
-            )
-            .map_err(|e| invalid("chars_per_token", &e.to_string()))?;
+            let counter = ApproximateTokenCounter::new(ratio)
+                .map_err(|e| invalid("chars_per_token", &e.to_string()))?
+                .with_charges(count("tokens_per_image", 85)?, count("tokens_per_file", 1000)?);
             hook = hook.with_counter(Box::new(counter));
         }
         Ok(hook)
@@ -301,7 +339,7 @@ impl CompactionHook {
         let mut outcome = match decision {
             Some(decision) => CompactionOutcome::from_decision(decision),
             None => CompactionOutcome {
-                strategy: self.compactor.name().to_owned(),
+                compactor: self.compactor.name().to_owned(),
                 estimated_tokens: 0,
                 triggered: false,
                 target_tokens: None,

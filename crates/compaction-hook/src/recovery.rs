@@ -193,7 +193,7 @@ impl ContextOverflowRecovery {
         );
         self.recovered_step = Some(state.step_count);
         Ok(OverflowDecision::Compact(HookDecision {
-            strategy: hook.compactor().name().to_owned(),
+            compactor: hook.compactor().name().to_owned(),
             estimated_tokens: refused,
             triggered: true,
             target_tokens: Some(target),

@@ -147,6 +147,10 @@ impl AgentState {
     /// [`AgentState::count_with_tools`] for counters that can fail: a counter whose counts add
     /// up message by message counts only what was appended, any other is asked through
     /// [`TokenCounter::try_count`].
+    ///
+    /// # Errors
+    ///
+    /// When the counter cannot count.
     pub fn try_count_with_tools(
         &self,
         counter: &dyn TokenCounter,
@@ -174,7 +178,16 @@ impl AgentState {
 
     /// Rewrites the conversation with a compaction's edits, in place. Edits that rewrite
     /// messages where they are keep what was counted of the others.
-    pub fn apply(&mut self, compaction: compaction_core::Compaction) -> compaction_core::CompactionReport {
+    ///
+    /// # Errors
+    ///
+    /// As [`Compaction::apply`](compaction_core::Compaction::apply): an edit that cannot be
+    /// placed in this conversation, which is then left as it was.
+    pub fn apply(
+        &mut self,
+        compaction: compaction_core::Compaction,
+    ) -> Result<compaction_core::CompactionReport, compaction_core::Error> {
+        compaction.check(&self.messages)?;
         match compaction.replaced_indices() {
             Some(indices) => {
                 self.running().rewritten(&indices);
@@ -193,12 +206,14 @@ impl AgentState {
     }
 
     /// The same state with `tools`.
+    #[must_use]
     pub fn with_tools(mut self, tools: Vec<ToolSpec>) -> Self {
         self.tools = tools;
         self
     }
 
     /// The same state with the provider's count `context_tokens`.
+    #[must_use]
     pub fn with_context_tokens(mut self, context_tokens: usize) -> Self {
         self.context_tokens = context_tokens;
         self

@@ -124,6 +124,7 @@ fn block(role: Role, part: &Part) -> Result<Option<Value>, String> {
                             ResultPart::Text(t) => Some(Ok(json!({"type": "text", "text": t.text.as_str()}))),
                             ResultPart::Image(image) => Some(Ok(image_block(image))),
                             ResultPart::File(file) => Some(file_block(file)),
+                            other => Some(Err(unknown_kind(other.kind()))),
                         })
                         .collect::<Result<Vec<_>, _>>()?,
                 ),
@@ -139,7 +140,13 @@ fn block(role: Role, part: &Part) -> Result<Option<Value>, String> {
         }
         Part::Reasoning(reasoning) if role == Role::Assistant => thinking(reasoning),
         Part::Reasoning(_) => None,
+        other => return Err(unknown_kind(other.kind())),
     })
+}
+
+/// The error for a part of a kind this conversion does not know: refused, never dropped.
+fn unknown_kind(kind: &str) -> String {
+    format!("a {kind} part has no Anthropic Messages form")
 }
 
 fn tool_use(call: &ToolCall) -> Result<Value, String> {

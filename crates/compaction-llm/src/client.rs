@@ -43,6 +43,11 @@ impl std::fmt::Debug for Client {
 
 impl Client {
     /// A client for `provider`: the key and base URL from the settings or the environment.
+    ///
+    /// # Errors
+    ///
+    /// When no API key is given or found in the environment, or the HTTP client cannot be
+    /// built.
     pub fn new(provider: Provider, settings: ClientSettings) -> Result<Self, Error> {
         let api_key = match &settings.api_key {
             Some(key) => key.clone(),
@@ -100,6 +105,11 @@ impl Client {
 
     /// POSTs `body` to `target`, retrying as the settings say; the reply read by `read` (whose
     /// error says what the reply lacks).
+    ///
+    /// # Errors
+    ///
+    /// When every attempt failed (the last failure, naming the call), the provider refused the
+    /// request, or the reply lacks what `read` needs.
     #[cfg(feature = "blocking")]
     pub fn post<T>(
         &self,
@@ -144,6 +154,10 @@ impl Client {
     }
 
     /// [`Client::post`] without blocking the runtime.
+    ///
+    /// # Errors
+    ///
+    /// As `post`.
     #[cfg(feature = "async")]
     pub async fn post_async<T>(
         &self,

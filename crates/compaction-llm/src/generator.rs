@@ -47,6 +47,7 @@ impl OpenAIChatGenerator {
 
     /// The same generator sending these request fields too (`temperature`,
     /// `max_completion_tokens`, `seed`, ...). `model` and `messages` are never overridden.
+    #[must_use]
     pub fn with_generation_kwargs(mut self, kwargs: JsonObject) -> Self {
         self.generation_kwargs = kwargs;
         self
@@ -118,6 +119,7 @@ impl AnthropicChatGenerator {
     }
 
     /// The same generator with a reply limit ([`DEFAULT_ANTHROPIC_MAX_TOKENS`] otherwise).
+    #[must_use]
     pub fn with_max_tokens(mut self, max_tokens: u32) -> Self {
         self.max_tokens = max_tokens;
         self
@@ -126,6 +128,7 @@ impl AnthropicChatGenerator {
     /// The same generator sending these request fields too (`temperature`, `thinking`, ...).
     /// `model`, `system` and `messages` are never overridden; `max_tokens` here wins over
     /// [`AnthropicChatGenerator::with_max_tokens`].
+    #[must_use]
     pub fn with_generation_kwargs(mut self, kwargs: JsonObject) -> Self {
         self.generation_kwargs = kwargs;
         self
@@ -198,6 +201,7 @@ impl ProviderChatGenerator {
     }
 
     /// The same generator sending these request fields too.
+    #[must_use]
     pub fn with_generation_kwargs(self, kwargs: JsonObject) -> Self {
         match self {
             ProviderChatGenerator::OpenAI(g) => {

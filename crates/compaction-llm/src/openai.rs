@@ -202,6 +202,7 @@ fn user_content(message: &Message, out: &mut Map<String, Value>) -> Result<(), S
             Part::Reasoning(_) => {}
             Part::ToolCall(_) => return Err("a user message cannot hold a tool call".to_owned()),
             Part::ToolCallResult(_) => return Err("a user message cannot hold a tool result".to_owned()),
+            other => return Err(format!("a {} part has no Chat Completions form", other.kind())),
         }
     }
     out.insert("content".into(), Value::Array(content));

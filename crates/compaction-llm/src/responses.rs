@@ -92,11 +92,12 @@ pub(crate) fn message_items(message: &Message) -> Result<Vec<Value>, String> {
             ToolResultContent::Parts(parts) => parts
                 .iter()
                 .map(|part| match part {
-                    ResultPart::Text(t) => json!({"type": "input_text", "text": t.text.as_str()}),
-                    ResultPart::Image(image) => image_item(image),
-                    ResultPart::File(file) => file_item(file),
+                    ResultPart::Text(t) => Ok(json!({"type": "input_text", "text": t.text.as_str()})),
+                    ResultPart::Image(image) => Ok(image_item(image)),
+                    ResultPart::File(file) => Ok(file_item(file)),
+                    other => Err(format!("a {} part has no Responses form", other.kind())),
                 })
-                .collect(),
+                .collect::<Result<_, String>>()?,
         };
         items.push(json!({
             "type": "function_call_output",
@@ -168,6 +169,7 @@ fn user_part(part: &Part) -> Result<Value, String> {
         Part::ToolCall(_) => Err("a user message cannot hold a tool call".to_owned()),
         Part::ToolCallResult(_) => Err("a user message cannot hold a tool result".to_owned()),
         Part::Reasoning(_) => Err("a user message cannot hold reasoning".to_owned()),
+        other => Err(format!("a {} part has no Responses form", other.kind())),
     }
 }
 

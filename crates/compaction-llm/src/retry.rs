@@ -72,6 +72,10 @@ impl<'a> Attempts<'a> {
     }
 
     /// A successful reply read by `read`; what it lacks is an [`Error::UnexpectedReply`].
+    ///
+    /// # Errors
+    ///
+    /// When `read` finds the reply lacking: an unexpected-reply error naming the call.
     pub fn read<T>(&self, value: &Value, read: fn(&Value) -> Result<T, String>) -> Result<T, Error> {
         read(value).map_err(|reason| Error::UnexpectedReply { call: self.call(), reason })
     }

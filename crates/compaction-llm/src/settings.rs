@@ -89,36 +89,42 @@ impl Default for ClientSettings {
 
 impl ClientSettings {
     /// The same settings with an API key, so that no environment variable is read.
+    #[must_use]
     pub fn with_api_key(mut self, key: impl Into<String>) -> Self {
         self.api_key = Some(ApiKey::new(key));
         self
     }
 
     /// The same settings with a base URL.
+    #[must_use]
     pub fn with_base_url(mut self, url: impl Into<String>) -> Self {
         self.base_url = Some(url.into());
         self
     }
 
     /// The same settings with a connect timeout.
+    #[must_use]
     pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = timeout;
         self
     }
 
     /// The same settings with a total timeout per attempt.
+    #[must_use]
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
         self
     }
 
     /// The same settings with a number of retries (0: one attempt only).
+    #[must_use]
     pub fn with_max_retries(mut self, retries: u32) -> Self {
         self.max_retries = retries;
         self
     }
 
     /// The same settings with the first and the longest backoff.
+    #[must_use]
     pub fn with_backoff(mut self, initial: Duration, max: Duration) -> Self {
         self.initial_backoff = initial;
         self.max_backoff = max;
@@ -126,12 +132,14 @@ impl ClientSettings {
     }
 
     /// The same settings with the longest `Retry-After` wait honoured.
+    #[must_use]
     pub fn with_max_retry_after(mut self, max: Duration) -> Self {
         self.max_retry_after = max;
         self
     }
 
     /// The same settings with a number of requests a counter may send at once (at least 1).
+    #[must_use]
     pub fn with_max_concurrent_requests(mut self, requests: usize) -> Self {
         self.max_concurrent_requests = requests.max(1);
         self

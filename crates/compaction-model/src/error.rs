@@ -1,12 +1,14 @@
 //! The one error type of this crate.
 
+use std::sync::Arc;
+
 use thiserror::Error;
 
 /// Why a message could not be read.
 ///
 /// Every variant that comes from a conversation names the message's position in it, so a
 /// user can find the bad message in a file of thousands.
-#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[derive(Debug, Clone, Error)]
 #[non_exhaustive]
 pub enum Error {
     /// The message has neither `role` nor `_role`.
@@ -90,10 +92,13 @@ pub enum Error {
         reason: String,
     },
     /// The text is not JSON (reading from bytes with [`messages_from_slice`](crate::messages_from_slice)).
-    #[error("invalid JSON: {reason}")]
+    #[error("invalid JSON: {source}")]
     Json {
-        /// serde_json's description, with the line and column.
-        reason: String,
+        /// serde_json's error, with its [`line`](serde_json::Error::line),
+        /// [`column`](serde_json::Error::column) and [`classify`](serde_json::Error::classify).
+        /// Shared, so that this error stays `Clone`.
+        #[source]
+        source: Arc<serde_json::Error>,
     },
     /// The conversation is not a JSON array of messages.
     #[error("a conversation must be a JSON array of messages, found {found}")]
@@ -102,6 +107,45 @@ pub enum Error {
         found: &'static str,
     },
 }
+
+/// Equal when they say the same about the same place; two [`Error::Json`] compare serde_json's
+/// line, column, category and words, as serde_json's error has no equality of its own.
+impl PartialEq for Error {
+    fn eq(&self, other: &Self) -> bool {
+        use Error::*;
+        match (self, other) {
+            (MissingRole { index: a, keys: k }, MissingRole { index: b, keys: l }) => a == b && k == l,
+            (UnknownRole { index: a, role: r }, UnknownRole { index: b, role: s }) => a == b && r == s,
+            (MissingContent { index: a }, MissingContent { index: b }) => a == b,
+            (
+                WrongType { index: a, field: f, expected: e, found: x },
+                WrongType { index: b, field: g, expected: d, found: y },
+            ) => a == b && f == g && e == d && x == y,
+            (MissingField { index: a, field: f }, MissingField { index: b, field: g }) => a == b && f == g,
+            (UnknownPart { index: a, field: f, keys: k }, UnknownPart { index: b, field: g, keys: l }) => {
+                a == b && f == g && k == l
+            }
+            (
+                BadToolResult { index: a, field: f, found: x },
+                BadToolResult { index: b, field: g, found: y },
+            ) => a == b && f == g && x == y,
+            (
+                InvalidMedia { index: a, field: f, reason: r },
+                InvalidMedia { index: b, field: g, reason: s },
+            ) => a == b && f == g && r == s,
+            (Json { source: a }, Json { source: b }) => {
+                a.line() == b.line()
+                    && a.column() == b.column()
+                    && a.classify() == b.classify()
+                    && a.to_string() == b.to_string()
+            }
+            (NotAnArray { found: a }, NotAnArray { found: b }) => a == b,
+            _ => false,
+        }
+    }
+}
+
+impl Eq for Error {}
 
 impl Error {
     /// The position of the offending message, when the error concerns one.

@@ -87,9 +87,7 @@ pub use meta::{
     STRATEGY_TOOL_RESULT_OFFLOADING, STRATEGY_TOOL_RESULT_PRUNING, TOOL_RESULT_OFFLOADED,
 };
 pub use prefix::Prefix;
-pub use sniff::{
-    base64_decoded_len, decode_base64_strict, guess_mime, is_image_mime, Base64Error, IMAGE_MIME_TYPES,
-};
+pub use sniff::{decode_base64_strict, guess_mime, Base64Error};
 pub use text::{JsonSource, Text};
 pub use tool::ToolSpec;
-pub use wire::{array_spans, messages_from_slice, messages_from_value, messages_to_value, value_end};
+pub use wire::{messages_from_slice, messages_from_value, messages_to_value};

@@ -8,6 +8,10 @@ use crate::text::Text;
 pub type JsonObject = Map<String, Value>;
 
 /// Who a message is from.
+///
+/// Deliberately exhaustive: the four roles are Haystack's `ChatRole`, the closed set every
+/// format this workspace reads is mapped onto, and code that handles a message must handle
+/// each of them (a wildcard arm would hide a role it does not know how to keep).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Role {
     /// Instructions that frame the conversation.
@@ -78,6 +82,9 @@ pub struct ToolCall {
 }
 
 /// What a tool returned: one string, or a list of text, image and file parts.
+///
+/// Deliberately exhaustive: a result is either one string or a list (Haystack's
+/// `str | list[...]`); what the list may hold grows in [`ResultPart`], which is not exhaustive.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ToolResultContent {
     /// A plain string result.
@@ -88,6 +95,7 @@ pub enum ToolResultContent {
 
 /// One part of a multi-part tool result.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum ResultPart {
     /// Text.
     Text(TextPart),
@@ -157,6 +165,7 @@ pub struct FilePart {
 
 /// One piece of a message's content.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum Part {
     /// Text.
     Text(TextPart),
@@ -170,6 +179,33 @@ pub enum Part {
     Image(ImagePart),
     /// A file.
     File(FilePart),
+}
+
+impl Part {
+    /// The part's kind as Haystack names its content class, less the suffix: `text`,
+    /// `tool_call`, `tool_call_result`, `reasoning`, `image` or `file`. Code that meets a kind
+    /// it does not handle can name it in its error.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Part::Text(_) => "text",
+            Part::ToolCall(_) => "tool_call",
+            Part::ToolCallResult(_) => "tool_call_result",
+            Part::Reasoning(_) => "reasoning",
+            Part::Image(_) => "image",
+            Part::File(_) => "file",
+        }
+    }
+}
+
+impl ResultPart {
+    /// The part's kind, as [`Part::kind`] names it: `text`, `image` or `file`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ResultPart::Text(_) => "text",
+            ResultPart::Image(_) => "image",
+            ResultPart::File(_) => "file",
+        }
+    }
 }
 
 /// One message of a conversation.
@@ -209,6 +245,7 @@ impl ToolCall {
     }
 
     /// The same call with an id.
+    #[must_use]
     pub fn with_id(mut self, id: impl Into<String>) -> Self {
         self.id = Some(id.into());
         self
@@ -324,12 +361,14 @@ impl Message {
     }
 
     /// The same message with metadata `meta`.
+    #[must_use]
     pub fn with_meta(mut self, meta: JsonObject) -> Self {
         self.meta = meta;
         self
     }
 
     /// The same message with a participant name.
+    #[must_use]
     pub fn with_name(mut self, name: impl Into<String>) -> Self {
         self.name = Some(name.into());
         self
@@ -406,6 +445,10 @@ impl Message {
 
 impl ImagePart {
     /// The image's bytes, decoded from base64 as strictly as Python's `b64decode(validate=True)`.
+    ///
+    /// # Errors
+    ///
+    /// When `base64_image` is not strict base64; the error says how, as Python would.
     pub fn decoded(&self) -> Result<Vec<u8>, crate::Base64Error> {
         crate::sniff::decode_base64_strict(&self.base64_image)
     }
@@ -413,6 +456,10 @@ impl ImagePart {
 
 impl FilePart {
     /// The file's bytes, decoded from base64 as strictly as Python's `b64decode(validate=True)`.
+    ///
+    /// # Errors
+    ///
+    /// When `base64_data` is not strict base64; the error says how, as Python would.
     pub fn decoded(&self) -> Result<Vec<u8>, crate::Base64Error> {
         crate::sniff::decode_base64_strict(&self.base64_data)
     }

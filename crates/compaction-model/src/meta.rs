@@ -38,6 +38,7 @@ pub const STRATEGY_TOOL_INPUT_CLEARING: &str = "tool_input_clearing";
 /// What a compactor records under [`CONTEXT_COMPACTION`]: which strategy ran and how many tokens
 /// the message held before.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct CompactionMarker {
     /// The strategy that rewrote the message, such as [`STRATEGY_TOOL_RESULT_PRUNING`].
     pub strategy: String,

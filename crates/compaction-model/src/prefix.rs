@@ -14,7 +14,7 @@
 //! twice. A writer may therefore copy the text in place of encoding the message again.
 //!
 //! Anything else (unknown fields, older shapes, a key twice in nested JSON, an image whose MIME
-//! type had to be guessed, bad input) is `None`: the other readers of `wire.rs` take it, and word
+//! type had to be guessed, bad input) is `None`: the other readers of `wire/` take it, and word
 //! any error.
 
 use std::ops::Range;

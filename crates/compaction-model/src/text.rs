@@ -69,6 +69,10 @@ impl JsonSource {
     }
 
     /// The bytes back when nothing read from them is left, else the source as it was.
+    ///
+    /// # Errors
+    ///
+    /// Gives the source back unchanged while a text read from it still shares its bytes.
     pub fn into_bytes(self) -> Result<Vec<u8>, JsonSource> {
         Arc::try_unwrap(self.0).map_err(JsonSource)
     }

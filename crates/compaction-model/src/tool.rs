@@ -7,6 +7,7 @@ use serde_json::Value;
 ///
 /// Serializes as `{"name", "description", "parameters"}`, the shape of Haystack's `Tool.tool_spec`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ToolSpec {
     /// The tool's name, as tool calls refer to it.
     pub name: String,

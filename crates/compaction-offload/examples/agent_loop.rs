@@ -65,10 +65,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .with("*", OffloadOverChars::new(20_000)),
     );
     let compaction = CompactionHook::new(
-        Box::new(ToolResultPruningCompactor::new(PruningSettings {
-            min_tokens: 0,
-            ..PruningSettings::default()
-        })?),
+        Box::new(ToolResultPruningCompactor::new(PruningSettings::default().with_min_tokens(0))?),
         CompactionHookSettings::new(2_000),
     )?;
     // Stands in for the provider's usage report.

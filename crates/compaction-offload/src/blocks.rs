@@ -27,20 +27,35 @@ pub(crate) enum Offloadable<'a> {
     Empty,
     /// Image or file parts, and a store that takes only text.
     BinaryUnsupported,
+    /// A part of a kind this crate does not know how to store and point to; the result stays.
+    UnknownPart,
 }
 
 /// The parts of `result` to offload, or why it stays.
 pub(crate) fn offloadable_blocks<'a>(result: &'a ToolCallResult, profile: &StoreProfile) -> Offloadable<'a> {
     let blocks: Vec<Block<'a>> = match &result.result {
         ToolResultContent::Text(text) => vec![Block::Text(text)],
-        ToolResultContent::Parts(parts) => parts
-            .iter()
-            .map(|part| match part {
-                ResultPart::Text(t) => Block::Text(&t.text),
-                ResultPart::Image(i) => Block::Image(i),
-                ResultPart::File(f) => Block::File(f),
-            })
-            .collect(),
+        ToolResultContent::Parts(parts) => {
+            let mut blocks = Vec::with_capacity(parts.len());
+            for part in parts {
+                blocks.push(match part {
+                    ResultPart::Text(t) => Block::Text(&t.text),
+                    ResultPart::Image(i) => Block::Image(i),
+                    ResultPart::File(f) => Block::File(f),
+                    other => {
+                        // Offloading it would drop it from the conversation with no pointer
+                        // that could bring it back, so the whole result stays.
+                        tracing::warn!(
+                            tool = result.origin.tool_name.as_str(),
+                            kind = other.kind(),
+                            "the result holds a part of a kind that cannot be offloaded; leaving it in context"
+                        );
+                        return Offloadable::UnknownPart;
+                    }
+                });
+            }
+            blocks
+        }
     };
     if blocks.iter().all(|b| matches!(b, Block::Text(t) if t.is_empty())) {
         return Offloadable::Empty;
@@ -170,10 +185,10 @@ fn plan_block<'a>(
             (file.base64_data.as_str(), file.mime_type.as_deref(), file.filename.as_deref(), "file")
         }
     };
-    let data = decode_lenient(encoded).map_err(|reason| Error::InvalidBase64 {
+    let data = decode_lenient(encoded).map_err(|source| Error::InvalidBase64 {
         tool_name: tool_name.to_owned(),
         position,
-        reason,
+        source,
     })?;
     let mime = mime.filter(|m| !m.is_empty());
     let filename = filename.filter(|f| !f.is_empty());
@@ -233,7 +248,7 @@ pub(crate) fn pointer_message(
 }
 
 /// Python's `base64.b64decode` without `validate`: characters outside the alphabet are dropped.
-fn decode_lenient(encoded: &str) -> Result<Vec<u8>, String> {
+fn decode_lenient(encoded: &str) -> Result<Vec<u8>, compaction_model::Base64Error> {
     match compaction_model::decode_base64_strict(encoded) {
         Ok(bytes) => Ok(bytes),
         Err(_) => {
@@ -241,7 +256,7 @@ fn decode_lenient(encoded: &str) -> Result<Vec<u8>, String> {
                 .chars()
                 .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '/' | '='))
                 .collect();
-            compaction_model::decode_base64_strict(&kept).map_err(|e| e.to_string())
+            compaction_model::decode_base64_strict(&kept)
         }
     }
 }

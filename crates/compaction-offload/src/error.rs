@@ -95,14 +95,15 @@ pub enum Error {
     #[error("no stored result at {0:?}")]
     NotFound(String),
     /// An image or file part's base64 payload could not be decoded.
-    #[error("part {position} of the result of `{tool_name}` is not valid base64: {reason}")]
+    #[error("part {position} of the result of `{tool_name}` is not valid base64: {source}")]
     InvalidBase64 {
         /// The tool that produced the result.
         tool_name: String,
         /// The part's position in the result, from 0.
         position: usize,
-        /// Why decoding failed.
-        reason: String,
+        /// Why decoding failed, as Python would say it.
+        #[source]
+        source: compaction_model::Base64Error,
     },
     /// A hook or compactor made without a store was asked to write; use its plan, or pass a
     /// store.
@@ -117,12 +118,14 @@ pub enum Error {
         /// The key or reference involved.
         key: String,
     },
-    /// A store implemented outside this crate failed; its own words.
-    #[error("store failed to write or read {key:?}: {reason}")]
+    /// A store implemented outside this crate failed, with its own error (a message will do:
+    /// `"disk full".into()`).
+    #[error("store failed to write or read {key:?}: {source}")]
     Store {
         /// The key or reference involved.
         key: String,
         /// What went wrong.
-        reason: String,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync + 'static>,
     },
 }

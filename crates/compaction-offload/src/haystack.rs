@@ -36,6 +36,11 @@ const OVER_CHARS_TYPE: &str = "haystack.hooks.tool_result_offloading.policies.Of
 impl FileSystemToolResultStore {
     /// Opens the store `{"root": ...}` or Haystack's `to_dict` form names (see
     /// [`FileSystemToolResultStore::new`]).
+    ///
+    /// # Errors
+    ///
+    /// For a missing `root`, a `type` other than the file-system store's, or a root the store
+    /// cannot use.
     pub fn from_value(value: &Value) -> Result<Self, Error> {
         let params = init_parameters(value, HAYSTACK_FILE_SYSTEM_STORE_TYPE)?;
         let root =
@@ -65,7 +70,12 @@ impl BuiltinPolicy {
     }
 
     /// Reads one of the reference's three policies from its `to_dict` form, found under `key`.
-    pub fn from_haystack_value(key: &str, value: &Value) -> Result<Self, Error> {
+    ///
+    /// # Errors
+    ///
+    /// When the form is none of the reference's three policies, or a threshold is missing or
+    /// not a count.
+    pub fn from_value(key: &str, value: &Value) -> Result<Self, Error> {
         match component(key, value)? {
             ALWAYS_TYPE => Ok(BuiltinPolicy::Always),
             NEVER_TYPE => Ok(BuiltinPolicy::Never),
@@ -95,6 +105,10 @@ impl PolicyKey {
 
     /// Reads a key as the reference serializes it: a string starting with `[` is a JSON array of
     /// names, `*` is the wildcard, anything else a tool name.
+    ///
+    /// # Errors
+    ///
+    /// When a key starting with `[` is not a JSON list of names.
     pub fn from_haystack_key(key: &str) -> Result<Self, Error> {
         if key == "*" {
             return Ok(PolicyKey::Any);
@@ -135,14 +149,18 @@ fn python_string(text: &str) -> String {
 
 impl OffloadStrategies {
     /// Reads the reference's serialized `offload_strategies` mapping.
-    pub fn from_haystack_value(value: &Value) -> Result<Self, Error> {
+    ///
+    /// # Errors
+    ///
+    /// When the value is not an object, or a key or policy in it cannot be read.
+    pub fn from_value(value: &Value) -> Result<Self, Error> {
         let object =
             value.as_object().ok_or_else(|| invalid("offload_strategies", "expected a JSON object"))?;
         let mut strategies = OffloadStrategies::new();
         for (key, policy) in object {
             strategies.insert(
                 PolicyKey::from_haystack_key(key)?,
-                BuiltinPolicy::from_haystack_value(key, policy)?.into_policy(),
+                BuiltinPolicy::from_value(key, policy)?.into_policy(),
             );
         }
         Ok(strategies)
@@ -161,12 +179,17 @@ impl OffloadStrategies {
 impl ToolResultOffloadHook {
     /// Builds a hook from Haystack's `ToolResultOffloadHook.to_dict()` output (a
     /// `FileSystemToolResultStore`, which is opened, and the reference's three policies).
+    ///
+    /// # Errors
+    ///
+    /// When the form is not the hook's, its store cannot be opened, or its strategies cannot be
+    /// read.
     pub fn from_value(value: &Value) -> Result<Self, Error> {
         let params = init_parameters(value, HAYSTACK_OFFLOAD_HOOK_TYPE)?;
         let store = params.get("store").ok_or_else(|| invalid("store", "is required"))?;
         let store = FileSystemToolResultStore::from_value(store)?;
         let strategies = match params.get("offload_strategies") {
-            Some(v) => OffloadStrategies::from_haystack_value(v)?,
+            Some(v) => OffloadStrategies::from_value(v)?,
             None => return Err(invalid("offload_strategies", "is required")),
         };
         let mut hook = ToolResultOffloadHook::new(Arc::new(store), strategies);
@@ -179,6 +202,11 @@ impl ToolResultOffloadHook {
 
 impl OffloadCompactorSettings {
     /// Reads the plain form or Haystack's `to_dict` form; missing keys take their defaults.
+    ///
+    /// # Errors
+    ///
+    /// For an unknown key, a value of the wrong kind, settings that fail
+    /// [`OffloadCompactorSettings::validate`], or a `type` other than the compactor's.
     pub fn from_value(value: &Value) -> Result<Self, Error> {
         let params = init_parameters(value, HAYSTACK_OFFLOAD_COMPACTOR_TYPE)?;
         let mut settings = OffloadCompactorSettings::default();
@@ -213,6 +241,10 @@ impl<'de> Deserialize<'de> for OffloadCompactorSettings {
 impl ToolResultOffloadCompactor {
     /// Builds a compactor from Haystack's `ToolResultOffloadCompactor.to_dict()` output, opening
     /// its `FileSystemToolResultStore`.
+    ///
+    /// # Errors
+    ///
+    /// As [`OffloadCompactorSettings::from_value`], and when its store cannot be opened.
     pub fn from_value(value: &Value) -> Result<Self, Error> {
         let settings = OffloadCompactorSettings::from_value(value)?;
         let store = init_parameters(value, HAYSTACK_OFFLOAD_COMPACTOR_TYPE)?
@@ -236,6 +268,10 @@ pub struct HaystackCompactionHook {
 /// Builds a `CompactionHook` from Haystack's `CompactionHook.to_dict()` output, whose compactor
 /// may be a `ToolResultPruningCompactor` or a `ToolResultOffloadCompactor` with a
 /// `FileSystemToolResultStore` (compaction-hook alone reads only the former).
+///
+/// # Errors
+///
+/// When the form is not the hook's or its compactor's, or a store cannot be opened.
 pub fn compaction_hook_from_value(value: &Value) -> Result<HaystackCompactionHook, Error> {
     let params = init_parameters(value, compaction_hook::HAYSTACK_HOOK_TYPE)?;
     let spec = params.get("compactor").filter(|v| !v.is_null());

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use compaction_core::{
     replace_tool_results_until_target, Compaction, CompactionReport, Compactor, Replacement, ResultReport,
-    RewrittenResult,
+    Rewrite, RewrittenResult,
 };
 use compaction_model::{
     is_compacted, is_offloaded, CompactionMarker, JsonObject, Message, Part, Role, ToolCallResult,
@@ -27,6 +27,7 @@ use crate::store::{AsyncToolResultStore, StoreProfile, ToolResultStore};
 /// Serializes as its three fields; [`OffloadCompactorSettings::from_value`] also reads
 /// Haystack's `to_dict` form, ignoring its `store`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct OffloadCompactorSettings {
     /// How many of the newest tool-calling steps are never offloaded. At least 1.
     pub min_keep_steps: usize,
@@ -43,7 +44,32 @@ impl Default for OffloadCompactorSettings {
 }
 
 impl OffloadCompactorSettings {
+    /// The same settings never offloading the newest `min_keep_steps` tool-calling steps.
+    #[must_use]
+    pub fn with_min_keep_steps(mut self, min_keep_steps: usize) -> Self {
+        self.min_keep_steps = min_keep_steps;
+        self
+    }
+
+    /// The same settings offloading only results whose own count is above `min_tokens`.
+    #[must_use]
+    pub fn with_min_tokens(mut self, min_tokens: usize) -> Self {
+        self.min_tokens = min_tokens;
+        self
+    }
+
+    /// The same settings keeping this many characters of each offloaded text in its pointer.
+    #[must_use]
+    pub fn with_preview_chars(mut self, chars: usize) -> Self {
+        self.preview_chars = chars;
+        self
+    }
+
     /// Checks `min_keep_steps >= 1`.
+    ///
+    /// # Errors
+    ///
+    /// When `min_keep_steps` is 0.
     pub fn validate(&self) -> Result<(), Error> {
         if self.min_keep_steps < 1 {
             return Err(Error::MinKeepStepsTooSmall(self.min_keep_steps as i128));
@@ -150,6 +176,10 @@ impl fmt::Debug for OffloadCompactorPlan<'_> {
 
 impl ToolResultOffloadCompactor {
     /// A compactor writing to `store`.
+    ///
+    /// # Errors
+    ///
+    /// When the settings fail [`OffloadCompactorSettings::validate`].
     pub fn new(store: Arc<dyn ToolResultStore>, settings: OffloadCompactorSettings) -> Result<Self, Error> {
         settings.validate()?;
         Ok(ToolResultOffloadCompactor {
@@ -164,6 +194,10 @@ impl ToolResultOffloadCompactor {
     /// [`offload_with_store`](ToolResultOffloadCompactor::offload_with_store) and
     /// [`offload_async`](ToolResultOffloadCompactor::offload_async). As a [`Compactor`] it then
     /// offloads nothing and keeps an [`Error::NoStore`] failure for each write it would make.
+    ///
+    /// # Errors
+    ///
+    /// When the settings fail [`OffloadCompactorSettings::validate`].
     pub fn without_store(settings: OffloadCompactorSettings) -> Result<Self, Error> {
         settings.validate()?;
         Ok(ToolResultOffloadCompactor {
@@ -176,6 +210,7 @@ impl ToolResultOffloadCompactor {
 
     /// The same compactor taking the unique part of each key from `source` instead of random
     /// hex, for reproducible runs and tests.
+    #[must_use]
     pub fn with_key_source(mut self, source: impl Fn() -> String + Send + Sync + 'static) -> Self {
         self.key_source = Box::new(source);
         self
@@ -497,7 +532,10 @@ impl<'a> OffloadCompactorPlan<'a> {
             reports,
         )
         .counted(counted);
-        OffloadCompaction { compaction: Some(Compaction::replacing(replacements, report)), failures }
+        // One replacement per planned message, so no index repeats: no check is needed.
+        let rewrites =
+            replacements.into_iter().map(|(index, message)| (index, Rewrite::Message(message))).collect();
+        OffloadCompaction { compaction: Some(Compaction::rewriting(rewrites, report)), failures }
     }
 }
 

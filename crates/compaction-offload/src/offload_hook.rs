@@ -167,6 +167,7 @@ impl ToolResultOffloadHook {
     }
 
     /// The same hook previewing `preview_chars` characters of each offloaded text.
+    #[must_use]
     pub fn with_preview_chars(mut self, preview_chars: usize) -> Self {
         self.preview_chars = preview_chars;
         self
@@ -249,7 +250,7 @@ impl ToolResultOffloadHook {
                 let Some(policy) = self.strategies.policy_for(tool_name) else { continue };
                 let blocks = match offloadable_blocks(result, profile) {
                     Offloadable::Blocks(blocks) => blocks,
-                    Offloadable::Empty => continue,
+                    Offloadable::Empty | Offloadable::UnknownPart => continue,
                     Offloadable::BinaryUnsupported => {
                         plan.outcome.binary_unsupported.push(at);
                         continue;

@@ -99,5 +99,5 @@ impl Future for JoinAll<'_> {
 
 /// The outcome of the write under `key` when none was handed back.
 pub(crate) fn missing(key: &str) -> WriteOutcome {
-    Err(Error::Store { key: key.to_owned(), reason: "no outcome was handed back for this write".into() })
+    Err(Error::Store { key: key.to_owned(), source: "no outcome was handed back for this write".into() })
 }

@@ -21,6 +21,7 @@ pub trait OffloadPolicy: Send + Sync + fmt::Debug {
 
 /// The reference's three policies, as data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum BuiltinPolicy {
     /// [`AlwaysOffload`].
     Always,
@@ -52,6 +53,7 @@ pub struct NeverOffload;
 /// Offloads a result longer than `threshold` characters (strictly more), counted as Python
 /// counts them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct OffloadOverChars {
     /// The largest result, in characters, that stays in context.
     pub threshold: usize,
@@ -94,6 +96,9 @@ impl OffloadPolicy for OffloadOverChars {
 
 /// Which tools a policy applies to. An exact name wins over a set containing the name, and a
 /// set over [`PolicyKey::Any`].
+///
+/// Deliberately exhaustive: these are the three key forms of Haystack's `offload_strategies`
+/// (a name, a tuple of names, `"*"`), and a lookup must rank every one of them.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum PolicyKey {
     /// One tool, by name.

@@ -13,6 +13,8 @@ use crate::keys::candidate_keys;
 
 /// Content handed to a store's `write`: a result's text, or the decoded bytes of an image or
 /// file part.
+///
+/// Deliberately exhaustive: content is text or bytes, and there is no third kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Content<'a> {
     /// Text, as it stood in the conversation.
@@ -32,6 +34,8 @@ impl Content<'_> {
 }
 
 /// Content read back from a store.
+///
+/// Deliberately exhaustive: content is text or bytes, and there is no third kind.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StoredContent {
     /// Text.
@@ -70,6 +74,7 @@ impl StoreProfile {
     }
 
     /// The same profile, taking binary content or not.
+    #[must_use]
     pub fn with_binary_content(mut self, supported: bool) -> Self {
         self.binary = supported;
         self
@@ -77,6 +82,7 @@ impl StoreProfile {
 
     /// The same profile, with references that are `prefix` followed by the key (the file-system
     /// store's are its root's path and a separator).
+    #[must_use]
     pub fn with_reference_prefix(mut self, prefix: impl Into<String>) -> Self {
         self.reference_prefix = prefix.into();
         self

@@ -27,21 +27,25 @@ impl Default for ApproximateTokenCounter {
 
 impl ApproximateTokenCounter {
     /// A counter with `chars_per_token` characters per token and the default image (85) and file
-    /// (1000) charges. `chars_per_token` must be greater than 0.
+    /// (1000) charges.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidCharsPerToken`] unless `chars_per_token` is greater than 0.
     pub fn new(chars_per_token: f64) -> Result<Self, Error> {
-        Self::with_charges(chars_per_token, 85, 1000)
-    }
-
-    /// A counter with every setting given.
-    pub fn with_charges(
-        chars_per_token: f64,
-        tokens_per_image: usize,
-        tokens_per_file: usize,
-    ) -> Result<Self, Error> {
         if chars_per_token.is_nan() || chars_per_token <= 0.0 {
             return Err(Error::InvalidCharsPerToken(chars_per_token));
         }
-        Ok(ApproximateTokenCounter { chars_per_token, tokens_per_image, tokens_per_file })
+        Ok(ApproximateTokenCounter { chars_per_token, ..ApproximateTokenCounter::default() })
+    }
+
+    /// The same counter charging `tokens_per_image` per image and `tokens_per_file` per file, as
+    /// every counter's `with_charges` does.
+    #[must_use]
+    pub fn with_charges(mut self, tokens_per_image: usize, tokens_per_file: usize) -> Self {
+        self.tokens_per_image = tokens_per_image;
+        self.tokens_per_file = tokens_per_file;
+        self
     }
 
     /// Characters per token.

@@ -12,21 +12,16 @@ pub enum Error {
     /// No tiktoken encoding has this name, and no model maps to one.
     #[error("unknown tiktoken encoding or model {0:?}; encodings are o200k_base, cl100k_base, p50k_base, r50k_base")]
     UnknownEncoding(String),
-    /// The tiktoken tables could not be loaded.
-    #[error("could not load tiktoken encoding {encoding}: {reason}")]
-    Encoding {
-        /// The encoding's name.
-        encoding: String,
-        /// What went wrong.
-        reason: String,
-    },
     /// A `tokenizer.json` could not be read or is not a valid tokenizer.
-    #[error("tokenizer {source_name}: {reason}")]
+    #[error("tokenizer {source_name}: {what}: {source}")]
     Tokenizer {
         /// The file's path, or `<bytes>` when read from memory.
         source_name: String,
-        /// What went wrong.
-        reason: String,
+        /// What failed, such as `cannot be read`.
+        what: &'static str,
+        /// The file system's or the `tokenizers` crate's error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync + 'static>,
     },
     /// A counter spec string could not be understood.
     #[error("invalid counter spec {spec:?}: {reason}")]

@@ -29,29 +29,46 @@ impl std::fmt::Debug for HuggingFaceTokenCounter {
 
 impl HuggingFaceTokenCounter {
     /// Loads `tokenizer.json` from a path.
+    ///
+    /// # Errors
+    ///
+    /// When the file cannot be read or is not a tokenizer the `tokenizers` crate loads.
     pub fn from_file(path: impl AsRef<Path>) -> Result<Self, Error> {
         let path = path.as_ref();
         let source = path.display().to_string();
-        let bytes = std::fs::read(path)
-            .map_err(|error| Error::Tokenizer { source_name: source.clone(), reason: error.to_string() })?;
+        let bytes = std::fs::read(path).map_err(|error| Error::Tokenizer {
+            source_name: source.clone(),
+            what: "cannot be read",
+            source: Box::new(error),
+        })?;
         Self::build(&bytes, source)
     }
 
     /// Loads a tokenizer from the bytes of a `tokenizer.json`.
+    ///
+    /// # Errors
+    ///
+    /// When the bytes are not a tokenizer the `tokenizers` crate loads.
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, Error> {
         Self::build(bytes, "<bytes>".to_owned())
     }
 
     fn build(bytes: &[u8], source: String) -> Result<Self, Error> {
-        let invalid = |reason: String| Error::Tokenizer { source_name: source.clone(), reason };
+        let invalid = |what: &'static str, error: tokenizers::Error| Error::Tokenizer {
+            source_name: source.clone(),
+            what,
+            source: error,
+        };
         let mut tokenizer =
-            Tokenizer::from_bytes(bytes).map_err(|e| invalid(format!("not a valid tokenizer.json: {e}")))?;
-        tokenizer.with_truncation(None).map_err(|e| invalid(e.to_string()))?;
+            Tokenizer::from_bytes(bytes).map_err(|e| invalid("not a valid tokenizer.json", e))?;
+        tokenizer.with_truncation(None).map_err(|e| invalid("cannot turn truncation off", e))?;
         tokenizer.with_padding(None);
         Ok(HuggingFaceTokenCounter { tokenizer, source, tokens_per_image: 85, tokens_per_file: 1000 })
     }
 
-    /// The same counter with other image and file charges.
+    /// The same counter charging `tokens_per_image` per image and `tokens_per_file` per file, as
+    /// every counter's `with_charges` does.
+    #[must_use]
     pub fn with_charges(mut self, tokens_per_image: usize, tokens_per_file: usize) -> Self {
         self.tokens_per_image = tokens_per_image;
         self.tokens_per_file = tokens_per_file;

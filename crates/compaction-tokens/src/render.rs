@@ -31,6 +31,7 @@ use crate::pyjson;
 /// Content without a text form that a rendering shows as a placeholder: an image or a file,
 /// of a message or inside a tool result.
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub enum Attachment<'a> {
     /// An image.
     Image(&'a ImagePart),
@@ -137,12 +138,14 @@ impl<'a> RenderOptions<'a> {
     }
 
     /// The same options, showing tool-call ids or not.
+    #[must_use]
     pub fn with_tool_call_ids(mut self, include: bool) -> Self {
         self.include_tool_call_ids = include;
         self
     }
 
     /// The same options with another placeholder for images and files.
+    #[must_use]
     pub fn with_placeholder(mut self, placeholder: &'a (dyn Fn(Attachment<'_>) -> String + Sync)) -> Self {
         self.placeholder = placeholder;
         self
@@ -227,6 +230,12 @@ fn push_id(id: Option<&str>, options: &RenderOptions<'_>, out: &mut String) {
     }
 }
 
+/// A result part of a kind this rendering does not know yet, shown as its Haystack JSON so that
+/// it is counted rather than left out.
+fn unknown_result_part(part: &ResultPart) -> String {
+    serde_json::to_string(part).unwrap_or_else(|_| format!("<{}>", part.kind()))
+}
+
 fn file_placeholder(filename: Option<&str>) -> String {
     match filename {
         Some(name) if !name.is_empty() => format!("<file: {name}>"),
@@ -252,6 +261,7 @@ fn render_result(result: &ToolCallResult, options: &RenderOptions<'_>, out: &mut
                         out.push_str(&(options.placeholder)(Attachment::Image(image)))
                     }
                     ResultPart::File(file) => out.push_str(&(options.placeholder)(Attachment::File(file))),
+                    other => out.push_str(&unknown_result_part(other)),
                 }
             }
         }
@@ -371,6 +381,7 @@ fn result_chars(result: &ToolCallResult) -> usize {
                 ResultPart::Text(t) => t.text.char_len(),
                 ResultPart::Image(_) => "<image>".len(),
                 ResultPart::File(f) => file_placeholder_chars(f.filename.as_deref()),
+                other => char_len(&unknown_result_part(other)),
             })
             .sum(),
     };
@@ -416,7 +427,8 @@ impl NonText {
                             match part {
                                 ResultPart::Image(_) => found.images += 1,
                                 ResultPart::File(_) => found.files += 1,
-                                ResultPart::Text(_) => {}
+                                // Text, and kinds that carry no flat charge.
+                                _ => {}
                             }
                         }
                     }

@@ -12,6 +12,11 @@ use crate::error::Error;
 /// assert_eq!(counter.describe(), "approximate:2.5");
 /// # Ok::<(), compaction_tokens::Error>(())
 /// ```
+///
+/// # Errors
+///
+/// When the spec names no known counter, a counter whose feature is off, a ratio that is not a
+/// number above 0, or a tokenizer that cannot be loaded.
 pub fn counter_from_spec(spec: &str) -> Result<Box<dyn TokenCounter>, Error> {
     let invalid = |reason: &str| Error::InvalidSpec { spec: spec.to_owned(), reason: reason.to_owned() };
     let (kind, argument) = match spec.split_once(':') {

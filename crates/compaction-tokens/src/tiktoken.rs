@@ -12,6 +12,7 @@ use crate::render::{render_tools, rendered_message, NonText};
 
 /// A tiktoken encoding.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Encoding {
     /// GPT-4o, GPT-4.1, o-series and later models.
     O200kBase,
@@ -35,6 +36,10 @@ impl Encoding {
     }
 
     /// An encoding by its name, or the encoding a model name maps to (`gpt-4o` → `o200k_base`).
+    ///
+    /// # Errors
+    ///
+    /// When `name` is neither a known encoding nor a model that maps to one.
     pub fn from_name_or_model(name: &str) -> Result<Encoding, Error> {
         use tiktoken_rs::tokenizer::Tokenizer;
         match name {
@@ -140,20 +145,28 @@ impl std::fmt::Debug for TiktokenCounter {
 impl TiktokenCounter {
     /// A counter for an encoding name or a model name, with the default image (85) and file
     /// (1000) charges.
+    ///
+    /// # Errors
+    ///
+    /// When `encoding_or_model` is neither a known encoding nor a model that maps to one.
     pub fn new(encoding_or_model: &str) -> Result<Self, Error> {
-        Ok(Self::with_encoding(Encoding::from_name_or_model(encoding_or_model)?))
+        Ok(Self::from_encoding(Encoding::from_name_or_model(encoding_or_model)?))
     }
 
     /// A counter for `encoding` with the default charges.
-    pub fn with_encoding(encoding: Encoding) -> Self {
-        Self::with_charges(encoding, 85, 1000)
-    }
-
-    /// A counter with every setting given.
-    pub fn with_charges(encoding: Encoding, tokens_per_image: usize, tokens_per_file: usize) -> Self {
+    pub fn from_encoding(encoding: Encoding) -> Self {
         let bpe = encoding.bpe();
         let bracket_tokens = bpe.count("[");
-        TiktokenCounter { encoding, bpe, tokens_per_image, tokens_per_file, bracket_tokens }
+        TiktokenCounter { encoding, bpe, tokens_per_image: 85, tokens_per_file: 1000, bracket_tokens }
+    }
+
+    /// The same counter charging `tokens_per_image` per image and `tokens_per_file` per file, as
+    /// every counter's `with_charges` does.
+    #[must_use]
+    pub fn with_charges(mut self, tokens_per_image: usize, tokens_per_file: usize) -> Self {
+        self.tokens_per_image = tokens_per_image;
+        self.tokens_per_file = tokens_per_file;
+        self
     }
 
     /// The encoding counted with.
@@ -388,7 +401,7 @@ mod tests {
             "}}\n)",
         ];
         for encoding in [Encoding::O200kBase, Encoding::Cl100kBase, Encoding::P50kBase, Encoding::R50kBase] {
-            let counter = TiktokenCounter::with_encoding(encoding);
+            let counter = TiktokenCounter::from_encoding(encoding);
             for sample in samples {
                 let (own, joined) = counter.own_and_joined(sample);
                 assert_eq!(own, counter.count_text(sample), "{encoding:?} {sample:?}");
@@ -414,7 +427,7 @@ mod tests {
             (state % n as u64) as usize
         };
         for encoding in [Encoding::O200kBase, Encoding::Cl100kBase, Encoding::P50kBase, Encoding::R50kBase] {
-            let counter = TiktokenCounter::with_encoding(encoding);
+            let counter = TiktokenCounter::from_encoding(encoding);
             for _ in 0..60 {
                 let messages: Vec<Message> = (0..1 + next(6))
                     .map(|_| {

@@ -407,7 +407,9 @@ fn write_message(message: &Message, out: &mut Vec<InputItem>, calls: &mut Vec<To
                             _ => continue,
                         }
                     }
-                    Part::ToolCall(_) | Part::ToolCallResult(_) => continue,
+                    // Not kept (kinds this conversion does not know too), so the round trip
+                    // reports them as losses.
+                    _ => continue,
                 };
                 content.push(Value::Object(written));
                 kept.push(k);
@@ -474,7 +476,9 @@ fn write_message(message: &Message, out: &mut Vec<InputItem>, calls: &mut Vec<To
                         call_out(call)
                     }
                     Part::Reasoning(reasoning) => reasoning_out(reasoning),
-                    Part::Image(_) | Part::File(_) | Part::ToolCallResult(_) | Part::Text(_) => None,
+                    // Not kept (kinds this conversion does not know too), so the round trip
+                    // reports them as losses.
+                    _ => None,
                 };
                 if let Some(item) = item {
                     out.push(item);
@@ -645,8 +649,8 @@ fn result_out(result: &ToolCallResult, calls: &[ToolCall]) -> Option<InputItem> 
         ToolResultContent::Parts(parts) => Value::Array(
             parts
                 .iter()
-                .map(|part| {
-                    Value::Object(match part {
+                .filter_map(|part| {
+                    Some(Value::Object(match part {
                         ResultPart::Text(text) => {
                             match stash::get(&text.unknown, STASH).and_then(|s| s.get("content")) {
                                 Some(Value::Object(content)) => content.clone(),
@@ -655,7 +659,9 @@ fn result_out(result: &ToolCallResult, calls: &[ToolCall]) -> Option<InputItem> 
                         }
                         ResultPart::Image(image) => image_out(image),
                         ResultPart::File(file) => file_out(file),
-                    })
+                        // Left out, so the round trip reports the changed result as a loss.
+                        _ => return None,
+                    }))
                 })
                 .collect(),
         ),

@@ -468,7 +468,9 @@ impl Writer {
                         }
                         Part::Reasoning(reasoning) => rig_reasoning(reasoning),
                         Part::Image(image) => Some(AssistantContent::Image(rig_image(image))),
-                        Part::File(_) | Part::ToolCallResult(_) => None,
+                        // Not kept (kinds this conversion does not know too), so the round trip
+                        // reports them as losses.
+                        _ => None,
                     };
                     if let Some(block) = block {
                         blocks.push(block);
@@ -507,7 +509,9 @@ impl Writer {
                         Part::ToolCallResult(result) => self
                             .rig_tool_result((target, offset + blocks.len()), result)
                             .map(UserContent::ToolResult),
-                        Part::ToolCall(_) | Part::Reasoning(_) => None,
+                        // Not kept (kinds this conversion does not know too), so the round trip
+                        // reports them as losses.
+                        _ => None,
                     };
                     if let Some(block) = block {
                         blocks.push(block);
@@ -704,7 +708,8 @@ fn rig_result_content(part: &ResultPart) -> Option<RigResultContent> {
             }
         }
         ResultPart::Image(image) => Some(RigResultContent::Image(rig_image(image))),
-        ResultPart::File(_) => None,
+        // rig has no file result; this and kinds not known here are reported as losses.
+        _ => None,
     }
 }
 

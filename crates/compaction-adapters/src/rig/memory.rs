@@ -55,12 +55,14 @@ impl CompactionPolicy {
     }
 
     /// The same policy counting with `counter` (a tokenizer of the model, say).
+    #[must_use]
     pub fn with_counter(mut self, counter: impl TokenCounter + 'static) -> Self {
         self.counter = Box::new(counter);
         self
     }
 
     /// The same policy compacting only once the history counts more than `trigger_tokens`.
+    #[must_use]
     pub fn with_trigger_tokens(mut self, trigger_tokens: usize) -> Self {
         self.trigger_tokens = Some(trigger_tokens);
         self
@@ -106,7 +108,9 @@ impl CompactionPolicy {
             self.remember(None);
             return Ok(None);
         };
-        let report = compaction.apply(&mut ours);
+        let report = compaction.apply(&mut ours).map_err(|error| {
+            format!("{} made a compaction that does not fit: {error}", self.compactor.name())
+        })?;
         let (compacted, losses) = to_rig(&ours).into_parts();
         let unexpected: Vec<String> =
             losses.iter().filter(|loss| !is_marker(loss)).map(ToString::to_string).collect();

@@ -316,11 +316,8 @@ fn a_system_message_without_text_is_reported() {
 #[test]
 fn the_policy_can_clear_tool_inputs() {
     let history = agent_history(4_000);
-    let compactor = ToolResultPruningCompactor::new(PruningSettings {
-        clear_tool_inputs: true,
-        ..PruningSettings::default()
-    })
-    .expect("valid settings");
+    let compactor = ToolResultPruningCompactor::new(PruningSettings::default().with_clear_tool_inputs(true))
+        .expect("valid settings");
     let counter = ApproximateTokenCounter::default();
     let before = counter.count(&from_rig(&history), &[]);
     let pruned = CompactionPolicy::new(compactor, before / 2).apply(history.clone()).expect("compacts");

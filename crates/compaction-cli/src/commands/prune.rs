@@ -163,19 +163,17 @@ pub struct PruneOptions {
 impl PruneOptions {
     /// The compactor these options describe; invalid settings are usage errors.
     pub fn compactor(&self) -> Result<ToolResultPruningCompactor> {
-        let mut settings = PruningSettings {
-            min_keep_steps: self.min_keep_steps,
-            min_tokens: self.min_tokens,
-            skip_meta_keys: list(&self.skip_meta_keys),
-            exclude_tools: list(&self.exclude_tools),
-            clear_at_least: self.clear_at_least,
-            clear_tool_inputs: self.clear_tool_inputs,
-            keep_tool_results: self.keep_tool_results,
-            preview_chars: self.preview_ends,
-            ..PruningSettings::default()
-        };
+        let mut settings = PruningSettings::default()
+            .with_min_keep_steps(self.min_keep_steps)
+            .with_min_tokens(self.min_tokens)
+            .with_skip_meta_keys(list(&self.skip_meta_keys))
+            .with_exclude_tools(list(&self.exclude_tools))
+            .with_clear_at_least(self.clear_at_least)
+            .with_clear_tool_inputs(self.clear_tool_inputs)
+            .with_keep_tool_results(self.keep_tool_results)
+            .with_preview_chars(self.preview_ends);
         if let Some(placeholder) = &self.placeholder {
-            settings.placeholder = placeholder.clone();
+            settings = settings.with_placeholder(placeholder.as_str());
         }
         ToolResultPruningCompactor::new(settings).map_err(|e| UsageError(e.to_string()).into())
     }
@@ -259,7 +257,7 @@ pub fn run(args: Args) -> Result<()> {
             match compaction {
                 Some(compaction) => {
                     let changed = compaction.replaced_indices();
-                    let report = state.apply(compaction);
+                    let report = state.apply(compaction).map_err(|e| failed(&e))?;
                     let compacted = match changed {
                         Some(changed) => Compacted::InPlace(changed),
                         None => Compacted::Whole,
@@ -270,11 +268,9 @@ pub fn run(args: Args) -> Result<()> {
             }
         }
         (None, Some(window)) => {
-            let settings = CompactionHookSettings {
-                context_window: window,
-                compact_at: args.compact_at,
-                compact_to: args.compact_to,
-            };
+            let settings = CompactionHookSettings::new(window)
+                .with_compact_at(args.compact_at)
+                .with_compact_to(args.compact_to);
             let hook = CompactionHook::new(built.take_compactor(), settings)
                 .map_err(|e| UsageError(e.to_string()))?
                 .with_counter(Box::new(counter.clone()));

@@ -138,11 +138,9 @@ pub fn run(args: Args) -> Result<()> {
     if policies_given && args.offload_store.is_none() {
         return Err(UsageError("--policy needs --offload-store DIR".into()).into());
     }
-    let settings = CompactionHookSettings {
-        context_window: args.context_window,
-        compact_at: args.compact_at,
-        compact_to: args.compact_to,
-    };
+    let settings = CompactionHookSettings::new(args.context_window)
+        .with_compact_at(args.compact_at)
+        .with_compact_to(args.compact_to);
     let strategy = args.strategy.resolve(args.offload_to.is_some())?;
     let counter = crate::strategy::counter(&args.counter, &args.strategy.client_settings())?;
     let offload_to = args.offload_to.as_deref().map(|dir| (dir, args.preview_chars));

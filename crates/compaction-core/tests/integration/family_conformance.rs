@@ -24,7 +24,7 @@ fn read(path: &std::path::Path) -> Value {
 /// messages account for its length.
 fn built(messages: &[Message], compaction: &Compaction) -> Value {
     let mut applied = messages.to_vec();
-    compaction.clone().apply(&mut applied);
+    compaction.clone().apply(&mut applied).expect("fits the conversation it was made from");
     let built = compaction.messages(messages);
     assert_eq!(applied, built, "apply and messages differ");
     let report = &compaction.report;

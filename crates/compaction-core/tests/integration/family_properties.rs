@@ -57,7 +57,7 @@ fn pairing(messages: &[Message]) -> (BTreeSet<String>, BTreeSet<String>) {
 fn check_common(messages: &[Message], compaction: &Compaction, counter: &dyn TokenCounter, target: usize) {
     let out = compaction.messages(messages);
     let mut applied = messages.to_vec();
-    compaction.clone().apply(&mut applied);
+    compaction.clone().apply(&mut applied).expect("fits the conversation it was made from");
     assert_eq!(applied, out, "apply and messages differ");
 
     let (calls, results) = pairing(&out);

@@ -21,15 +21,16 @@ pub fn counter_from_fixture(spec: &Value) -> Box<dyn TokenCounter> {
         Some("approximate") => {
             let ratio = spec["chars_per_token"].as_f64().unwrap_or(4.0);
             Box::new(
-                compaction_tokens::ApproximateTokenCounter::with_charges(ratio, image, file)
-                    .expect("valid ratio"),
+                compaction_tokens::ApproximateTokenCounter::new(ratio)
+                    .expect("valid ratio")
+                    .with_charges(image, file),
             )
         }
         Some("tiktoken") => {
             let encoding =
                 compaction_tokens::Encoding::from_name_or_model(spec["encoding"].as_str().unwrap_or(""))
                     .expect("known encoding");
-            Box::new(compaction_tokens::TiktokenCounter::with_charges(encoding, image, file))
+            Box::new(compaction_tokens::TiktokenCounter::from_encoding(encoding).with_charges(image, file))
         }
         other => panic!("counter kind {other:?} not supported by these tests"),
     }

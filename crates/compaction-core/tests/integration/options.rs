@@ -40,8 +40,7 @@ fn every_option_is_off_by_default() {
 #[test]
 fn excluded_tools_are_never_pruned() {
     let messages = four_steps();
-    let compactor =
-        compactor(PruningSettings { exclude_tools: vec!["read".into()], ..PruningSettings::default() });
+    let compactor = compactor(PruningSettings::default().with_exclude_tools(["read"]));
     let compaction = compactor.compact(&messages, 0, &CharCounter).expect("pruned");
     assert_eq!(compaction.report.changed_indices(), vec![4]);
     assert_eq!(compaction.report.tool_names(), vec!["search"]);
@@ -55,11 +54,9 @@ fn clear_at_least_skips_small_savings() {
         .plan(&messages, target, &CharCounter)
         .expect("something to prune")
         .tokens_freed();
-    let enough =
-        compactor(PruningSettings { clear_at_least: Some(freed_by_one), ..PruningSettings::default() });
+    let enough = compactor(PruningSettings::default().with_clear_at_least(Some(freed_by_one)));
     assert!(enough.compact(&messages, target, &CharCounter).is_some());
-    let too_little =
-        compactor(PruningSettings { clear_at_least: Some(freed_by_one + 1), ..PruningSettings::default() });
+    let too_little = compactor(PruningSettings::default().with_clear_at_least(Some(freed_by_one + 1)));
     assert_eq!(too_little.compact(&messages, target, &CharCounter), None);
     assert_eq!(too_little.plan(&messages, target, &CharCounter), None);
 }
@@ -75,7 +72,7 @@ fn clear_tool_inputs_empties_the_pruned_calls_and_marks_them() {
         calling(std::slice::from_ref(&c)),
         result(&c, 500),
     ];
-    let compactor = compactor(PruningSettings { clear_tool_inputs: true, ..PruningSettings::default() });
+    let compactor = compactor(PruningSettings::default().with_clear_tool_inputs(true));
     let compaction = compactor.compact(&messages, 0, &CharCounter).expect("pruned");
     // Only `a`'s result was big enough to prune, so only `a`'s arguments go.
     assert_eq!(compaction.report.changed_indices(), vec![2]);
@@ -123,7 +120,7 @@ fn clear_tool_inputs_drops_raw_arguments_too() {
         calling(std::slice::from_ref(&c)),
         result(&c, 500),
     ];
-    let compactor = compactor(PruningSettings { clear_tool_inputs: true, ..PruningSettings::default() });
+    let compactor = compactor(PruningSettings::default().with_clear_tool_inputs(true));
     let compaction = compactor.compact(&messages, 0, &CharCounter).expect("pruned");
     let out = compaction.messages(&messages);
     let cleared = out[1].tool_calls().next().expect("call");
@@ -145,7 +142,7 @@ fn clear_tool_inputs_clears_every_pruned_result_of_a_batch() {
         calling(std::slice::from_ref(&c)),
         result(&c, 500),
     ];
-    let compactor = compactor(PruningSettings { clear_tool_inputs: true, ..PruningSettings::default() });
+    let compactor = compactor(PruningSettings::default().with_clear_tool_inputs(true));
     let compaction = compactor.compact(&messages, 0, &CharCounter).expect("pruned");
     let out = compaction.messages(&messages);
     assert!(out[1].tool_calls().all(|call| call.arguments.is_empty()));
@@ -170,7 +167,7 @@ fn a_preview_keeps_both_ends_around_the_placeholder() {
         calling(std::slice::from_ref(&c)),
         result(&c, 500),
     ];
-    let settings = PruningSettings { preview_chars: 20, min_tokens: 0, ..PruningSettings::default() };
+    let settings = PruningSettings::default().with_preview_chars(20).with_min_tokens(0);
     let compaction = compactor(settings.clone()).compact(&messages, 0, &CharCounter).expect("pruned");
     let out = compaction.messages(&messages);
     let pruned = out[2].tool_call_result().expect("result");
@@ -185,7 +182,7 @@ fn a_preview_keeps_both_ends_around_the_placeholder() {
     // The report counts what the model will see, preview included.
     assert_eq!(compaction.report.results[0].replacement_tokens, CharCounter.count(&out[2..3], &[]));
     let mut applied = messages.clone();
-    compaction.apply(&mut applied);
+    compaction.apply(&mut applied).expect("fits the conversation it was made from");
     assert_eq!(applied, out);
 
     // A result no longer than both ends together would not get smaller, so it stays.
@@ -229,11 +226,8 @@ fn preview_chars_is_a_setting_beyond_the_reference() {
 #[test]
 fn clearing_again_extends_the_marker() {
     let messages = four_steps();
-    let compactor = compactor(PruningSettings {
-        clear_tool_inputs: true,
-        keep_tool_results: Some(1),
-        ..PruningSettings::default()
-    });
+    let compactor =
+        compactor(PruningSettings::default().with_clear_tool_inputs(true).with_keep_tool_results(Some(1)));
     let target = CharCounter.count(&messages, &[]) - 1;
     let first = compactor.compact(&messages, target, &CharCounter).expect("pruned");
     assert_eq!(first.report.changed_indices(), vec![2]);
@@ -258,12 +252,11 @@ fn keep_tool_results_protects_results_one_by_one() {
     // By steps the one step is protected whole; by results only the newest one or two are.
     assert_eq!(ToolResultPruningCompactor::default().compact(&messages, 0, &CharCounter), None);
     for (keep, changed) in [(1, vec![2, 3]), (2, vec![2]), (3, vec![])] {
-        let compactor =
-            compactor(PruningSettings { keep_tool_results: Some(keep), ..PruningSettings::default() });
+        let compactor = compactor(PruningSettings::default().with_keep_tool_results(Some(keep)));
         let got = compactor.compact(&messages, 0, &CharCounter);
         assert_eq!(got.map(|c| c.report.changed_indices()).unwrap_or_default(), changed, "keep {keep}");
     }
-    let zero = PruningSettings { keep_tool_results: Some(0), ..PruningSettings::default() };
+    let zero = PruningSettings::default().with_keep_tool_results(Some(0));
     assert_eq!(ToolResultPruningCompactor::new(zero), Err(Error::KeepToolResultsTooSmall(0)));
 }
 
@@ -272,7 +265,7 @@ fn the_report_tells_what_changed() {
     let messages = four_steps();
     let counter = ApproximateTokenCounter::default();
     let before = counter.count(&messages, &[]);
-    let compactor = compactor(PruningSettings { min_tokens: 0, ..PruningSettings::default() });
+    let compactor = compactor(PruningSettings::default().with_min_tokens(0));
     let compaction = compactor.compact(&messages, before - 150, &counter).expect("pruned");
     let report = &compaction.report;
     assert_eq!(report.strategy, "tool_result_pruning");
@@ -299,7 +292,7 @@ fn the_report_tells_what_changed() {
 #[test]
 fn plan_is_the_report_without_the_messages() {
     let messages = four_steps();
-    let settings = PruningSettings { clear_tool_inputs: true, ..PruningSettings::default() };
+    let settings = PruningSettings::default().with_clear_tool_inputs(true);
     let compactor = compactor(settings);
     let planned = compactor.plan(&messages, 0, &CharCounter).expect("a plan");
     let compaction = compactor.compact(&messages, 0, &CharCounter).expect("pruned");
@@ -375,28 +368,73 @@ fn a_compactor_is_a_trait_object() {
 
 #[test]
 fn messages_and_apply_agree_on_any_edits() {
-    use compaction_core::{Compaction, CompactionReport, Edits, PrunedResult, Rewrite};
+    use compaction_core::{Compaction, CompactionReport, PrunedResult, Rewrite};
     let (a, b) = (call("search", "a"), call("fetch", "b"));
     let messages = vec![calling(&[a.clone(), b.clone()]), result(&a, 500), result(&b, 700)];
     let pruned = |clear_arguments| {
         Rewrite::Pruned(PrunedResult { clear_arguments, ..PrunedResult::new("[gone: {tool_name}]", 9) })
     };
     let report = || CompactionReport::new("test", 0, 0, 0, Vec::new());
-    // Unsorted, with two rewrites of one index (applied one after the other), a rewrite of a
-    // message without a result (left as it is) and one past the end (ignored).
+    // Unsorted, with two rewrites of one index (applied one after the other) and a replacement
+    // of a message without a result.
     let edits = vec![
         (2, Rewrite::Message(result(&a, 3))),
         (1, pruned(true)),
         (2, pruned(false)),
-        (0, pruned(false)),
-        (9, pruned(false)),
+        (0, Rewrite::Message(messages[0].clone())),
     ];
-    let compaction = Compaction { edits: Edits::Replace(edits), report: report() };
+    let compaction = Compaction::rewriting(edits, report());
     let built = compaction.messages(&messages);
     let mut applied = messages.clone();
-    compaction.apply(&mut applied);
+    compaction.apply(&mut applied).expect("every edit fits");
     assert_eq!(built, applied);
     assert_eq!(built[0], messages[0]);
     assert_eq!(built[2].tool_call_result().map(|r| r.origin.tool_name.as_str()), Some("search"));
     assert_eq!(built[1].tool_call_result().map(|r| r.origin.arguments.is_empty()), Some(true));
+}
+
+/// An edit `apply` cannot place is refused, naming it, and the conversation is left as it was:
+/// past the end, pruning a message without tool results, or a result the message lacks.
+#[test]
+fn apply_refuses_an_edit_it_cannot_place() {
+    use compaction_core::{Compaction, CompactionReport, Error, PrunedResult, Rewrite};
+    let a = call("search", "a");
+    let messages = vec![calling(std::slice::from_ref(&a)), result(&a, 500)];
+    let report = || CompactionReport::new("test", 0, 0, 0, Vec::new());
+    let prune =
+        |results: Vec<usize>| Rewrite::Pruned(PrunedResult { results, ..PrunedResult::new("[gone]", 9) });
+    let cases = [
+        (
+            vec![(1, prune(vec![])), (5, Rewrite::Message(result(&a, 1)))],
+            5,
+            "the conversation has 2 messages",
+        ),
+        (vec![(0, prune(vec![]))], 0, "holds no tool result"),
+        (vec![(1, prune(vec![0, 1]))], 1, "tool result 1 is to be pruned, but the message holds 1"),
+    ];
+    for (edits, at, reason) in cases {
+        let compaction = Compaction::rewriting(edits, report());
+        let mut applied = messages.clone();
+        let error = compaction.clone().apply(&mut applied).expect_err("misplaced");
+        assert!(matches!(&error, Error::MisplacedEdit { index, .. } if *index == at), "{error:?}");
+        assert!(error.to_string().contains(reason), "{error}");
+        assert_eq!(applied, messages, "nothing applied");
+        assert!(compaction.check(&messages).is_err());
+    }
+    // The same edits fit the conversation they were made for.
+    let fits = Compaction::rewriting(vec![(1, prune(vec![0]))], report());
+    fits.check(&messages).expect("fits");
+}
+
+/// Two replacements of one message are refused when the compaction is built: one would be lost.
+#[test]
+fn replacing_one_message_twice_is_refused() {
+    use compaction_core::{Compaction, CompactionReport, Error};
+    let a = call("search", "a");
+    let report = || CompactionReport::new("test", 0, 0, 0, Vec::new());
+    let twice = vec![(1, result(&a, 1)), (0, result(&a, 2)), (1, result(&a, 3))];
+    let error = Compaction::replacing(twice, report()).expect_err("index 1 twice");
+    assert!(matches!(error, Error::DuplicateEdit { index: 1 }), "{error:?}");
+    let once = vec![(1, result(&a, 1)), (0, result(&a, 2))];
+    assert_eq!(Compaction::replacing(once, report()).expect("distinct").replaced_indices(), Some(vec![0, 1]));
 }

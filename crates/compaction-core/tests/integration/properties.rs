@@ -128,12 +128,12 @@ fn reference_settings() -> impl Strategy<Value = PruningSettings> {
         Just(vec!["custom_skip".to_owned()])
     ];
     (1usize..4, prop_oneof![Just(0usize), Just(10), Just(50), Just(200)], placeholders, skips).prop_map(
-        |(min_keep_steps, min_tokens, placeholder, skip_meta_keys)| PruningSettings {
-            min_keep_steps,
-            min_tokens,
-            placeholder,
-            skip_meta_keys,
-            ..PruningSettings::default()
+        |(min_keep_steps, min_tokens, placeholder, skip_meta_keys)| {
+            PruningSettings::default()
+                .with_min_keep_steps(min_keep_steps)
+                .with_min_tokens(min_tokens)
+                .with_placeholder(placeholder)
+                .with_skip_meta_keys(skip_meta_keys)
         },
     )
 }
@@ -149,14 +149,11 @@ fn extended_settings() -> impl Strategy<Value = PruningSettings> {
     )
         .prop_map(
             |(base, exclude, clear_at_least, clear_tool_inputs, keep_tool_results, preview_chars)| {
-                PruningSettings {
-                    exclude_tools: exclude.into_iter().map(|t| TOOLS[t].to_owned()).collect(),
-                    clear_at_least,
-                    clear_tool_inputs,
-                    keep_tool_results,
-                    preview_chars,
-                    ..base
-                }
+                base.with_exclude_tools(exclude.into_iter().map(|t| TOOLS[t]))
+                    .with_clear_at_least(clear_at_least)
+                    .with_clear_tool_inputs(clear_tool_inputs)
+                    .with_keep_tool_results(keep_tool_results)
+                    .with_preview_chars(preview_chars)
             },
         )
 }
@@ -267,7 +264,7 @@ fn check(messages: &[Message], settings: PruningSettings, percent: usize, counte
     let (out, report) = (&compaction.messages(messages), &compaction.report);
     assert_eq!(out.len(), messages.len());
     let mut applied = messages.to_vec();
-    compaction.clone().apply(&mut applied);
+    compaction.clone().apply(&mut applied).expect("fits the conversation it was made from");
     assert_eq!(&applied, out, "rewriting in place and building beside differ");
     // Per message, the entries run from the message's count before to the count of the message
     // built, each starting where the one before ended.
@@ -405,7 +402,7 @@ fn memo_agrees(messages: &[Message], compactor: &dyn Compactor, percent: usize, 
                 Some(indices) => memo.rewritten(indices),
                 None => memo = compaction_core::Memo::default(),
             }
-            compaction.apply(&mut with_memo);
+            compaction.apply(&mut with_memo).expect("fits the conversation it was made from");
         }
     }
 }
@@ -426,7 +423,7 @@ proptest! {
         memo_agrees(&messages, &pruning, percent, &counter);
         let chain = compaction_core::ChainCompactor::new()
             .then(pruning)
-            .then(ToolResultPruningCompactor::new(PruningSettings { min_tokens: 0, ..PruningSettings::default() }).expect("valid"));
+            .then(ToolResultPruningCompactor::new(PruningSettings::default().with_min_tokens(0)).expect("valid"));
         memo_agrees(&messages, &chain, percent, &counter);
     }
 }

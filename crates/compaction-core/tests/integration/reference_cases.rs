@@ -58,7 +58,7 @@ fn defaults_are_the_references() {
 
 #[test]
 fn min_keep_steps_below_one_is_rejected() {
-    let settings = PruningSettings { min_keep_steps: 0, ..PruningSettings::default() };
+    let settings = PruningSettings::default().with_min_keep_steps(0);
     assert_eq!(ToolResultPruningCompactor::new(settings), Err(Error::MinKeepStepsTooSmall(0)));
     let from_config = ToolResultPruningCompactor::from_value(&json!({"min_keep_steps": -2}));
     assert_eq!(from_config, Err(Error::MinKeepStepsTooSmall(-2)));
@@ -73,13 +73,11 @@ fn negative_min_tokens_is_rejected() {
 
 #[test]
 fn to_dict_and_from_dict_round_trip() {
-    let settings = PruningSettings {
-        min_keep_steps: 2,
-        min_tokens: 50,
-        placeholder: "[gone: {tool_name}]".into(),
-        skip_meta_keys: vec!["a".into(), "b".into()],
-        ..PruningSettings::default()
-    };
+    let settings = PruningSettings::default()
+        .with_min_keep_steps(2)
+        .with_min_tokens(50)
+        .with_placeholder("[gone: {tool_name}]")
+        .with_skip_meta_keys(["a", "b"]);
     let dict = settings.to_haystack_value().expect("reference options only");
     assert_eq!(
         dict,
@@ -123,7 +121,7 @@ fn empty_conversation_returns_none() {
 #[test]
 fn prunes_oldest_first_and_stops_at_the_target() {
     let messages = three_steps();
-    let compactor = compactor(PruningSettings { min_tokens: 0, ..PruningSettings::default() });
+    let compactor = compactor(PruningSettings::default().with_min_tokens(0));
     // Pruning one result is enough.
     let compaction = compactor.compact(&messages, total(&messages) - 100, &CharCounter).expect("pruned");
     assert_eq!(compaction.report.changed_indices(), vec![2]);
@@ -170,7 +168,7 @@ fn pruned_message_keeps_origin_error_and_meta() {
 fn newest_steps_are_protected_even_when_the_target_is_missed() {
     let messages = three_steps();
     for (keep, changed) in [(1, vec![2, 4]), (2, vec![2]), (3, vec![])] {
-        let compactor = compactor(PruningSettings { min_keep_steps: keep, ..PruningSettings::default() });
+        let compactor = compactor(PruningSettings::default().with_min_keep_steps(keep));
         let got = compactor.compact(&messages, 0, &CharCounter);
         assert_eq!(
             got.map(|c| c.report.changed_indices()).unwrap_or_default(),
@@ -231,7 +229,7 @@ fn small_results_are_left() {
     let compaction =
         ToolResultPruningCompactor::default().compact(&messages, 0, &CharCounter).expect("pruned");
     assert_eq!(compaction.report.changed_indices(), vec![4]);
-    let none_big_enough = compactor(PruningSettings { min_tokens: 201, ..PruningSettings::default() });
+    let none_big_enough = compactor(PruningSettings::default().with_min_tokens(201));
     assert_eq!(none_big_enough.compact(&messages, 0, &CharCounter), None);
 }
 
@@ -252,8 +250,7 @@ fn results_with_a_skip_key_are_left() {
     let compaction =
         ToolResultPruningCompactor::default().compact(&messages, 0, &CharCounter).expect("pruned");
     assert_eq!(compaction.report.changed_indices(), vec![4]);
-    let custom =
-        compactor(PruningSettings { skip_meta_keys: vec!["keep_me".into()], ..PruningSettings::default() });
+    let custom = compactor(PruningSettings::default().with_skip_meta_keys(["keep_me"]));
     assert_eq!(custom.compact(&messages, 0, &CharCounter).expect("pruned").report.changed_indices(), vec![2]);
 }
 
@@ -261,8 +258,7 @@ fn results_with_a_skip_key_are_left() {
 fn placeholder_fills_in_only_the_tool_name() {
     let messages = three_steps();
     let placeholder = r#"{"note": "pruned"} {tool_name}/{tool_name} {other} {}"#;
-    let compactor =
-        compactor(PruningSettings { placeholder: placeholder.into(), ..PruningSettings::default() });
+    let compactor = compactor(PruningSettings::default().with_placeholder(placeholder));
     let compaction = compactor.compact(&messages, total(&messages) - 1, &CharCounter).expect("pruned");
     let compacted = compaction.messages(&messages);
     let text = &compacted[2].tool_call_result().expect("result").result;
@@ -272,14 +268,9 @@ fn placeholder_fills_in_only_the_tool_name() {
 #[test]
 fn a_placeholder_that_saves_nothing_is_not_used() {
     let messages = three_steps();
-    let long = compactor(PruningSettings {
-        placeholder: "p".repeat(500),
-        min_tokens: 0,
-        ..PruningSettings::default()
-    });
+    let long = compactor(PruningSettings::default().with_placeholder("p".repeat(500)).with_min_tokens(0));
     assert_eq!(long.compact(&messages, 0, &CharCounter), None);
-    let one_shorter =
-        compactor(PruningSettings { placeholder: "p".repeat(499), ..PruningSettings::default() });
+    let one_shorter = compactor(PruningSettings::default().with_placeholder("p".repeat(499)));
     let compaction = one_shorter.compact(&messages, 0, &CharCounter).expect("pruned");
     assert_eq!(compaction.report.results[0].tokens_freed, 1);
 }

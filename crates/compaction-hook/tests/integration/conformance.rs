@@ -22,11 +22,10 @@ fn conformance_hook_matches_reference() {
         let settings =
             PruningSettings::from_value(&fixture["compactor"]["settings"]).expect("settings parse");
         let compactor = ToolResultPruningCompactor::new(settings).expect("valid settings");
-        let hook_settings = CompactionHookSettings {
-            context_window: fixture["context_window"].as_u64().expect("window") as usize,
-            compact_at: fixture["compact_at"].as_f64().expect("compact_at"),
-            compact_to: fixture["compact_to"].as_f64().expect("compact_to"),
-        };
+        let hook_settings =
+            CompactionHookSettings::new(fixture["context_window"].as_u64().expect("window") as usize)
+                .with_compact_at(fixture["compact_at"].as_f64().expect("compact_at"))
+                .with_compact_to(fixture["compact_to"].as_f64().expect("compact_to"));
         let hook = CompactionHook::new(Box::new(compactor), hook_settings)
             .expect("valid hook settings")
             .with_counter(counter_from_fixture(&fixture["counter"]));

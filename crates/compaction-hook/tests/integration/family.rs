@@ -178,11 +178,9 @@ fn family_hook(fixture: &Value) -> (CompactionHook, Option<Arc<StandIn>>) {
         }
         other => panic!("compactor kind {other:?} not in these fixtures"),
     };
-    let settings = CompactionHookSettings {
-        context_window: fixture["context_window"].as_u64().expect("window") as usize,
-        compact_at: fixture["compact_at"].as_f64().expect("compact_at"),
-        compact_to: fixture["compact_to"].as_f64().expect("compact_to"),
-    };
+    let settings = CompactionHookSettings::new(fixture["context_window"].as_u64().expect("window") as usize)
+        .with_compact_at(fixture["compact_at"].as_f64().expect("compact_at"))
+        .with_compact_to(fixture["compact_to"].as_f64().expect("compact_to"));
     let hook = CompactionHook::new(compactor, settings)
         .expect("valid hook settings")
         .with_counter(counter_from_fixture(&fixture["counter"]));

@@ -31,7 +31,7 @@ fn invalid_settings_say_why() {
     let bad = |window, at, to| {
         CompactionHook::new(
             pruning(),
-            CompactionHookSettings { context_window: window, compact_at: at, compact_to: to },
+            CompactionHookSettings::new(window).with_compact_at(at).with_compact_to(to),
         )
     };
     assert!(matches!(bad(0, 0.7, 0.4), Err(Error::ContextWindowTooSmall(0))));
@@ -47,7 +47,7 @@ fn invalid_settings_say_why() {
 fn settings_read_plain_and_reference_forms() {
     let plain: CompactionHookSettings =
         serde_json::from_value(json!({"context_window": 1000, "compact_at": 0.8})).expect("plain");
-    assert_eq!(plain, CompactionHookSettings { context_window: 1000, compact_at: 0.8, compact_to: 0.4 });
+    assert_eq!(plain, CompactionHookSettings::new(1000).with_compact_at(0.8).with_compact_to(0.4));
     let written = serde_json::to_value(plain).expect("serialize");
     assert_eq!(written, json!({"context_window": 1000, "compact_at": 0.8, "compact_to": 0.4}));
     let again: CompactionHookSettings = serde_json::from_value(written).expect("round trip");
@@ -103,17 +103,16 @@ fn hooks_chain_and_each_sees_what_the_previous_left() {
     let total = counter.count(&messages, &[]);
     let window = total + 10;
     let gentle =
-        ToolResultPruningCompactor::new(PruningSettings { min_keep_steps: 4, ..PruningSettings::default() })
-            .expect("valid");
+        ToolResultPruningCompactor::new(PruningSettings::default().with_min_keep_steps(4)).expect("valid");
     let hooks = vec![
         CompactionHook::new(
             Box::new(gentle),
-            CompactionHookSettings { context_window: window, compact_at: 0.5, compact_to: 0.1 },
+            CompactionHookSettings::new(window).with_compact_at(0.5).with_compact_to(0.1),
         )
         .expect("first"),
         CompactionHook::new(
             pruning(),
-            CompactionHookSettings { context_window: window, compact_at: 0.3, compact_to: 0.1 },
+            CompactionHookSettings::new(window).with_compact_at(0.3).with_compact_to(0.1),
         )
         .expect("second"),
     ];

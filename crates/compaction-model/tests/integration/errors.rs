@@ -112,7 +112,7 @@ fn reading_bytes_agrees_on_odd_shapes() {
     ];
     for case in cases {
         let expected = serde_json::from_slice(case.as_bytes())
-            .map_err(|e| Error::Json { reason: e.to_string() })
+            .map_err(|e| Error::Json { source: std::sync::Arc::new(e) })
             .and_then(messages_from_value);
         assert_eq!(compaction_model::messages_from_slice(case.as_bytes()), expected, "{case}");
     }
@@ -122,7 +122,7 @@ fn reading_bytes_agrees_on_odd_shapes() {
         "]".repeat(126)
     );
     let expected = serde_json::from_str(&deep)
-        .map_err(|e| Error::Json { reason: e.to_string() })
+        .map_err(|e| Error::Json { source: std::sync::Arc::new(e) })
         .and_then(messages_from_value);
     assert!(expected.is_err());
     assert_eq!(compaction_model::messages_from_slice(deep.as_bytes()), expected);
@@ -142,4 +142,32 @@ fn raw_arguments_survive_both_readers() {
     assert!(call.arguments.is_empty());
     assert!(!call.has_no_arguments());
     assert_eq!(serde_json::to_value(&from_bytes).expect("writes"), value);
+}
+
+/// Text that is not JSON keeps serde_json's error as its source, with the line and column.
+#[test]
+fn json_errors_keep_serde_json_as_their_source() {
+    let error =
+        compaction_model::messages_from_slice(b"[\n  {\"role\": \"user\",\n  oops}]").expect_err("not JSON");
+    let Error::Json { source } = &error else { panic!("expected a JSON error, got {error:?}") };
+    assert_eq!((source.line(), source.column()), (3, 3), "{source}");
+    let chained = std::error::Error::source(&error).expect("a source");
+    assert_eq!(chained.to_string(), source.to_string());
+    assert!(error.to_string().contains("line 3 column 3"), "{error}");
+}
+
+/// A message deserialized through serde, here the third of a `Vec<Message>`, names no made-up
+/// position: serde_json says where it is.
+#[test]
+fn serde_errors_do_not_claim_message_zero() {
+    let text = "[\n{\"role\": \"user\", \"content\": \"a\"},\n{\"role\": \"user\", \"content\": \"b\"},\n{\"role\": \"robot\", \"content\": \"c\"}\n]";
+    let error = serde_json::from_str::<Vec<Message>>(text).expect_err("unknown role");
+    let said = error.to_string();
+    assert!(!said.contains("message 0"), "{said}");
+    assert!(said.starts_with("a message: unknown role \"robot\""), "{said}");
+    // serde_json places it where it stopped reading: just after the bad message (line 4).
+    assert_eq!(error.line(), 5, "{said}");
+    // The readers of whole conversations know the index.
+    let error = compaction_model::messages_from_slice(text.as_bytes()).expect_err("unknown role");
+    assert!(matches!(error, Error::UnknownRole { index: 2, .. }), "{error:?}");
 }

@@ -222,7 +222,7 @@ fn bytes_that_are_not_utf8_are_not_read_in_place() {
         assert_eq!(Message::read_prefix_in(&source, 0), None, "{bytes:?}");
         let whole = [b"[", bytes, b"]"].concat();
         let expected = serde_json::from_slice::<Value>(&whole)
-            .map_err(|e| compaction_model::Error::Json { reason: e.to_string() })
+            .map_err(|e| compaction_model::Error::Json { source: std::sync::Arc::new(e) })
             .and_then(messages_from_value);
         assert!(expected.is_err());
         assert_eq!(messages_from_slice(&whole), expected);

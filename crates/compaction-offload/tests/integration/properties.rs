@@ -106,7 +106,7 @@ impl ToolResultStore for Flaky {
     fn write(&self, key: &str, content: Content<'_>) -> Result<String, Error> {
         let n = self.writes.fetch_add(1, Ordering::SeqCst) + 1;
         if self.every > 0 && n % self.every == 0 {
-            return Err(Error::Store { key: key.into(), reason: "flaky".into() });
+            return Err(Error::Store { key: key.into(), source: "flaky".into() });
         }
         self.inner.write(key, content)
     }
@@ -242,7 +242,7 @@ proptest! {
             nothing_lost(&original, state.messages(), store.as_ref(), None);
 
             // The compactor on what the hook left, then pruning on what that left.
-            let settings = OffloadCompactorSettings { min_keep_steps, min_tokens, preview_chars };
+            let settings = OffloadCompactorSettings::default().with_min_keep_steps(min_keep_steps).with_min_tokens(min_tokens).with_preview_chars(preview_chars);
             let compactor = ToolResultOffloadCompactor::new(store.clone(), settings).expect("valid");
             let messages = state.into_messages();
             let target = counter.count(&messages, &[]) * percent / 100;
@@ -267,7 +267,7 @@ proptest! {
                 let result = |m: &Message| m.tool_call_results().nth(at.position).cloned();
                 prop_assert_eq!(result(&offloaded[at.index]), result(&messages[at.index]));
             }
-            let pruning = PruningSettings { min_tokens, ..PruningSettings::default() };
+            let pruning = PruningSettings::default().with_min_tokens(min_tokens);
             let placeholder = pruning.placeholder.clone();
             let pruned = match ToolResultPruningCompactor::new(pruning).expect("valid").compact(&offloaded, target, &counter) {
                 Some(c) => c.messages(&offloaded),

@@ -51,12 +51,12 @@ fn hooks_chain_and_each_sees_what_the_previous_left() {
     let hooks = vec![
         CompactionHook::new(
             pruning(),
-            CompactionHookSettings { context_window: window, compact_at: 0.5, compact_to: 0.45 },
+            CompactionHookSettings::new(window).with_compact_at(0.5).with_compact_to(0.45),
         )
         .expect("first"),
         CompactionHook::new(
             Box::new(offload),
-            CompactionHookSettings { context_window: window, compact_at: 0.5, compact_to: 0.1 },
+            CompactionHookSettings::new(window).with_compact_at(0.5).with_compact_to(0.1),
         )
         .expect("second"),
     ];
@@ -65,7 +65,7 @@ fn hooks_chain_and_each_sees_what_the_previous_left() {
     assert!(outcomes[0].compacted && outcomes[0].triggered);
     // The second hook measured the pruned conversation, not the original.
     assert!(outcomes[1].estimated_tokens < outcomes[0].estimated_tokens);
-    assert_eq!(outcomes[0].strategy, "ToolResultPruningCompactor");
+    assert_eq!(outcomes[0].compactor, "ToolResultPruningCompactor");
     assert!(outcomes[0].report.as_ref().is_some_and(|r| !r.results.is_empty()));
     // Pruned results carry the pruning marker, so the offload compactor leaves them; the newest
     // step is protected by both.
@@ -90,7 +90,7 @@ fn policies_resolve_exact_then_set_then_wildcard() {
     let serialized = strategies.to_haystack_value().expect("built-ins serialize");
     let keys: Vec<&String> = serialized.as_object().expect("object").keys().collect();
     assert_eq!(keys, ["*", "[\"read\", \"list\"]", "read"]);
-    let back = OffloadStrategies::from_haystack_value(&serialized).expect("read back");
+    let back = OffloadStrategies::from_value(&serialized).expect("read back");
     assert_eq!(back.to_haystack_value(), Some(serialized));
 }
 
@@ -129,7 +129,7 @@ fn offload_compactor_keys_are_random_and_unique() {
     let store = Arc::new(InMemoryToolResultStore::new());
     let compactor = ToolResultOffloadCompactor::new(
         store.clone(),
-        OffloadCompactorSettings { min_keep_steps: 1, min_tokens: 0, preview_chars: 20 },
+        OffloadCompactorSettings::default().with_min_keep_steps(1).with_min_tokens(0).with_preview_chars(20),
     )
     .expect("valid");
     let messages = conversation(5, 100);
@@ -241,7 +241,8 @@ fn every_result_of_a_message_is_offloaded_on_its_own() {
 #[test]
 fn the_compactor_offloads_each_result_of_a_batch() {
     let store = Arc::new(InMemoryToolResultStore::new());
-    let settings = OffloadCompactorSettings { min_keep_steps: 1, min_tokens: 20, preview_chars: 10 };
+    let settings =
+        OffloadCompactorSettings::default().with_min_keep_steps(1).with_min_tokens(20).with_preview_chars(10);
     let compactor = ToolResultOffloadCompactor::new(store.clone(), settings).expect("valid");
     let (a, b, c, d) = (call("fetch", "a"), call("fetch", "b"), call("fetch", "c"), call("fetch", "d"));
     let mut batch = Message::tool("x".repeat(400), a.clone(), false);
@@ -315,7 +316,7 @@ fn failures_of_the_compactor_in_a_hook_come_back_to_the_caller() {
     struct Broken;
     impl ToolResultStore for Broken {
         fn write(&self, key: &str, _: Content<'_>) -> Result<String, Error> {
-            Err(Error::Store { key: key.into(), reason: "quota exceeded".into() })
+            Err(Error::Store { key: key.into(), source: "quota exceeded".into() })
         }
         fn read(&self, reference: &str) -> Result<StoredContent, Error> {
             Err(Error::NotFound(reference.into()))

@@ -129,7 +129,7 @@ struct FailingStore {
 impl ToolResultStore for FailingStore {
     fn write(&self, key: &str, content: Content<'_>) -> Result<String, Error> {
         if self.writes.fetch_add(1, Ordering::SeqCst) >= self.allowed {
-            return Err(Error::Store { key: key.into(), reason: "disk full".into() });
+            return Err(Error::Store { key: key.into(), source: "disk full".into() });
         }
         self.inner.write(key, content)
     }

@@ -50,7 +50,7 @@ fn the_hook_plans_without_writing_and_finishes_with_what_the_store_gave() {
         // missing altogether.
         let outcomes = vec![
             Ok("s3://bucket/run-7/4_fetch_c0.txt".to_owned()),
-            Err(Error::Store { key: "4_fetch_c1.txt".into(), reason: "throttled".into() }),
+            Err(Error::Store { key: "4_fetch_c1.txt".into(), source: "throttled".into() }),
         ];
         plan.finish(outcomes)
     };
@@ -74,7 +74,8 @@ fn the_compactor_counts_the_pointer_it_will_hold() {
     let dir = tempfile::tempdir().expect("temp dir");
     let store = FileSystemToolResultStore::new(dir.path()).expect("store");
     let next = std::sync::atomic::AtomicUsize::new(0);
-    let settings = OffloadCompactorSettings { min_keep_steps: 1, min_tokens: 0, preview_chars: 10 };
+    let settings =
+        OffloadCompactorSettings::default().with_min_keep_steps(1).with_min_tokens(0).with_preview_chars(10);
     let compactor = ToolResultOffloadCompactor::without_store(settings)
         .expect("valid")
         .with_key_source(move || format!("k{}", next.fetch_add(1, std::sync::atomic::Ordering::Relaxed)));
@@ -185,11 +186,9 @@ fn async_stores_serve_the_hook_the_compactor_and_the_read_back_tool() {
     drop(plan);
 
     // The compactor, async, into the file-system store.
-    let compactor = ToolResultOffloadCompactor::without_store(OffloadCompactorSettings {
-        min_tokens: 0,
-        ..Default::default()
-    })
-    .expect("valid");
+    let compactor =
+        ToolResultOffloadCompactor::without_store(OffloadCompactorSettings::default().with_min_tokens(0))
+            .expect("valid");
     let mut messages = one_step(&["x".repeat(900).as_str()]).into_messages();
     messages.push(Message::assistant_with_calls(None, vec![call("fetch", "late")]));
     messages.push(Message::tool("recent", call("fetch", "late"), false));
