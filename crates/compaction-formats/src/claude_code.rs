@@ -17,7 +17,9 @@
 //! asked for.
 
 use compaction_model::Role;
-use serde_json::Value;
+use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
 
 use crate::anthropic::{self, Opaque};
 use crate::document::json_type;
@@ -231,6 +233,113 @@ fn usage(message: &Value) -> Option<Usage> {
     let usage = Usage::new(count("input_tokens"), count("output_tokens"))
         .with_cache(count("cache_read_input_tokens"), count("cache_creation_input_tokens"));
     (!usage.is_zero()).then_some(usage)
+}
+
+/// The fields of a Claude Code event that [`Reader::line`] reads, as an object holding only them,
+/// found without building the rest of the line: the envelope (`cwd`, `uuid`, …), the
+/// `toolUseResult` that repeats each tool output, and the payload of progress and file-history
+/// events are skipped unbuilt, and `message` is built only for `user` and `assistant` events.
+///
+/// `None` when the line is not a plain event object (not UTF-8, not JSON, not an object, too
+/// deep): the caller then parses the line whole, which reads it, or fails, as before.
+pub(crate) fn lean_event(line: &[u8]) -> Option<Value> {
+    let text = std::str::from_utf8(line).ok()?;
+    let fields: Fields<'_> = serde_json::from_str(text).ok()?;
+    let parse = |raw: Option<&RawValue>| match raw {
+        Some(raw) => serde_json::from_str::<Value>(raw.get()).map(Some),
+        None => Ok(None),
+    };
+    let mut object = Map::new();
+    let kind = parse(fields.kind).ok()?;
+    let wanted: &[(&str, Option<&RawValue>)] = match kind.as_ref().and_then(Value::as_str) {
+        Some("user" | "assistant") => &[("isSidechain", fields.sidechain), ("message", fields.message)],
+        Some("system") => &[("subtype", fields.subtype), ("compactMetadata", fields.compact)],
+        _ => &[("subtype", fields.subtype)],
+    };
+    if let Some(kind) = kind {
+        object.insert("type".into(), kind);
+    }
+    for &(key, raw) in wanted {
+        if let Some(value) = parse(raw).ok()? {
+            object.insert(key.into(), value);
+        }
+    }
+    Some(Value::Object(object))
+}
+
+/// The raw JSON of the keys [`Reader::line`] reads; a key given twice keeps its last value, as a
+/// parsed object would.
+#[derive(Default)]
+struct Fields<'a> {
+    kind: Option<&'a RawValue>,
+    subtype: Option<&'a RawValue>,
+    sidechain: Option<&'a RawValue>,
+    message: Option<&'a RawValue>,
+    compact: Option<&'a RawValue>,
+}
+
+/// A key of an event, as [`Fields`] sorts it.
+enum Key {
+    Kind,
+    Subtype,
+    Sidechain,
+    Message,
+    Compact,
+    Other,
+}
+
+impl<'de> Deserialize<'de> for Key {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl Visitor<'_> for KeyVisitor {
+            type Value = Key;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a key")
+            }
+            fn visit_str<E: de::Error>(self, key: &str) -> Result<Key, E> {
+                Ok(match key {
+                    "type" => Key::Kind,
+                    "subtype" => Key::Subtype,
+                    "isSidechain" => Key::Sidechain,
+                    "message" => Key::Message,
+                    "compactMetadata" => Key::Compact,
+                    _ => Key::Other,
+                })
+            }
+        }
+        deserializer.deserialize_identifier(KeyVisitor)
+    }
+}
+
+impl<'de> Deserialize<'de> for Fields<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct FieldsVisitor;
+        impl<'de> Visitor<'de> for FieldsVisitor {
+            type Value = Fields<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an event object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Fields<'de>, A::Error> {
+                let mut fields = Fields::default();
+                while let Some(key) = map.next_key::<Key>()? {
+                    let slot = match key {
+                        Key::Kind => &mut fields.kind,
+                        Key::Subtype => &mut fields.subtype,
+                        Key::Sidechain => &mut fields.sidechain,
+                        Key::Message => &mut fields.message,
+                        Key::Compact => &mut fields.compact,
+                        Key::Other => {
+                            map.next_value::<IgnoredAny>()?;
+                            continue;
+                        }
+                    };
+                    *slot = Some(map.next_value::<&'de RawValue>()?);
+                }
+                Ok(fields)
+            }
+        }
+        deserializer.deserialize_map(FieldsVisitor)
+    }
 }
 
 /// What a file read as Claude Code holds when it yields no message, for the error.

@@ -15,11 +15,7 @@ pub(crate) fn repeated_keys(json: &[u8]) -> Option<(usize, String)> {
         match json[at] {
             b'"' => {
                 let start = at + 1;
-                let mut end = start;
-                while end < json.len() && json[end] != b'"' {
-                    end += if json[end] == b'\\' { 2 } else { 1 };
-                }
-                let end = end.min(json.len());
+                let end = string_end(json, start);
                 if expect_key {
                     if let Some(Some(frame)) = stack.last_mut() {
                         let key = &json[start..end];
@@ -54,6 +50,24 @@ pub(crate) fn repeated_keys(json: &[u8]) -> Option<(usize, String)> {
         at += 1;
     }
     first.map(|key| (count, key))
+}
+
+/// Where the string whose contents start at `start` ends (its closing quote, or the end of
+/// `json`). Strings hold most of a log's bytes: they are crossed a vector at a time.
+fn string_end(json: &[u8], start: usize) -> usize {
+    let mut at = start;
+    while let Some(k) = memchr::memchr2(b'"', b'\\', &json[at..]) {
+        at += k;
+        if json[at] == b'"' {
+            return at;
+        }
+        // An escape: the next byte is never the end.
+        at += 2;
+        if at >= json.len() {
+            return json.len();
+        }
+    }
+    json.len()
 }
 
 /// The keys of one open object: a short list, or a set once the object has many.
@@ -95,5 +109,8 @@ mod tests {
             ),
             Some((2, "role".to_owned()))
         );
+        // Escaped quotes and backslashes inside strings, a key at the very end.
+        assert_eq!(repeated_keys(br#"{"a\\": "\"", "a\\": "x\\\"", "b": 1}"#), Some((1, "a\\\\".to_owned())));
+        assert_eq!(repeated_keys(br#"{"a": "\"#), None);
     }
 }

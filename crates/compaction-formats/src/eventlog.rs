@@ -32,7 +32,7 @@ pub(crate) fn json_lines(bytes: &[u8]) -> impl Iterator<Item = (usize, Range<usi
             return None;
         }
         number += 1;
-        let end = bytes[at..].iter().position(|&b| b == b'\n').map_or(bytes.len(), |k| at + k);
+        let end = memchr::memchr(b'\n', &bytes[at..]).map_or(bytes.len(), |k| at + k);
         let start = at;
         at = end + 1;
         let mut stop = end;

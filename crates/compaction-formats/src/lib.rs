@@ -420,13 +420,8 @@ fn read_log(bytes: &[u8], options: &ReadOptions, format: Format) -> Result<Conve
     let mut repeated = Repeated::default();
     for (number, range) in json_lines(bytes) {
         repeated.scan(&bytes[range.clone()], Some(number));
-        let value: Value = serde_json::from_slice(&bytes[range.clone()]).map_err(|source| Error::Json {
-            name: name.to_owned(),
-            line: Some(number),
-            source,
-        })?;
         let base = u32::try_from(log.bases.len()).unwrap_or(u32::MAX);
-        reader.line(number, base, &value)?;
+        reader.read_line(name, number, base, &bytes[range.clone()])?;
         log.bases.push(range);
     }
     if log.bases.is_empty() {
@@ -540,15 +535,11 @@ impl LineReader {
         if line.iter().all(u8::is_ascii_whitespace) {
             return Ok(());
         }
-        let value: Value = serde_json::from_slice(line).map_err(|source| Error::Json {
-            name: self.name.clone(),
-            line: Some(self.number),
-            source,
-        })?;
-        self.repeated.scan(line, Some(self.number));
         let base = u32::try_from(self.lines).unwrap_or(u32::MAX);
+        self.reader.read_line(&self.name, self.number, base, line)?;
+        self.repeated.scan(line, Some(self.number));
         self.lines += 1;
-        self.reader.line(self.number, base, &value)
+        Ok(())
     }
 
     /// The conversation read; an error when it holds no message.
@@ -588,6 +579,23 @@ impl LogReader {
             Format::Codex => LogReader::Codex(codex::Reader::new(name, full_history)),
             _ => LogReader::Responses(responses::LinesReader::new(name)),
         }
+    }
+
+    /// Reads line `number` of file `name` from its bytes. A Claude Code event is read from the
+    /// few fields its reader uses ([`claude_code::lean_event`]); anything else, or a line that
+    /// is not a plain event object, is parsed whole.
+    fn read_line(&mut self, name: &str, number: usize, base: u32, line: &[u8]) -> Result<(), Error> {
+        if let LogReader::ClaudeCode(reader) = self {
+            if let Some(event) = claude_code::lean_event(line) {
+                return reader.line(number, base, &event);
+            }
+        }
+        let value: Value = serde_json::from_slice(line).map_err(|source| Error::Json {
+            name: name.to_owned(),
+            line: Some(number),
+            source,
+        })?;
+        self.line(number, base, &value)
     }
 
     fn line(&mut self, number: usize, base: u32, value: &Value) -> Result<(), Error> {
@@ -878,3 +886,8 @@ fn write_line(value: &Value, out: &mut dyn Write) -> Result<(), Error> {
     out.write_all(b"\n")?;
     Ok(())
 }
+
+// Unit tests that read files (real sessions) live outside `src/`, which does no I/O.
+#[cfg(test)]
+#[path = "../tests/unit/lean_logs.rs"]
+mod lean_logs;
