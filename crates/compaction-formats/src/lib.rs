@@ -118,6 +118,7 @@ mod usage;
 mod write;
 
 use std::io::Write;
+use std::ops::Range;
 
 use compaction_model::{JsonObject, JsonSource, Message, Part, Role, TextPart, ToolSpec};
 use serde_json::{Map, Value};
@@ -412,18 +413,101 @@ fn looks_like_lines(bytes: &[u8]) -> bool {
     }
 }
 
-/// Reads an event log line by line, never holding more than one line's JSON tree.
+/// Below this many bytes an event log is read on one thread; starting another costs more.
+const PARALLEL_LOG: usize = 1 << 20;
+
+/// Lines pass between the threads reading a log in runs of about this many bytes.
+const RUN_BYTES: usize = 256 << 10;
+
+/// A line parsed ahead of its turn: what the format's reader takes from it (`None` when it must
+/// be parsed whole, which reads it or words its error), and the keys it repeats.
+type Ahead = (Option<Value>, Option<(usize, String)>);
+
+fn parse_ahead(format: Format, line: &[u8]) -> Ahead {
+    let event = match format {
+        Format::ClaudeCode => claude_code::lean_event(line),
+        _ => serde_json::from_slice(line).ok(),
+    };
+    (event, dupkeys::repeated_keys(line))
+}
+
+/// Reads an event log line by line, never holding more than a few runs of lines' JSON.
+///
+/// The state machines read lines in order, but parsing a line (most of the work) needs nothing
+/// from the lines before it. On two or more cores, a second thread parses two runs of lines in
+/// every three ahead of their turn and hands them over in order, through a short queue, while
+/// this one parses the third itself and feeds every line to the reader. A line the second
+/// thread could not parse is parsed again here, so errors are the same, and the first one in
+/// the file is the one given.
 fn read_log(bytes: &[u8], options: &ReadOptions, format: Format) -> Result<Conversation, Error> {
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+    read_log_on(bytes, options, format, cores > 1 && bytes.len() >= PARALLEL_LOG)
+}
+
+/// [`read_log`], on two threads when `parallel`.
+fn read_log_on(
+    bytes: &[u8],
+    options: &ReadOptions,
+    format: Format,
+    parallel: bool,
+) -> Result<Conversation, Error> {
     let name = options.name.as_str();
     let mut log = EventLog::default();
     let mut reader = LogReader::new(format, name, options.full_history);
     let mut repeated = Repeated::default();
-    for (number, range) in json_lines(bytes) {
-        repeated.scan(&bytes[range.clone()], Some(number));
-        let base = u32::try_from(log.bases.len()).unwrap_or(u32::MAX);
-        reader.read_line(name, number, base, &bytes[range.clone()])?;
-        log.bases.push(range);
+    let lines: Vec<(usize, Range<usize>)> = json_lines(bytes).collect();
+    let mut runs = Vec::new();
+    let mut run_start = 0;
+    for (k, (_, range)) in lines.iter().enumerate() {
+        if range.end - lines[run_start].1.start >= RUN_BYTES || k + 1 == lines.len() {
+            runs.push(run_start..k + 1);
+            run_start = k + 1;
+        }
     }
+    let theirs = |run: usize| parallel && run % 3 != 0;
+    std::thread::scope(|scope| -> Result<(), Error> {
+        let (send, receive) = std::sync::mpsc::sync_channel::<Vec<Ahead>>(4);
+        if parallel {
+            let (runs, lines) = (&runs, &lines);
+            scope.spawn(move || {
+                for (_, run) in runs.iter().enumerate().filter(|(k, _)| theirs(*k)) {
+                    let parsed = lines[run.clone()]
+                        .iter()
+                        .map(|(_, range)| parse_ahead(format, &bytes[range.clone()]))
+                        .collect();
+                    // The reader stopped (an error): nothing more is wanted.
+                    if send.send(parsed).is_err() {
+                        return;
+                    }
+                }
+            });
+        } else {
+            drop(send);
+        }
+        for (k, run) in runs.iter().enumerate() {
+            // Should the other thread have stopped, its runs are parsed here.
+            let mut ahead = if theirs(k) { receive.recv().ok().map(Vec::into_iter) } else { None };
+            for (number, range) in &lines[run.clone()] {
+                let (number, line) = (*number, &bytes[range.clone()]);
+                let base = u32::try_from(log.bases.len()).unwrap_or(u32::MAX);
+                match ahead.as_mut().and_then(Iterator::next) {
+                    Some((event, keys)) => {
+                        repeated.add(keys, Some(number));
+                        match event {
+                            Some(event) => reader.line(number, base, &event)?,
+                            None => reader.read_line(name, number, base, line)?,
+                        }
+                    }
+                    None => {
+                        repeated.scan(line, Some(number));
+                        reader.read_line(name, number, base, line)?;
+                    }
+                }
+                log.bases.push(range.clone());
+            }
+        }
+        Ok(())
+    })?;
     if log.bases.is_empty() {
         return Err(Error::Empty { name: name.to_owned() });
     }
@@ -441,7 +525,12 @@ struct Repeated {
 
 impl Repeated {
     fn scan(&mut self, json: &[u8], line: Option<usize>) {
-        if let Some((count, key)) = dupkeys::repeated_keys(json) {
+        self.add(dupkeys::repeated_keys(json), line);
+    }
+
+    /// Adds what [`dupkeys::repeated_keys`] found in `line`.
+    fn add(&mut self, found: Option<(usize, String)>, line: Option<usize>) {
+        if let Some((count, key)) = found {
             self.objects += count;
             self.first.get_or_insert((key, line));
         }
