@@ -72,8 +72,15 @@ impl Reader {
         Error::Invalid { at: Box::new(at), problem: problem.into() }
     }
 
-    /// Reads line `number` (1-based), the `base`-th line read.
-    pub(crate) fn line(&mut self, number: usize, base: u32, event: &Value) -> Result<(), Error> {
+    /// Reads line `number` (1-based), the `base`-th line read; `message_at`, when known, is where
+    /// the event's `message` starts in the line.
+    pub(crate) fn line(
+        &mut self,
+        number: usize,
+        base: u32,
+        event: &Value,
+        message_at: Option<u32>,
+    ) -> Result<(), Error> {
         self.lines += 1;
         let Some(object) = event.as_object() else {
             return Err(self.invalid(number, format!("expected an event object, found {}", json_type(event))));
@@ -118,7 +125,10 @@ impl Reader {
             .map_err(|error| self.invalid(number, format!("`message`: {error}")))?;
         let id = message.get("id").and_then(Value::as_str);
         let usage = usage(message);
-        let content = [Seg::Key("message"), Seg::Key("content")];
+        let content = match message_at {
+            Some(at) => [Seg::At(at), Seg::Key("content")],
+            None => [Seg::Key("message"), Seg::Key("content")],
+        };
         for read in read {
             let call_slots: Vec<Option<Slot>> = read
                 .call_blocks
@@ -213,7 +223,6 @@ impl Reader {
         notes.extend(self.skipped.note("line", "the model never saw"));
         notes.extend(self.opaque.note());
         self.decoded.notes = notes;
-        self.decoded.seal();
         Ok(self.decoded)
     }
 }
@@ -242,7 +251,10 @@ fn usage(message: &Value) -> Option<Usage> {
 ///
 /// `None` when the line is not a plain event object (not UTF-8, not JSON, not an object, too
 /// deep): the caller then parses the line whole, which reads it, or fails, as before.
-pub(crate) fn lean_event(line: &[u8]) -> Option<Value> {
+///
+/// With the event comes where its `message` starts in the line, when it was built: the reader's
+/// slots then start there, and a write-back finds a tool result without crossing the envelope.
+pub(crate) fn lean_event(line: &[u8]) -> Option<(Value, Option<u32>)> {
     let text = std::str::from_utf8(line).ok()?;
     let fields: Fields<'_> = serde_json::from_str(text).ok()?;
     let parse = |raw: Option<&RawValue>| match raw {
@@ -259,12 +271,17 @@ pub(crate) fn lean_event(line: &[u8]) -> Option<Value> {
     if let Some(kind) = kind {
         object.insert("type".into(), kind);
     }
+    let mut message_at = None;
     for &(key, raw) in wanted {
         if let Some(value) = parse(raw).ok()? {
             object.insert(key.into(), value);
         }
+        if let (Some(raw), "message") = (raw, key) {
+            // A raw value borrows its text from the line.
+            message_at = u32::try_from(raw.get().as_ptr() as usize - text.as_ptr() as usize).ok();
+        }
     }
-    Some(Value::Object(object))
+    Some((Value::Object(object), message_at))
 }
 
 /// The raw JSON of the keys [`Reader::line`] reads; a key given twice keeps its last value, as a

@@ -57,6 +57,11 @@ fn line_says(object: &Map<String, Value>) -> Says {
 /// false when it is not an object, or not JSON.
 fn has_key(json: &[u8], key: &str) -> bool {
     use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
+    // A key can spell `key` only as its letters or with `\u` escapes: when neither is anywhere in
+    // the text, the answer needs no parse.
+    if memchr::memmem::find(json, key.as_bytes()).is_none() && memchr::memmem::find(json, b"\\u").is_none() {
+        return false;
+    }
     struct HasKey<'k>(&'k str);
     impl<'de> Visitor<'de> for HasKey<'_> {
         type Value = bool;
@@ -281,5 +286,7 @@ mod tests {
         assert!(!has_key(br#"[{"payload":1}]"#, "payload"));
         assert!(!has_key(br#"{"payload":1} x"#, "payload"));
         assert!(!has_key(br#"{"payload":"#, "payload"));
+        assert!(!has_key(br#"{"pay":{"load":1}}"#, "payload"));
+        assert!(has_key(br#"{"p\u0061yload":{}}"#, "payload"));
     }
 }

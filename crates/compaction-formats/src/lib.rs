@@ -421,12 +421,12 @@ const RUN_BYTES: usize = 256 << 10;
 
 /// A line parsed ahead of its turn: what the format's reader takes from it (`None` when it must
 /// be parsed whole, which reads it or words its error), and the keys it repeats.
-type Ahead = (Option<Value>, Option<(usize, String)>);
+type Ahead = (Option<(Value, Option<u32>)>, Option<(usize, String)>);
 
 fn parse_ahead(format: Format, line: &[u8]) -> Ahead {
     let event = match format {
         Format::ClaudeCode => claude_code::lean_event(line),
-        _ => serde_json::from_slice(line).ok(),
+        _ => serde_json::from_slice(line).ok().map(|value| (value, None)),
     };
     (event, dupkeys::repeated_keys(line))
 }
@@ -494,7 +494,7 @@ fn read_log_on(
                     Some((event, keys)) => {
                         repeated.add(keys, Some(number));
                         match event {
-                            Some(event) => reader.line(number, base, &event)?,
+                            Some((event, at)) => reader.line(number, base, &event, at)?,
                             None => reader.read_line(name, number, base, line)?,
                         }
                     }
@@ -512,6 +512,8 @@ fn read_log_on(
         return Err(Error::Empty { name: name.to_owned() });
     }
     let mut decoded = reader.finish()?;
+    // Fingerprints are what a write-back checks changed messages against.
+    decoded.seal();
     decoded.notes.extend(repeated.note());
     Ok(from_log(format, decoded, log, Layout::Lines))
 }
@@ -636,6 +638,7 @@ impl LineReader {
         if self.lines == 0 {
             return Err(Error::Empty { name: self.name });
         }
+        // Not fingerprinted (`seal`): a conversation read line by line is never written back.
         let mut decoded = self.reader.finish()?;
         decoded.notes.extend(self.repeated.note());
         let mut conversation = from_log(self.format, decoded, EventLog::default(), Layout::Lines);
@@ -675,8 +678,8 @@ impl LogReader {
     /// is not a plain event object, is parsed whole.
     fn read_line(&mut self, name: &str, number: usize, base: u32, line: &[u8]) -> Result<(), Error> {
         if let LogReader::ClaudeCode(reader) = self {
-            if let Some(event) = claude_code::lean_event(line) {
-                return reader.line(number, base, &event);
+            if let Some((event, at)) = claude_code::lean_event(line) {
+                return reader.line(number, base, &event, at);
             }
         }
         let value: Value = serde_json::from_slice(line).map_err(|source| Error::Json {
@@ -684,12 +687,13 @@ impl LogReader {
             line: Some(number),
             source,
         })?;
-        self.line(number, base, &value)
+        self.line(number, base, &value, None)
     }
 
-    fn line(&mut self, number: usize, base: u32, value: &Value) -> Result<(), Error> {
+    /// Reads a line's JSON; `at`, for a Claude Code event, is where its `message` starts.
+    fn line(&mut self, number: usize, base: u32, value: &Value, at: Option<u32>) -> Result<(), Error> {
         match self {
-            LogReader::ClaudeCode(reader) => reader.line(number, base, value),
+            LogReader::ClaudeCode(reader) => reader.line(number, base, value, at),
             LogReader::Codex(reader) => reader.line(number, base, value),
             LogReader::Responses(reader) => reader.line(number, base, value),
         }

@@ -406,7 +406,6 @@ impl LinesReader {
         notes.extend(self.items.opaque_note());
         let mut decoded = std::mem::take(&mut self.items.decoded);
         decoded.notes = notes;
-        decoded.seal();
         Ok(decoded)
     }
 }

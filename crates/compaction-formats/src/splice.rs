@@ -17,6 +17,9 @@ pub(crate) enum Seg {
     Key(&'static str),
     /// An element of an array.
     Index(u32),
+    /// The value starting this many bytes after the start of the whole (a place found when the
+    /// value was read); only first in a path.
+    At(u32),
 }
 
 fn skip_whitespace(bytes: &[u8], mut at: usize) -> usize {
@@ -44,6 +47,7 @@ pub(crate) fn find(json: &[u8], start: usize, path: &[Seg]) -> Option<Range<usiz
         at = match *seg {
             Seg::Key(key) => member(json, at, key)?,
             Seg::Index(index) => element(json, at, index as usize)?,
+            Seg::At(offset) => skip_whitespace(json, start.checked_add(offset as usize)?),
         };
     }
     Some(at..value_end(json, at)?)
@@ -135,6 +139,17 @@ mod tests {
         assert_eq!(at(&[Seg::Key("a")]).as_deref(), Some("[3]"));
         assert_eq!(at(&[Seg::Key("missing")]), None);
         assert_eq!(at(&[Seg::Key("message"), Seg::Key("content"), Seg::Index(2)]), None);
+        let at_message = json.iter().position(|&b| b == b'{').unwrap() + 1;
+        let at_message = json[at_message..].iter().position(|&b| b == b'{').unwrap() + at_message;
+        assert_eq!(
+            find(
+                json,
+                0,
+                &[Seg::At(at_message as u32), Seg::Key("content"), Seg::Index(1), Seg::Key("content")]
+            ),
+            find(json, 0, &[Seg::Key("message"), Seg::Key("content"), Seg::Index(1), Seg::Key("content")])
+        );
+        assert_eq!(find(json, 0, &[Seg::At(json.len() as u32 + 5)]), None);
         let escaped = br#"{"con\u0074ent": "v"}"#;
         assert_eq!(find(escaped, 0, &[Seg::Key("content")]), Some(17..20));
     }
