@@ -45,8 +45,10 @@
 //! comes out with only that conversation changed. Conversations are never concatenated: their
 //! tool-call ids and system prompts are their own.
 //!
-//! Event logs are read one line's JSON tree at a time; [`LineReader`] reads them from any source
-//! line by line, so a program that only counts or converts never holds the file.
+//! Event logs are read one line at a time, building only what each line's reader uses (of a
+//! Claude Code event, not its envelope or the `toolUseResult` that repeats each output), on two
+//! threads for large files; [`LineReader`] reads them from any source line by line, so a program
+//! that only counts or converts never holds the file.
 //!
 //! A Haystack array, the common case for long transcripts, is read and written without a JSON
 //! tree: its messages are parsed straight from their bytes (on every core), and each one left
