@@ -415,7 +415,8 @@ fn looks_like_lines(bytes: &[u8]) -> bool {
     }
 }
 
-/// Below this many bytes an event log is read on one thread; starting another costs more.
+/// Below this many bytes an event log is read on one thread, and a tree's repeated keys are
+/// looked for after its parse; starting another thread costs more.
 const PARALLEL_LOG: usize = 1 << 20;
 
 /// Lines pass between the threads reading a log in runs of about this many bytes.
@@ -712,7 +713,22 @@ impl LogReader {
 
 pub(crate) fn read_tree(bytes: &[u8], options: &ReadOptions) -> Result<Conversation, Error> {
     let name = options.name.as_str();
-    let mut top = parse_top(bytes, name)?;
+    // The repeated-key scan needs nothing from the tree: on two or more cores it runs beside
+    // the parse of a large file instead of after it.
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+    let (top, scanned) = std::thread::scope(|scope| {
+        let scan = (cores > 1 && bytes.len() >= PARALLEL_LOG).then(|| {
+            scope.spawn(|| {
+                let mut repeated = Repeated::default();
+                repeated.scan(bytes, None);
+                repeated
+            })
+        });
+        let top = parse_top(bytes, name);
+        let scanned = scan.map(|scan| scan.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)));
+        (top, scanned)
+    });
+    let mut top = top?;
     let format = match options.format {
         Some(format) => format,
         None => detect(&top)
@@ -762,8 +778,11 @@ pub(crate) fn read_tree(bytes: &[u8], options: &ReadOptions) -> Result<Conversat
     };
     let mut notes = decoded.notes;
     let usage = decoded.usage;
-    let mut repeated = Repeated::default();
-    repeated.scan(bytes, None);
+    let repeated = scanned.unwrap_or_else(|| {
+        let mut repeated = Repeated::default();
+        repeated.scan(bytes, None);
+        repeated
+    });
     notes.extend(repeated.note());
     let back = match format.native_target() {
         Some(_) => {
