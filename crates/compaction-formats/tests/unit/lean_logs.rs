@@ -130,14 +130,13 @@ fn awkward_lines_read_lean_as_they_read_whole() {
     assert_eq!(read(odd, false, true), read(odd, false, false));
 }
 
-/// A Claude Code log of about `bytes` bytes: the bundled excerpt, again and again.
-fn long_log(bytes: usize) -> Vec<u8> {
+/// A log of about `bytes` bytes: the bundled sample at `relative`, again and again.
+fn long_log(relative: &str, bytes: usize) -> Vec<u8> {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let excerpt =
-        std::fs::read(repo.join("examples/transcripts/claude-code/fa812bfe-excerpt.jsonl")).unwrap();
+    let sample = std::fs::read(repo.join("examples/transcripts").join(relative)).unwrap();
     let mut log = Vec::new();
     while log.len() < bytes {
-        log.extend_from_slice(&excerpt);
+        log.extend_from_slice(&sample);
         if !log.ends_with(b"\n") {
             log.push(b'\n');
         }
@@ -147,22 +146,30 @@ fn long_log(bytes: usize) -> Vec<u8> {
 
 #[test]
 fn a_log_reads_alike_on_one_thread_and_two() {
-    let log = long_log(3 * crate::PARALLEL_LOG);
-    let options = crate::ReadOptions::named("t");
-    let read = |log: &[u8], parallel| {
-        crate::read_log_on(log, &options, crate::Format::ClaudeCode, parallel)
-            .map(|c| format!("{:?} {:?} {:?} {:?} {:?}", c.messages, c.usage, c.notes, c.compactions, c.back))
-            .map_err(|e| e.to_string())
-    };
-    let one = read(&log, false);
-    assert!(one.as_ref().is_ok_and(|text| text.len() > 1000), "{one:?}");
-    assert_eq!(read(&log, true), one);
-    // A broken line, and another after it, far into the file: the first one is the error, alike.
-    let mut broken = log.clone();
-    let at = broken.len() * 2 / 3;
-    let line_start = at + broken[at..].iter().position(|&b| b == b'\n').unwrap() + 1;
-    broken.splice(line_start..line_start, b"{\"type\": \"user\", oops}\n[1]\n".iter().copied());
-    let error = read(&broken, false).unwrap_err();
-    assert!(error.contains("line"), "{error}");
-    assert_eq!(read(&broken, true).unwrap_err(), error);
+    let logs = [
+        ("claude-code/fa812bfe-excerpt.jsonl", crate::Format::ClaudeCode),
+        ("codex/rollout-2025-10-04T09-00-00-0199a1b2.jsonl", crate::Format::Codex),
+    ];
+    for (relative, format) in logs {
+        let log = long_log(relative, 3 * crate::PARALLEL_LOG);
+        let options = crate::ReadOptions::named("t");
+        let read = |log: &[u8], parallel| {
+            crate::read_log_on(log, &options, format, parallel)
+                .map(|c| {
+                    format!("{:?} {:?} {:?} {:?} {:?}", c.messages, c.usage, c.notes, c.compactions, c.back)
+                })
+                .map_err(|e| e.to_string())
+        };
+        let one = read(&log, false);
+        assert!(one.as_ref().is_ok_and(|text| text.len() > 1000), "{relative}: {one:?}");
+        assert_eq!(read(&log, true), one, "{relative}");
+        // A broken line, and another after it, far into the file: the first one is the error, alike.
+        let mut broken = log.clone();
+        let at = broken.len() * 2 / 3;
+        let line_start = at + broken[at..].iter().position(|&b| b == b'\n').unwrap() + 1;
+        broken.splice(line_start..line_start, b"{\"type\": \"user\", oops}\n[1]\n".iter().copied());
+        let error = read(&broken, false).unwrap_err();
+        assert!(error.contains("line"), "{relative}: {error}");
+        assert_eq!(read(&broken, true).unwrap_err(), error, "{relative}");
+    }
 }
