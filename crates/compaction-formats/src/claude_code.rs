@@ -27,7 +27,7 @@ use crate::error::{snippet, Error, Location};
 use crate::eventlog::{LogDecoded, MessageSlots, Slot, Style};
 use crate::notes::{plural, thousands, Note, NoteKind, Tally};
 use crate::pairing::OpenCalls;
-use crate::splice::Seg;
+use crate::splice::{self, Seg};
 use crate::usage::{MessageUsage, Usage};
 use crate::ProviderCompaction;
 
@@ -263,36 +263,60 @@ pub(crate) fn lean_event(line: &[u8]) -> Option<(Value, Option<u32>)> {
     };
     let mut object = Map::new();
     let kind = parse(fields.kind).ok()?;
+    let chat = matches!(kind.as_ref().and_then(Value::as_str), Some("user" | "assistant"));
     let wanted: &[(&str, Option<&RawValue>)] = match kind.as_ref().and_then(Value::as_str) {
-        Some("user" | "assistant") => &[("isSidechain", fields.sidechain), ("message", fields.message)],
+        Some("user" | "assistant") => &[("isSidechain", fields.sidechain)],
         Some("system") => &[("subtype", fields.subtype), ("compactMetadata", fields.compact)],
         _ => &[("subtype", fields.subtype)],
     };
     if let Some(kind) = kind {
         object.insert("type".into(), kind);
     }
-    let mut message_at = None;
     for &(key, raw) in wanted {
         if let Some(value) = parse(raw).ok()? {
             object.insert(key.into(), value);
         }
-        if let (Some(raw), "message") = (raw, key) {
+    }
+    let mut message_at = None;
+    match fields.message {
+        Some(Message::Raw(raw)) if chat => {
+            object.insert("message".into(), parse(Some(raw)).ok()??);
             // A raw value borrows its text from the line.
             message_at = u32::try_from(raw.get().as_ptr() as usize - text.as_ptr() as usize).ok();
         }
+        Some(Message::Built(value)) if chat => {
+            object.insert("message".into(), value);
+            // Given once, the first `message` of the line is the one read.
+            if fields.messages == 1 {
+                message_at = splice::first_member(line, 0, "message").and_then(|at| u32::try_from(at).ok());
+            }
+        }
+        _ => {}
     }
     Some((Value::Object(object), message_at))
 }
 
 /// The raw JSON of the keys [`Reader::line`] reads; a key given twice keeps its last value, as a
 /// parsed object would.
+///
+/// `message` is built as it is crossed when the line's `type` came before it and makes the
+/// event a `user` or `assistant` one (as Claude Code writes them), sparing a second pass over
+/// it; otherwise it is kept raw, to be built only if the event turns out to need it.
 #[derive(Default)]
 struct Fields<'a> {
     kind: Option<&'a RawValue>,
     subtype: Option<&'a RawValue>,
     sidechain: Option<&'a RawValue>,
-    message: Option<&'a RawValue>,
+    message: Option<Message<'a>>,
+    /// How many times `message` was given.
+    messages: usize,
     compact: Option<&'a RawValue>,
+}
+
+/// An event's `message`, raw or built.
+enum Message<'a> {
+    Raw(&'a RawValue),
+    Built(Value),
 }
 
 /// A key of an event, as [`Fields`] sorts it.
@@ -343,7 +367,20 @@ impl<'de> Deserialize<'de> for Fields<'de> {
                         Key::Kind => &mut fields.kind,
                         Key::Subtype => &mut fields.subtype,
                         Key::Sidechain => &mut fields.sidechain,
-                        Key::Message => &mut fields.message,
+                        Key::Message => {
+                            fields.messages += 1;
+                            // Spelled plainly, as Claude Code writes it; any other spelling is
+                            // told after the line is read.
+                            let chat = fields
+                                .kind
+                                .is_some_and(|k| matches!(k.get(), r#""user""# | r#""assistant""#));
+                            fields.message = Some(if chat {
+                                Message::Built(map.next_value::<Value>()?)
+                            } else {
+                                Message::Raw(map.next_value::<&'de RawValue>()?)
+                            });
+                            continue;
+                        }
                         Key::Compact => &mut fields.compact,
                         Key::Other => {
                             map.next_value::<IgnoredAny>()?;

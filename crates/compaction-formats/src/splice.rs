@@ -85,6 +85,36 @@ fn member(json: &[u8], at: usize, key: &str) -> Option<usize> {
     }
 }
 
+/// Where the value of the first `key` of the object at `at` starts (a parser reads the last one:
+/// for a key given once, they are the same). Keys before it are crossed, never those after.
+pub(crate) fn first_member(json: &[u8], at: usize, key: &str) -> Option<usize> {
+    let at = skip_whitespace(json, at);
+    if json.get(at) != Some(&b'{') {
+        return None;
+    }
+    let mut at = skip_whitespace(json, at + 1);
+    loop {
+        if json.get(at)? != &b'"' {
+            return None;
+        }
+        let key_end = value_end(json, at)?;
+        let matches = key_is(json, at..key_end, key);
+        at = skip_whitespace(json, key_end);
+        if json.get(at) != Some(&b':') {
+            return None;
+        }
+        let value = skip_whitespace(json, at + 1);
+        if matches {
+            return Some(value);
+        }
+        at = skip_whitespace(json, value_end(json, value)?);
+        match json.get(at)? {
+            b',' => at = skip_whitespace(json, at + 1),
+            _ => return None,
+        }
+    }
+}
+
 /// Where element `index` starts in the array at `at`.
 fn element(json: &[u8], at: usize, index: usize) -> Option<usize> {
     if json.get(at) != Some(&b'[') {
@@ -150,6 +180,9 @@ mod tests {
             find(json, 0, &[Seg::Key("message"), Seg::Key("content"), Seg::Index(1), Seg::Key("content")])
         );
         assert_eq!(find(json, 0, &[Seg::At(json.len() as u32 + 5)]), None);
+        assert_eq!(first_member(json, 0, "message"), Some(at_message));
+        assert_eq!(first_member(json, 0, "a"), Some(json.iter().position(|&b| b == b'1').unwrap()));
+        assert_eq!(first_member(json, 0, "missing"), None);
         let escaped = br#"{"con\u0074ent": "v"}"#;
         assert_eq!(find(escaped, 0, &[Seg::Key("content")]), Some(17..20));
     }

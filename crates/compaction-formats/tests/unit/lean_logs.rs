@@ -108,6 +108,10 @@ fn awkward_lines_read_lean_as_they_read_whole() {
         // `toolUseResult` and the envelope around an assistant reply with usage.
         r#"{"uuid":"u","toolUseResult":{"stdout":"x","nested":[1,{"a":[]}]},"type":"assistant","isSidechain":false,"message":{"id":"m1","role":"assistant","content":[{"type":"tool_use","id":"c1","name":"sh","input":{"n":1.0}}],"usage":{"input_tokens":3,"output_tokens":2}}}"#,
         r#"{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"c1","content":"out"}]},"toolUseResult":"out"}"#,
+        // `type` after `message`, then given twice (the last one counts).
+        r#"{"message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"c1","content":"late"}]},"type":"user"}"#,
+        r#"{"type":"user","message":{"role":"user","content":"x"},"type":"progress"}"#,
+        r#"{"type":"progress","message":{"role":"user","content":"y"},"type":"assistant"}"#,
         // Skipped: progress (with a `message` of its own), a subtype, an untyped line.
         r#"{"type":"progress","message":{"not":"read"},"data":{"message":{"role":"user"}}}"#,
         r#"{"type":"system","subtype":"informational","content":"note"}"#,
