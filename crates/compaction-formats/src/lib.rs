@@ -424,14 +424,14 @@ const RUN_BYTES: usize = 256 << 10;
 
 /// A line parsed ahead of its turn: what the format's reader takes from it (`None` when it must
 /// be parsed whole, which reads it or words its error), and the keys it repeats.
-type Ahead = (Option<(Value, Option<u32>)>, Option<(usize, String)>);
+type Ahead = (Option<(Value, Option<u32>)>, dupkeys::Keys);
 
 fn parse_ahead(format: Format, line: &[u8]) -> Ahead {
     let event = match format {
         Format::ClaudeCode => claude_code::lean_event(line),
         _ => serde_json::from_slice(line).ok().map(|value| (value, None)),
     };
-    (event, dupkeys::repeated_keys(line))
+    (event, dupkeys::scan_keys(line))
 }
 
 /// Reads an event log line by line, never holding more than a few runs of lines' JSON.
@@ -517,6 +517,8 @@ fn read_log_on(
     let mut decoded = reader.finish()?;
     // Fingerprints are what a write-back checks changed messages against.
     decoded.seal();
+    // Keys compared as written can differ and still be the same key only through an escape.
+    log.unique_keys = repeated.objects == 0 && !repeated.escaped;
     decoded.notes.extend(repeated.note());
     Ok(from_log(format, decoded, log, Layout::Lines))
 }
@@ -526,16 +528,19 @@ fn read_log_on(
 struct Repeated {
     objects: usize,
     first: Option<(String, Option<usize>)>,
+    /// Whether a key was written with an escape (see [`dupkeys::Keys`]).
+    escaped: bool,
 }
 
 impl Repeated {
     fn scan(&mut self, json: &[u8], line: Option<usize>) {
-        self.add(dupkeys::repeated_keys(json), line);
+        self.add(dupkeys::scan_keys(json), line);
     }
 
-    /// Adds what [`dupkeys::repeated_keys`] found in `line`.
-    fn add(&mut self, found: Option<(usize, String)>, line: Option<usize>) {
-        if let Some((count, key)) = found {
+    /// Adds what [`dupkeys::scan_keys`] found in `line`.
+    fn add(&mut self, found: dupkeys::Keys, line: Option<usize>) {
+        self.escaped |= found.escaped;
+        if let Some((count, key)) = found.repeated {
             self.objects += count;
             self.first.get_or_insert((key, line));
         }

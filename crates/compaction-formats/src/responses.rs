@@ -458,6 +458,6 @@ pub(crate) fn read_tree(
     decoded.seal();
     // One base: the whole file, whose items are found by their index.
     let whole = std::iter::once(0..len).collect();
-    let log = crate::eventlog::EventLog { bases: whole, slots: Vec::new() };
+    let log = crate::eventlog::EventLog { bases: whole, slots: Vec::new(), unique_keys: false };
     Ok(crate::from_log(crate::Format::Responses, decoded, log, crate::Layout::Array))
 }

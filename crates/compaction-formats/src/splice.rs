@@ -42,9 +42,20 @@ fn key_is(bytes: &[u8], range: Range<usize>, key: &str) -> bool {
 /// skipped); `None` when the path is not there. `json` must be valid JSON: the scan checks
 /// nothing.
 pub(crate) fn find(json: &[u8], start: usize, path: &[Seg]) -> Option<Range<usize>> {
+    find_in(json, start, path, false)
+}
+
+/// [`find`] in JSON known to repeat no key in any object: each key's first occurrence is its
+/// only one, so what follows it in its object is never crossed.
+pub(crate) fn find_unique(json: &[u8], start: usize, path: &[Seg]) -> Option<Range<usize>> {
+    find_in(json, start, path, true)
+}
+
+fn find_in(json: &[u8], start: usize, path: &[Seg], unique: bool) -> Option<Range<usize>> {
     let mut at = skip_whitespace(json, start);
     for seg in path {
         at = match *seg {
+            Seg::Key(key) if unique => first_member(json, at, key)?,
             Seg::Key(key) => member(json, at, key)?,
             Seg::Index(index) => element(json, at, index as usize)?,
             Seg::At(offset) => skip_whitespace(json, start.checked_add(offset as usize)?),
@@ -183,6 +194,8 @@ mod tests {
         assert_eq!(first_member(json, 0, "message"), Some(at_message));
         assert_eq!(first_member(json, 0, "a"), Some(json.iter().position(|&b| b == b'1').unwrap()));
         assert_eq!(first_member(json, 0, "missing"), None);
+        let path = [Seg::Key("message"), Seg::Key("content"), Seg::Index(1), Seg::Key("content")];
+        assert_eq!(find_unique(json, 0, &path), find(json, 0, &path));
         let escaped = br#"{"con\u0074ent": "v"}"#;
         assert_eq!(find(escaped, 0, &[Seg::Key("content")]), Some(17..20));
     }

@@ -12,8 +12,9 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::claude_code::{lean_event, Reader};
+use crate::dupkeys::scan_keys;
 use crate::eventlog::{json_lines, Slot};
-use crate::splice::find;
+use crate::splice::{find, find_unique};
 
 /// The Claude Code sessions to compare: the bundled excerpt and the corpus's sessions.
 fn claude_code_files() -> Vec<PathBuf> {
@@ -62,6 +63,12 @@ fn read(bytes: &[u8], full_history: bool, lean: bool) -> String {
                     let base = &bases[slot.base as usize];
                     let range =
                         find(&bytes[..base.end], base.start, &slot.path).expect("a slot points at a value");
+                    // Where no key repeats, the first occurrence on the path is the one.
+                    let keys = scan_keys(&bytes[base.clone()]);
+                    if keys.repeated.is_none() && !keys.escaped {
+                        let unique = find_unique(&bytes[..base.end], base.start, &slot.path);
+                        assert_eq!(unique, Some(range.clone()));
+                    }
                     (range, slot.style)
                 })
             };
