@@ -88,8 +88,8 @@
 //!
 //! ## Crate features
 //!
-//! None. The crate depends on compaction-model, serde, serde_json and thiserror, and does no
-//! I/O of its own: it reads bytes and writes to any [`std::io::Write`].
+//! None. The crate depends on compaction-model, memchr, serde, serde_json and thiserror, and
+//! does no I/O of its own: it reads bytes and writes to any [`std::io::Write`].
 //!
 //! ## Minimum supported Rust version
 //!
