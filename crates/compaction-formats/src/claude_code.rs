@@ -17,7 +17,9 @@
 //! asked for.
 
 use compaction_model::Role;
-use serde_json::Value;
+use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
 
 use crate::anthropic::{self, Opaque};
 use crate::document::json_type;
@@ -25,7 +27,7 @@ use crate::error::{snippet, Error, Location};
 use crate::eventlog::{LogDecoded, MessageSlots, Slot, Style};
 use crate::notes::{plural, thousands, Note, NoteKind, Tally};
 use crate::pairing::OpenCalls;
-use crate::splice::Seg;
+use crate::splice::{self, Seg};
 use crate::usage::{MessageUsage, Usage};
 use crate::ProviderCompaction;
 
@@ -70,8 +72,15 @@ impl Reader {
         Error::Invalid { at: Box::new(at), problem: problem.into() }
     }
 
-    /// Reads line `number` (1-based), the `base`-th line read.
-    pub(crate) fn line(&mut self, number: usize, base: u32, event: &Value) -> Result<(), Error> {
+    /// Reads line `number` (1-based), the `base`-th line read; `message_at`, when known, is where
+    /// the event's `message` starts in the line.
+    pub(crate) fn line(
+        &mut self,
+        number: usize,
+        base: u32,
+        event: &Value,
+        message_at: Option<u32>,
+    ) -> Result<(), Error> {
         self.lines += 1;
         let Some(object) = event.as_object() else {
             return Err(self.invalid(number, format!("expected an event object, found {}", json_type(event))));
@@ -116,7 +125,10 @@ impl Reader {
             .map_err(|error| self.invalid(number, format!("`message`: {error}")))?;
         let id = message.get("id").and_then(Value::as_str);
         let usage = usage(message);
-        let content = [Seg::Key("message"), Seg::Key("content")];
+        let content = match message_at {
+            Some(at) => [Seg::At(at), Seg::Key("content")],
+            None => [Seg::Key("message"), Seg::Key("content")],
+        };
         for read in read {
             let call_slots: Vec<Option<Slot>> = read
                 .call_blocks
@@ -211,7 +223,6 @@ impl Reader {
         notes.extend(self.skipped.note("line", "the model never saw"));
         notes.extend(self.opaque.note());
         self.decoded.notes = notes;
-        self.decoded.seal();
         Ok(self.decoded)
     }
 }
@@ -231,6 +242,158 @@ fn usage(message: &Value) -> Option<Usage> {
     let usage = Usage::new(count("input_tokens"), count("output_tokens"))
         .with_cache(count("cache_read_input_tokens"), count("cache_creation_input_tokens"));
     (!usage.is_zero()).then_some(usage)
+}
+
+/// The fields of a Claude Code event that [`Reader::line`] reads, as an object holding only them,
+/// found without building the rest of the line: the envelope (`cwd`, `uuid`, …), the
+/// `toolUseResult` that repeats each tool output, and the payload of progress and file-history
+/// events are skipped unbuilt, and `message` is built only for `user` and `assistant` events.
+///
+/// `None` when the line is not a plain event object (not UTF-8, not JSON, not an object, too
+/// deep): the caller then parses the line whole, which reads it, or fails, as before.
+///
+/// With the event comes where its `message` starts in the line, when it was built: the reader's
+/// slots then start there, and a write-back finds a tool result without crossing the envelope.
+pub(crate) fn lean_event(line: &[u8]) -> Option<(Value, Option<u32>)> {
+    let text = std::str::from_utf8(line).ok()?;
+    let fields: Fields<'_> = serde_json::from_str(text).ok()?;
+    let parse = |raw: Option<&RawValue>| match raw {
+        Some(raw) => serde_json::from_str::<Value>(raw.get()).map(Some),
+        None => Ok(None),
+    };
+    let mut object = Map::new();
+    let kind = parse(fields.kind).ok()?;
+    let chat = matches!(kind.as_ref().and_then(Value::as_str), Some("user" | "assistant"));
+    let wanted: &[(&str, Option<&RawValue>)] = match kind.as_ref().and_then(Value::as_str) {
+        Some("user" | "assistant") => &[("isSidechain", fields.sidechain)],
+        Some("system") => &[("subtype", fields.subtype), ("compactMetadata", fields.compact)],
+        _ => &[("subtype", fields.subtype)],
+    };
+    if let Some(kind) = kind {
+        object.insert("type".into(), kind);
+    }
+    for &(key, raw) in wanted {
+        if let Some(value) = parse(raw).ok()? {
+            object.insert(key.into(), value);
+        }
+    }
+    let mut message_at = None;
+    match fields.message {
+        Some(Message::Raw(raw)) if chat => {
+            object.insert("message".into(), parse(Some(raw)).ok()??);
+            // A raw value borrows its text from the line.
+            message_at = u32::try_from(raw.get().as_ptr() as usize - text.as_ptr() as usize).ok();
+        }
+        Some(Message::Built(value)) if chat => {
+            object.insert("message".into(), value);
+            // Given once, the first `message` of the line is the one read.
+            if fields.messages == 1 {
+                message_at = splice::first_member(line, 0, "message").and_then(|at| u32::try_from(at).ok());
+            }
+        }
+        _ => {}
+    }
+    Some((Value::Object(object), message_at))
+}
+
+/// The raw JSON of the keys [`Reader::line`] reads; a key given twice keeps its last value, as a
+/// parsed object would.
+///
+/// `message` is built as it is crossed when the line's `type` came before it and makes the
+/// event a `user` or `assistant` one (as Claude Code writes them), sparing a second pass over
+/// it; otherwise it is kept raw, to be built only if the event turns out to need it.
+#[derive(Default)]
+struct Fields<'a> {
+    kind: Option<&'a RawValue>,
+    subtype: Option<&'a RawValue>,
+    sidechain: Option<&'a RawValue>,
+    message: Option<Message<'a>>,
+    /// How many times `message` was given.
+    messages: usize,
+    compact: Option<&'a RawValue>,
+}
+
+/// An event's `message`, raw or built.
+enum Message<'a> {
+    Raw(&'a RawValue),
+    Built(Value),
+}
+
+/// A key of an event, as [`Fields`] sorts it.
+enum Key {
+    Kind,
+    Subtype,
+    Sidechain,
+    Message,
+    Compact,
+    Other,
+}
+
+impl<'de> Deserialize<'de> for Key {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl Visitor<'_> for KeyVisitor {
+            type Value = Key;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a key")
+            }
+            fn visit_str<E: de::Error>(self, key: &str) -> Result<Key, E> {
+                Ok(match key {
+                    "type" => Key::Kind,
+                    "subtype" => Key::Subtype,
+                    "isSidechain" => Key::Sidechain,
+                    "message" => Key::Message,
+                    "compactMetadata" => Key::Compact,
+                    _ => Key::Other,
+                })
+            }
+        }
+        deserializer.deserialize_identifier(KeyVisitor)
+    }
+}
+
+impl<'de> Deserialize<'de> for Fields<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct FieldsVisitor;
+        impl<'de> Visitor<'de> for FieldsVisitor {
+            type Value = Fields<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an event object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Fields<'de>, A::Error> {
+                let mut fields = Fields::default();
+                while let Some(key) = map.next_key::<Key>()? {
+                    let slot = match key {
+                        Key::Kind => &mut fields.kind,
+                        Key::Subtype => &mut fields.subtype,
+                        Key::Sidechain => &mut fields.sidechain,
+                        Key::Message => {
+                            fields.messages += 1;
+                            // Spelled plainly, as Claude Code writes it; any other spelling is
+                            // told after the line is read.
+                            let chat = fields
+                                .kind
+                                .is_some_and(|k| matches!(k.get(), r#""user""# | r#""assistant""#));
+                            fields.message = Some(if chat {
+                                Message::Built(map.next_value::<Value>()?)
+                            } else {
+                                Message::Raw(map.next_value::<&'de RawValue>()?)
+                            });
+                            continue;
+                        }
+                        Key::Compact => &mut fields.compact,
+                        Key::Other => {
+                            map.next_value::<IgnoredAny>()?;
+                            continue;
+                        }
+                    };
+                    *slot = Some(map.next_value::<&'de RawValue>()?);
+                }
+                Ok(fields)
+            }
+        }
+        deserializer.deserialize_map(FieldsVisitor)
+    }
 }
 
 /// What a file read as Claude Code holds when it yields no message, for the error.

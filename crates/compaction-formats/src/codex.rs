@@ -226,7 +226,6 @@ impl Reader {
         // An empty assistant message is a model call that produced nothing readable; keep it only
         // if it carries usage, so the call still counts.
         decoded.notes = notes;
-        decoded.seal();
         Ok(decoded)
     }
 }

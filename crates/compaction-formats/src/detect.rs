@@ -53,6 +53,34 @@ fn line_says(object: &Map<String, Value>) -> Says {
     Says::Nothing
 }
 
+/// Whether `json` is an object with `key` at its top level, found without building its values;
+/// false when it is not an object, or not JSON.
+fn has_key(json: &[u8], key: &str) -> bool {
+    use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
+    // A key can spell `key` only as its letters or with `\u` escapes: when neither is anywhere in
+    // the text, the answer needs no parse.
+    if memchr::memmem::find(json, key.as_bytes()).is_none() && memchr::memmem::find(json, b"\\u").is_none() {
+        return false;
+    }
+    struct HasKey<'k>(&'k str);
+    impl<'de> Visitor<'de> for HasKey<'_> {
+        type Value = bool;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("an object")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<bool, A::Error> {
+            let mut found = false;
+            while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+                found |= key == self.0;
+                map.next_value::<IgnoredAny>()?;
+            }
+            Ok(found)
+        }
+    }
+    let mut deserializer = serde_json::Deserializer::from_slice(json);
+    deserializer.deserialize_map(HasKey(key)).is_ok_and(|found| found && deserializer.end().is_ok())
+}
+
 /// The format of an event log in JSON Lines (Claude Code, Codex, Responses items a line), told
 /// from its first lines; `None` when the input is something the tree reader takes (one JSON
 /// value, JSON Lines of messages or of conversations, or JSON that does not parse, whose error
@@ -62,6 +90,11 @@ pub(crate) fn detect_lines(bytes: &[u8], name: &str) -> Result<Option<Format>, E
     let mut lines = json_lines(bytes).take(LOOK);
     let Some((_, first)) = lines.next() else { return Ok(None) };
     if bytes[first.clone()].first() != Some(&b'{') {
+        return Ok(None);
+    }
+    // One line (one JSON value, such as an OpenAI request) is a log only as a Codex record, which
+    // carries `payload`: any other is left to the tree reader without being built here first.
+    if json_lines(bytes).nth(1).is_none() && !has_key(&bytes[first.clone()], "payload") {
         return Ok(None);
     }
     let mut objects = Vec::new();
@@ -239,4 +272,21 @@ fn is_openhands_event(object: &Map<String, Value>) -> bool {
     !object.contains_key("role")
         && (object.get("action").is_some_and(Value::is_string)
             || object.get("observation").is_some_and(Value::is_string))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::has_key;
+
+    #[test]
+    fn a_top_level_key_is_found_without_building_values() {
+        assert!(has_key(br#"{"a":[1,{"b":2}],"payload":{}}"#, "payload"));
+        assert!(has_key(br#"{"pay\u006Coad":1}"#, "payload"));
+        assert!(!has_key(br#"{"a":{"payload":1}}"#, "payload"));
+        assert!(!has_key(br#"[{"payload":1}]"#, "payload"));
+        assert!(!has_key(br#"{"payload":1} x"#, "payload"));
+        assert!(!has_key(br#"{"payload":"#, "payload"));
+        assert!(!has_key(br#"{"pay":{"load":1}}"#, "payload"));
+        assert!(has_key(br#"{"p\u0061yload":{}}"#, "payload"));
+    }
 }

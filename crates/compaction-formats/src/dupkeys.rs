@@ -2,9 +2,20 @@
 //! says nothing; a log with `{"role": "user", "role": "assistant"}` would then be read as
 //! something it may not be. Readers report repeated keys once, as a note.
 
-/// Objects in `json` that repeat a key: how many, and the first key repeated. One pass over the
-/// bytes; string contents are skipped, keys compared as written.
-pub(crate) fn repeated_keys(json: &[u8]) -> Option<(usize, String)> {
+/// What [`scan_keys`] finds.
+#[derive(Debug, Default)]
+pub(crate) struct Keys {
+    /// How many objects repeat a key, and the first key repeated.
+    pub repeated: Option<(usize, String)>,
+    /// Whether a key is written with an escape: two keys written differently may then be the
+    /// same, which the comparison as written does not see.
+    pub escaped: bool,
+}
+
+/// The objects in `json` that repeat a key, and whether any key is written with an escape. One
+/// pass over the bytes; string contents are skipped, keys compared as written.
+pub(crate) fn scan_keys(json: &[u8]) -> Keys {
+    let mut escaped = false;
     // Per open object: its keys so far and whether it repeated one; `None` for an array.
     let mut stack: Vec<Option<Frame<'_>>> = Vec::new();
     let mut expect_key = false;
@@ -15,14 +26,11 @@ pub(crate) fn repeated_keys(json: &[u8]) -> Option<(usize, String)> {
         match json[at] {
             b'"' => {
                 let start = at + 1;
-                let mut end = start;
-                while end < json.len() && json[end] != b'"' {
-                    end += if json[end] == b'\\' { 2 } else { 1 };
-                }
-                let end = end.min(json.len());
+                let end = string_end(json, start);
                 if expect_key {
                     if let Some(Some(frame)) = stack.last_mut() {
                         let key = &json[start..end];
+                        escaped |= key.contains(&b'\\');
                         if frame.insert(key) && !frame.repeated {
                             // Counted once per object.
                             frame.repeated = true;
@@ -53,7 +61,25 @@ pub(crate) fn repeated_keys(json: &[u8]) -> Option<(usize, String)> {
         }
         at += 1;
     }
-    first.map(|key| (count, key))
+    Keys { repeated: first.map(|key| (count, key)), escaped }
+}
+
+/// Where the string whose contents start at `start` ends (its closing quote, or the end of
+/// `json`). Strings hold most of a log's bytes: they are crossed a vector at a time.
+fn string_end(json: &[u8], start: usize) -> usize {
+    let mut at = start;
+    while let Some(k) = memchr::memchr2(b'"', b'\\', &json[at..]) {
+        at += k;
+        if json[at] == b'"' {
+            return at;
+        }
+        // An escape: the next byte is never the end.
+        at += 2;
+        if at >= json.len() {
+            return json.len();
+        }
+    }
+    json.len()
 }
 
 /// The keys of one open object: a short list, or a set once the object has many.
@@ -84,7 +110,11 @@ impl<'a> Frame<'a> {
 
 #[cfg(test)]
 mod tests {
-    use super::repeated_keys;
+    use super::scan_keys;
+
+    fn repeated_keys(json: &[u8]) -> Option<(usize, String)> {
+        scan_keys(json).repeated
+    }
 
     #[test]
     fn repeated_keys_are_found_once_per_object() {
@@ -95,5 +125,11 @@ mod tests {
             ),
             Some((2, "role".to_owned()))
         );
+        // Escaped quotes and backslashes inside strings, a key at the very end.
+        assert_eq!(repeated_keys(br#"{"a\\": "\"", "a\\": "x\\\"", "b": 1}"#), Some((1, "a\\\\".to_owned())));
+        assert_eq!(repeated_keys(br#"{"a": "\"#), None);
+        // Keys written with an escape are told, values with one are not.
+        assert!(scan_keys(br#"{"a\u0062": 1}"#).escaped);
+        assert!(!scan_keys(br#"{"a": "\u0062", "b": ["\n"]}"#).escaped);
     }
 }

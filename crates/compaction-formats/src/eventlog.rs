@@ -32,7 +32,7 @@ pub(crate) fn json_lines(bytes: &[u8]) -> impl Iterator<Item = (usize, Range<usi
             return None;
         }
         number += 1;
-        let end = bytes[at..].iter().position(|&b| b == b'\n').map_or(bytes.len(), |k| at + k);
+        let end = memchr::memchr(b'\n', &bytes[at..]).map_or(bytes.len(), |k| at + k);
         let start = at;
         at = end + 1;
         let mut stop = end;
@@ -137,6 +137,9 @@ pub(crate) struct EventLog {
     pub bases: Vec<Range<usize>>,
     /// Per message of the conversation, its slots.
     pub slots: Vec<MessageSlots>,
+    /// Whether no object of the file repeats a key: a slot's value is then found without
+    /// crossing what follows each key on its path.
+    pub unique_keys: bool,
 }
 
 /// What a log reader hands back.
@@ -236,7 +239,8 @@ fn locate(source: &[u8], log: &EventLog, slot: &Slot) -> Result<Range<usize>, Er
     let lost = || Error::WriteBack { reason: "a tool result is no longer where it was read".into() };
     let base = log.bases.get(slot.base as usize).ok_or_else(lost)?;
     let line = &source[..base.end];
-    splice::find(line, base.start, &slot.path).ok_or_else(lost)
+    let found = if log.unique_keys { splice::find_unique } else { splice::find };
+    found(line, base.start, &slot.path).ok_or_else(lost)
 }
 
 fn edit_result(

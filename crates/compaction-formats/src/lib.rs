@@ -45,8 +45,10 @@
 //! comes out with only that conversation changed. Conversations are never concatenated: their
 //! tool-call ids and system prompts are their own.
 //!
-//! Event logs are read one line's JSON tree at a time; [`LineReader`] reads them from any source
-//! line by line, so a program that only counts or converts never holds the file.
+//! Event logs are read one line at a time, building only what each line's reader uses (of a
+//! Claude Code event, not its envelope or the `toolUseResult` that repeats each output), on two
+//! threads for large files; [`LineReader`] reads them from any source line by line, so a program
+//! that only counts or converts never holds the file.
 //!
 //! A Haystack array, the common case for long transcripts, is read and written without a JSON
 //! tree: its messages are parsed straight from their bytes (on every core), and each one left
@@ -86,8 +88,8 @@
 //!
 //! ## Crate features
 //!
-//! None. The crate depends on compaction-model, serde, serde_json and thiserror, and does no
-//! I/O of its own: it reads bytes and writes to any [`std::io::Write`].
+//! None. The crate depends on compaction-model, memchr, serde, serde_json and thiserror, and
+//! does no I/O of its own: it reads bytes and writes to any [`std::io::Write`].
 //!
 //! ## Minimum supported Rust version
 //!
@@ -118,6 +120,7 @@ mod usage;
 mod write;
 
 use std::io::Write;
+use std::ops::Range;
 
 use compaction_model::{JsonObject, JsonSource, Message, Part, Role, TextPart, ToolSpec};
 use serde_json::{Map, Value};
@@ -415,27 +418,110 @@ fn looks_like_lines(bytes: &[u8]) -> bool {
     }
 }
 
-/// Reads an event log line by line, never holding more than one line's JSON tree.
+/// Below this many bytes an event log is read on one thread, and a tree's repeated keys are
+/// looked for after its parse; starting another thread costs more.
+const PARALLEL_LOG: usize = 1 << 20;
+
+/// Lines pass between the threads reading a log in runs of about this many bytes.
+const RUN_BYTES: usize = 256 << 10;
+
+/// A line parsed ahead of its turn: what the format's reader takes from it (`None` when it must
+/// be parsed whole, which reads it or words its error), and the keys it repeats.
+type Ahead = (Option<(Value, Option<u32>)>, dupkeys::Keys);
+
+fn parse_ahead(format: Format, line: &[u8]) -> Ahead {
+    let event = match format {
+        Format::ClaudeCode => claude_code::lean_event(line),
+        _ => serde_json::from_slice(line).ok().map(|value| (value, None)),
+    };
+    (event, dupkeys::scan_keys(line))
+}
+
+/// Reads an event log line by line, never holding more than a few runs of lines' JSON.
+///
+/// The state machines read lines in order, but parsing a line (most of the work) needs nothing
+/// from the lines before it. On two or more cores, a second thread parses two runs of lines in
+/// every three ahead of their turn and hands them over in order, through a short queue, while
+/// this one parses the third itself and feeds every line to the reader. A line the second
+/// thread could not parse is parsed again here, so errors are the same, and the first one in
+/// the file is the one given.
 fn read_log(bytes: &[u8], options: &ReadOptions, format: Format) -> Result<Conversation, Error> {
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+    read_log_on(bytes, options, format, cores > 1 && bytes.len() >= PARALLEL_LOG)
+}
+
+/// [`read_log`], on two threads when `parallel`.
+fn read_log_on(
+    bytes: &[u8],
+    options: &ReadOptions,
+    format: Format,
+    parallel: bool,
+) -> Result<Conversation, Error> {
     let name = options.name.as_str();
     let mut log = EventLog::default();
     let mut reader = LogReader::new(format, name, options.full_history);
     let mut repeated = Repeated::default();
-    for (number, range) in json_lines(bytes) {
-        repeated.scan(&bytes[range.clone()], Some(number));
-        let value: Value = serde_json::from_slice(&bytes[range.clone()]).map_err(|source| Error::Json {
-            name: name.to_owned(),
-            line: Some(number),
-            source,
-        })?;
-        let base = u32::try_from(log.bases.len()).unwrap_or(u32::MAX);
-        reader.line(number, base, &value)?;
-        log.bases.push(range);
+    let lines: Vec<(usize, Range<usize>)> = json_lines(bytes).collect();
+    let mut runs = Vec::new();
+    let mut run_start = 0;
+    for (k, (_, range)) in lines.iter().enumerate() {
+        if range.end - lines[run_start].1.start >= RUN_BYTES || k + 1 == lines.len() {
+            runs.push(run_start..k + 1);
+            run_start = k + 1;
+        }
     }
+    let theirs = |run: usize| parallel && run % 3 != 0;
+    std::thread::scope(|scope| -> Result<(), Error> {
+        let (send, receive) = std::sync::mpsc::sync_channel::<Vec<Ahead>>(4);
+        if parallel {
+            let (runs, lines) = (&runs, &lines);
+            scope.spawn(move || {
+                for (_, run) in runs.iter().enumerate().filter(|(k, _)| theirs(*k)) {
+                    let parsed = lines[run.clone()]
+                        .iter()
+                        .map(|(_, range)| parse_ahead(format, &bytes[range.clone()]))
+                        .collect();
+                    // The reader stopped (an error): nothing more is wanted.
+                    if send.send(parsed).is_err() {
+                        return;
+                    }
+                }
+            });
+        } else {
+            drop(send);
+        }
+        for (k, run) in runs.iter().enumerate() {
+            // Should the other thread have stopped, its runs are parsed here.
+            let mut ahead = if theirs(k) { receive.recv().ok().map(Vec::into_iter) } else { None };
+            for (number, range) in &lines[run.clone()] {
+                let (number, line) = (*number, &bytes[range.clone()]);
+                let base = u32::try_from(log.bases.len()).unwrap_or(u32::MAX);
+                match ahead.as_mut().and_then(Iterator::next) {
+                    Some((event, keys)) => {
+                        repeated.add(keys, Some(number));
+                        match event {
+                            Some((event, at)) => reader.line(number, base, &event, at)?,
+                            None => reader.read_line(name, number, base, line)?,
+                        }
+                    }
+                    None => {
+                        repeated.scan(line, Some(number));
+                        reader.read_line(name, number, base, line)?;
+                    }
+                }
+                log.bases.push(range.clone());
+            }
+        }
+        Ok(())
+    })?;
     if log.bases.is_empty() {
         return Err(Error::Empty { name: name.to_owned() });
     }
     let mut decoded = reader.finish()?;
+    // Fingerprints are what a write-back checks changed messages against.
+    decoded.seal();
+    // Keys compared as written can differ and still be the same key only through an escape.
+    log.unique_keys = repeated.objects == 0 && !repeated.escaped;
     decoded.notes.extend(repeated.note());
     Ok(from_log(format, decoded, log, Layout::Lines))
 }
@@ -445,11 +531,19 @@ fn read_log(bytes: &[u8], options: &ReadOptions, format: Format) -> Result<Conve
 struct Repeated {
     objects: usize,
     first: Option<(String, Option<usize>)>,
+    /// Whether a key was written with an escape (see [`dupkeys::Keys`]).
+    escaped: bool,
 }
 
 impl Repeated {
     fn scan(&mut self, json: &[u8], line: Option<usize>) {
-        if let Some((count, key)) = dupkeys::repeated_keys(json) {
+        self.add(dupkeys::scan_keys(json), line);
+    }
+
+    /// Adds what [`dupkeys::scan_keys`] found in `line`.
+    fn add(&mut self, found: dupkeys::Keys, line: Option<usize>) {
+        self.escaped |= found.escaped;
+        if let Some((count, key)) = found.repeated {
             self.objects += count;
             self.first.get_or_insert((key, line));
         }
@@ -543,15 +637,11 @@ impl LineReader {
         if line.iter().all(u8::is_ascii_whitespace) {
             return Ok(());
         }
-        let value: Value = serde_json::from_slice(line).map_err(|source| Error::Json {
-            name: self.name.clone(),
-            line: Some(self.number),
-            source,
-        })?;
-        self.repeated.scan(line, Some(self.number));
         let base = u32::try_from(self.lines).unwrap_or(u32::MAX);
+        self.reader.read_line(&self.name, self.number, base, line)?;
+        self.repeated.scan(line, Some(self.number));
         self.lines += 1;
-        self.reader.line(self.number, base, &value)
+        Ok(())
     }
 
     /// The conversation read; an error when it holds no message.
@@ -559,6 +649,7 @@ impl LineReader {
         if self.lines == 0 {
             return Err(Error::Empty { name: self.name });
         }
+        // Not fingerprinted (`seal`): a conversation read line by line is never written back.
         let mut decoded = self.reader.finish()?;
         decoded.notes.extend(self.repeated.note());
         let mut conversation = from_log(self.format, decoded, EventLog::default(), Layout::Lines);
@@ -593,9 +684,27 @@ impl LogReader {
         }
     }
 
-    fn line(&mut self, number: usize, base: u32, value: &Value) -> Result<(), Error> {
+    /// Reads line `number` of file `name` from its bytes. A Claude Code event is read from the
+    /// few fields its reader uses ([`claude_code::lean_event`]); anything else, or a line that
+    /// is not a plain event object, is parsed whole.
+    fn read_line(&mut self, name: &str, number: usize, base: u32, line: &[u8]) -> Result<(), Error> {
+        if let LogReader::ClaudeCode(reader) = self {
+            if let Some((event, at)) = claude_code::lean_event(line) {
+                return reader.line(number, base, &event, at);
+            }
+        }
+        let value: Value = serde_json::from_slice(line).map_err(|source| Error::Json {
+            name: name.to_owned(),
+            line: Some(number),
+            source,
+        })?;
+        self.line(number, base, &value, None)
+    }
+
+    /// Reads a line's JSON; `at`, for a Claude Code event, is where its `message` starts.
+    fn line(&mut self, number: usize, base: u32, value: &Value, at: Option<u32>) -> Result<(), Error> {
         match self {
-            LogReader::ClaudeCode(reader) => reader.line(number, base, value),
+            LogReader::ClaudeCode(reader) => reader.line(number, base, value, at),
             LogReader::Codex(reader) => reader.line(number, base, value),
             LogReader::Responses(reader) => reader.line(number, base, value),
         }
@@ -612,7 +721,22 @@ impl LogReader {
 
 pub(crate) fn read_tree(bytes: &[u8], options: &ReadOptions) -> Result<Conversation, Error> {
     let name = options.name.as_str();
-    let mut top = parse_top(bytes, name)?;
+    // The repeated-key scan needs nothing from the tree: on two or more cores it runs beside
+    // the parse of a large file instead of after it.
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+    let (top, scanned) = std::thread::scope(|scope| {
+        let scan = (cores > 1 && bytes.len() >= PARALLEL_LOG).then(|| {
+            scope.spawn(|| {
+                let mut repeated = Repeated::default();
+                repeated.scan(bytes, None);
+                repeated
+            })
+        });
+        let top = parse_top(bytes, name);
+        let scanned = scan.map(|scan| scan.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)));
+        (top, scanned)
+    });
+    let mut top = top?;
     let format = match options.format {
         Some(format) => format,
         None => detect(&top)
@@ -662,8 +786,11 @@ pub(crate) fn read_tree(bytes: &[u8], options: &ReadOptions) -> Result<Conversat
     };
     let mut notes = decoded.notes;
     let usage = decoded.usage;
-    let mut repeated = Repeated::default();
-    repeated.scan(bytes, None);
+    let repeated = scanned.unwrap_or_else(|| {
+        let mut repeated = Repeated::default();
+        repeated.scan(bytes, None);
+        repeated
+    });
     notes.extend(repeated.note());
     let back = match format.native_target() {
         Some(_) => {
@@ -881,3 +1008,8 @@ fn write_line(value: &Value, out: &mut dyn Write) -> Result<(), Error> {
     out.write_all(b"\n")?;
     Ok(())
 }
+
+// Unit tests that read files (real sessions) live outside `src/`, which does no I/O.
+#[cfg(test)]
+#[path = "../tests/unit/lean_logs.rs"]
+mod lean_logs;

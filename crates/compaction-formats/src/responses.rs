@@ -406,7 +406,6 @@ impl LinesReader {
         notes.extend(self.items.opaque_note());
         let mut decoded = std::mem::take(&mut self.items.decoded);
         decoded.notes = notes;
-        decoded.seal();
         Ok(decoded)
     }
 }
@@ -459,6 +458,6 @@ pub(crate) fn read_tree(
     decoded.seal();
     // One base: the whole file, whose items are found by their index.
     let whole = std::iter::once(0..len).collect();
-    let log = crate::eventlog::EventLog { bases: whole, slots: Vec::new() };
+    let log = crate::eventlog::EventLog { bases: whole, slots: Vec::new(), unique_keys: false };
     Ok(crate::from_log(crate::Format::Responses, decoded, log, crate::Layout::Array))
 }

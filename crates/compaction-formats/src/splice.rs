@@ -15,6 +15,9 @@ pub(crate) enum Seg {
     Key(&'static str),
     /// An element of an array.
     Index(u32),
+    /// The value starting this many bytes after the start of the whole (a place found when the
+    /// value was read); only first in a path.
+    At(u32),
 }
 
 fn skip_whitespace(bytes: &[u8], mut at: usize) -> usize {
@@ -117,11 +120,23 @@ fn key_is(bytes: &[u8], range: Range<usize>, key: &str) -> bool {
 /// skipped); `None` when the path is not there. `json` must be valid JSON: the scan checks
 /// nothing.
 pub(crate) fn find(json: &[u8], start: usize, path: &[Seg]) -> Option<Range<usize>> {
+    find_in(json, start, path, false)
+}
+
+/// [`find`] in JSON known to repeat no key in any object: each key's first occurrence is its
+/// only one, so what follows it in its object is never crossed.
+pub(crate) fn find_unique(json: &[u8], start: usize, path: &[Seg]) -> Option<Range<usize>> {
+    find_in(json, start, path, true)
+}
+
+fn find_in(json: &[u8], start: usize, path: &[Seg], unique: bool) -> Option<Range<usize>> {
     let mut at = skip_whitespace(json, start);
     for seg in path {
         at = match *seg {
+            Seg::Key(key) if unique => first_member(json, at, key)?,
             Seg::Key(key) => member(json, at, key)?,
             Seg::Index(index) => element(json, at, index as usize)?,
+            Seg::At(offset) => skip_whitespace(json, start.checked_add(offset as usize)?),
         };
     }
     Some(at..value_end(json, at)?)
@@ -154,6 +169,36 @@ fn member(json: &[u8], at: usize, key: &str) -> Option<usize> {
         match json.get(at)? {
             b',' => at = skip_whitespace(json, at + 1),
             b'}' => return found,
+            _ => return None,
+        }
+    }
+}
+
+/// Where the value of the first `key` of the object at `at` starts (a parser reads the last one:
+/// for a key given once, they are the same). Keys before it are crossed, never those after.
+pub(crate) fn first_member(json: &[u8], at: usize, key: &str) -> Option<usize> {
+    let at = skip_whitespace(json, at);
+    if json.get(at) != Some(&b'{') {
+        return None;
+    }
+    let mut at = skip_whitespace(json, at + 1);
+    loop {
+        if json.get(at)? != &b'"' {
+            return None;
+        }
+        let key_end = value_end(json, at)?;
+        let matches = key_is(json, at..key_end, key);
+        at = skip_whitespace(json, key_end);
+        if json.get(at) != Some(&b':') {
+            return None;
+        }
+        let value = skip_whitespace(json, at + 1);
+        if matches {
+            return Some(value);
+        }
+        at = skip_whitespace(json, value_end(json, value)?);
+        match json.get(at)? {
+            b',' => at = skip_whitespace(json, at + 1),
             _ => return None,
         }
     }
@@ -213,6 +258,22 @@ mod tests {
         assert_eq!(at(&[Seg::Key("a")]).as_deref(), Some("[3]"));
         assert_eq!(at(&[Seg::Key("missing")]), None);
         assert_eq!(at(&[Seg::Key("message"), Seg::Key("content"), Seg::Index(2)]), None);
+        let at_message = json.iter().position(|&b| b == b'{').unwrap() + 1;
+        let at_message = json[at_message..].iter().position(|&b| b == b'{').unwrap() + at_message;
+        assert_eq!(
+            find(
+                json,
+                0,
+                &[Seg::At(at_message as u32), Seg::Key("content"), Seg::Index(1), Seg::Key("content")]
+            ),
+            find(json, 0, &[Seg::Key("message"), Seg::Key("content"), Seg::Index(1), Seg::Key("content")])
+        );
+        assert_eq!(find(json, 0, &[Seg::At(json.len() as u32 + 5)]), None);
+        assert_eq!(first_member(json, 0, "message"), Some(at_message));
+        assert_eq!(first_member(json, 0, "a"), Some(json.iter().position(|&b| b == b'1').unwrap()));
+        assert_eq!(first_member(json, 0, "missing"), None);
+        let path = [Seg::Key("message"), Seg::Key("content"), Seg::Index(1), Seg::Key("content")];
+        assert_eq!(find_unique(json, 0, &path), find(json, 0, &path));
         let escaped = br#"{"con\u0074ent": "v"}"#;
         assert_eq!(find(escaped, 0, &[Seg::Key("content")]), Some(17..20));
     }

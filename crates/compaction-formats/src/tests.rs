@@ -239,3 +239,22 @@ fn a_python_written_haystack_file_keeps_its_bytes() {
         assert_eq!(respelled(&out), written_by_tree(&input, &messages));
     }
 }
+
+#[test]
+fn a_key_repeated_through_an_escape_is_written_where_it_was_read() {
+    // The parser reads the last of the two spellings of `content`; the write-back edits it.
+    let log = concat!(
+        r#"{"type":"assistant","message":{"id":"m1","role":"assistant","content":[{"type":"tool_use","id":"c1","name":"sh","input":{}}]}}"#,
+        "\n",
+        r#"{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"c1","content":"first","con\u0074ent":"second"}]}}"#,
+        "\n"
+    );
+    let conversation = read(log.as_bytes().to_vec(), &ReadOptions::named("t")).unwrap();
+    assert_eq!(conversation.format, Format::ClaudeCode);
+    let mut messages = conversation.messages.clone();
+    prune(&mut messages, 1);
+    let mut out = Vec::new();
+    write(&conversation, &messages, None, Some(&[1]), &mut out).unwrap();
+    let expected = log.replace(r#""con\u0074ent":"second""#, r#""con\u0074ent":"[pruned]""#);
+    assert_eq!(String::from_utf8(out).unwrap(), expected);
+}

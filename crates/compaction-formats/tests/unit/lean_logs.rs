@@ -1,0 +1,186 @@
+//! The lean log readers against the whole-tree reading they replace: on real Claude Code
+//! sessions and on lines made to be awkward, reading only the fields a reader uses gives the
+//! same messages, slots, usage, notes and compactions as parsing each line whole.
+//!
+//! These are unit tests (they reach the crate's private readers) kept outside `src/` because
+//! they read files: the library's sources do no I/O. The real sessions are the shared corpus:
+//! `$COMPACTION_CORPUS`, else `<repo>/../shared/transcripts/raw`; without it only the bundled
+//! excerpt is compared.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::claude_code::{lean_event, Reader};
+use crate::dupkeys::scan_keys;
+use crate::eventlog::{json_lines, Slot};
+use crate::splice::{find, find_unique};
+
+/// The Claude Code sessions to compare: the bundled excerpt and the corpus's sessions.
+fn claude_code_files() -> Vec<PathBuf> {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut files = vec![repo.join("examples/transcripts/claude-code/fa812bfe-excerpt.jsonl")];
+    let corpus = std::env::var_os("COMPACTION_CORPUS")
+        .map_or_else(|| repo.join("../shared/transcripts/raw"), PathBuf::from)
+        .join("spotter-claude-code");
+    match std::fs::read_dir(&corpus) {
+        Ok(entries) => {
+            let mut found: Vec<PathBuf> = entries
+                .map(|entry| entry.unwrap().path())
+                .filter(|path| path.extension().is_some_and(|e| e == "jsonl"))
+                .collect();
+            found.sort();
+            assert!(!found.is_empty(), "no session in {}", corpus.display());
+            files.extend(found);
+        }
+        Err(_) => eprintln!("skipped the corpus: no sessions at {}", corpus.display()),
+    }
+    files
+}
+
+/// What a reader gives for `bytes`, each line either parsed whole or read lean: the messages,
+/// usage, notes and compactions, and the bytes each tool result and input slot points at (the
+/// lean reading starts its slots at the `message` it found); or the error's text.
+fn read(bytes: &[u8], full_history: bool, lean: bool) -> String {
+    let mut reader = Reader::new("t", full_history);
+    let mut bases = Vec::new();
+    for (base, (number, range)) in json_lines(bytes).enumerate() {
+        let line = &bytes[range.clone()];
+        bases.push(range);
+        let (event, at) = if lean {
+            lean_event(line).unwrap_or_else(|| panic!("line {number} was not read lean"))
+        } else {
+            (serde_json::from_slice::<Value>(line).unwrap(), None)
+        };
+        if let Err(error) = reader.line(number, base as u32, &event, at) {
+            return format!("error: {error}");
+        }
+    }
+    match reader.finish() {
+        Ok(decoded) => {
+            let place = |slot: &Option<Slot>| {
+                slot.as_ref().map(|slot| {
+                    let base = &bases[slot.base as usize];
+                    let range =
+                        find(&bytes[..base.end], base.start, &slot.path).expect("a slot points at a value");
+                    // Where no key repeats, the first occurrence on the path is the one.
+                    let keys = scan_keys(&bytes[base.clone()]);
+                    if keys.repeated.is_none() && !keys.escaped {
+                        let unique = find_unique(&bytes[..base.end], base.start, &slot.path);
+                        assert_eq!(unique, Some(range.clone()));
+                    }
+                    (range, slot.style)
+                })
+            };
+            let slots: Vec<_> = decoded
+                .slots
+                .iter()
+                .map(|m| {
+                    (
+                        m.results.iter().map(place).collect::<Vec<_>>(),
+                        m.calls.iter().map(place).collect::<Vec<_>>(),
+                    )
+                })
+                .collect();
+            format!(
+                "{:?}\n{:?}\n{:?}\n{:?}\n{slots:?}",
+                decoded.messages, decoded.usage, decoded.notes, decoded.compactions
+            )
+        }
+        Err(error) => format!("error: {error}"),
+    }
+}
+
+#[test]
+fn real_sessions_read_lean_as_they_read_whole() {
+    for path in claude_code_files() {
+        let bytes = std::fs::read(&path).unwrap();
+        for full_history in [false, true] {
+            let whole = read(&bytes, full_history, false);
+            assert!(whole.starts_with("[Message"), "{}: {whole:.200}", path.display());
+            assert!(
+                whole == read(&bytes, full_history, true),
+                "{} (full history: {full_history})",
+                path.display()
+            );
+        }
+    }
+}
+
+#[test]
+fn awkward_lines_read_lean_as_they_read_whole() {
+    let lines = [
+        // An escaped key, a repeated `message` (the last counts), numbers kept as written.
+        r#"{"typ\u0065":"user","message":{"role":"user","content":"first"},"message":{"role":"user","content":"Hi 1.50e3"}}"#,
+        // `toolUseResult` and the envelope around an assistant reply with usage.
+        r#"{"uuid":"u","toolUseResult":{"stdout":"x","nested":[1,{"a":[]}]},"type":"assistant","isSidechain":false,"message":{"id":"m1","role":"assistant","content":[{"type":"tool_use","id":"c1","name":"sh","input":{"n":1.0}}],"usage":{"input_tokens":3,"output_tokens":2}}}"#,
+        r#"{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"c1","content":"out"}]},"toolUseResult":"out"}"#,
+        // `type` after `message`, then given twice (the last one counts).
+        r#"{"message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"c1","content":"late"}]},"type":"user"}"#,
+        r#"{"type":"user","message":{"role":"user","content":"x"},"type":"progress"}"#,
+        r#"{"type":"progress","message":{"role":"user","content":"y"},"type":"assistant"}"#,
+        // Skipped: progress (with a `message` of its own), a subtype, an untyped line.
+        r#"{"type":"progress","message":{"not":"read"},"data":{"message":{"role":"user"}}}"#,
+        r#"{"type":"system","subtype":"informational","content":"note"}"#,
+        r#"{"uuid":"x"}"#,
+        // A sidechain line in the main conversation.
+        r#"{"type":"user","isSidechain":true,"message":{"role":"user","content":"sub"}}"#,
+        r#"{"type":"system","subtype":"compact_boundary","compactMetadata":{"preTokens":123}}"#,
+        r#"{"type":"user","isCompactSummary":true,"message":{"role":"user","content":"This session is being continued"}}"#,
+    ];
+    let bytes = lines.join("\n").into_bytes();
+    for full_history in [false, true] {
+        assert_eq!(read(&bytes, full_history, true), read(&bytes, full_history, false));
+    }
+    // Lines the lean reading leaves to the whole parse: it reads them, or fails, as before.
+    for line in [&b"[1,2]"[..], b"{\"a\":\"\xFF\"}", b"{\"type\":\"user\"", b"{} x"] {
+        assert!(lean_event(line).is_none(), "{}", String::from_utf8_lossy(line));
+    }
+    // A `type` that is not a string is read lean only when well-formed, and then errs as whole.
+    let odd = br#"{"type":["user"],"message":{"role":"user","content":"x"}}"#;
+    assert_eq!(read(odd, false, true), read(odd, false, false));
+}
+
+/// A log of about `bytes` bytes: the bundled sample at `relative`, again and again.
+fn long_log(relative: &str, bytes: usize) -> Vec<u8> {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let sample = std::fs::read(repo.join("examples/transcripts").join(relative)).unwrap();
+    let mut log = Vec::new();
+    while log.len() < bytes {
+        log.extend_from_slice(&sample);
+        if !log.ends_with(b"\n") {
+            log.push(b'\n');
+        }
+    }
+    log
+}
+
+#[test]
+fn a_log_reads_alike_on_one_thread_and_two() {
+    let logs = [
+        ("claude-code/fa812bfe-excerpt.jsonl", crate::Format::ClaudeCode),
+        ("codex/rollout-2025-10-04T09-00-00-0199a1b2.jsonl", crate::Format::Codex),
+    ];
+    for (relative, format) in logs {
+        let log = long_log(relative, 3 * crate::PARALLEL_LOG);
+        let options = crate::ReadOptions::named("t");
+        let read = |log: &[u8], parallel| {
+            crate::read_log_on(log, &options, format, parallel)
+                .map(|c| {
+                    format!("{:?} {:?} {:?} {:?} {:?}", c.messages, c.usage, c.notes, c.compactions, c.back)
+                })
+                .map_err(|e| e.to_string())
+        };
+        let one = read(&log, false);
+        assert!(one.as_ref().is_ok_and(|text| text.len() > 1000), "{relative}: {one:?}");
+        assert_eq!(read(&log, true), one, "{relative}");
+        // A broken line, and another after it, far into the file: the first one is the error, alike.
+        let mut broken = log.clone();
+        let at = broken.len() * 2 / 3;
+        let line_start = at + broken[at..].iter().position(|&b| b == b'\n').unwrap() + 1;
+        broken.splice(line_start..line_start, b"{\"type\": \"user\", oops}\n[1]\n".iter().copied());
+        let error = read(&broken, false).unwrap_err();
+        assert!(error.contains("line"), "{relative}: {error}");
+        assert_eq!(read(&broken, true).unwrap_err(), error, "{relative}");
+    }
+}
