@@ -309,6 +309,33 @@ impl PrunedResult {
         if !original.has_tool_call_result() {
             return original.clone();
         }
+        let mut meta = original.meta.clone();
+        CompactionMarker::new(STRATEGY_TOOL_RESULT_PRUNING, self.original_tokens as u64).write_to(&mut meta);
+        self.build_with(original, |result| self.pruned(result), meta)
+    }
+
+    /// A message that renders as [`PrunedResult::build`]'s does, and so counts alike (see
+    /// [`TokenCounter`]), made without copying what the rendering leaves out: the meta, and the
+    /// arguments and ids of the pruned results' calls. For counting what a compaction makes.
+    pub(crate) fn stand_in(&self, original: &Message) -> Message {
+        if !original.has_tool_call_result() {
+            return original.clone();
+        }
+        let stand_in = |result: &ToolCallResult| {
+            let call = ToolCall::new(result.origin.tool_name.clone(), JsonObject::new());
+            ToolCallResult::new(self.replacement_text(result).into(), call, result.error)
+        };
+        self.build_with(original, stand_in, JsonObject::new())
+    }
+
+    /// `original` with each selected result replaced by what `prune` makes of it, every other
+    /// part copied, and `meta`; a message of results only becomes a tool message.
+    fn build_with(
+        &self,
+        original: &Message,
+        prune: impl Fn(&ToolCallResult) -> ToolCallResult,
+        meta: JsonObject,
+    ) -> Message {
         let only_results = original.parts.iter().all(|p| matches!(p, Part::ToolCallResult(_)));
         let mut position = 0;
         let parts = original
@@ -319,7 +346,7 @@ impl PrunedResult {
                     let selected = self.selects(position);
                     position += 1;
                     if selected {
-                        Part::ToolCallResult(self.pruned(result))
+                        Part::ToolCallResult(prune(result))
                     } else {
                         part.clone()
                     }
@@ -327,45 +354,9 @@ impl PrunedResult {
                 other => other.clone(),
             })
             .collect();
-        let mut meta = original.meta.clone();
-        CompactionMarker::new(STRATEGY_TOOL_RESULT_PRUNING, self.original_tokens as u64).write_to(&mut meta);
         let (role, name) =
             if only_results { (Role::Tool, None) } else { (original.role, original.name.clone()) };
         Message { role, parts, name, meta }
-    }
-
-    /// A message that renders as [`PrunedResult::build`]'s does, and so counts alike (see
-    /// [`TokenCounter`]), made without copying what the rendering leaves out: the meta, and the
-    /// arguments and ids of the pruned results' calls. For counting what a compaction makes.
-    pub(crate) fn stand_in(&self, original: &Message) -> Message {
-        if !original.has_tool_call_result() {
-            return original.clone();
-        }
-        let only_results = original.parts.iter().all(|p| matches!(p, Part::ToolCallResult(_)));
-        let mut position = 0;
-        let parts = original
-            .parts
-            .iter()
-            .map(|part| match part {
-                Part::ToolCallResult(result) => {
-                    let selected = self.selects(position);
-                    position += 1;
-                    if !selected {
-                        return part.clone();
-                    }
-                    let call = ToolCall::new(result.origin.tool_name.clone(), JsonObject::new());
-                    Part::ToolCallResult(ToolCallResult::new(
-                        self.replacement_text(result).into(),
-                        call,
-                        result.error,
-                    ))
-                }
-                other => other.clone(),
-            })
-            .collect();
-        let (role, name) =
-            if only_results { (Role::Tool, None) } else { (original.role, original.name.clone()) };
-        Message { role, parts, name, meta: JsonObject::new() }
     }
 
     /// One pruned result, built from the original.
