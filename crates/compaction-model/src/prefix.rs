@@ -89,6 +89,34 @@ impl Message {
     }
 }
 
+impl JsonSource {
+    /// The JSON string whose opening quote is byte `at` of the source, checked as JSON (valid
+    /// UTF-8, escapes and all) and left where it is: a [`Text`] that knows its characters and is
+    /// decoded only when asked for, and the index just past the closing quote. `None` when no
+    /// valid JSON string starts at `at`.
+    ///
+    /// Readers of other formats use it to keep the large strings of a message (a tool's output)
+    /// in the input, as [`Message::read_prefix_in`] does for Haystack's.
+    ///
+    /// ```
+    /// use compaction_model::JsonSource;
+    ///
+    /// let source = JsonSource::new(br#"{"content": "caf\u00e9 ok", "n": 1}"#.to_vec());
+    /// let (text, end) = source.string_at(12).expect("a string");
+    /// assert_eq!((text.as_str(), text.char_len()), ("café ok", 7));
+    /// assert_eq!(&source.as_bytes()[end..], br#", "n": 1}"#);
+    /// assert!(source.string_at(11).is_none());
+    /// ```
+    pub fn string_at(&self, at: usize) -> Option<(Text, usize)> {
+        if self.as_bytes().get(at) != Some(&b'"') {
+            return None;
+        }
+        let mut reader = Reader { bytes: self.as_bytes(), at, canonical: true, source: Some(self) };
+        let text = reader.text()?;
+        Some((text, reader.at))
+    }
+}
+
 /// How deep JSON nested in a message (meta, arguments, extra) is read here. serde_json refuses
 /// text nested more than 128 levels deep, counted from the top of the file; deeper JSON is left
 /// to the other readers, which refuse it or not exactly as before.
