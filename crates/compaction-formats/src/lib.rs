@@ -112,6 +112,7 @@ mod openai;
 mod openhands;
 mod overlay;
 mod pairing;
+mod request;
 mod responses;
 mod splice;
 #[cfg(test)]
@@ -276,6 +277,8 @@ enum Back {
     Tree(Box<Native>),
     /// Each message's bytes, for a Haystack array read without a JSON tree.
     Spans(haystack::Spans),
+    /// Where the envelope and each message sit, for an OpenAI request read without a tree.
+    Request(request::Spans),
     /// Where each tool result sits, for an event log.
     Log(EventLog),
     /// Nothing: the format is written as its default target.
@@ -371,6 +374,16 @@ pub fn read(mut bytes: Vec<u8>, options: &ReadOptions) -> Result<Conversation, E
             bytes = source.into_bytes().unwrap_or_else(|source| source.as_bytes().to_vec());
         }
     }
+    if matches!(format, None | Some(Format::OpenAi))
+        && options.conversation.unwrap_or(0) == 0
+        && bytes.iter().find(|b| !b.is_ascii_whitespace()).is_some_and(|&b| b == b'{' || b == 0xEF)
+    {
+        let source = JsonSource::new(bytes);
+        if let Some(conversation) = read_request(&source, options) {
+            return non_empty(conversation, options, String::new());
+        }
+        bytes = source.into_bytes().unwrap_or_else(|source| source.as_bytes().to_vec());
+    }
     let log_format = match format {
         Some(format @ (Format::ClaudeCode | Format::Codex)) => Some(format),
         Some(Format::Responses) if looks_like_lines(&bytes) => Some(Format::Responses),
@@ -384,6 +397,42 @@ pub fn read(mut bytes: Vec<u8>, options: &ReadOptions) -> Result<Conversation, E
     conversation.source = Input::Bytes(bytes);
     let why = if conversation.messages.is_empty() { why_empty(&conversation) } else { String::new() };
     non_empty(conversation, options, why)
+}
+
+/// [`request::read`], with the repeated-key scan the tree path makes beside it (on a second core
+/// for a large file).
+fn read_request(source: &JsonSource, options: &ReadOptions) -> Option<Conversation> {
+    let bytes = source.as_bytes();
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+    let scan = || {
+        let mut repeated = Repeated::default();
+        repeated.scan(bytes, None);
+        repeated
+    };
+    let (read, repeated) = if cores > 1 && bytes.len() >= PARALLEL_LOG {
+        std::thread::scope(|scope| {
+            let repeated = scope.spawn(scan);
+            let read = request::read(source, &options.name);
+            (read, repeated.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+        })
+    } else {
+        let read = request::read(source, &options.name)?;
+        (Some(read), scan())
+    };
+    let read = read?;
+    Some(Conversation {
+        format: Format::OpenAi,
+        messages: read.messages,
+        tools: read.tools,
+        usage: Vec::new(),
+        notes: repeated.note().into_iter().collect(),
+        compactions: Vec::new(),
+        conversations: 1,
+        selected: 0,
+        layout: Layout::Array,
+        back: Back::Request(read.spans),
+        source: Input::Shared(source.clone()),
+    })
 }
 
 fn non_empty(conversation: Conversation, options: &ReadOptions, why: String) -> Result<Conversation, Error> {
@@ -864,6 +913,13 @@ pub fn write(
             haystack::write_spans(conversation.source(), spans, messages, changed, out)
         }
         Back::Tree(native) if own => write_native_to(native, target, messages, changed, out),
+        Back::Request(spans) if own => {
+            if request::write(conversation.source(), spans, messages, changed, out)? {
+                Ok(())
+            } else {
+                write_native_to(&*request_tree(conversation)?, target, messages, changed, out)
+            }
+        }
         Back::Log(log) if own => {
             let log = eventlog::write_back(conversation.source(), log, format, messages, changed, out);
             return log.map(|()| Vec::new());
@@ -935,6 +991,11 @@ pub fn write_rewritten(
             write_native_rewritten(native, target, messages, origin, out)?;
             Ok(Vec::new())
         }
+        Back::Request(_) if own => {
+            let target = target.unwrap_or_else(|| format.default_target());
+            write_native_rewritten(&*request_tree(conversation)?, target, messages, origin, out)?;
+            Ok(Vec::new())
+        }
         Back::Log(_) if own && !in_place => Err(Error::WriteBack {
             reason: format!(
                 "{} messages were read and {} are to be written, with messages dropped or put in; a {} \
@@ -946,6 +1007,16 @@ pub fn write_rewritten(
             ),
         }),
         _ => write(conversation, messages, target, None, out),
+    }
+}
+
+/// What the tree path keeps to write back an OpenAI request read without a tree, for the writes
+/// that need to decode the messages read again (messages dropped, added or moved).
+fn request_tree(conversation: &Conversation) -> Result<Box<Native>, Error> {
+    let options = ReadOptions::named("the input").with_format(Format::OpenAi);
+    match read_tree(conversation.source(), &options)?.back {
+        Back::Tree(native) => Ok(native),
+        _ => Err(Error::WriteBack { reason: "the request no longer reads as one".into() }),
     }
 }
 

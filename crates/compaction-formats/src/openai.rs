@@ -1,7 +1,8 @@
 //! OpenAI Chat Completions messages, and SWE-agent's `history`, which is written in them.
 
 use compaction_model::{
-    FilePart, ImagePart, JsonObject, Message, Part, ResultPart, Role, TextPart, ToolCall, ToolResultContent,
+    FilePart, ImagePart, JsonObject, Message, Part, ResultPart, Role, Text, TextPart, ToolCall,
+    ToolResultContent,
 };
 use serde_json::{json, Map, Value};
 
@@ -48,6 +49,21 @@ fn read_message(value: &Value, calls: &mut OpenCalls) -> Result<Message, String>
     let Some(object) = value.as_object() else {
         return Err(format!("expected a message object, found {}", json_type(value)));
     };
+    read_object(object, None, calls)
+}
+
+/// A message from its object; `text`, when given, is its string `content`, read apart (kept in
+/// the input) and standing for whatever `object` holds under `content`.
+pub(crate) fn read_object(
+    object: &Map<String, Value>,
+    text: Option<Text>,
+    calls: &mut OpenCalls,
+) -> Result<Message, String> {
+    let content = object.get("content");
+    let parts_of = |content: Option<&Value>| match text.clone() {
+        Some(text) => Ok(vec![Part::Text(TextPart::new(text))]),
+        None => content_parts(content),
+    };
     let role = match object.get("role") {
         Some(Value::String(role)) => role.as_str(),
         Some(other) => return Err(format!("`role` must be a string, found {}", json_type(other))),
@@ -58,19 +74,21 @@ fn read_message(value: &Value, calls: &mut OpenCalls) -> Result<Message, String>
         Some(Value::String(name)) => Some(name.clone()),
         Some(other) => return Err(format!("`name` must be a string, found {}", json_type(other))),
     };
-    let content = object.get("content");
     let (role, parts) = match role {
-        "system" | "developer" => (Role::System, content_parts(content)?),
-        "user" => (Role::User, content_parts(content)?),
+        "system" | "developer" => (Role::System, parts_of(content)?),
+        "user" => (Role::User, parts_of(content)?),
         "assistant" => {
-            let mut parts = content_parts(content)?;
+            let mut parts = parts_of(content)?;
             parts.extend(read_calls(object, calls)?.into_iter().map(Part::ToolCall));
             (Role::Assistant, parts)
         }
         "tool" => {
             let id = tool_call_id(object)?;
             let origin = calls.answer(id.as_deref()).ok_or_else(|| unpaired(id.as_deref()))?;
-            let result = result_content(content)?;
+            let result = match text {
+                Some(text) => ToolResultContent::Text(text),
+                None => result_content(content)?,
+            };
             let mut message = Message::tool(result, origin, false);
             message.name = name;
             // Calls a tool message carries (some logs put them there) are kept after its result.

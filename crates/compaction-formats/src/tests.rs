@@ -258,3 +258,104 @@ fn a_key_repeated_through_an_escape_is_written_where_it_was_read() {
     let expected = log.replace(r#""con\u0074ent":"second""#, r#""con\u0074ent":"[pruned]""#);
     assert_eq!(String::from_utf8(out).unwrap(), expected);
 }
+
+/// The tree path's output for an OpenAI request, for the same messages.
+fn written_as_openai_by_tree(input: &[u8], messages: &[Message], changed: Option<&[usize]>) -> Value {
+    let conversation = crate::read_tree(input, &ReadOptions::named("t")).unwrap();
+    let mut out = Vec::new();
+    write(&conversation, messages, None, changed, &mut out).unwrap();
+    serde_json::from_slice(&out).unwrap()
+}
+
+/// An OpenAI request, as written by hand, compact, or pretty-printed, is read without a tree
+/// into the messages the tree path reads, and written back with the envelope and every message
+/// left alone as their input bytes: the same JSON as the tree path's.
+#[test]
+fn an_openai_request_is_read_and_written_without_a_tree() {
+    let value: Value = serde_json::from_str(OPENAI).unwrap();
+    let compact = serde_json::to_vec(&value).unwrap();
+    let pretty = serde_json::to_vec_pretty(&value).unwrap();
+    let ascii = compaction_testkit::python_dumps(&value, true).into_bytes();
+    for input in [OPENAI.as_bytes().to_vec(), compact, pretty, ascii] {
+        let conversation = read(input.clone(), &ReadOptions::named("t")).unwrap();
+        assert!(matches!(conversation.back, crate::Back::Request(_)), "read without a tree");
+        let by_tree = crate::read_tree(&input, &ReadOptions::named("t")).unwrap();
+        assert_eq!(conversation.messages, by_tree.messages);
+        assert_eq!(conversation.tools.len(), 1);
+        assert_eq!(conversation.tools, by_tree.tools);
+
+        // Left alone, the file comes back byte for byte, ending in a newline.
+        let mut out = Vec::new();
+        write(&conversation, &conversation.messages, None, Some(&[]), &mut out).unwrap();
+        let trimmed = input.trim_ascii_end();
+        assert_eq!(String::from_utf8_lossy(&out), format!("{}\n", String::from_utf8_lossy(trimmed)));
+
+        // A pruned result, marked as compactors mark it, is the one message encoded.
+        let mut messages = conversation.messages.clone();
+        prune(&mut messages, 3);
+        messages[3].meta.insert("compacted".into(), json!(true));
+        let mut out = Vec::new();
+        write(&conversation, &messages, None, Some(&[3]), &mut out).unwrap();
+        let out: Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(out, written_as_openai_by_tree(&input, &messages, Some(&[3])));
+        assert_eq!(
+            out["messages"][3],
+            json!({"role": "tool", "tool_call_id": "call_1", "content": "[pruned]"})
+        );
+
+        // Without the marker, or with messages dropped, the tree path decides, as before.
+        let mut unmarked = conversation.messages.clone();
+        prune(&mut unmarked, 3);
+        let mut fewer = conversation.messages.clone();
+        fewer.remove(1);
+        for (messages, changed) in [(&unmarked, Some(&[3][..])), (&unmarked, None), (&fewer, None)] {
+            let mut out = Vec::new();
+            write(&conversation, messages, None, changed, &mut out).unwrap();
+            let out: Value = serde_json::from_slice(&out).unwrap();
+            assert_eq!(out, written_as_openai_by_tree(&input, messages, changed));
+        }
+    }
+}
+
+/// What the request reader is not sure of goes to the tree path, which reads or refuses it as
+/// it always has.
+#[test]
+fn an_unusual_openai_request_is_left_to_the_tree_path() {
+    let cases: &[(&str, Option<Format>)] = &[
+        // A key twice at the top, or in a message: the last is read, and the note says so.
+        (
+            r#"{"messages":[{"role":"user","content":"a"}],"messages":[{"role":"user","content":"b"}]}"#,
+            Some(Format::OpenAi),
+        ),
+        (r#"{"messages":[{"role":"user","content":"a","content":"b"}]}"#, Some(Format::OpenAi)),
+        // Anthropic, told by its `system` or its blocks.
+        (r#"{"system":"s","messages":[{"role":"user","content":"a"}]}"#, Some(Format::Anthropic)),
+        (
+            r#"{"messages":[{"role":"assistant","content":[{"type":"tool_use","id":"x","name":"sh","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"x","content":"a"}]}]}"#,
+            Some(Format::Anthropic),
+        ),
+        // Not JSON, or not a message.
+        (r#"{"messages":[{"role":"user","content":"a\u00"}]}"#, None),
+        (r#"{"messages":[{"role":"wizard","content":"a"}]}"#, None),
+        (r#"{"messages":[]}"#, None),
+        (r#"{"messages":[{"role":"user","content":"a"}]} x"#, None),
+    ];
+    for (input, format) in cases {
+        let read_fast = read(input.as_bytes().to_vec(), &ReadOptions::named("t"));
+        let read_slow = crate::read_tree(input.as_bytes(), &ReadOptions::named("t"));
+        match (read_fast, format) {
+            (Ok(conversation), Some(format)) => {
+                assert_eq!(conversation.format, *format, "{input}");
+                assert!(!matches!(conversation.back, crate::Back::Request(_)), "{input}");
+                let slow = read_slow.unwrap();
+                assert_eq!(conversation.messages, slow.messages, "{input}");
+                assert_eq!(conversation.notes, slow.notes, "{input}");
+            }
+            (Err(error), None) => {
+                let slow = read_slow.map(|c| c.messages.len());
+                assert!(slow.as_ref().is_err() || slow.as_ref().is_ok_and(|n| *n == 0), "{input}: {error}");
+            }
+            (other, _) => panic!("{input}: {other:?}"),
+        }
+    }
+}
