@@ -164,17 +164,18 @@ impl InputArgs {
             }
         };
         // The first lines tell the format.
-        let mut head = Vec::new();
-        for _ in 0..64 {
-            if input.read_until(b'\n', &mut head).with_context(|| format!("{name}: cannot read"))? == 0 {
-                break;
-            }
-        }
+        let mut head = read_head(&mut *input).with_context(|| format!("{name}: cannot read"))?;
+        // Only whole lines: a line cut short is not JSON, and would hide the format.
+        let whole = head.iter().rposition(|&b| b == b'\n').map_or(head.len(), |k| k + 1);
         let format = match self.format {
             Some(format) => Some(format),
-            None => compaction_formats::detect_lines(&head, &name)?,
+            None => compaction_formats::detect_lines(&head[..whole], &name)?,
         };
         let reader = format.and_then(|format| compaction_formats::LineReader::new(format, &options));
+        if reader.is_some() && !head.ends_with(b"\n") {
+            // The rest of the line the head stopped in.
+            input.read_until(b'\n', &mut head).with_context(|| format!("{name}: cannot read"))?;
+        }
         let Some(mut reader) = reader else {
             // Not an event log: read the rest and parse the whole.
             input.read_to_end(&mut head).with_context(|| format!("{name}: cannot read"))?;
@@ -221,6 +222,37 @@ impl InputArgs {
             crate::progress::say(&format!("note: {}: {note}", source.name()));
         }
     }
+}
+
+/// Lines enough to tell a format from: the first 64, or the first 1 MB when the lines are long
+/// (an OpenAI request is one line of the whole file; a log's line is rarely that long), so
+/// telling the format does not scan a large one-line file for line breaks. The head may stop
+/// within a line.
+fn read_head(input: &mut dyn BufRead) -> std::io::Result<Vec<u8>> {
+    const LINES: usize = 64;
+    const BYTES: usize = 1 << 20;
+    let mut head = Vec::new();
+    let mut lines = 0;
+    while lines < LINES && head.len() < BYTES {
+        let buffer = input.fill_buf()?;
+        if buffer.is_empty() {
+            break;
+        }
+        let room = buffer.len().min(BYTES - head.len());
+        let mut take = room;
+        let mut from = 0;
+        while let Some(k) = buffer[from..room].iter().position(|&b| b == b'\n') {
+            from += k + 1;
+            lines += 1;
+            if lines == LINES {
+                take = from;
+                break;
+            }
+        }
+        head.extend_from_slice(&buffer[..take]);
+        input.consume(take);
+    }
+    Ok(head)
 }
 
 /// A conversation out of range is bad usage; anything else is bad input.

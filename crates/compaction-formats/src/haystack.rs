@@ -127,7 +127,7 @@ fn is_haystack(bytes: &[u8], mut at: usize) -> bool {
 
 /// The start of what looks like a message at or after `from`: `{"role":` (or `{"role" :`, as
 /// spaced-out JSON has it) after a comma.
-fn guess_message(bytes: &[u8], from: usize) -> Option<usize> {
+pub(crate) fn guess_message(bytes: &[u8], from: usize) -> Option<usize> {
     const START: &[u8] = b"{\"role\"";
     let mut at = from;
     for _ in 0..64 {

@@ -399,27 +399,13 @@ pub fn read(mut bytes: Vec<u8>, options: &ReadOptions) -> Result<Conversation, E
     non_empty(conversation, options, why)
 }
 
-/// [`request::read`], with the repeated-key scan the tree path makes beside it (on a second core
-/// for a large file).
+/// [`request::read`] as a conversation, its repeated keys noted as the tree path notes them.
 fn read_request(source: &JsonSource, options: &ReadOptions) -> Option<Conversation> {
-    let bytes = source.as_bytes();
-    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
-    let scan = || {
-        let mut repeated = Repeated::default();
-        repeated.scan(bytes, None);
-        repeated
-    };
-    let (read, repeated) = if cores > 1 && bytes.len() >= PARALLEL_LOG {
-        std::thread::scope(|scope| {
-            let repeated = scope.spawn(scan);
-            let read = request::read(source, &options.name);
-            (read, repeated.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
-        })
-    } else {
-        let read = request::read(source, &options.name)?;
-        (Some(read), scan())
-    };
-    let read = read?;
+    let read = request::read(source, &options.name)?;
+    let mut repeated = Repeated::default();
+    for keys in read.repeated {
+        repeated.add(keys, None);
+    }
     Some(Conversation {
         format: Format::OpenAi,
         messages: read.messages,

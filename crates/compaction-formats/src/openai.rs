@@ -49,16 +49,34 @@ fn read_message(value: &Value, calls: &mut OpenCalls) -> Result<Message, String>
     let Some(object) = value.as_object() else {
         return Err(format!("expected a message object, found {}", json_type(value)));
     };
-    read_object(object, None, calls)
+    read_object(object, Apart::default(), calls)
 }
 
-/// A message from its object; `text`, when given, is its string `content`, read apart (kept in
-/// the input) and standing for whatever `object` holds under `content`.
+/// What a reader that parses messages ahead read apart from the message's object, standing for
+/// what the object holds under those keys.
+#[derive(Debug, Default)]
+pub(crate) struct Apart {
+    /// The string `content`, left in the input.
+    pub text: Option<Text>,
+    /// The `tool_calls`, made calls (see [`tool_calls`]).
+    pub calls: Option<Vec<ToolCall>>,
+}
+
+/// A message from its object and what was read `apart` from it.
 pub(crate) fn read_object(
     object: &Map<String, Value>,
-    text: Option<Text>,
+    apart: Apart,
     calls: &mut OpenCalls,
 ) -> Result<Message, String> {
+    let Apart { text, calls: mut made } = apart;
+    // Called once, for the assistant's calls or those a tool message carries.
+    let mut read_calls = |calls: &mut OpenCalls| match made.take() {
+        Some(made) => {
+            made.iter().for_each(|call| calls.push(call));
+            Ok(made)
+        }
+        None => read_calls(object, calls),
+    };
     let content = object.get("content");
     let parts_of = |content: Option<&Value>| match text.clone() {
         Some(text) => Ok(vec![Part::Text(TextPart::new(text))]),
@@ -79,7 +97,7 @@ pub(crate) fn read_object(
         "user" => (Role::User, parts_of(content)?),
         "assistant" => {
             let mut parts = parts_of(content)?;
-            parts.extend(read_calls(object, calls)?.into_iter().map(Part::ToolCall));
+            parts.extend(read_calls(calls)?.into_iter().map(Part::ToolCall));
             (Role::Assistant, parts)
         }
         "tool" => {
@@ -92,7 +110,7 @@ pub(crate) fn read_object(
             let mut message = Message::tool(result, origin, false);
             message.name = name;
             // Calls a tool message carries (some logs put them there) are kept after its result.
-            message.parts.extend(read_calls(object, calls)?.into_iter().map(Part::ToolCall));
+            message.parts.extend(read_calls(calls)?.into_iter().map(Part::ToolCall));
             return Ok(message);
         }
         other => {
@@ -107,16 +125,19 @@ pub(crate) fn read_object(
 
 /// A message's `tool_calls`, each recorded as open.
 fn read_calls(object: &Map<String, Value>, calls: &mut OpenCalls) -> Result<Vec<ToolCall>, String> {
-    match object.get("tool_calls") {
+    let made = tool_calls(object.get("tool_calls"))?;
+    made.iter().for_each(|call| calls.push(call));
+    Ok(made)
+}
+
+/// The calls of a message's `tool_calls` (absent or null: none).
+pub(crate) fn tool_calls(value: Option<&Value>) -> Result<Vec<ToolCall>, String> {
+    match value {
         None | Some(Value::Null) => Ok(Vec::new()),
         Some(Value::Array(items)) => items
             .iter()
             .enumerate()
-            .map(|(k, item)| {
-                let call = tool_call(item).map_err(|error| format!("`tool_calls[{k}]`: {error}"))?;
-                calls.push(&call);
-                Ok(call)
-            })
+            .map(|(k, item)| tool_call(item).map_err(|error| format!("`tool_calls[{k}]`: {error}")))
             .collect(),
         Some(other) => Err(format!("`tool_calls` must be an array, found {}", json_type(other))),
     }

@@ -15,15 +15,17 @@
 use std::io::Write;
 use std::ops::Range;
 
-use compaction_model::{JsonSource, Message, Text};
+use compaction_model::{JsonSource, Message};
 use serde_json::{Map, Value};
 
 use crate::detect::message_format;
 use crate::document::{read_tools, Locator};
+use crate::dupkeys::{scan_keys, Keys};
 use crate::error::Error;
+use crate::openai::Apart;
 use crate::pairing::OpenCalls;
 use crate::splice::value_end;
-use crate::{openai, overlay, Format};
+use crate::{haystack, openai, overlay, Format};
 
 /// Where a request's parts sit in its bytes.
 #[derive(Debug)]
@@ -39,6 +41,10 @@ pub(crate) struct Read {
     pub messages: Vec<Message>,
     pub tools: Vec<compaction_model::ToolSpec>,
     pub spans: Spans,
+    /// The objects found repeating a key, in the order of the file. The request's own members
+    /// and each message's are known not to (the reader gives up on those), so only the values
+    /// it parses are scanned, never the contents it leaves in the input.
+    pub repeated: Vec<Keys>,
 }
 
 /// Top-level keys that make the file something else (Responses input, SWE-agent or OpenHands
@@ -48,29 +54,34 @@ const OTHER_FORMATS: &[&str] = &["input", "history", "traj", "payload", "system"
 
 /// Reads `source` as an OpenAI request when it plainly is one; `None` for anything else, which
 /// the tree path then reads (and words the error of, if any).
+///
+/// One pass: the envelope's members are parsed as they come, and the messages are read where
+/// the `messages` array is met, each string `content` checked once and left in the input.
 pub(crate) fn read(source: &JsonSource, name: &str) -> Option<Read> {
     let bytes = source.as_bytes();
     let start = skip_whitespace(bytes, if bytes.starts_with(b"\xEF\xBB\xBF") { 3 } else { 0 });
-    let (members, end) = members(bytes, start)?;
-    if skip_whitespace(bytes, end) != bytes.len() {
-        return None;
-    }
-    if members.iter().any(|(key, _)| OTHER_FORMATS.contains(&key.as_str())) {
-        return None;
-    }
     let mut envelope = Map::new();
-    let mut array = None;
-    for (key, range) in members {
-        if key == "messages" {
-            array = Some(range);
-            // The tree path's detection and tools look at the envelope; the messages are read
-            // below.
-            envelope.insert(key, Value::Array(Vec::new()));
-        } else {
-            envelope.insert(key, serde_json::from_slice(&bytes[range]).ok()?);
+    let mut lean = Vec::new();
+    let mut spans = Vec::new();
+    let mut repeated = Vec::new();
+    let end = object(bytes, start, |key, at| {
+        if OTHER_FORMATS.contains(&key) {
+            return None;
         }
+        if key == "messages" {
+            // The tree path's detection and tools look at the envelope; the messages are read
+            // here.
+            envelope.insert(key.to_owned(), Value::Array(Vec::new()));
+            return messages(source, at, &mut lean, &mut spans, &mut repeated);
+        }
+        let end = value_end(bytes, at)?;
+        envelope.insert(key.to_owned(), parse(&bytes[at..end], &mut repeated)?);
+        Some(end)
+    })?;
+    // An empty conversation is an error the tree path words.
+    if skip_whitespace(bytes, end) != bytes.len() || spans.is_empty() {
+        return None;
     }
-    let array = array.filter(|range| bytes[range.start] == b'[')?;
     let anthropic_tools = envelope
         .get("tools")
         .and_then(Value::as_array)
@@ -78,13 +89,6 @@ pub(crate) fn read(source: &JsonSource, name: &str) -> Option<Read> {
     if anthropic_tools {
         return None;
     }
-    let spans = elements(bytes, array)?;
-    // An empty conversation is an error the tree path words.
-    if spans.is_empty() {
-        return None;
-    }
-    let lean: Vec<(Map<String, Value>, Option<Text>)> =
-        spans.iter().map(|span| lean_message(source, span.clone())).collect::<Option<_>>()?;
     // The first message that tells a format decides, as the tree path's detection has it.
     match lean.iter().find_map(|(object, _)| message_format(object)) {
         None | Some(Format::OpenAi) => {}
@@ -93,10 +97,23 @@ pub(crate) fn read(source: &JsonSource, name: &str) -> Option<Read> {
     let mut calls = OpenCalls::default();
     let messages = lean
         .into_iter()
-        .map(|(object, text)| openai::read_object(&object, text, &mut calls).ok())
+        .map(|(object, apart)| openai::read_object(&object, apart, &mut calls).ok())
         .collect::<Option<Vec<_>>>()?;
     let tools = read_tools(&envelope, &Locator::messages(name)).ok()?;
-    Some(Read { messages, tools, spans: Spans { object: start..end, messages: spans } })
+    Some(Read { messages, tools, spans: Spans { object: start..end, messages: spans }, repeated })
+}
+
+/// The JSON value `json`, with the objects in it that repeat a key added to `repeated`.
+fn parse(json: &[u8], repeated: &mut Vec<Keys>) -> Option<Value> {
+    let value = serde_json::from_slice(json).ok()?;
+    // Only objects can repeat a key.
+    if json.first() == Some(&b'{') || json.first() == Some(&b'[') {
+        let keys = scan_keys(json);
+        if keys.repeated.is_some() {
+            repeated.push(keys);
+        }
+    }
+    Some(value)
 }
 
 fn skip_whitespace(bytes: &[u8], mut at: usize) -> usize {
@@ -106,18 +123,18 @@ fn skip_whitespace(bytes: &[u8], mut at: usize) -> usize {
     at
 }
 
-/// The members of the JSON object starting at `at`, each key decoded with its value's bytes,
-/// and where the object ends. The values are found by a quick scan, not checked: whoever uses
-/// one parses it. `None` when this is not an object as the scan reads it, or a key comes twice
-/// (a JSON reader keeps the last; the tree path words that).
-fn members(bytes: &[u8], at: usize) -> Option<(Vec<(String, Range<usize>)>, usize)> {
+/// Walks the JSON object starting at `at`: each member's key, decoded, and where its value
+/// starts go to `value`, which reads the value and says where it ends. Returns where the object
+/// ends; `None` when this is not an object as the walk reads it, `value` gives up, or a key comes
+/// twice (a JSON reader keeps the last; the tree path words that).
+fn object(bytes: &[u8], at: usize, mut value: impl FnMut(&str, usize) -> Option<usize>) -> Option<usize> {
     if bytes.get(at) != Some(&b'{') {
         return None;
     }
-    let mut members: Vec<(String, Range<usize>)> = Vec::new();
+    let mut keys: Vec<String> = Vec::new();
     let mut at = skip_whitespace(bytes, at + 1);
     if bytes.get(at) == Some(&b'}') {
-        return Some((members, at + 1));
+        return Some(at + 1);
     }
     loop {
         if bytes.get(at) != Some(&b'"') {
@@ -125,7 +142,7 @@ fn members(bytes: &[u8], at: usize) -> Option<(Vec<(String, Range<usize>)>, usiz
         }
         let key_end = value_end(bytes, at)?;
         let key: String = serde_json::from_slice(&bytes[at..key_end]).ok()?;
-        if members.iter().any(|(seen, _)| *seen == key) {
+        if keys.contains(&key) {
             return None;
         }
         at = skip_whitespace(bytes, key_end);
@@ -133,60 +150,139 @@ fn members(bytes: &[u8], at: usize) -> Option<(Vec<(String, Range<usize>)>, usiz
             return None;
         }
         at = skip_whitespace(bytes, at + 1);
-        let value_end = value_end(bytes, at)?;
-        members.push((key, at..value_end));
-        at = skip_whitespace(bytes, value_end);
+        at = skip_whitespace(bytes, value(&key, at)?);
+        keys.push(key);
         match bytes.get(at)? {
             b',' => at = skip_whitespace(bytes, at + 1),
-            b'}' => return Some((members, at + 1)),
+            b'}' => return Some(at + 1),
             _ => return None,
         }
     }
 }
 
-/// Each element's bytes in the array at `array` (brackets included).
-fn elements(bytes: &[u8], array: Range<usize>) -> Option<Vec<Range<usize>>> {
-    let mut spans = Vec::new();
-    let mut at = skip_whitespace(bytes, array.start + 1);
-    if at + 1 == array.end && bytes[at] == b']' {
-        return Some(spans);
-    }
-    loop {
-        let end = value_end(bytes, at)?;
-        spans.push(at..end);
-        at = skip_whitespace(bytes, end);
-        match bytes.get(at)? {
-            b',' => at = skip_whitespace(bytes, at + 1),
-            b']' if at + 1 == array.end => return Some(spans),
-            _ => return None,
-        }
-    }
-}
+/// A message as read here: its members parsed, but for a string `content`, which is left in the
+/// input, and `tool_calls`, made calls already (both read apart, and placeholders of their
+/// kind in the object, which detection looks at).
+type Lean = (Map<String, Value>, Apart);
 
-/// A message's members, parsed, but for a string `content`: that is checked and left in the
-/// input (the text returned), and the object holds an empty string in its place.
-fn lean_message(source: &JsonSource, span: Range<usize>) -> Option<(Map<String, Value>, Option<Text>)> {
+/// Below this many bytes of messages one thread reads them all; starting another costs more.
+const PARALLEL_BYTES: usize = 1 << 20;
+
+/// Reads the messages array starting at `at` into `lean` and `spans`, and the objects in them
+/// that repeat a key into `repeated`; returns where the array ends.
+///
+/// On two or more cores a second thread starts at what looks like a message near the middle of
+/// the rest of the file (see [`haystack::guess_message`]). Its messages are used only when the
+/// first thread, reading from the start, reaches that very byte as the start of a message, so a
+/// wrong guess costs time, never correctness.
+fn messages(
+    source: &JsonSource,
+    at: usize,
+    lean: &mut Vec<Lean>,
+    spans: &mut Vec<Range<usize>>,
+    repeated: &mut Vec<Keys>,
+) -> Option<usize> {
     let bytes = source.as_bytes();
-    let (members, end) = members(bytes, span.start)?;
-    if end != span.end {
+    if bytes.get(at) != Some(&b'[') {
         return None;
     }
-    let mut object = Map::with_capacity(members.len());
-    let mut text = None;
-    for (key, range) in members {
-        let value = if key == "content" && bytes[range.start] == b'"' {
-            let (content, end) = source.string_at(range.start)?;
-            if end != range.end {
-                return None;
-            }
-            text = Some(content);
-            Value::String(String::new())
-        } else {
-            serde_json::from_slice(&bytes[range]).ok()?
-        };
-        object.insert(key, value);
+    let first = skip_whitespace(bytes, at + 1);
+    if bytes.get(first) == Some(&b']') {
+        return Some(first + 1);
     }
-    Some((object, text))
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+    let rest = bytes.len() - first;
+    let guess = (cores > 1 && rest >= PARALLEL_BYTES)
+        .then(|| haystack::guess_message(bytes, first + rest / 2))
+        .flatten();
+    let (mut run, second) = match guess {
+        None => (Run::read(source, first, None), None),
+        Some(guess) => std::thread::scope(|scope| {
+            let second = scope.spawn(move || Run::read(source, guess, None));
+            let run = Run::read(source, first, Some(guess));
+            (run, Some(second.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))))
+        }),
+    };
+    if run.end == End::Reached {
+        let second = second?;
+        run.end = second.end;
+        run.lean.extend(second.lean);
+        run.spans.extend(second.spans);
+        run.repeated.extend(second.repeated);
+    }
+    let End::Closed(end) = run.end else { return None };
+    *lean = run.lean;
+    *spans = run.spans;
+    repeated.extend(run.repeated);
+    Some(end)
+}
+
+/// How a run of messages ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum End {
+    /// At the array's closing bracket; the index just past it.
+    Closed(usize),
+    /// At the byte it was told to stop at, the start of a message.
+    Reached,
+    /// At something it could not read.
+    Failed,
+}
+
+/// Messages read one after another from a position in the array.
+struct Run {
+    lean: Vec<Lean>,
+    spans: Vec<Range<usize>>,
+    repeated: Vec<Keys>,
+    end: End,
+}
+
+impl Run {
+    fn read(source: &JsonSource, mut at: usize, stop: Option<usize>) -> Run {
+        let bytes = source.as_bytes();
+        let mut run = Run { lean: Vec::new(), spans: Vec::new(), repeated: Vec::new(), end: End::Failed };
+        loop {
+            if stop == Some(at) {
+                run.end = End::Reached;
+                return run;
+            }
+            let Some((message, end)) = lean_message(source, at, &mut run.repeated) else { return run };
+            run.lean.push(message);
+            run.spans.push(at..end);
+            at = skip_whitespace(bytes, end);
+            match bytes.get(at) {
+                Some(b',') => at = skip_whitespace(bytes, at + 1),
+                Some(b']') => {
+                    run.end = End::Closed(at + 1);
+                    return run;
+                }
+                _ => return run,
+            }
+        }
+    }
+}
+
+/// The message starting at `at`, and where it ends.
+fn lean_message(source: &JsonSource, at: usize, repeated: &mut Vec<Keys>) -> Option<(Lean, usize)> {
+    let bytes = source.as_bytes();
+    let mut members = Map::new();
+    let mut apart = Apart::default();
+    let end = object(bytes, at, |key, at| {
+        if key == "content" && bytes[at] == b'"' {
+            let (content, end) = source.string_at(at)?;
+            apart.text = Some(content);
+            members.insert(key.to_owned(), Value::String(String::new()));
+            return Some(end);
+        }
+        let end = value_end(bytes, at)?;
+        let mut value = parse(&bytes[at..end], repeated)?;
+        if key == "tool_calls" && value.is_array() {
+            apart.calls = Some(openai::tool_calls(Some(&value)).ok()?);
+            value = Value::Array(Vec::new());
+        }
+        members.insert(key.to_owned(), value);
+        Some(end)
+    })?;
+    Some(((members, apart), end))
 }
 
 /// Writes the request back with `messages` in place of those read, when `changed` says which
@@ -238,9 +334,13 @@ pub(crate) fn write(
             continue;
         }
         let fresh = openai::encode(std::slice::from_ref(&messages[index]));
-        let original = (fresh.len() == 1)
-            .then(|| serde_json::from_slice::<Value>(&source[spans.messages[index].clone()]))
-            .transpose()?;
+        let original =
+            match fresh.len() {
+                1 => Some(skeleton(source, spans.messages[index].start).ok_or_else(|| Error::WriteBack {
+                    reason: "a message no longer reads as it did".into(),
+                })?),
+                _ => None,
+            };
         for value in fresh {
             if !first {
                 out.write_all(b",")?;
@@ -258,4 +358,22 @@ pub(crate) fn write(
     out.write_all(&source[last_message..spans.object.end])?;
     out.write_all(b"\n")?;
     Ok(true)
+}
+
+/// The original of a changed message, to lay its encoding over: its members parsed, but for a
+/// string `content` (the bulk of a tool's message, and replaced by whatever the encoding holds
+/// there), which is skipped, not built, and stands as an empty string.
+fn skeleton(bytes: &[u8], at: usize) -> Option<Value> {
+    let mut members = Map::new();
+    object(bytes, at, |key, at| {
+        let end = value_end(bytes, at)?;
+        let value = if key == "content" && bytes[at] == b'"' {
+            Value::String(String::new())
+        } else {
+            serde_json::from_slice(&bytes[at..end]).ok()?
+        };
+        members.insert(key.to_owned(), value);
+        Some(end)
+    })?;
+    Some(Value::Object(members))
 }

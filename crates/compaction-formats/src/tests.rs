@@ -359,3 +359,25 @@ fn an_unusual_openai_request_is_left_to_the_tree_path() {
         }
     }
 }
+
+/// A key repeated deeper in a message (here in a call's `function`) is noted as the tree path
+/// notes it, though only the values parsed are scanned.
+#[test]
+fn a_key_repeated_in_a_request_is_noted_as_the_tree_path_notes_it() {
+    let input = concat!(
+        r#"{"model":"m","messages":[{"role":"assistant","content":null,"tool_calls":[{"id":"a","type":"function","#,
+        r#""function":{"name":"x","name":"y","arguments":"{}"}}]},{"role":"tool","tool_call_id":"a","content":"r"}],"#,
+        r#""metadata":{"k":1,"k":2}}"#
+    );
+    let conversation = read(input.as_bytes().to_vec(), &ReadOptions::named("t")).unwrap();
+    assert!(matches!(conversation.back, crate::Back::Request(_)), "read without a tree");
+    let by_tree = crate::read_tree(input.as_bytes(), &ReadOptions::named("t")).unwrap();
+    assert_eq!(conversation.messages, by_tree.messages);
+    assert_eq!(conversation.notes, by_tree.notes);
+    assert_eq!(conversation.notes.len(), 1);
+    assert!(
+        conversation.notes[0].to_string().contains("2 objects repeated a key"),
+        "{}",
+        conversation.notes[0]
+    );
+}
