@@ -177,7 +177,12 @@ impl InputArgs {
             input.read_until(b'\n', &mut head).with_context(|| format!("{name}: cannot read"))?;
         }
         let Some(mut reader) = reader else {
-            // Not an event log: read the rest and parse the whole.
+            // Not an event log: a file is read whole as `read` reads it (on two threads, into a
+            // buffer of its size); standard input, which cannot be read again, to its end.
+            if let Source::File(_) = source {
+                spinner.finish_and_clear();
+                return self.read();
+            }
             input.read_to_end(&mut head).with_context(|| format!("{name}: cannot read"))?;
             let conversation = compaction_formats::read(head, &options).map_err(usage_or_input)?;
             spinner.finish_and_clear();

@@ -34,6 +34,8 @@ pub(crate) struct Spans {
     object: Range<usize>,
     /// Each message's bytes.
     messages: Vec<Range<usize>>,
+    /// Where each message's string `content` sits (quotes included), if it has one.
+    contents: Vec<Option<Range<usize>>>,
 }
 
 /// A request read: its messages, its tools and where everything sits.
@@ -63,6 +65,7 @@ pub(crate) fn read(source: &JsonSource, name: &str) -> Option<Read> {
     let mut envelope = Map::new();
     let mut lean = Vec::new();
     let mut spans = Vec::new();
+    let mut contents = Vec::new();
     let mut repeated = Vec::new();
     let end = object(bytes, start, |key, at| {
         if OTHER_FORMATS.contains(&key) {
@@ -72,7 +75,7 @@ pub(crate) fn read(source: &JsonSource, name: &str) -> Option<Read> {
             // The tree path's detection and tools look at the envelope; the messages are read
             // here.
             envelope.insert(key.to_owned(), Value::Array(Vec::new()));
-            return messages(source, at, &mut lean, &mut spans, &mut repeated);
+            return messages(source, at, &mut lean, &mut spans, &mut contents, &mut repeated);
         }
         let end = value_end(bytes, at)?;
         envelope.insert(key.to_owned(), parse(&bytes[at..end], &mut repeated)?);
@@ -100,7 +103,7 @@ pub(crate) fn read(source: &JsonSource, name: &str) -> Option<Read> {
         .map(|(object, apart)| openai::read_object(&object, apart, &mut calls).ok())
         .collect::<Option<Vec<_>>>()?;
     let tools = read_tools(&envelope, &Locator::messages(name)).ok()?;
-    Some(Read { messages, tools, spans: Spans { object: start..end, messages: spans }, repeated })
+    Some(Read { messages, tools, spans: Spans { object: start..end, messages: spans, contents }, repeated })
 }
 
 /// The JSON value `json`, with the objects in it that repeat a key added to `repeated`.
@@ -180,6 +183,7 @@ fn messages(
     at: usize,
     lean: &mut Vec<Lean>,
     spans: &mut Vec<Range<usize>>,
+    contents: &mut Vec<Option<Range<usize>>>,
     repeated: &mut Vec<Keys>,
 ) -> Option<usize> {
     let bytes = source.as_bytes();
@@ -208,11 +212,13 @@ fn messages(
         run.end = second.end;
         run.lean.extend(second.lean);
         run.spans.extend(second.spans);
+        run.contents.extend(second.contents);
         run.repeated.extend(second.repeated);
     }
     let End::Closed(end) = run.end else { return None };
     *lean = run.lean;
     *spans = run.spans;
+    *contents = run.contents;
     repeated.extend(run.repeated);
     Some(end)
 }
@@ -232,6 +238,7 @@ enum End {
 struct Run {
     lean: Vec<Lean>,
     spans: Vec<Range<usize>>,
+    contents: Vec<Option<Range<usize>>>,
     repeated: Vec<Keys>,
     end: End,
 }
@@ -239,13 +246,22 @@ struct Run {
 impl Run {
     fn read(source: &JsonSource, mut at: usize, stop: Option<usize>) -> Run {
         let bytes = source.as_bytes();
-        let mut run = Run { lean: Vec::new(), spans: Vec::new(), repeated: Vec::new(), end: End::Failed };
+        let mut run = Run {
+            lean: Vec::new(),
+            spans: Vec::new(),
+            contents: Vec::new(),
+            repeated: Vec::new(),
+            end: End::Failed,
+        };
         loop {
             if stop == Some(at) {
                 run.end = End::Reached;
                 return run;
             }
-            let Some((message, end)) = lean_message(source, at, &mut run.repeated) else { return run };
+            let Some((message, end, content)) = lean_message(source, at, &mut run.repeated) else {
+                return run;
+            };
+            run.contents.push(content);
             run.lean.push(message);
             run.spans.push(at..end);
             at = skip_whitespace(bytes, end);
@@ -261,15 +277,21 @@ impl Run {
     }
 }
 
-/// The message starting at `at`, and where it ends.
-fn lean_message(source: &JsonSource, at: usize, repeated: &mut Vec<Keys>) -> Option<(Lean, usize)> {
+/// The message starting at `at`, where it ends, and where its string `content` is, if any.
+fn lean_message(
+    source: &JsonSource,
+    at: usize,
+    repeated: &mut Vec<Keys>,
+) -> Option<(Lean, usize, Option<Range<usize>>)> {
     let bytes = source.as_bytes();
     let mut members = Map::new();
     let mut apart = Apart::default();
+    let mut place = None;
     let end = object(bytes, at, |key, at| {
         if key == "content" && bytes[at] == b'"' {
             let (content, end) = source.string_at(at)?;
             apart.text = Some(content);
+            place = Some(at..end);
             members.insert(key.to_owned(), Value::String(String::new()));
             return Some(end);
         }
@@ -282,7 +304,7 @@ fn lean_message(source: &JsonSource, at: usize, repeated: &mut Vec<Keys>) -> Opt
         members.insert(key.to_owned(), value);
         Some(end)
     })?;
-    Some(((members, apart), end))
+    Some(((members, apart), end, place))
 }
 
 /// Writes the request back with `messages` in place of those read, when `changed` says which
@@ -334,13 +356,14 @@ pub(crate) fn write(
             continue;
         }
         let fresh = openai::encode(std::slice::from_ref(&messages[index]));
-        let original =
-            match fresh.len() {
-                1 => Some(skeleton(source, spans.messages[index].start).ok_or_else(|| Error::WriteBack {
-                    reason: "a message no longer reads as it did".into(),
-                })?),
-                _ => None,
-            };
+        let original = match fresh.len() {
+            1 => Some(
+                skeleton(source, spans.messages[index].start, spans.contents[index].clone()).ok_or_else(
+                    || Error::WriteBack { reason: "a message no longer reads as it did".into() },
+                )?,
+            ),
+            _ => None,
+        };
         for value in fresh {
             if !first {
                 out.write_all(b",")?;
@@ -360,18 +383,18 @@ pub(crate) fn write(
     Ok(true)
 }
 
-/// The original of a changed message, to lay its encoding over: its members parsed, but for a
-/// string `content` (the bulk of a tool's message, and replaced by whatever the encoding holds
-/// there), which is skipped, not built, and stands as an empty string.
-fn skeleton(bytes: &[u8], at: usize) -> Option<Value> {
+/// The original of a changed message, to lay its encoding over: its members parsed, but for its
+/// string `content` at `content` (the bulk of a tool's message, and replaced by whatever the
+/// encoding holds there), which is skipped, not scanned, and stands as an empty string.
+fn skeleton(bytes: &[u8], at: usize, content: Option<Range<usize>>) -> Option<Value> {
     let mut members = Map::new();
     object(bytes, at, |key, at| {
+        if let Some(content) = content.clone().filter(|content| content.start == at) {
+            members.insert(key.to_owned(), Value::String(String::new()));
+            return Some(content.end);
+        }
         let end = value_end(bytes, at)?;
-        let value = if key == "content" && bytes[at] == b'"' {
-            Value::String(String::new())
-        } else {
-            serde_json::from_slice(&bytes[at..end]).ok()?
-        };
+        let value = serde_json::from_slice(&bytes[at..end]).ok()?;
         members.insert(key.to_owned(), value);
         Some(end)
     })?;

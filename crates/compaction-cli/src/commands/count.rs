@@ -83,5 +83,9 @@ pub fn run(args: Args) -> Result<()> {
         crate::progress::say(&text);
     }
     crate::strategy::counting_failed()?;
-    crate::output::write_output(None, format!("{count}\n").as_bytes())
+    let written = crate::output::write_output(None, format!("{count}\n").as_bytes());
+    // The process ends after this: freeing a large conversation message by message would only
+    // delay its exit, which gives the memory back at once.
+    std::mem::forget(conversation);
+    written
 }

@@ -367,28 +367,30 @@ pub fn run(args: Args) -> Result<()> {
         Some(hooked) => target.map(|target| hooked.estimated_after <= target),
     };
     let figures = Figures { tokens_before, tokens_after, target, reached, tools_tokens };
-    let mut document = report_json(report.as_ref(), &figures, &timings);
-    if let Some(hooked) = &hook {
-        document["triggered"] = json!(hooked.outcome.triggered);
-        document["estimated_tokens"] = json!(hooked.outcome.estimated_tokens);
-        document["estimated_tokens_after"] = json!(hooked.estimated_after);
-        document["compactor_target_tokens"] = json!(hooked.outcome.target_tokens);
-        document["context_tokens"] = json!(hooked.context_tokens);
-        document["changed"] = json!(hooked.outcome.compacted);
-    } else if let Some(report) = report.as_ref().filter(|_| tools_tokens > 0) {
-        document["compactor_target_tokens"] = json!(report.target_tokens);
-    }
-    if args.offload_to.is_some() {
-        document["store_failures"] = json!(failures);
-    }
-    if built.summaries.is_some() {
-        document["summary_rounds"] = json!(summaries.rounds);
-        document["summary_failures"] = json!(summaries.failures);
-    }
-    match (&args.report, args.dry_run) {
-        (Some(path), _) => write_report(path, &document)?,
-        (None, true) => crate::output::write_output(None, &report_bytes(&document)?)?,
-        (None, false) => {}
+    // The report lists every result pruned: built only when it is written.
+    if args.report.is_some() || args.dry_run {
+        let mut document = report_json(report.as_ref(), &figures, &timings);
+        if let Some(hooked) = &hook {
+            document["triggered"] = json!(hooked.outcome.triggered);
+            document["estimated_tokens"] = json!(hooked.outcome.estimated_tokens);
+            document["estimated_tokens_after"] = json!(hooked.estimated_after);
+            document["compactor_target_tokens"] = json!(hooked.outcome.target_tokens);
+            document["context_tokens"] = json!(hooked.context_tokens);
+            document["changed"] = json!(hooked.outcome.compacted);
+        } else if let Some(report) = report.as_ref().filter(|_| tools_tokens > 0) {
+            document["compactor_target_tokens"] = json!(report.target_tokens);
+        }
+        if args.offload_to.is_some() {
+            document["store_failures"] = json!(failures);
+        }
+        if built.summaries.is_some() {
+            document["summary_rounds"] = json!(summaries.rounds);
+            document["summary_failures"] = json!(summaries.failures);
+        }
+        match &args.report {
+            Some(path) => write_report(path, &document)?,
+            None => crate::output::write_output(None, &report_bytes(&document)?)?,
+        }
     }
     let said = Said {
         report: report.as_ref(),
