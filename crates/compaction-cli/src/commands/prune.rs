@@ -388,8 +388,8 @@ pub fn run(args: Args) -> Result<()> {
             document["summary_failures"] = json!(summaries.failures);
         }
         match &args.report {
-            Some(path) => write_report(path, &document)?,
-            None => crate::output::write_output(None, &report_bytes(&document)?)?,
+            Some(path) => write_report(path, &document, report.as_ref())?,
+            None => crate::output::write_output(None, &report_bytes(&document, report.as_ref())?)?,
         }
     }
     let said = Said {
@@ -797,8 +797,10 @@ pub fn report_json(report: Option<&CompactionReport>, figures: &Figures, timings
         "target_reached": figures.reached,
         "tokens_freed": figures.tokens_before.saturating_sub(figures.tokens_after),
         "pruned": report.map(CompactionReport::changed_indices).unwrap_or_default(),
-        "results": report.map(|r| json!(r.results)).unwrap_or_else(|| json!([])),
-        "inputs_cleared": report.map(|r| json!(r.inputs_cleared)).unwrap_or_else(|| json!([])),
+        // Written from the report itself (see `Document`): most of the document, and quicker
+        // written than built as JSON values first.
+        "results": [],
+        "inputs_cleared": [],
         "timings_ms": timings,
     });
     if figures.tools_tokens > 0 {
@@ -821,14 +823,37 @@ pub fn report_json(report: Option<&CompactionReport>, figures: &Figures, timings
     document
 }
 
-fn report_bytes(document: &Value) -> Result<Vec<u8>> {
-    let mut bytes = serde_json::to_vec_pretty(document)?;
+/// The report as written: the document of [`report_json`], its `results` and `inputs_cleared`
+/// taken from `report`.
+struct Document<'a> {
+    fields: &'a Value,
+    report: Option<&'a CompactionReport>,
+}
+
+impl serde::Serialize for Document<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let Value::Object(fields) = self.fields else { return self.fields.serialize(serializer) };
+        let mut map = serializer.serialize_map(Some(fields.len()))?;
+        for (key, value) in fields {
+            match (key.as_str(), self.report) {
+                ("results", Some(report)) => map.serialize_entry(key, &report.results)?,
+                ("inputs_cleared", Some(report)) => map.serialize_entry(key, &report.inputs_cleared)?,
+                _ => map.serialize_entry(key, value)?,
+            }
+        }
+        map.end()
+    }
+}
+
+fn report_bytes(document: &Value, report: Option<&CompactionReport>) -> Result<Vec<u8>> {
+    let mut bytes = serde_json::to_vec_pretty(&Document { fields: document, report })?;
     bytes.push(b'\n');
     Ok(bytes)
 }
 
 /// Writes a report file atomically.
-pub fn write_report(path: &std::path::Path, document: &Value) -> Result<()> {
-    crate::output::write_atomic(path, &report_bytes(document)?)
+fn write_report(path: &std::path::Path, document: &Value, report: Option<&CompactionReport>) -> Result<()> {
+    crate::output::write_atomic(path, &report_bytes(document, report)?)
         .with_context(|| "writing the report".to_owned())
 }
