@@ -144,8 +144,9 @@ impl InputArgs {
 
     /// Reads the conversation for a command that will not write it back in its own format
     /// (`count`, `convert --to`): an event log (Claude Code, Codex, Responses items a line) is
-    /// read line by line, so memory holds the longest line and the conversation, never the
-    /// file; anything else is read whole, as [`InputArgs::read`] reads it.
+    /// read a few megabytes of whole lines at a time, so memory holds those and the
+    /// conversation, never the file; anything else is read whole, as [`InputArgs::read`] reads
+    /// it.
     pub fn read_streaming(&self) -> Result<Conversation> {
         let source = Source::from_arg(self.input.as_deref());
         let name = source.name();
@@ -189,16 +190,26 @@ impl InputArgs {
             self.say_notes(&source, &conversation);
             return Ok(conversation);
         };
-        for line in head.split_inclusive(|&b| b == b'\n') {
-            reader.push(line.strip_suffix(b"\n").unwrap_or(line))?;
-        }
-        let mut line = Vec::new();
+        reader.push_lines(&head)?;
+        // The rest a block of whole lines at a time: a few megabytes, which the reader parses on
+        // two threads. A line the block cuts waits for the next one.
+        const BLOCK: u64 = 4 << 20;
+        let mut block = Vec::new();
         loop {
-            line.clear();
-            if input.read_until(b'\n', &mut line).with_context(|| format!("{name}: cannot read"))? == 0 {
+            let read = input
+                .by_ref()
+                .take(BLOCK)
+                .read_to_end(&mut block)
+                .with_context(|| format!("{name}: cannot read"))?;
+            if read == 0 {
+                // The end of the input: what is left is its last line.
+                reader.push_lines(&block)?;
                 break;
             }
-            reader.push(line.strip_suffix(b"\n").unwrap_or(&line))?;
+            if let Some(end) = block.iter().rposition(|&b| b == b'\n') {
+                reader.push_lines(&block[..=end])?;
+                block.drain(..=end);
+            }
         }
         let conversation = reader.finish()?;
         spinner.finish_and_clear();

@@ -14,106 +14,365 @@ pub(crate) struct Keys {
 
 /// The objects in `json` that repeat a key, and whether any key is written with an escape. One
 /// pass over the bytes; string contents are skipped, keys compared as written.
+///
+/// Strings hold most of a log's bytes, and logs escape often (a quote or a line break every few
+/// dozen bytes of a tool's output): the bytes are taken 64 at a time ([`Strings`]), which tells
+/// where every string starts and ends without stopping at its escapes, and only the quotes and
+/// the bytes between strings are looked at one by one.
+///
+/// On valid JSON it finds what a byte-by-byte scan finds. On bytes that are not JSON (a
+/// backslash between strings, a string left open) the two may differ; every caller's parse
+/// fails there, and what the scan found is dropped with the error.
 pub(crate) fn scan_keys(json: &[u8]) -> Keys {
     let mut escaped = false;
-    // Per open object: its keys so far and whether it repeated one; `None` for an array.
+    // The keys of the open objects, the innermost object's last, and per open container the
+    // object's frame (where its keys start there) or `None` for an array: nothing is allocated
+    // per object.
+    let mut keys: Vec<&[u8]> = Vec::new();
     let mut stack: Vec<Option<Frame<'_>>> = Vec::new();
     let mut expect_key = false;
+    // Where the key being crossed starts.
+    let mut key_start = None;
     let mut count = 0;
     let mut first: Option<String> = None;
-    let mut at = 0;
-    while at < json.len() {
-        match json[at] {
-            b'"' => {
-                let start = at + 1;
-                let end = string_end(json, start);
-                if expect_key {
-                    if let Some(Some(frame)) = stack.last_mut() {
-                        let key = &json[start..end];
-                        escaped |= key.contains(&b'\\');
-                        if frame.insert(key) && !frame.repeated {
-                            // Counted once per object.
-                            frame.repeated = true;
-                            count += 1;
-                            first.get_or_insert_with(|| String::from_utf8_lossy(key).into_owned());
-                        }
+    let mut strings = Strings::default();
+    for (base, chunk) in (0..).step_by(BLOCK).zip(json.chunks(BLOCK)) {
+        let (inside, quotes) = match <&[u8; BLOCK]>::try_from(chunk) {
+            Ok(block) => strings.next(block),
+            Err(_) => {
+                // The last few bytes, padded with blanks.
+                let mut block = [b' '; BLOCK];
+                block[..chunk.len()].copy_from_slice(chunk);
+                strings.next(&block)
+            }
+        };
+        // The bytes between strings, with the quotes that open and close strings; past the end
+        // of `json` there are none.
+        let mut events = (!inside | quotes) & (u64::MAX >> (BLOCK - chunk.len()));
+        while events != 0 {
+            let bit = events.trailing_zeros() as usize;
+            events &= events - 1;
+            let at = base + bit;
+            match json[at] {
+                b'"' if inside & (1 << bit) != 0 => {
+                    // A string opens: a key, where one is expected in an object.
+                    if expect_key && matches!(stack.last(), Some(Some(_))) {
+                        key_start = Some(at + 1);
                     }
                     expect_key = false;
                 }
-                at = end + 1;
-                continue;
+                b'"' => {
+                    let (Some(start), Some(Some(frame))) = (key_start.take(), stack.last_mut()) else {
+                        continue;
+                    };
+                    let key = &json[start..at];
+                    escaped |= key.contains(&b'\\');
+                    if frame.insert(&mut keys, key) && !frame.repeated {
+                        // Counted once per object.
+                        frame.repeated = true;
+                        count += 1;
+                        first.get_or_insert_with(|| String::from_utf8_lossy(key).into_owned());
+                    }
+                }
+                b'{' => {
+                    stack.push(Some(Frame { start: keys.len(), set: None, repeated: false }));
+                    expect_key = true;
+                }
+                b'[' => {
+                    stack.push(None);
+                    expect_key = false;
+                }
+                b'}' | b']' => {
+                    if let Some(Some(frame)) = stack.pop() {
+                        keys.truncate(frame.start);
+                    }
+                    expect_key = false;
+                }
+                b',' => expect_key = matches!(stack.last(), Some(Some(_))),
+                b':' => expect_key = false,
+                _ => {}
             }
-            b'{' => {
-                stack.push(Some(Frame::default()));
-                expect_key = true;
-            }
-            b'[' => {
-                stack.push(None);
-                expect_key = false;
-            }
-            b'}' | b']' => {
-                stack.pop();
-                expect_key = false;
-            }
-            b',' => expect_key = matches!(stack.last(), Some(Some(_))),
-            b':' => expect_key = false,
-            _ => {}
         }
-        at += 1;
     }
     Keys { repeated: first.map(|key| (count, key)), escaped }
 }
 
-/// Where the string whose contents start at `start` ends (its closing quote, or the end of
-/// `json`). Strings hold most of a log's bytes: they are crossed a vector at a time.
-fn string_end(json: &[u8], start: usize) -> usize {
-    let mut at = start;
-    while let Some(k) = memchr::memchr2(b'"', b'\\', &json[at..]) {
-        at += k;
-        if json[at] == b'"' {
-            return at;
-        }
-        // An escape: the next byte is never the end.
-        at += 2;
-        if at >= json.len() {
-            return json.len();
-        }
-    }
-    json.len()
+/// How many bytes [`Strings`] takes at a time: one bit each in a `u64`.
+const BLOCK: usize = 64;
+
+/// Where the strings are in JSON taken [`BLOCK`] bytes at a time, carrying from one block to the
+/// next whether a string is open and whether its last byte was an escaping backslash.
+///
+/// The bytes of a block become bit masks (a quote here, a backslash there); the quotes that
+/// escapes do not take are those that open and close strings; the bits between an opening quote
+/// and its closing one are those whose count of such quotes up to them is odd. The escapes are
+/// found as simdjson finds them (backslash runs of odd length escape the byte after them).
+#[derive(Default)]
+struct Strings {
+    /// 1 when the last block ended in a run of backslashes of odd length.
+    escaping: u64,
+    /// All ones when the last block ended inside a string.
+    open: u64,
 }
 
-/// The keys of one open object: a short list, or a set once the object has many.
-#[derive(Default)]
+impl Strings {
+    /// Of the next block: the bytes inside strings (an opening quote with them, the closing one
+    /// not), and the quotes that open or close a string.
+    fn next(&mut self, block: &[u8; BLOCK]) -> (u64, u64) {
+        let (quotes, backslashes) = masks(block);
+        let quotes = quotes & !self.escaped(backslashes);
+        // Each bit the parity of the quotes up to it, the carried string counted.
+        let mut inside = quotes;
+        for shift in [1, 2, 4, 8, 16, 32] {
+            inside ^= inside << shift;
+        }
+        inside ^= self.open;
+        self.open = 0u64.wrapping_sub(inside >> 63);
+        (inside, quotes)
+    }
+
+    /// The bytes escaped by a backslash run of odd length before them.
+    fn escaped(&mut self, backslashes: u64) -> u64 {
+        const EVEN: u64 = 0x5555_5555_5555_5555;
+        const ODD: u64 = !EVEN;
+        let starts = backslashes & !(backslashes << 1);
+        // A run carried from the last block of odd length flips which starts are even.
+        let even_start_mask = EVEN ^ self.escaping;
+        let even_starts = starts & even_start_mask;
+        let odd_starts = starts & !even_start_mask;
+        let even_carries = backslashes.wrapping_add(even_starts);
+        let (mut odd_carries, overflow) = backslashes.overflowing_add(odd_starts);
+        odd_carries |= self.escaping;
+        self.escaping = u64::from(overflow);
+        let even_carry_ends = even_carries & !backslashes;
+        let odd_carry_ends = odd_carries & !backslashes;
+        (even_carry_ends & ODD) | (odd_carry_ends & EVEN)
+    }
+}
+
+/// The quotes and the backslashes of a block, a bit for each byte. The comparisons are written
+/// so that the compiler does them a vector at a time; each 8 bytes of 0 or 1 are then gathered
+/// into 8 bits by one multiplication.
+fn masks(block: &[u8; BLOCK]) -> (u64, u64) {
+    let mut quotes = [0u8; BLOCK];
+    let mut backslashes = [0u8; BLOCK];
+    for ((byte, quote), backslash) in block.iter().zip(&mut quotes).zip(&mut backslashes) {
+        *quote = u8::from(*byte == b'"');
+        *backslash = u8::from(*byte == b'\\');
+    }
+    (gather(&quotes), gather(&backslashes))
+}
+
+/// Bit `k` set where `bytes[k]` is 1 (each byte is 0 or 1).
+fn gather(bytes: &[u8; BLOCK]) -> u64 {
+    let mut bits = 0;
+    for (k, word) in bytes.chunks_exact(8).enumerate() {
+        let word = u64::from_le_bytes(word.try_into().unwrap_or_default());
+        // Byte j's bit lands on bit 56 + j; no two products overlap, so nothing carries.
+        bits |= (word.wrapping_mul(0x0102_0408_1020_4080) >> 56) << (8 * k);
+    }
+    bits
+}
+
+/// One open object: where its keys start in the list of the open objects' keys, and once it has
+/// many, a set of them instead.
 struct Frame<'a> {
-    keys: Vec<&'a [u8]>,
-    set: std::collections::HashSet<&'a [u8]>,
+    start: usize,
+    set: Option<std::collections::HashSet<&'a [u8]>>,
     repeated: bool,
 }
 
 impl<'a> Frame<'a> {
-    /// Adds `key`; true when the object had it already.
-    fn insert(&mut self, key: &'a [u8]) -> bool {
+    /// Adds `key`, to `keys` (the open objects' keys, this object's last) or to the set; true
+    /// when the object had it already.
+    fn insert(&mut self, keys: &mut Vec<&'a [u8]>, key: &'a [u8]) -> bool {
         const SHORT: usize = 32;
-        if self.keys.len() < SHORT {
-            if self.keys.contains(&key) {
-                return true;
-            }
-            self.keys.push(key);
-            if self.keys.len() == SHORT {
-                self.set.extend(self.keys.iter().copied());
-            }
-            return false;
+        if let Some(set) = &mut self.set {
+            return !set.insert(key);
         }
-        !self.set.insert(key)
+        let own = &keys[self.start..];
+        if own.contains(&key) {
+            return true;
+        }
+        keys.push(key);
+        if keys.len() - self.start == SHORT {
+            self.set = Some(keys[self.start..].iter().copied().collect());
+        }
+        false
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::scan_keys;
+    use super::{scan_keys, Keys};
 
     fn repeated_keys(json: &[u8]) -> Option<(usize, String)> {
         scan_keys(json).repeated
+    }
+
+    /// The scan this module made before [`scan_keys`] took 64 bytes at a time, a byte at a time
+    /// (strings crossed with `memchr2`): what it finds, the new one must find.
+    fn reference(json: &[u8]) -> Keys {
+        let mut escaped = false;
+        // Per open object: its keys so far and whether it repeated one; `None` for an array.
+        let mut stack: Vec<Option<RefFrame<'_>>> = Vec::new();
+        let mut expect_key = false;
+        let mut count = 0;
+        let mut first: Option<String> = None;
+        let mut at = 0;
+        while at < json.len() {
+            match json[at] {
+                b'"' => {
+                    let start = at + 1;
+                    let end = string_end(json, start);
+                    if expect_key {
+                        if let Some(Some(frame)) = stack.last_mut() {
+                            let key = &json[start..end];
+                            escaped |= key.contains(&b'\\');
+                            if frame.insert(key) && !frame.repeated {
+                                // Counted once per object.
+                                frame.repeated = true;
+                                count += 1;
+                                first.get_or_insert_with(|| String::from_utf8_lossy(key).into_owned());
+                            }
+                        }
+                        expect_key = false;
+                    }
+                    at = end + 1;
+                    continue;
+                }
+                b'{' => {
+                    stack.push(Some(RefFrame::default()));
+                    expect_key = true;
+                }
+                b'[' => {
+                    stack.push(None);
+                    expect_key = false;
+                }
+                b'}' | b']' => {
+                    stack.pop();
+                    expect_key = false;
+                }
+                b',' => expect_key = matches!(stack.last(), Some(Some(_))),
+                b':' => expect_key = false,
+                _ => {}
+            }
+            at += 1;
+        }
+        Keys { repeated: first.map(|key| (count, key)), escaped }
+    }
+
+    /// Where the string whose contents start at `start` ends (its closing quote, or the end of
+    /// `json`). Strings hold most of a log's bytes: they are crossed a vector at a time.
+    fn string_end(json: &[u8], start: usize) -> usize {
+        let mut at = start;
+        while let Some(k) = memchr::memchr2(b'"', b'\\', &json[at..]) {
+            at += k;
+            if json[at] == b'"' {
+                return at;
+            }
+            // An escape: the next byte is never the end.
+            at += 2;
+            if at >= json.len() {
+                return json.len();
+            }
+        }
+        json.len()
+    }
+
+    /// The keys of one open object: a short list, or a set once the object has many.
+    #[derive(Default)]
+    struct RefFrame<'a> {
+        keys: Vec<&'a [u8]>,
+        set: std::collections::HashSet<&'a [u8]>,
+        repeated: bool,
+    }
+
+    impl<'a> RefFrame<'a> {
+        /// Adds `key`; true when the object had it already.
+        fn insert(&mut self, key: &'a [u8]) -> bool {
+            const SHORT: usize = 32;
+            if self.keys.len() < SHORT {
+                if self.keys.contains(&key) {
+                    return true;
+                }
+                self.keys.push(key);
+                if self.keys.len() == SHORT {
+                    self.set.extend(self.keys.iter().copied());
+                }
+                return false;
+            }
+            !self.set.insert(key)
+        }
+    }
+
+    /// JSON-like text with many strings holding escaped quotes and backslash runs of every length,
+    /// across blocks: structure at random, every string closed.
+    fn tricky(seed: u64, len: usize) -> Vec<u8> {
+        let mut state = seed;
+        let mut next = |n: usize| {
+            state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            (state >> 33) as usize % n
+        };
+        let between: [&[u8]; 9] =
+            [b"{", b"}", b"[", b"]", b", ", b": ", b"    ", b"1", br#"{"a": 0, "a": 1}"#];
+        let within: [&[u8]; 6] = [b"a", b"b", b"\\\\", b"\\\"", b"\\n", b"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"];
+        let mut out = Vec::new();
+        while out.len() < len {
+            if next(2) == 0 {
+                out.extend_from_slice(between[next(between.len())]);
+                continue;
+            }
+            out.push(b'"');
+            for _ in 0..next(4) {
+                out.extend_from_slice(within[next(within.len())]);
+            }
+            out.push(b'"');
+        }
+        out
+    }
+
+    /// Whether every backslash of `json` is in a string, and every string is closed.
+    fn well_quoted(json: &[u8]) -> bool {
+        let mut inside = false;
+        let mut at = 0;
+        while at < json.len() {
+            match json[at] {
+                b'\\' if !inside => return false,
+                b'\\' => at += 1,
+                b'"' => inside = !inside,
+                _ => {}
+            }
+            at += 1;
+        }
+        !inside
+    }
+
+    #[test]
+    fn the_block_scan_finds_what_the_byte_scan_found() {
+        let (mut checked, mut repeated, mut escaped) = (0, 0, 0);
+        for seed in 0..2000 {
+            let json = tricky(seed, 40 + (seed as usize * 7) % 400);
+            for start in [0, 1, 7, 31] {
+                let json = &json[start.min(json.len())..];
+                // Where JSON could not be (a backslash between strings, a string left open), the
+                // scans may differ: a parse fails there, and the scan is not used.
+                if !well_quoted(json) {
+                    continue;
+                }
+                checked += 1;
+                let (new, old) = (scan_keys(json), reference(json));
+                repeated += usize::from(old.repeated.is_some());
+                escaped += usize::from(old.escaped);
+                assert_eq!(
+                    (new.repeated, new.escaped),
+                    (old.repeated, old.escaped),
+                    "{}",
+                    String::from_utf8_lossy(json)
+                );
+            }
+        }
+        assert!(checked > 1000 && repeated > 100 && escaped > 100, "{checked} {repeated} {escaped}");
     }
 
     #[test]
@@ -128,6 +387,13 @@ mod tests {
         // Escaped quotes and backslashes inside strings, a key at the very end.
         assert_eq!(repeated_keys(br#"{"a\\": "\"", "a\\": "x\\\"", "b": 1}"#), Some((1, "a\\\\".to_owned())));
         assert_eq!(repeated_keys(br#"{"a": "\"#), None);
+        // Many keys (past the short list), with objects in between that use the same keys.
+        let many: Vec<String> =
+            (0..40).map(|k| format!("\"k{k}\": {{\"k{k}\": 1, \"x\": [{{\"k0\": 2}}]}}")).collect();
+        let many = format!("{{{}}}", many.join(", "));
+        assert_eq!(repeated_keys(many.as_bytes()), None);
+        let again = format!("{}, \"k35\": 0, \"k3\": 1}}", many.strip_suffix('}').unwrap());
+        assert_eq!(repeated_keys(again.as_bytes()), Some((1, "k35".to_owned())));
         // Keys written with an escape are told, values with one are not.
         assert!(scan_keys(br#"{"a\u0062": 1}"#).escaped);
         assert!(!scan_keys(br#"{"a": "\u0062", "b": ["\n"]}"#).escaped);

@@ -250,6 +250,10 @@ fn edit_result(
     result: &ToolResultContent,
 ) -> Result<Option<Edit>, Error> {
     let range = locate(source, log, slot)?;
+    if let Some(was_string) = surely_replaced(&source[range.clone()], result) {
+        let value = encode_result(result, slot.style, was_string);
+        return Ok(Some(Edit { range, bytes: serde_json::to_vec(&value)? }));
+    }
     let original: Value = serde_json::from_slice(&source[range.clone()])
         .map_err(|e| Error::WriteBack { reason: format!("a tool result no longer parses: {e}") })?;
     if decode_result(&original, slot.style).as_ref() == Some(result) {
@@ -270,6 +274,24 @@ fn edit_result(
         _ => encode_result(result, slot.style, original.is_string()),
     };
     Ok(Some(Edit { range, bytes: serde_json::to_vec(&value)? }))
+}
+
+/// Whether `result` cannot be what `original`, the JSON value at its slot, reads as, told
+/// without decoding it; if so, whether `original` is a string. A list reads as parts and a
+/// string as one text, never the other; a string whose contents are shorter than the text, or
+/// longer than six bytes for each of its bytes (the longest escape, `\u0000`, spells one byte in
+/// six), cannot spell it. A long output replaced by a short note, what pruning does, is then
+/// written without decoding the output first.
+fn surely_replaced(original: &[u8], result: &ToolResultContent) -> Option<bool> {
+    match (original.first(), result) {
+        (Some(b'['), ToolResultContent::Text(_)) => Some(false),
+        (Some(b'"'), ToolResultContent::Parts(_)) => Some(true),
+        (Some(b'"'), ToolResultContent::Text(text)) => {
+            let (contents, decoded) = (original.len().saturating_sub(2), text.as_str().len());
+            (contents < decoded || contents > decoded.saturating_mul(6)).then_some(true)
+        }
+        _ => None,
+    }
 }
 
 fn edit_call(source: &[u8], log: &EventLog, slot: &Slot, call: &ToolCall) -> Result<Option<Edit>, Error> {
@@ -379,5 +401,32 @@ fn decode_result(value: &Value, style: Style) -> Option<ToolResultContent> {
         Style::AnthropicResult => crate::anthropic::result_content(Some(value)).ok(),
         Style::ResponsesOutput => crate::responses::output_content(value).ok(),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use compaction_model::ToolResultContent;
+
+    use super::surely_replaced;
+
+    #[test]
+    fn a_result_is_surely_replaced_only_where_no_spelling_could_match() {
+        let text = |t: &str| ToolResultContent::Text(t.into());
+        // Six bytes of escape for one byte of text, or the text as it is: either could match.
+        assert_eq!(surely_replaced(br#""\u0000""#, &text("\0")), None);
+        assert_eq!(surely_replaced(br#""abc""#, &text("abc")), None);
+        assert_eq!(surely_replaced(br#""\n\n""#, &text("xyz")), None);
+        // Seven bytes for one, or fewer bytes than the text has: no spelling matches.
+        assert_eq!(surely_replaced(br#""\u0000x""#, &text("\0")), Some(true));
+        assert_eq!(surely_replaced(br#""ab""#, &text("abc")), Some(true));
+        let long = br#""a long output, some sixty bytes of it, replaced by a short note""#;
+        assert_eq!(surely_replaced(long, &text("[pruned]")), Some(true));
+        // A list is never one text, a string never parts; anything else is decoded.
+        let list = br#"[{"type": "text", "text": "x"}]"#;
+        assert_eq!(surely_replaced(list, &text("x")), Some(false));
+        assert_eq!(surely_replaced(br#""x""#, &ToolResultContent::Parts(Vec::new())), Some(true));
+        assert_eq!(surely_replaced(list, &ToolResultContent::Parts(Vec::new())), None);
+        assert_eq!(surely_replaced(br#"{"content": "x"}"#, &text("y")), None);
     }
 }

@@ -472,14 +472,8 @@ fn parse_ahead(format: Format, line: &[u8]) -> Ahead {
     (event, dupkeys::scan_keys(line))
 }
 
-/// Reads an event log line by line, never holding more than a few runs of lines' JSON.
-///
-/// The state machines read lines in order, but parsing a line (most of the work) needs nothing
-/// from the lines before it. On two or more cores, a second thread parses two runs of lines in
-/// every three ahead of their turn and hands them over in order, through a short queue, while
-/// this one parses the third itself and feeds every line to the reader. A line the second
-/// thread could not parse is parsed again here, so errors are the same, and the first one in
-/// the file is the one given.
+/// Reads an event log line by line, never holding more than a few runs of lines' JSON, on two
+/// threads when there are two cores and the file is large ([`read_lines`]).
 fn read_log(bytes: &[u8], options: &ReadOptions, format: Format) -> Result<Conversation, Error> {
     let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
     read_log_on(bytes, options, format, cores > 1 && bytes.len() >= PARALLEL_LOG)
@@ -497,6 +491,39 @@ fn read_log_on(
     let mut reader = LogReader::new(format, name, options.full_history);
     let mut repeated = Repeated::default();
     let lines: Vec<(usize, Range<usize>)> = json_lines(bytes).collect();
+    read_lines(bytes, &lines, 0, &mut reader, &mut repeated, name, parallel)?;
+    log.bases = lines.into_iter().map(|(_, range)| range).collect();
+    if log.bases.is_empty() {
+        return Err(Error::Empty { name: name.to_owned() });
+    }
+    let mut decoded = reader.finish()?;
+    // Fingerprints are what a write-back checks changed messages against.
+    decoded.seal();
+    // Keys compared as written can differ and still be the same key only through an escape.
+    log.unique_keys = repeated.objects == 0 && !repeated.escaped;
+    decoded.notes.extend(repeated.note());
+    Ok(from_log(format, decoded, log, Layout::Lines))
+}
+
+/// Feeds `lines` of `bytes` (each a line number and the line's bytes) in order to `reader`, the
+/// first as the `base`-th line read, and their repeated keys to `repeated`.
+///
+/// The state machines read lines in order, but parsing a line (most of the work) needs nothing
+/// from the lines before it. When `parallel`, a second thread parses two runs of lines in every
+/// three ahead of their turn and hands them over in order, through a short queue, while this
+/// one parses the third itself and feeds every line to the reader. A line the second thread
+/// could not parse is parsed again here, so errors are the same, and the first one in `lines`
+/// is the one given.
+fn read_lines(
+    bytes: &[u8],
+    lines: &[(usize, Range<usize>)],
+    base: usize,
+    reader: &mut LogReader,
+    repeated: &mut Repeated,
+    name: &str,
+    parallel: bool,
+) -> Result<(), Error> {
+    let format = reader.format();
     let mut runs = Vec::new();
     let mut run_start = 0;
     for (k, (_, range)) in lines.iter().enumerate() {
@@ -509,7 +536,7 @@ fn read_log_on(
     std::thread::scope(|scope| -> Result<(), Error> {
         let (send, receive) = std::sync::mpsc::sync_channel::<Vec<Ahead>>(4);
         if parallel {
-            let (runs, lines) = (&runs, &lines);
+            let runs = &runs;
             scope.spawn(move || {
                 for (_, run) in runs.iter().enumerate().filter(|(k, _)| theirs(*k)) {
                     let parsed = lines[run.clone()]
@@ -528,9 +555,10 @@ fn read_log_on(
         for (k, run) in runs.iter().enumerate() {
             // Should the other thread have stopped, its runs are parsed here.
             let mut ahead = if theirs(k) { receive.recv().ok().map(Vec::into_iter) } else { None };
-            for (number, range) in &lines[run.clone()] {
+            for (k, (number, range)) in lines[run.clone()].iter().enumerate().map(|(j, l)| (run.start + j, l))
+            {
                 let (number, line) = (*number, &bytes[range.clone()]);
-                let base = u32::try_from(log.bases.len()).unwrap_or(u32::MAX);
+                let base = u32::try_from(base + k).unwrap_or(u32::MAX);
                 match ahead.as_mut().and_then(Iterator::next) {
                     Some((event, keys)) => {
                         repeated.add(keys, Some(number));
@@ -544,21 +572,10 @@ fn read_log_on(
                         reader.read_line(name, number, base, line)?;
                     }
                 }
-                log.bases.push(range.clone());
             }
         }
         Ok(())
-    })?;
-    if log.bases.is_empty() {
-        return Err(Error::Empty { name: name.to_owned() });
-    }
-    let mut decoded = reader.finish()?;
-    // Fingerprints are what a write-back checks changed messages against.
-    decoded.seal();
-    // Keys compared as written can differ and still be the same key only through an escape.
-    log.unique_keys = repeated.objects == 0 && !repeated.escaped;
-    decoded.notes.extend(repeated.note());
-    Ok(from_log(format, decoded, log, Layout::Lines))
+    })
 }
 
 /// Objects that repeat a key, for the note that says so.
@@ -679,6 +696,37 @@ impl LineReader {
         Ok(())
     }
 
+    /// Reads the next lines of the file: `lines` holds whole lines, each with its line break but
+    /// perhaps the last one of the file. The same as [`LineReader::push`] on each of them, but a
+    /// block of a megabyte or more is parsed on two threads (see [`read_lines`]), so a caller
+    /// that reads the file a few megabytes at a time holds little more than that and reads as
+    /// fast as [`read()`].
+    pub fn push_lines(&mut self, lines: &[u8]) -> Result<(), Error> {
+        let mut found = Vec::new();
+        let mut at = 0;
+        while at < lines.len() {
+            let end = memchr::memchr(b'\n', &lines[at..]).map_or(lines.len(), |k| at + k);
+            let mut range = at..end;
+            at = end + 1;
+            self.number += 1;
+            if lines[range.clone()].ends_with(b"\r") {
+                range.end -= 1;
+            }
+            if self.number == 1 && lines[range.clone()].starts_with(b"\xEF\xBB\xBF") {
+                range.start += 3;
+            }
+            if !lines[range.clone()].iter().all(u8::is_ascii_whitespace) {
+                found.push((self.number, range));
+            }
+        }
+        let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+        let parallel = cores > 1 && lines.len() >= PARALLEL_LOG;
+        let (reader, repeated) = (&mut self.reader, &mut self.repeated);
+        read_lines(lines, &found, self.lines, reader, repeated, &self.name, parallel)?;
+        self.lines += found.len();
+        Ok(())
+    }
+
     /// The conversation read; an error when it holds no message.
     pub fn finish(self) -> Result<Conversation, Error> {
         if self.lines == 0 {
@@ -716,6 +764,15 @@ impl LogReader {
             Format::ClaudeCode => LogReader::ClaudeCode(claude_code::Reader::new(name, full_history)),
             Format::Codex => LogReader::Codex(codex::Reader::new(name, full_history)),
             _ => LogReader::Responses(responses::LinesReader::new(name)),
+        }
+    }
+
+    /// The format read.
+    fn format(&self) -> Format {
+        match self {
+            LogReader::ClaudeCode(_) => Format::ClaudeCode,
+            LogReader::Codex(_) => Format::Codex,
+            LogReader::Responses(_) => Format::Responses,
         }
     }
 

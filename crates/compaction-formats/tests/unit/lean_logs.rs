@@ -184,3 +184,52 @@ fn a_log_reads_alike_on_one_thread_and_two() {
         assert_eq!(read(&broken, true).unwrap_err(), error, "{relative}");
     }
 }
+
+#[test]
+fn lines_pushed_in_blocks_read_as_lines_pushed_one_at_a_time() {
+    let mut log = b"\xEF\xBB\xBF".to_vec();
+    log.extend(long_log("claude-code/fa812bfe-excerpt.jsonl", 3 * crate::PARALLEL_LOG));
+    // A blank line, a line ended by `\r\n`, and a last line without a line break.
+    let at = log.len() / 2 + log[log.len() / 2..].iter().position(|&b| b == b'\n').unwrap() + 1;
+    log.splice(at..at, b"  \n\r\n".iter().copied());
+    let last = log.len() - 1;
+    log.insert(last, b'\r');
+    log.pop();
+    let options = crate::ReadOptions::named("t");
+    let one_at_a_time = |log: &[u8]| -> Result<String, String> {
+        let mut reader = crate::LineReader::new(crate::Format::ClaudeCode, &options).unwrap();
+        for line in log.split(|&b| b == b'\n') {
+            reader.push(line).map_err(|e| e.to_string())?;
+        }
+        let c = reader.finish().map_err(|e| e.to_string())?;
+        Ok(format!("{:?} {:?} {:?} {:?}", c.messages, c.usage, c.notes, c.compactions))
+    };
+    let in_blocks = |log: &[u8], cuts: &[usize]| -> Result<String, String> {
+        let mut reader = crate::LineReader::new(crate::Format::ClaudeCode, &options).unwrap();
+        let mut start = 0;
+        for &cut in cuts.iter().chain([&log.len()]) {
+            // Blocks of whole lines.
+            let end = cut.min(log.len());
+            let end = log[..end].iter().rposition(|&b| b == b'\n').map_or(start, |k| (k + 1).max(start));
+            reader.push_lines(&log[start..end]).map_err(|e| e.to_string())?;
+            start = end;
+        }
+        reader.push_lines(&log[start..]).map_err(|e| e.to_string())?;
+        let c = reader.finish().map_err(|e| e.to_string())?;
+        Ok(format!("{:?} {:?} {:?} {:?}", c.messages, c.usage, c.notes, c.compactions))
+    };
+    let one = one_at_a_time(&log);
+    assert!(one.as_ref().is_ok_and(|text| text.len() > 1000), "{one:?}");
+    for cuts in [&[][..], &[1000, 5000], &[crate::PARALLEL_LOG + 17, 2 * crate::PARALLEL_LOG + 3]] {
+        assert_eq!(in_blocks(&log, cuts), one, "{cuts:?}");
+    }
+    // A broken line far into the file: the same error, with the same line number.
+    let mut broken = log.clone();
+    let at = broken.len() * 2 / 3;
+    let line_start = at + broken[at..].iter().position(|&b| b == b'\n').unwrap() + 1;
+    broken.splice(line_start..line_start, b"{\"type\": \"user\", oops}\n[1]\n".iter().copied());
+    let error = one_at_a_time(&broken).unwrap_err();
+    assert!(error.contains("line"), "{error}");
+    assert_eq!(in_blocks(&broken, &[]).unwrap_err(), error);
+    assert_eq!(in_blocks(&broken, &[5000, crate::PARALLEL_LOG + 1]).unwrap_err(), error);
+}
