@@ -1247,24 +1247,30 @@ output's rename unsafe. On two cores shared with other work both our threads com
 where the reference runs on one: the spread of our runs shows it.";
 
 /// Where the log formats' time goes, and what would make them faster: see compaction-formats.
-const LOG_FORMAT_NOTES: &str = "Where the time goes (callgrind, 10 MB files, one thread). Claude \
-Code, `count` 293 M instructions (390 M before the lean reader): each line is read lean \
+const LOG_FORMAT_NOTES: &str = "Where the time goes (callgrind, all threads). Claude Code, 50 MB: \
+`count` 1,338 M instructions (1,417 M before this round), \
+`prune` 1,430 M (1,697 M; writing 67 M of it, 284 M before). Each line is read lean \
 (`claude_code::lean_event`), building only `type`, `subtype`, `isSidechain`, `compactMetadata` \
 and the `message` of `user` and `assistant` events, the envelope and `toolUseResult` skipped \
-unbuilt: that pass, `message` built in it, is 42%, checking the line is UTF-8 6%, the \
-repeated-key scan every line gets 22%, turning values into messages 10%, dropping the values 7%. \
-`count` reads line by line on one thread (`LineReader`, memory bounded by the conversation); \
-`prune` reads the whole file, parsing two runs of lines in three on a second thread \
-(`read_log`), and splices pruned results into the original bytes, each found from where its \
-`message` starts (347 M instructions, 532 M before; 17% of them writing). OpenAI: the request \
-is read without a tree (`request::read`): its envelope's members parsed as they come, its \
+unbuilt: that pass is 60% of `count` (building the message's strings 20%, skipping the envelope \
+and `toolUseResult` 13%, map inserts 8%, checking UTF-8 8%); the repeated-key scan (now 64 bytes \
+at a time) 20%; dropping the values built 10%; turning them into messages 10%. Both commands \
+parse blocks of lines on two threads (`count` 4 MB at a time, `LineReader::push_lines`, memory \
+bounded by a block and the conversation; `prune` the whole file, `read_log`); on two cores shared \
+with other work the second thread costs `count` 20–25% more CPU time for no wall time we could \
+measure. `prune` splices pruned results into the original bytes, and writes a result it can tell \
+was replaced without parsing the original. What would reach 300 MB/s: reading a line's \
+`message` straight into messages (a deserializer that moves strings, no map, nothing to drop: \
+about a quarter of the time), and for `prune`, which holds the file, leaving the tool results' \
+strings in the input as the Haystack and OpenAI readers do. \
+OpenAI: the request is read without a tree (`request::read`): its envelope's members parsed as they come, its \
 messages read one by one from their bytes on two threads (the second starting at a message \
 near the middle), each string `content` checked and left in the input, only the other members \
 parsed, tool calls made on the thread that read them, and repeated keys looked for only in the \
 values parsed. Written back, the envelope and every unchanged message are copied from the \
 input; each changed message is encoded over its original, its content skipped by its known \
-place. `count` 172 M instructions (105 M on the main thread, 67 M on the second), `prune` \
-180 M (111 M and 69 M), against 396 M before on one core, when the request was one \
+place. At 10 MB, `count` 170 M instructions (104 M on the main thread, 66 M on the second), \
+`prune` 178 M (110 M and 68 M), against 396 M for `prune` before, on one core, when the request was one \
 `serde_json::Value` tree kept to write it back (peak memory 4.2× the input then, 2× now). \
 What is left on the main thread: its half of the reading (64 M, two thirds of it checking and \
 counting the contents' characters), pairing results with their calls in order (17 M, cloning \
