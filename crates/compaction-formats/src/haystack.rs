@@ -77,14 +77,7 @@ pub(crate) fn read_spans(source: &JsonSource, first: usize) -> Option<(Vec<Messa
     let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
     let guess =
         (cores > 1 && bytes.len() >= PARALLEL_BYTES).then(|| guess_message(bytes, bytes.len() / 2)).flatten();
-    let (mut run, rest) = match guess {
-        None => (Run::read(source, first, None), None),
-        Some(guess) => std::thread::scope(|scope| {
-            let rest = scope.spawn(move || Run::read(source, guess, None));
-            let run = Run::read(source, first, Some(guess));
-            (run, Some(rest.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))))
-        }),
-    };
+    let (mut run, rest) = two_runs(first, guess, |from, stop| Run::read(source, from, stop));
     if run.end == End::Reached {
         let rest = rest?;
         run.end = rest.end;
@@ -93,6 +86,21 @@ pub(crate) fn read_spans(source: &JsonSource, first: usize) -> Option<(Vec<Messa
         run.verbatim.extend(rest.verbatim);
     }
     (run.end == End::Finished).then_some((run.messages, Spans { spans: run.spans, verbatim: run.verbatim }))
+}
+
+/// `read(first, Some(guess))` on this thread and `read(guess, None)` on a second, side by side,
+/// when there is a `guess` (where a second reader may start); else `read(first, None)` alone.
+pub(crate) fn two_runs<R: Send>(
+    first: usize,
+    guess: Option<usize>,
+    read: impl Fn(usize, Option<usize>) -> R + Sync,
+) -> (R, Option<R>) {
+    let Some(guess) = guess else { return (read(first, None), None) };
+    std::thread::scope(|scope| {
+        let second = scope.spawn(|| read(guess, None));
+        let run = read(first, Some(guess));
+        (run, Some(second.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))))
+    })
 }
 
 fn skip_whitespace(bytes: &[u8], mut at: usize) -> usize {

@@ -698,9 +698,9 @@ impl LineReader {
 
     /// Reads the next lines of the file: `lines` holds whole lines, each with its line break but
     /// perhaps the last one of the file. The same as [`LineReader::push`] on each of them, but a
-    /// block of a megabyte or more is parsed on two threads (see [`read_lines`]), so a caller
-    /// that reads the file a few megabytes at a time holds little more than that and reads as
-    /// fast as [`read()`].
+    /// block of a megabyte or more is parsed on two threads, as [`read()`] parses a whole log, so a
+    /// caller that reads the file a few megabytes at a time holds little more than that and reads
+    /// as fast.
     pub fn push_lines(&mut self, lines: &[u8]) -> Result<(), Error> {
         let mut found = Vec::new();
         let mut at = 0;

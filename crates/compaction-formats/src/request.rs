@@ -199,14 +199,7 @@ fn messages(
     let guess = (cores > 1 && rest >= PARALLEL_BYTES)
         .then(|| haystack::guess_message(bytes, first + rest / 2))
         .flatten();
-    let (mut run, second) = match guess {
-        None => (Run::read(source, first, None), None),
-        Some(guess) => std::thread::scope(|scope| {
-            let second = scope.spawn(move || Run::read(source, guess, None));
-            let run = Run::read(source, first, Some(guess));
-            (run, Some(second.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))))
-        }),
-    };
+    let (mut run, second) = haystack::two_runs(first, guess, |from, stop| Run::read(source, from, stop));
     if run.end == End::Reached {
         let second = second?;
         run.end = second.end;
