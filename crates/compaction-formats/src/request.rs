@@ -14,6 +14,7 @@
 
 use std::io::Write;
 use std::ops::Range;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use compaction_model::{JsonSource, Message};
 use serde_json::{Map, Value};
@@ -57,33 +58,48 @@ const OTHER_FORMATS: &[&str] = &["input", "history", "traj", "payload", "system"
 /// Reads `source` as an OpenAI request when it plainly is one; `None` for anything else, which
 /// the tree path then reads (and words the error of, if any).
 ///
-/// One pass: the envelope's members are parsed as they come, and the messages are read where
-/// the `messages` array is met, each string `content` checked once and left in the input.
+/// One pass: the messages are read where the `messages` array is met, each string `content`
+/// checked once and left in the input; the envelope's other members are only found on the way,
+/// and parsed once the file is known to be a request (a file of another format costs a scan).
 pub(crate) fn read(source: &JsonSource, name: &str) -> Option<Read> {
     let bytes = source.as_bytes();
     let start = skip_whitespace(bytes, if bytes.starts_with(b"\xEF\xBB\xBF") { 3 } else { 0 });
-    let mut envelope = Map::new();
+    // The envelope's members in order, the messages' place among them marked by `None`.
+    let mut members: Vec<Option<(String, Range<usize>)>> = Vec::new();
     let mut lean = Vec::new();
     let mut spans = Vec::new();
     let mut contents = Vec::new();
-    let mut repeated = Vec::new();
+    let mut in_messages = Vec::new();
     let end = object(bytes, start, |key, at| {
         if OTHER_FORMATS.contains(&key) {
             return None;
         }
         if key == "messages" {
-            // The tree path's detection and tools look at the envelope; the messages are read
-            // here.
-            envelope.insert(key.to_owned(), Value::Array(Vec::new()));
-            return messages(source, at, &mut lean, &mut spans, &mut contents, &mut repeated);
+            members.push(None);
+            return messages(source, at, &mut lean, &mut spans, &mut contents, &mut in_messages);
         }
         let end = value_end(bytes, at)?;
-        envelope.insert(key.to_owned(), parse(&bytes[at..end], &mut repeated)?);
+        members.push(Some((key.to_owned(), at..end)));
         Some(end)
     })?;
     // An empty conversation is an error the tree path words.
     if skip_whitespace(bytes, end) != bytes.len() || spans.is_empty() {
         return None;
+    }
+    // The tree path's detection and tools look at the envelope, the messages left out; repeated
+    // keys are listed in the order of the file.
+    let mut envelope = Map::new();
+    let mut repeated = Vec::new();
+    for member in members {
+        match member {
+            Some((key, range)) => {
+                envelope.insert(key, parse(&bytes[range], &mut repeated)?);
+            }
+            None => {
+                envelope.insert("messages".to_owned(), Value::Array(Vec::new()));
+                repeated.append(&mut in_messages);
+            }
+        }
     }
     let anthropic_tools = envelope
         .get("tools")
@@ -91,11 +107,6 @@ pub(crate) fn read(source: &JsonSource, name: &str) -> Option<Read> {
         .is_some_and(|tools| tools.iter().any(|t| t.get("input_schema").is_some()));
     if anthropic_tools {
         return None;
-    }
-    // The first message that tells a format decides, as the tree path's detection has it.
-    match lean.iter().find_map(|(object, _)| message_format(object)) {
-        None | Some(Format::OpenAi) => {}
-        Some(_) => return None,
     }
     let mut calls = OpenCalls::default();
     let messages = lean
@@ -199,7 +210,10 @@ fn messages(
     let guess = (cores > 1 && rest >= PARALLEL_BYTES)
         .then(|| haystack::guess_message(bytes, first + rest / 2))
         .flatten();
-    let (mut run, second) = haystack::two_runs(first, guess, |from, stop| Run::read(source, from, stop));
+    // A run that gives up tells the other, which then stops too: the file goes to the tree path.
+    let given_up = AtomicBool::new(false);
+    let (mut run, second) =
+        haystack::two_runs(first, guess, |from, stop| Run::read(source, from, stop, &given_up));
     if run.end == End::Reached {
         let second = second?;
         run.end = second.end;
@@ -237,7 +251,14 @@ struct Run {
 }
 
 impl Run {
-    fn read(source: &JsonSource, mut at: usize, stop: Option<usize>) -> Run {
+    /// Reads messages from `at` until `stop`, the array's end, or something it cannot read.
+    ///
+    /// The first message that tells a format decides the tree path's detection; a message of
+    /// another format here leaves the file to the tree path at once, and so does a message that
+    /// does not read in the run that starts at the first one (the one given a `stop`), which
+    /// cannot be a wrong guess. Either says so in `given_up`, which stops the other run too. A
+    /// run started at a guess that fails only fails itself: the guess may have been wrong.
+    fn read(source: &JsonSource, mut at: usize, stop: Option<usize>, given_up: &AtomicBool) -> Run {
         let bytes = source.as_bytes();
         let mut run = Run {
             lean: Vec::new(),
@@ -246,14 +267,27 @@ impl Run {
             repeated: Vec::new(),
             end: End::Failed,
         };
+        let give_up = |surely: bool| {
+            if surely || stop.is_some() {
+                given_up.store(true, Ordering::Relaxed);
+            }
+        };
         loop {
             if stop == Some(at) {
                 run.end = End::Reached;
                 return run;
             }
+            if given_up.load(Ordering::Relaxed) {
+                return run;
+            }
             let Some((message, end, content)) = lean_message(source, at, &mut run.repeated) else {
+                give_up(false);
                 return run;
             };
+            if !matches!(message_format(&message.0), None | Some(Format::OpenAi)) {
+                give_up(true);
+                return run;
+            }
             run.contents.push(content);
             run.lean.push(message);
             run.spans.push(at..end);
@@ -264,7 +298,10 @@ impl Run {
                     run.end = End::Closed(at + 1);
                     return run;
                 }
-                _ => return run,
+                _ => {
+                    give_up(false);
+                    return run;
+                }
             }
         }
     }

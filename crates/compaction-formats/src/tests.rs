@@ -381,3 +381,36 @@ fn a_key_repeated_in_a_request_is_noted_as_the_tree_path_notes_it() {
         conversation.notes[0]
     );
 }
+
+/// A request of a few megabytes, read on two threads: the same messages as the tree path's,
+/// and an Anthropic request without `system` (told only by its blocks) still left to the tree
+/// path, whichever thread meets the first block.
+#[test]
+fn a_large_request_reads_on_two_threads_as_the_tree_path_reads_it() {
+    let output = "line of output, with ünïcödé and \"quotes\"\n".repeat(30);
+    let mut openai = Vec::new();
+    let mut anthropic = Vec::new();
+    for k in 0..3000 {
+        let id = format!("call_{k}");
+        openai.push(json!({"role": "assistant", "content": null, "tool_calls": [
+            {"id": id, "type": "function", "function": {"name": "sh", "arguments": format!("{{\"n\": {k}}}")}}
+        ]}));
+        openai.push(json!({"role": "tool", "tool_call_id": id, "content": output}));
+        anthropic.push(json!({"role": "assistant", "content": [{"type": "tool_use", "id": id, "name": "sh", "input": {"n": k}}]}));
+        anthropic.push(json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": id, "content": output}]}));
+    }
+    // The first messages tell nothing: only later ones (read by the second thread) tell Anthropic.
+    let plain =
+        [json!({"role": "user", "content": "Go."}), json!({"role": "assistant", "content": "On it."})];
+    let anthropic: Vec<Value> = plain.iter().cloned().chain(anthropic).collect();
+    for (messages, format, fast) in [(openai, Format::OpenAi, true), (anthropic, Format::Anthropic, false)] {
+        let input = serde_json::to_vec(&json!({"model": "m", "messages": messages})).unwrap();
+        assert!(input.len() > 2 << 20, "large enough for two threads: {}", input.len());
+        let conversation = read(input.clone(), &ReadOptions::named("t")).unwrap();
+        assert_eq!(conversation.format, format);
+        assert_eq!(matches!(conversation.back, crate::Back::Request(_)), fast);
+        let by_tree = crate::read_tree(&input, &ReadOptions::named("t")).unwrap();
+        assert_eq!(conversation.messages.len(), 6000 + usize::from(!fast) * 2);
+        assert_eq!(conversation.messages, by_tree.messages);
+    }
+}
