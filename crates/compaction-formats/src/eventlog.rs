@@ -23,27 +23,54 @@ use crate::Format;
 
 /// The non-blank lines of a JSON Lines file: 1-based line number and byte range (without the
 /// line break; a byte-order mark on the first line left out).
-pub(crate) fn json_lines(bytes: &[u8]) -> impl Iterator<Item = (usize, Range<usize>)> + '_ {
-    let body = if bytes.starts_with(b"\xEF\xBB\xBF") { 3 } else { 0 };
-    let mut at = body;
-    let mut number = 0;
-    std::iter::from_fn(move || loop {
-        if at >= bytes.len() {
-            return None;
+pub(crate) fn json_lines(bytes: &[u8]) -> JsonLines<'_> {
+    JsonLines::after(bytes, 0)
+}
+
+/// The non-blank lines of a piece of a JSON Lines file, as [`json_lines`] gives them.
+pub(crate) struct JsonLines<'a> {
+    bytes: &'a [u8],
+    at: usize,
+    number: usize,
+}
+
+impl<'a> JsonLines<'a> {
+    /// The lines of `bytes`, a piece of a file that starts where a line does, numbered after the
+    /// `before` lines that come before it in the file; a byte-order mark is left out only at the
+    /// start of the file.
+    pub(crate) fn after(bytes: &'a [u8], before: usize) -> Self {
+        let at = if before == 0 && bytes.starts_with(b"\xEF\xBB\xBF") { 3 } else { 0 };
+        JsonLines { bytes, at, number: before }
+    }
+
+    /// The number of the last line gone through, blank or not.
+    pub(crate) fn number(&self) -> usize {
+        self.number
+    }
+}
+
+impl Iterator for JsonLines<'_> {
+    type Item = (usize, Range<usize>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let bytes = self.bytes;
+        loop {
+            if self.at >= bytes.len() {
+                return None;
+            }
+            self.number += 1;
+            let end = memchr::memchr(b'\n', &bytes[self.at..]).map_or(bytes.len(), |k| self.at + k);
+            let start = self.at;
+            self.at = end + 1;
+            let mut stop = end;
+            if stop > start && bytes[stop - 1] == b'\r' {
+                stop -= 1;
+            }
+            if !bytes[start..stop].iter().all(u8::is_ascii_whitespace) {
+                return Some((self.number, start..stop));
+            }
         }
-        number += 1;
-        let end = memchr::memchr(b'\n', &bytes[at..]).map_or(bytes.len(), |k| at + k);
-        let start = at;
-        at = end + 1;
-        let mut stop = end;
-        if stop > start && bytes[stop - 1] == b'\r' {
-            stop -= 1;
-        }
-        if bytes[start..stop].iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
-        return Some((number, start..stop));
-    })
+    }
 }
 
 /// How the value at a slot is written.

@@ -128,7 +128,7 @@ use serde_json::{Map, Value};
 
 use crate::detect::{detect, unrecognized};
 use crate::document::{container, locate, locator, parse_top, read_tools, take_messages, Place, Top};
-use crate::eventlog::{json_lines, EventLog, LogDecoded};
+use crate::eventlog::{json_lines, EventLog, JsonLines, LogDecoded};
 use crate::write::{write_native_rewritten, write_native_to, Native};
 
 pub use error::{Error, Location};
@@ -348,42 +348,12 @@ impl Decoded {
 ///
 /// A file that holds no message is an error: a count of 0 for a log that holds a conversation
 /// in a shape this crate did not expect would be a wrong answer given without a word.
-pub fn read(mut bytes: Vec<u8>, options: &ReadOptions) -> Result<Conversation, Error> {
+pub fn read(bytes: Vec<u8>, options: &ReadOptions) -> Result<Conversation, Error> {
     let format = options.format;
-    if matches!(format, None | Some(Format::Haystack)) && options.conversation.unwrap_or(0) == 0 {
-        if let Some(first) = haystack::first_message(&bytes, format.is_some()) {
-            // The messages' texts stay in the input, which they then share.
-            let source = JsonSource::new(bytes);
-            if let Some((messages, spans)) = haystack::read_spans(&source, first) {
-                let conversation = Conversation {
-                    format: Format::Haystack,
-                    messages,
-                    tools: Vec::new(),
-                    usage: Vec::new(),
-                    notes: Vec::new(),
-                    compactions: Vec::new(),
-                    conversations: 1,
-                    selected: 0,
-                    layout: Layout::Array,
-                    back: Back::Spans(spans),
-                    source: Input::Shared(source),
-                };
-                return non_empty(conversation, options, String::new());
-            }
-            // The messages read were dropped, so the bytes are the source's alone again.
-            bytes = source.into_bytes().unwrap_or_else(|source| source.as_bytes().to_vec());
-        }
-    }
-    if matches!(format, None | Some(Format::OpenAi))
-        && options.conversation.unwrap_or(0) == 0
-        && bytes.iter().find(|b| !b.is_ascii_whitespace()).is_some_and(|&b| b == b'{' || b == 0xEF)
-    {
-        let source = JsonSource::new(bytes);
-        if let Some(conversation) = read_request(&source, options) {
-            return non_empty(conversation, options, String::new());
-        }
-        bytes = source.into_bytes().unwrap_or_else(|source| source.as_bytes().to_vec());
-    }
+    let bytes = match read_without_tree(bytes, options) {
+        Ok(conversation) => return non_empty(conversation, options, String::new()),
+        Err(bytes) => bytes,
+    };
     let log_format = match format {
         Some(format @ (Format::ClaudeCode | Format::Codex)) => Some(format),
         Some(Format::Responses) if looks_like_lines(&bytes) => Some(Format::Responses),
@@ -397,6 +367,50 @@ pub fn read(mut bytes: Vec<u8>, options: &ReadOptions) -> Result<Conversation, E
     conversation.source = Input::Bytes(bytes);
     let why = if conversation.messages.is_empty() { why_empty(&conversation) } else { String::new() };
     non_empty(conversation, options, why)
+}
+
+/// The readers that take a file without a JSON tree, a Haystack array ([`haystack::read_spans`])
+/// or an OpenAI request ([`request::read`]), each where it may apply (an array, an object): the
+/// conversation, whose messages' texts stay in the input they then share, or the bytes back
+/// when neither takes the file.
+fn read_without_tree(bytes: Vec<u8>, options: &ReadOptions) -> Result<Conversation, Vec<u8>> {
+    let format = options.format;
+    if options.conversation.unwrap_or(0) != 0 {
+        return Err(bytes);
+    }
+    let array = matches!(format, None | Some(Format::Haystack))
+        .then(|| haystack::first_message(&bytes, format.is_some()))
+        .flatten();
+    let object = matches!(format, None | Some(Format::OpenAi))
+        && bytes.iter().find(|b| !b.is_ascii_whitespace()).is_some_and(|&b| b == b'{' || b == 0xEF);
+    if array.is_none() && !object {
+        return Err(bytes);
+    }
+    let source = JsonSource::new(bytes);
+    let read = match array {
+        Some(first) => read_array(&source, first),
+        None => read_request(&source, options),
+    };
+    // The messages read were dropped, so the bytes are the source's alone again.
+    read.ok_or_else(|| source.into_bytes().unwrap_or_else(|source| source.as_bytes().to_vec()))
+}
+
+/// [`haystack::read_spans`] as a conversation.
+fn read_array(source: &JsonSource, first: usize) -> Option<Conversation> {
+    let (messages, spans) = haystack::read_spans(source, first)?;
+    Some(Conversation {
+        format: Format::Haystack,
+        messages,
+        tools: Vec::new(),
+        usage: Vec::new(),
+        notes: Vec::new(),
+        compactions: Vec::new(),
+        conversations: 1,
+        selected: 0,
+        layout: Layout::Array,
+        back: Back::Spans(spans),
+        source: Input::Shared(source.clone()),
+    })
 }
 
 /// [`request::read`] as a conversation, its repeated keys noted as the tree path notes them.
@@ -702,23 +716,9 @@ impl LineReader {
     /// caller that reads the file a few megabytes at a time holds little more than that and reads
     /// as fast.
     pub fn push_lines(&mut self, lines: &[u8]) -> Result<(), Error> {
-        let mut found = Vec::new();
-        let mut at = 0;
-        while at < lines.len() {
-            let end = memchr::memchr(b'\n', &lines[at..]).map_or(lines.len(), |k| at + k);
-            let mut range = at..end;
-            at = end + 1;
-            self.number += 1;
-            if lines[range.clone()].ends_with(b"\r") {
-                range.end -= 1;
-            }
-            if self.number == 1 && lines[range.clone()].starts_with(b"\xEF\xBB\xBF") {
-                range.start += 3;
-            }
-            if !lines[range.clone()].iter().all(u8::is_ascii_whitespace) {
-                found.push((self.number, range));
-            }
-        }
+        let mut numbered = JsonLines::after(lines, self.number);
+        let found: Vec<(usize, Range<usize>)> = numbered.by_ref().collect();
+        self.number = numbered.number();
         let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
         let parallel = cores > 1 && lines.len() >= PARALLEL_LOG;
         let (reader, repeated) = (&mut self.reader, &mut self.repeated);
