@@ -206,7 +206,10 @@ impl InputArgs {
                 reader.push_lines(&block)?;
                 break;
             }
-            if let Some(end) = block.iter().rposition(|&b| b == b'\n') {
+            // Only the bytes just read can hold a new line break: a line longer than a block is
+            // not looked through again each time it grows.
+            let fresh = block.len() - read as usize;
+            if let Some(end) = block[fresh..].iter().rposition(|&b| b == b'\n').map(|k| fresh + k) {
                 reader.push_lines(&block[..=end])?;
                 block.drain(..=end);
             }
