@@ -20,6 +20,10 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+// mimalloc: see the dependency's comment in Cargo.toml for why and what it buys.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Keep LLM-agent conversations inside a model's context window.
 #[derive(Debug, Parser)]
 #[command(name = "compaction", version, about, propagate_version = true)]
