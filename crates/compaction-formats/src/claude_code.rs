@@ -17,12 +17,13 @@
 //! asked for.
 
 use compaction_model::Role;
-use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde::de::{self, Deserialize, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::anthropic::{self, Opaque};
 use crate::document::json_type;
+use crate::dupkeys::{self, Keys, Tracked};
 use crate::error::{snippet, Error, Location};
 use crate::eventlog::{LogDecoded, MessageSlots, Slot, Style};
 use crate::notes::{plural, thousands, Note, NoteKind, Tally};
@@ -252,13 +253,21 @@ fn usage(message: &Value) -> Option<Usage> {
 /// `None` when the line is not a plain event object (not UTF-8, not JSON, not an object, too
 /// deep): the caller then parses the line whole, which reads it, or fails, as before.
 ///
-/// With the event comes where its `message` starts in the line, when it was built: the reader's
-/// slots then start there, and a write-back finds a tool result without crossing the envelope.
-pub(crate) fn lean_event(line: &[u8]) -> Option<(Value, Option<u32>)> {
+/// With the event comes where its `message` starts in the line, when it was built (the reader's
+/// slots then start there, and a write-back finds a tool result without crossing the envelope),
+/// and the repeated keys of what was read: the event's own keys and those of the values built
+/// ([`dupkeys::Tracked`]). What is skipped unbuilt is never read, so its keys are not looked at.
+pub(crate) fn lean_event(line: &[u8]) -> Option<(Value, Option<u32>, Keys)> {
     let text = std::str::from_utf8(line).ok()?;
-    let fields: Fields<'_> = serde_json::from_str(text).ok()?;
-    let parse = |raw: Option<&RawValue>| match raw {
-        Some(raw) => serde_json::from_str::<Value>(raw.get()).map(Some),
+    let mut keys = Keys::default();
+    let fields = {
+        let mut deserializer = serde_json::Deserializer::from_str(text);
+        let fields = FieldsSeed(&mut keys).deserialize(&mut deserializer).ok()?;
+        deserializer.end().ok()?;
+        fields
+    };
+    let mut parse = |raw: Option<&RawValue>| match raw {
+        Some(raw) => dupkeys::tracked_value(raw.get(), &mut keys).map(Some),
         None => Ok(None),
     };
     let mut object = Map::new();
@@ -286,6 +295,7 @@ pub(crate) fn lean_event(line: &[u8]) -> Option<(Value, Option<u32>)> {
         }
         Some(Message::Built(value)) if chat => {
             object.insert("message".into(), value);
+            keys.merge(fields.message_keys);
             // Given once, the first `message` of the line is the one read.
             if fields.messages == 1 {
                 message_at = splice::first_member(line, 0, "message").and_then(|at| u32::try_from(at).ok());
@@ -293,7 +303,7 @@ pub(crate) fn lean_event(line: &[u8]) -> Option<(Value, Option<u32>)> {
         }
         _ => {}
     }
-    Some((Value::Object(object), message_at))
+    Some((Value::Object(object), message_at, keys))
 }
 
 /// The raw JSON of the keys [`Reader::line`] reads; a key given twice keeps its last value, as a
@@ -311,6 +321,9 @@ struct Fields<'a> {
     /// How many times `message` was given.
     messages: usize,
     compact: Option<&'a RawValue>,
+    /// The repeated keys of the `message` built, which count only if it is read: a later
+    /// `type` can make the event one that is not, or a later `message` replace it.
+    message_keys: Keys,
 }
 
 /// An event's `message`, raw or built.
@@ -320,6 +333,7 @@ enum Message<'a> {
 }
 
 /// A key of an event, as [`Fields`] sorts it.
+#[derive(Clone, Copy)]
 enum Key {
     Kind,
     Subtype,
@@ -329,70 +343,101 @@ enum Key {
     Other,
 }
 
-impl<'de> Deserialize<'de> for Key {
+/// A key of an event, sorted, and as written: borrowed from the line unless written with an
+/// escape.
+struct NamedKey<'de> {
+    key: Key,
+    name: std::borrow::Cow<'de, str>,
+}
+
+impl<'de> Deserialize<'de> for NamedKey<'de> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         struct KeyVisitor;
-        impl Visitor<'_> for KeyVisitor {
-            type Value = Key;
+        impl<'de> Visitor<'de> for KeyVisitor {
+            type Value = NamedKey<'de>;
             fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 f.write_str("a key")
             }
-            fn visit_str<E: de::Error>(self, key: &str) -> Result<Key, E> {
-                Ok(match key {
-                    "type" => Key::Kind,
-                    "subtype" => Key::Subtype,
-                    "isSidechain" => Key::Sidechain,
-                    "message" => Key::Message,
-                    "compactMetadata" => Key::Compact,
-                    _ => Key::Other,
-                })
+            fn visit_borrowed_str<E: de::Error>(self, key: &'de str) -> Result<NamedKey<'de>, E> {
+                Ok(NamedKey { key: sort(key), name: key.into() })
+            }
+            fn visit_str<E: de::Error>(self, key: &str) -> Result<NamedKey<'de>, E> {
+                Ok(NamedKey { key: sort(key), name: key.to_owned().into() })
             }
         }
-        deserializer.deserialize_identifier(KeyVisitor)
+        fn sort(key: &str) -> Key {
+            match key {
+                "type" => Key::Kind,
+                "subtype" => Key::Subtype,
+                "isSidechain" => Key::Sidechain,
+                "message" => Key::Message,
+                "compactMetadata" => Key::Compact,
+                _ => Key::Other,
+            }
+        }
+        deserializer.deserialize_str(KeyVisitor)
     }
 }
 
-impl<'de> Deserialize<'de> for Fields<'de> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct FieldsVisitor;
-        impl<'de> Visitor<'de> for FieldsVisitor {
-            type Value = Fields<'de>;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("an event object")
+/// Reads an event's [`Fields`], telling `keys` whether the event repeats a key or writes one
+/// with an escape.
+struct FieldsSeed<'k>(&'k mut Keys);
+
+impl<'de> DeserializeSeed<'de> for FieldsSeed<'_> {
+    type Value = Fields<'de>;
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Fields<'de>, D::Error> {
+        deserializer.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for FieldsSeed<'_> {
+    type Value = Fields<'de>;
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("an event object")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Fields<'de>, A::Error> {
+        let mut fields = Fields::default();
+        // An event has a score of keys: a list is quicker to search than a set is to fill.
+        let mut names: Vec<std::borrow::Cow<'de, str>> = Vec::new();
+        let mut repeated = false;
+        while let Some(NamedKey { key, name }) = map.next_key::<NamedKey<'de>>()? {
+            if let std::borrow::Cow::Owned(_) = name {
+                self.0.escaped = true;
             }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Fields<'de>, A::Error> {
-                let mut fields = Fields::default();
-                while let Some(key) = map.next_key::<Key>()? {
-                    let slot = match key {
-                        Key::Kind => &mut fields.kind,
-                        Key::Subtype => &mut fields.subtype,
-                        Key::Sidechain => &mut fields.sidechain,
-                        Key::Message => {
-                            fields.messages += 1;
-                            // Spelled plainly, as Claude Code writes it; any other spelling is
-                            // told after the line is read.
-                            let chat = fields
-                                .kind
-                                .is_some_and(|k| matches!(k.get(), r#""user""# | r#""assistant""#));
-                            fields.message = Some(if chat {
-                                Message::Built(map.next_value::<Value>()?)
-                            } else {
-                                Message::Raw(map.next_value::<&'de RawValue>()?)
-                            });
-                            continue;
-                        }
-                        Key::Compact => &mut fields.compact,
-                        Key::Other => {
-                            map.next_value::<IgnoredAny>()?;
-                            continue;
-                        }
-                    };
-                    *slot = Some(map.next_value::<&'de RawValue>()?);
+            if names.contains(&name) {
+                if !repeated {
+                    repeated = true;
+                    self.0.repeat(&name);
                 }
-                Ok(fields)
+            } else {
+                names.push(name);
             }
+            let slot = match key {
+                Key::Kind => &mut fields.kind,
+                Key::Subtype => &mut fields.subtype,
+                Key::Sidechain => &mut fields.sidechain,
+                Key::Message => {
+                    fields.messages += 1;
+                    // Spelled plainly, as Claude Code writes it; any other spelling is
+                    // told after the line is read.
+                    let chat = fields.kind.is_some_and(|k| matches!(k.get(), r#""user""# | r#""assistant""#));
+                    fields.message = Some(if chat {
+                        fields.message_keys = Keys::default();
+                        Message::Built(map.next_value_seed(Tracked(&mut fields.message_keys))?)
+                    } else {
+                        Message::Raw(map.next_value::<&'de RawValue>()?)
+                    });
+                    continue;
+                }
+                Key::Compact => &mut fields.compact,
+                Key::Other => {
+                    map.next_value::<IgnoredAny>()?;
+                    continue;
+                }
+            };
+            *slot = Some(map.next_value::<&'de RawValue>()?);
         }
-        deserializer.deserialize_map(FieldsVisitor)
+        Ok(fields)
     }
 }
 

@@ -2,6 +2,10 @@
 //! says nothing; a log with `{"role": "user", "role": "assistant"}` would then be read as
 //! something it may not be. Readers report repeated keys once, as a note.
 
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::map::Entry;
+use serde_json::{Map, Number, Value};
+
 /// What [`scan_keys`] finds.
 #[derive(Debug, Default)]
 pub(crate) struct Keys {
@@ -95,6 +99,145 @@ pub(crate) fn scan_keys(json: &[u8]) -> Keys {
         }
     }
     Keys { repeated: first.map(|key| (count, key)), escaped }
+}
+
+impl Keys {
+    /// Records an object that repeats `key`; called once per object, at its first repeat.
+    pub(crate) fn repeat(&mut self, key: &str) {
+        match &mut self.repeated {
+            Some((count, _)) => *count += 1,
+            None => self.repeated = Some((1, key.to_owned())),
+        }
+    }
+
+    /// Adds what was found in another part of the same input.
+    pub(crate) fn merge(&mut self, other: Keys) {
+        self.escaped |= other.escaped;
+        if let Some((count, key)) = other.repeated {
+            match &mut self.repeated {
+                Some((mine, _)) => *mine += count,
+                None => self.repeated = Some((count, key)),
+            }
+        }
+    }
+}
+
+/// The second way to find repeated keys, for a reader that builds the values it reads anyway:
+/// [`Tracked`] builds a `serde_json::Value` as serde_json's own `Value` does, and tells `keys` of
+/// each object that repeats a key and of each key written with an escape. The parse is the
+/// scan: nothing is read twice. Keys are compared decoded, so an escape hides no repeat (where
+/// [`scan_keys`] compares them as written and can only say that an escape was seen).
+pub(crate) struct Tracked<'k>(pub &'k mut Keys);
+
+/// `text`, one JSON value, built with [`Tracked`].
+pub(crate) fn tracked_value(text: &str, keys: &mut Keys) -> serde_json::Result<Value> {
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    let value = Tracked(keys).deserialize(&mut deserializer)?;
+    deserializer.end()?;
+    Ok(value)
+}
+
+/// The key serde_json's `arbitrary_precision` feature hands a number under, as a one-entry map
+/// whose value is the number as written.
+const NUMBER: &str = "$serde_json::private::Number";
+
+impl<'de> DeserializeSeed<'de> for Tracked<'_> {
+    type Value = Value;
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Tracked<'_> {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E>(self, b: bool) -> Result<Value, E> {
+        Ok(Value::Bool(b))
+    }
+    fn visit_i64<E>(self, n: i64) -> Result<Value, E> {
+        Ok(Value::Number(n.into()))
+    }
+    fn visit_u64<E>(self, n: u64) -> Result<Value, E> {
+        Ok(Value::Number(n.into()))
+    }
+    fn visit_f64<E>(self, n: f64) -> Result<Value, E> {
+        Ok(Number::from_f64(n).map_or(Value::Null, Value::Number))
+    }
+    fn visit_str<E>(self, s: &str) -> Result<Value, E> {
+        Ok(Value::String(s.to_owned()))
+    }
+    fn visit_string<E>(self, s: String) -> Result<Value, E> {
+        Ok(Value::String(s))
+    }
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
+        self.deserialize(deserializer)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+        while let Some(item) = seq.next_element_seed(Tracked(&mut *self.0))? {
+            items.push(item);
+        }
+        Ok(Value::Array(items))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut object = Map::new();
+        let mut repeated = false;
+        while let Some(key) = map.next_key_seed(KeySeed(&mut *self.0))? {
+            if object.is_empty() && key == NUMBER {
+                // A number, kept as written: serde_json reads its text as it reads any number.
+                let written: String = map.next_value()?;
+                return serde_json::from_str(&written).map_err(de::Error::custom);
+            }
+            // A repeat is told at its key, before its value, as the scan tells it.
+            match object.entry(key) {
+                // The last value is kept where the first one was, as a parsed object keeps it.
+                Entry::Occupied(mut entry) => {
+                    if !repeated {
+                        repeated = true;
+                        self.0.repeat(entry.key());
+                    }
+                    entry.insert(map.next_value_seed(Tracked(&mut *self.0))?);
+                }
+                Entry::Vacant(entry) => {
+                    entry.insert(map.next_value_seed(Tracked(&mut *self.0))?);
+                }
+            }
+        }
+        Ok(Value::Object(object))
+    }
+}
+
+/// A key, owned; one written with an escape (decoded by serde_json, not borrowed) is told.
+struct KeySeed<'k>(&'k mut Keys);
+
+impl<'de> DeserializeSeed<'de> for KeySeed<'_> {
+    type Value = String;
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<String, D::Error> {
+        deserializer.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for KeySeed<'_> {
+    type Value = String;
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a key")
+    }
+    fn visit_borrowed_str<E>(self, key: &'de str) -> Result<String, E> {
+        Ok(key.to_owned())
+    }
+    fn visit_str<E>(self, key: &str) -> Result<String, E> {
+        self.0.escaped = true;
+        Ok(key.to_owned())
+    }
 }
 
 /// How many bytes [`Strings`] takes at a time: one bit each in a `u64`.
@@ -373,6 +516,88 @@ mod tests {
             }
         }
         assert!(checked > 1000 && repeated > 100 && escaped > 100, "{checked} {repeated} {escaped}");
+    }
+
+    /// Random JSON that repeats keys, writes some with an escape, and holds numbers of every
+    /// spelling and strings with escapes, nested a few levels.
+    fn random_json(seed: u64) -> String {
+        fn value(next: &mut dyn FnMut(usize) -> usize, depth: usize, out: &mut String) {
+            const KEYS: [&str; 5] = ["a", "b", "role", r"a\\", r"\u0061"];
+            const LEAVES: [&str; 10] = [
+                "1",
+                "-0",
+                "1.50e3",
+                "12345678901234567890123",
+                "0.1",
+                "true",
+                "null",
+                r#""x\"y""#,
+                r#""é""#,
+                "2",
+            ];
+            match (depth, next(4)) {
+                (3.., _) | (_, 0) => out.push_str(LEAVES[next(LEAVES.len())]),
+                (_, 1) => {
+                    out.push('[');
+                    for k in 0..next(4) {
+                        out.push_str(if k > 0 { ", " } else { "" });
+                        value(next, depth + 1, out);
+                    }
+                    out.push(']');
+                }
+                _ => {
+                    out.push('{');
+                    for k in 0..next(5) {
+                        out.push_str(if k > 0 { ", " } else { "" });
+                        // Mostly plain keys, so repeats are not all hidden behind an escape.
+                        let key = if next(4) == 0 { KEYS[next(KEYS.len())] } else { KEYS[next(3)] };
+                        out.push_str(&format!("\"{key}\": "));
+                        value(next, depth + 1, out);
+                    }
+                    out.push('}');
+                }
+            }
+        }
+        let mut state = seed;
+        let mut next = |n: usize| {
+            state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            (state >> 33) as usize % n
+        };
+        let mut out = String::new();
+        value(&mut next, 0, &mut out);
+        out
+    }
+
+    #[test]
+    fn the_tracked_build_builds_what_serde_json_builds_and_finds_what_the_scan_finds() {
+        let (mut repeated, mut escaped) = (0, 0);
+        for seed in 0..3000 {
+            let json = random_json(seed);
+            let mut keys = Keys::default();
+            let built = super::tracked_value(&json, &mut keys).unwrap();
+            let parsed: serde_json::Value = serde_json::from_str(&json).unwrap();
+            assert_eq!((&built, built.to_string()), (&parsed, parsed.to_string()), "{json}");
+            let scanned = scan_keys(json.as_bytes());
+            assert_eq!(keys.escaped, scanned.escaped, "{json}");
+            escaped += usize::from(keys.escaped);
+            // Compared as written, an escape can hide a repeat from the scan; otherwise the two
+            // find the same objects and the same first key.
+            if !keys.escaped {
+                assert_eq!(keys.repeated, scanned.repeated, "{json}");
+                repeated += usize::from(keys.repeated.is_some());
+            }
+        }
+        assert!(repeated > 300 && escaped > 300, "{repeated} {escaped}");
+        // A repeat hidden by an escape is found all the same.
+        let mut keys = Keys::default();
+        super::tracked_value(r#"{"a": 1, "\u0061": 2}"#, &mut keys).unwrap();
+        assert_eq!((keys.repeated, keys.escaped), (Some((1, "a".to_owned())), true));
+        // Bad JSON is an error, as serde_json's own parse gives it.
+        for bad in [r#"{"a": }"#, "[1,]", r#"{"a": 1} x"#, "\"\\x\""] {
+            let ours = super::tracked_value(bad, &mut Keys::default()).unwrap_err().to_string();
+            let theirs = serde_json::from_str::<serde_json::Value>(bad).unwrap_err().to_string();
+            assert_eq!(ours, theirs, "{bad}");
+        }
     }
 
     #[test]

@@ -475,12 +475,18 @@ const PARALLEL_LOG: usize = 1 << 20;
 const RUN_BYTES: usize = 256 << 10;
 
 /// A line parsed ahead of its turn: what the format's reader takes from it (`None` when it must
-/// be parsed whole, which reads it or words its error), and the keys it repeats.
+/// be parsed whole, which reads it or words its error), and the keys repeated in what is read of
+/// it (the whole line, but for a Claude Code event read lean: see [`claude_code::lean_event`]).
 type Ahead = (Option<(Value, Option<u32>)>, dupkeys::Keys);
 
 fn parse_ahead(format: Format, line: &[u8]) -> Ahead {
+    if format == Format::ClaudeCode {
+        if let Some((event, at, keys)) = claude_code::lean_event(line) {
+            return (Some((event, at)), keys);
+        }
+    }
     let event = match format {
-        Format::ClaudeCode => claude_code::lean_event(line),
+        Format::ClaudeCode => None,
         _ => serde_json::from_slice(line).ok().map(|value| (value, None)),
     };
     (event, dupkeys::scan_keys(line))
@@ -573,18 +579,12 @@ fn read_lines(
             {
                 let (number, line) = (*number, &bytes[range.clone()]);
                 let base = u32::try_from(base + k).unwrap_or(u32::MAX);
-                match ahead.as_mut().and_then(Iterator::next) {
-                    Some((event, keys)) => {
-                        repeated.add(keys, Some(number));
-                        match event {
-                            Some((event, at)) => reader.line(number, base, &event, at)?,
-                            None => reader.read_line(name, number, base, line)?,
-                        }
-                    }
-                    None => {
-                        repeated.scan(line, Some(number));
-                        reader.read_line(name, number, base, line)?;
-                    }
+                let (event, keys) =
+                    ahead.as_mut().and_then(Iterator::next).unwrap_or_else(|| parse_ahead(format, line));
+                repeated.add(keys, Some(number));
+                match event {
+                    Some((event, at)) => reader.line(number, base, &event, at)?,
+                    None => reader.read_line(name, number, base, line)?,
                 }
             }
         }
@@ -704,8 +704,12 @@ impl LineReader {
             return Ok(());
         }
         let base = u32::try_from(self.lines).unwrap_or(u32::MAX);
-        self.reader.read_line(&self.name, self.number, base, line)?;
-        self.repeated.scan(line, Some(self.number));
+        let (event, keys) = parse_ahead(self.reader.format(), line);
+        match event {
+            Some((event, at)) => self.reader.line(self.number, base, &event, at)?,
+            None => self.reader.read_line(&self.name, self.number, base, line)?,
+        }
+        self.repeated.add(keys, Some(self.number));
         self.lines += 1;
         Ok(())
     }
@@ -776,15 +780,9 @@ impl LogReader {
         }
     }
 
-    /// Reads line `number` of file `name` from its bytes. A Claude Code event is read from the
-    /// few fields its reader uses ([`claude_code::lean_event`]); anything else, or a line that
-    /// is not a plain event object, is parsed whole.
+    /// Reads line `number` of file `name` from its bytes, parsed whole: a line [`parse_ahead`]
+    /// could not read, which this reads, or whose error it words.
     fn read_line(&mut self, name: &str, number: usize, base: u32, line: &[u8]) -> Result<(), Error> {
-        if let LogReader::ClaudeCode(reader) = self {
-            if let Some((event, at)) = claude_code::lean_event(line) {
-                return reader.line(number, base, &event, at);
-            }
-        }
         let value: Value = serde_json::from_slice(line).map_err(|source| Error::Json {
             name: name.to_owned(),
             line: Some(number),

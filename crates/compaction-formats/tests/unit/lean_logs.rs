@@ -48,7 +48,9 @@ fn read(bytes: &[u8], full_history: bool, lean: bool) -> String {
         let line = &bytes[range.clone()];
         bases.push(range);
         let (event, at) = if lean {
-            lean_event(line).unwrap_or_else(|| panic!("line {number} was not read lean"))
+            let (event, at, _) =
+                lean_event(line).unwrap_or_else(|| panic!("line {number} was not read lean"));
+            (event, at)
         } else {
             (serde_json::from_slice::<Value>(line).unwrap(), None)
         };
@@ -232,4 +234,34 @@ fn lines_pushed_in_blocks_read_as_lines_pushed_one_at_a_time() {
     assert!(error.contains("line"), "{error}");
     assert_eq!(in_blocks(&broken, &[]).unwrap_err(), error);
     assert_eq!(in_blocks(&broken, &[5000, crate::PARALLEL_LOG + 1]).unwrap_err(), error);
+}
+
+#[test]
+fn repeated_keys_are_looked_for_in_what_is_read() {
+    let keys = |line: &str| {
+        let (_, _, keys) = lean_event(line.as_bytes()).unwrap();
+        (keys.repeated, keys.escaped)
+    };
+    let once = |key: &str| Some((1, key.to_owned()));
+    // In the message read, and among the event's own keys.
+    let text =
+        r#"{"type":"user","message":{"role":"user","content":[{"type":"text","text":"a","text":"b"}]}}"#;
+    assert_eq!(keys(text), (once("text"), false));
+    let uuid = r#"{"type":"user","uuid":"a","uuid":"b","message":{"role":"user","content":"x"}}"#;
+    assert_eq!(keys(uuid), (once("uuid"), false));
+    let late = r#"{"message":{"role":"user","role":"user","content":"x"},"type":"user"}"#;
+    assert_eq!(keys(late), (once("role"), false));
+    // Not in what is skipped unread: the tool's output again in `toolUseResult`, a progress
+    // event's payload, a message a later `type` makes one the model never saw.
+    let result = r#"{"type":"user","message":{"role":"user","content":"x"},"toolUseResult":{"a":1,"a":2}}"#;
+    assert_eq!(keys(result), (None, false));
+    assert_eq!(keys(r#"{"type":"progress","message":{"a":1,"a":2}}"#), (None, false));
+    let unread = r#"{"type":"user","message":{"role":"user","role":"user","content":"x"},"type":"progress"}"#;
+    assert_eq!(keys(unread), (once("type"), false));
+    // Only the last `message` given is read.
+    let twice = r#"{"type":"user","message":{"a":1,"a":2},"message":{"role":"user","content":"x"}}"#;
+    assert_eq!(keys(twice), (once("message"), false));
+    // A key written with an escape is told, in the event or in its message.
+    assert_eq!(keys(r#"{"typ\u0065":"user","message":{"role":"user","content":"x"}}"#), (None, true));
+    assert_eq!(keys(r#"{"type":"user","message":{"rol\u0065":"user","content":"x"}}"#), (None, true));
 }
