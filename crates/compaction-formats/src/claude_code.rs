@@ -258,7 +258,7 @@ fn usage(message: &Value) -> Option<Usage> {
 /// and the repeated keys of what was read: the event's own keys and those of the values built
 /// ([`dupkeys::Tracked`]). What is skipped unbuilt is never read, so its keys are not looked at.
 pub(crate) fn lean_event(line: &[u8]) -> Option<(Value, Option<u32>, Keys)> {
-    let text = std::str::from_utf8(line).ok()?;
+    let text = simdutf8::basic::from_utf8(line).ok()?;
     let mut keys = Keys::default();
     let fields = {
         let mut deserializer = serde_json::Deserializer::from_str(text);
