@@ -70,8 +70,9 @@ pub(crate) fn read(
     let mut opaque = Opaque::default();
     let mut last_compaction = None;
     for (index, value) in values.iter().enumerate() {
-        let read =
-            read_blocks(value, &mut calls, &mut opaque).map_err(|error| locator.invalid(index, error))?;
+        // The tree is kept to write the file back: the message is read from a copy of it.
+        let read = read_blocks(value.clone(), &mut calls, &mut opaque)
+            .map_err(|error| locator.invalid(index, error))?;
         let messages: Vec<Message> = read.into_iter().map(|r| r.message).collect();
         if messages.iter().any(|m| m.parts.iter().any(|p| opaque_kind(p) == Some("compaction"))) {
             last_compaction = Some(index);
@@ -160,13 +161,15 @@ impl Opaque {
 }
 
 /// One Anthropic message as one or more messages, with where their results and calls came from.
+/// The message's strings and objects are moved into the messages, not copied.
 pub(crate) fn read_blocks(
-    value: &Value,
+    value: Value,
     calls: &mut OpenCalls,
     opaque: &mut Opaque,
 ) -> Result<Vec<ReadMessage>, String> {
-    let Some(object) = value.as_object() else {
-        return Err(format!("expected a message object, found {}", json_type(value)));
+    let mut object = match value {
+        Value::Object(object) => object,
+        other => return Err(format!("expected a message object, found {}", json_type(&other))),
     };
     let role = match object.get("role") {
         Some(Value::String(role)) => match role.as_str() {
@@ -176,27 +179,25 @@ pub(crate) fn read_blocks(
             other => return Err(format!("unknown role {}; expected user or assistant", snippet(other))),
         },
         Some(other) => return Err(format!("`role` must be a string, found {}", json_type(other))),
-        None => return Err(format!("no `role` (keys present: {})", key_list(object))),
+        None => return Err(format!("no `role` (keys present: {})", key_list(&object))),
     };
     let new = |parts| Message { role, parts, name: None, meta: JsonObject::new() };
     let whole = |message| ReadMessage { message, result_block: None, call_blocks: Vec::new() };
-    let blocks = match object.get("content") {
+    let blocks = match object.remove("content") {
         None | Some(Value::Null) => return Ok(vec![whole(new(Vec::new()))]),
-        Some(Value::String(text)) => {
-            return Ok(vec![whole(new(vec![Part::Text(TextPart::new(text.clone()))]))])
-        }
+        Some(Value::String(text)) => return Ok(vec![whole(new(vec![Part::Text(TextPart::new(text))]))]),
         Some(Value::Array(blocks)) => blocks,
         Some(other) => {
             return Err(format!(
                 "`content` must be a string or an array of blocks, found {}",
-                json_type(other)
+                json_type(&other)
             ))
         }
     };
     let mut out = Vec::new();
     let mut pending = Vec::new();
     let mut pending_calls = Vec::new();
-    for (k, block) in blocks.iter().enumerate() {
+    for (k, block) in blocks.into_iter().enumerate() {
         let at = |error: String| format!("`content[{k}]`: {error}");
         if block.get("type").and_then(Value::as_str) == Some("tool_result") {
             if !pending.is_empty() {
@@ -224,77 +225,90 @@ pub(crate) fn read_blocks(
     Ok(out)
 }
 
-fn string(value: &Value, key: &str) -> Result<String, String> {
-    match value.get(key) {
-        Some(Value::String(s)) => Ok(s.clone()),
-        Some(other) => Err(format!("`{key}` must be a string, found {}", json_type(other))),
+/// The string at `key`, taken out of `object`.
+fn take_string(object: &mut Map<String, Value>, key: &str) -> Result<String, String> {
+    match object.remove(key) {
+        Some(Value::String(s)) => Ok(s),
+        Some(other) => Err(format!("`{key}` must be a string, found {}", json_type(&other))),
         None => Err(format!("`{key}` is missing")),
     }
 }
 
-/// A content block as a part. Blocks of kinds the model has no part for (server tool results,
-/// `compaction`, and any kind added later) are kept as opaque text when `opaque` is given.
-fn part(block: &Value, opaque: Option<&mut Opaque>) -> Result<Part, String> {
+/// A content block as a part, its strings and objects moved into it. Blocks of kinds the model
+/// has no part for (server tool results, `compaction`, and any kind added later) are kept as
+/// opaque text when `opaque` is given.
+fn part(block: Value, opaque: Option<&mut Opaque>) -> Result<Part, String> {
     let kind = match block.get("type") {
         Some(Value::String(kind)) => kind.as_str(),
         Some(other) => return Err(format!("`type` must be a string, found {}", json_type(other))),
         None => return Err("a block needs a `type`".into()),
     };
-    match kind {
-        "text" => Ok(Part::Text(TextPart::new(string(block, "text")?))),
+    let known = matches!(
+        kind,
+        "text" | "image" | "tool_use" | "server_tool_use" | "thinking" | "redacted_thinking"
+    ) || (kind == "document" && is_base64(&block));
+    if !known {
+        let kind = kind.to_owned();
+        return match opaque {
+            Some(opaque) => {
+                opaque.tally.add(&kind);
+                // A compaction block is its summary; anything else is counted as its JSON.
+                let text = match kind.as_str() {
+                    "compaction" => {
+                        block.get("content").and_then(Value::as_str).unwrap_or_default().to_owned()
+                    }
+                    _ => block.to_string(),
+                };
+                Ok(crate::opaque_part("anthropic", text, block))
+            }
+            None => Err(format!("blocks of type {} are not supported here", snippet(&kind))),
+        };
+    }
+    // A known kind has a `type`, so the block is an object.
+    let Value::Object(mut block) = block else { return Err("a block needs a `type`".into()) };
+    let kind = take_string(&mut block, "type")?;
+    match kind.as_str() {
+        "text" => Ok(Part::Text(TextPart::new(take_string(&mut block, "text")?))),
         "image" => {
-            let (mime, data) = base64_source(block)?;
+            let (mime, data) = base64_source(&mut block)?;
             Ok(Part::Image(ImagePart::new(data, mime)))
         }
-        "document" if is_base64(block) => {
-            let (mime, data) = base64_source(block)?;
+        "document" => {
+            let (mime, data) = base64_source(&mut block)?;
             let title = block.get("title").and_then(Value::as_str).map(str::to_owned);
             Ok(Part::File(FilePart::new(data, mime, title)))
         }
         "tool_use" | "server_tool_use" => {
-            let input = match block.get("input") {
+            let input = match block.remove("input") {
                 None | Some(Value::Null) => JsonObject::new(),
-                Some(Value::Object(input)) => input.clone(),
-                Some(other) => return Err(format!("`input` must be an object, found {}", json_type(other))),
+                Some(Value::Object(input)) => input,
+                Some(other) => return Err(format!("`input` must be an object, found {}", json_type(&other))),
             };
-            let mut call = ToolCall::new(string(block, "name")?, input);
-            call.id = Some(string(block, "id")?);
+            let mut call = ToolCall::new(take_string(&mut block, "name")?, input);
+            call.id = Some(take_string(&mut block, "id")?);
             Ok(Part::ToolCall(call))
         }
         "thinking" => {
             let mut extra = JsonObject::new();
-            if let Some(signature) = block.get(SIGNATURE) {
-                extra.insert(SIGNATURE.into(), signature.clone());
+            if let Some(signature) = block.remove(SIGNATURE) {
+                extra.insert(SIGNATURE.into(), signature);
             }
             Ok(Part::Reasoning(ReasoningPart {
-                reasoning_text: string(block, "thinking")?,
+                reasoning_text: take_string(&mut block, "thinking")?,
                 extra,
                 unknown: JsonObject::new(),
             }))
         }
-        "redacted_thinking" => {
+        _ => {
+            // `redacted_thinking`
             let mut extra = JsonObject::new();
-            extra.insert(REDACTED.into(), block.get("data").cloned().unwrap_or(Value::Null));
+            extra.insert(REDACTED.into(), block.remove("data").unwrap_or(Value::Null));
             Ok(Part::Reasoning(ReasoningPart {
                 reasoning_text: String::new(),
                 extra,
                 unknown: JsonObject::new(),
             }))
         }
-        other => match opaque {
-            Some(opaque) => {
-                opaque.tally.add(other);
-                // A compaction block is its summary; anything else is counted as its JSON.
-                let text = match other {
-                    "compaction" => {
-                        block.get("content").and_then(Value::as_str).unwrap_or_default().to_owned()
-                    }
-                    _ => block.to_string(),
-                };
-                Ok(crate::opaque_part("anthropic", text, block.clone()))
-            }
-            None => Err(format!("blocks of type {} are not supported here", snippet(other))),
-        },
     }
 }
 
@@ -302,24 +316,30 @@ fn is_base64(block: &Value) -> bool {
     block.get("source").and_then(|s| s.get("type")).and_then(Value::as_str) == Some("base64")
 }
 
-fn base64_source(block: &Value) -> Result<(Option<String>, String), String> {
-    let source = block.get("source").ok_or("no `source`")?;
+fn base64_source(block: &mut Map<String, Value>) -> Result<(Option<String>, String), String> {
+    let Some(Value::Object(source)) = block.get_mut("source") else {
+        return match block.get("source") {
+            Some(_) => Err("only `base64` sources are supported".into()),
+            None => Err("no `source`".into()),
+        };
+    };
     if source.get("type").and_then(Value::as_str) != Some("base64") {
         return Err("only `base64` sources are supported".into());
     }
     let mime = source.get("media_type").and_then(Value::as_str).map(str::to_owned);
-    Ok((mime, string(source, "data")?))
+    Ok((mime, take_string(source, "data")?))
 }
 
-fn tool_result(block: &Value, calls: &mut OpenCalls) -> Result<Message, String> {
-    let id = string(block, "tool_use_id")?;
+fn tool_result(block: Value, calls: &mut OpenCalls) -> Result<Message, String> {
+    let Value::Object(mut block) = block else { return Err("`tool_use_id` is missing".into()) };
+    let id = take_string(&mut block, "tool_use_id")?;
     let origin = calls.answer(Some(&id)).ok_or_else(|| unpaired(Some(&id)))?;
     let error = match block.get("is_error") {
         None | Some(Value::Null) => false,
         Some(Value::Bool(error)) => *error,
         Some(other) => return Err(format!("`is_error` must be true or false, found {}", json_type(other))),
     };
-    let result = result_content(block.get("content"))?;
+    let result = result_content(block.remove("content"))?;
     let mut message = Message::tool(result, origin, false);
     if let Some(Part::ToolCallResult(result)) = message.parts.first_mut() {
         result.error = error;
@@ -327,14 +347,15 @@ fn tool_result(block: &Value, calls: &mut OpenCalls) -> Result<Message, String> 
     Ok(message)
 }
 
-/// A `tool_result` block's `content`: a string, or text, image and document blocks.
-pub(crate) fn result_content(content: Option<&Value>) -> Result<ToolResultContent, String> {
+/// A `tool_result` block's `content`: a string, or text, image and document blocks; moved into
+/// the result.
+pub(crate) fn result_content(content: Option<Value>) -> Result<ToolResultContent, String> {
     match content {
         None | Some(Value::Null) => Ok(ToolResultContent::Text(Default::default())),
         Some(Value::String(text)) => Ok(ToolResultContent::Text(text.into())),
         Some(Value::Array(items)) => Ok(ToolResultContent::Parts(
             items
-                .iter()
+                .into_iter()
                 .enumerate()
                 // Blocks of kinds the model has no result part for are kept as opaque text.
                 .map(|(k, item)| match part(item, Some(&mut Opaque::default())) {
@@ -346,7 +367,7 @@ pub(crate) fn result_content(content: Option<&Value>) -> Result<ToolResultConten
                 })
                 .collect::<Result<_, _>>()?,
         )),
-        Some(other) => Err(format!("`content` must be a string or blocks, found {}", json_type(other))),
+        Some(other) => Err(format!("`content` must be a string or blocks, found {}", json_type(&other))),
     }
 }
 

@@ -79,12 +79,16 @@ impl Reader {
         &mut self,
         number: usize,
         base: u32,
-        event: &Value,
+        event: Value,
         message_at: Option<u32>,
     ) -> Result<(), Error> {
         self.lines += 1;
-        let Some(object) = event.as_object() else {
-            return Err(self.invalid(number, format!("expected an event object, found {}", json_type(event))));
+        let mut object = match event {
+            Value::Object(object) => object,
+            other => {
+                let found = json_type(&other);
+                return Err(self.invalid(number, format!("expected an event object, found {found}")));
+            }
         };
         let kind = match object.get("type") {
             Some(Value::String(kind)) => kind.as_str(),
@@ -99,7 +103,7 @@ impl Reader {
             }
         };
         if kind == "system" && object.get("subtype").and_then(Value::as_str) == Some("compact_boundary") {
-            self.compact_boundary(number, object);
+            self.compact_boundary(number, &object);
             return Ok(());
         }
         if !matches!(kind, "user" | "assistant") {
@@ -110,6 +114,8 @@ impl Reader {
             self.skipped.add(&label);
             return Ok(());
         }
+        // A user or assistant event from here on; its kind no longer borrows the event.
+        let kind = if kind == "user" { "user" } else { "assistant" };
         let sidechain = object.get("isSidechain").and_then(Value::as_bool) == Some(true);
         match self.sidechain {
             None => self.sidechain = Some(sidechain),
@@ -119,13 +125,14 @@ impl Reader {
             }
             Some(_) => {}
         }
-        let Some(message) = object.get("message") else {
+        let Some(message) = object.remove("message") else {
             return Err(self.invalid(number, format!("a {kind} event without `message`")));
         };
+        let id = message.get("id").and_then(Value::as_str).map(str::to_owned);
+        let usage = usage(&message);
         let read = anthropic::read_blocks(message, &mut self.calls, &mut self.opaque)
             .map_err(|error| self.invalid(number, format!("`message`: {error}")))?;
-        let id = message.get("id").and_then(Value::as_str);
-        let usage = usage(message);
+        let id = id.as_deref();
         let content = match message_at {
             Some(at) => [Seg::At(at), Seg::Key("content")],
             None => [Seg::Key("message"), Seg::Key("content")],

@@ -425,7 +425,7 @@ fn text_part(text: &str, style: Style) -> Value {
 /// The result a slot's value was read as, to tell whether a command changed it.
 fn decode_result(value: &Value, style: Style) -> Option<ToolResultContent> {
     match style {
-        Style::AnthropicResult => crate::anthropic::result_content(Some(value)).ok(),
+        Style::AnthropicResult => crate::anthropic::result_content(Some(value.clone())).ok(),
         Style::ResponsesOutput => crate::responses::output_content(value).ok(),
         _ => None,
     }

@@ -583,7 +583,7 @@ fn read_lines(
                     ahead.as_mut().and_then(Iterator::next).unwrap_or_else(|| parse_ahead(format, line));
                 repeated.add(keys, Some(number));
                 match event {
-                    Some((event, at)) => reader.line(number, base, &event, at)?,
+                    Some((event, at)) => reader.line(number, base, event, at)?,
                     None => reader.read_line(name, number, base, line)?,
                 }
             }
@@ -706,7 +706,7 @@ impl LineReader {
         let base = u32::try_from(self.lines).unwrap_or(u32::MAX);
         let (event, keys) = parse_ahead(self.reader.format(), line);
         match event {
-            Some((event, at)) => self.reader.line(self.number, base, &event, at)?,
+            Some((event, at)) => self.reader.line(self.number, base, event, at)?,
             None => self.reader.read_line(&self.name, self.number, base, line)?,
         }
         self.repeated.add(keys, Some(self.number));
@@ -788,15 +788,15 @@ impl LogReader {
             line: Some(number),
             source,
         })?;
-        self.line(number, base, &value, None)
+        self.line(number, base, value, None)
     }
 
     /// Reads a line's JSON; `at`, for a Claude Code event, is where its `message` starts.
-    fn line(&mut self, number: usize, base: u32, value: &Value, at: Option<u32>) -> Result<(), Error> {
+    fn line(&mut self, number: usize, base: u32, value: Value, at: Option<u32>) -> Result<(), Error> {
         match self {
             LogReader::ClaudeCode(reader) => reader.line(number, base, value, at),
-            LogReader::Codex(reader) => reader.line(number, base, value),
-            LogReader::Responses(reader) => reader.line(number, base, value),
+            LogReader::Codex(reader) => reader.line(number, base, &value),
+            LogReader::Responses(reader) => reader.line(number, base, &value),
         }
     }
 

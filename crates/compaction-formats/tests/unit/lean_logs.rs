@@ -54,7 +54,7 @@ fn read(bytes: &[u8], full_history: bool, lean: bool) -> String {
         } else {
             (serde_json::from_slice::<Value>(line).unwrap(), None)
         };
-        if let Err(error) = reader.line(number, base as u32, &event, at) {
+        if let Err(error) = reader.line(number, base as u32, event, at) {
             return format!("error: {error}");
         }
     }
