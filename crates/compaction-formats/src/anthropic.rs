@@ -243,10 +243,9 @@ fn part(block: Value, opaque: Option<&mut Opaque>) -> Result<Part, String> {
         Some(other) => return Err(format!("`type` must be a string, found {}", json_type(other))),
         None => return Err("a block needs a `type`".into()),
     };
-    let known = matches!(
-        kind,
-        "text" | "image" | "tool_use" | "server_tool_use" | "thinking" | "redacted_thinking"
-    ) || (kind == "document" && is_base64(&block));
+    let known =
+        matches!(kind, "text" | "image" | "tool_use" | "server_tool_use" | "thinking" | "redacted_thinking")
+            || (kind == "document" && is_base64(&block));
     if !known {
         let kind = kind.to_owned();
         return match opaque {

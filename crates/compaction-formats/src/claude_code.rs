@@ -23,11 +23,12 @@ use serde_json::{Map, Value};
 
 use crate::anthropic::{self, Opaque};
 use crate::document::json_type;
-use crate::dupkeys::{self, Keys, Tracked};
+use crate::dupkeys::{self, Keys, Tracked, TrackedValue};
 use crate::error::{snippet, Error, Location};
 use crate::eventlog::{LogDecoded, MessageSlots, Slot, Style};
 use crate::notes::{plural, thousands, Note, NoteKind, Tally};
 use crate::pairing::OpenCalls;
+use crate::skip;
 use crate::splice::{self, Seg};
 use crate::usage::{MessageUsage, Usage};
 use crate::ProviderCompaction;
@@ -265,13 +266,24 @@ fn usage(message: &Value) -> Option<Usage> {
 /// and the repeated keys of what was read: the event's own keys and those of the values built
 /// ([`dupkeys::Tracked`]). What is skipped unbuilt is never read, so its keys are not looked at.
 pub(crate) fn lean_event(line: &[u8]) -> Option<(Value, Option<u32>, Keys)> {
+    lean_event_by(line, true)
+}
+
+/// [`lean_event`], its fields found by [`walk_fields`] when `walk` and it can, else by
+/// [`FieldsSeed`]: the two give the same, as the tests check.
+pub(crate) fn lean_event_by(line: &[u8], walk: bool) -> Option<(Value, Option<u32>, Keys)> {
     let text = simdutf8::basic::from_utf8(line).ok()?;
     let mut keys = Keys::default();
-    let fields = {
-        let mut deserializer = serde_json::Deserializer::from_str(text);
-        let fields = FieldsSeed(&mut keys).deserialize(&mut deserializer).ok()?;
-        deserializer.end().ok()?;
-        fields
+    let fields = match walk.then(|| walk_fields(text)).flatten() {
+        Some(fields) => fields,
+        // What the walk leaves (a key written with an escape or given twice, anything it is not
+        // sure of) serde_json reads, or refuses.
+        None => {
+            let mut deserializer = serde_json::Deserializer::from_str(text);
+            let fields = FieldsSeed(&mut keys).deserialize(&mut deserializer).ok()?;
+            deserializer.end().ok()?;
+            fields
+        }
     };
     let mut parse = |raw: Option<&RawValue>| match raw {
         Some(raw) => dupkeys::tracked_value(raw.get(), &mut keys).map(Some),
@@ -313,6 +325,79 @@ pub(crate) fn lean_event(line: &[u8]) -> Option<(Value, Option<u32>, Keys)> {
     Some((Value::Object(object), message_at, keys))
 }
 
+/// An event's [`Fields`], found by walking its members: what is not read is crossed by
+/// [`skip::value_end`], checked as serde_json checks it and faster than serde_json skips it (a
+/// session's `toolUseResult` is half its bytes), and only the values read are parsed, by
+/// serde_json. `None` when the line is not an object whose keys are plain and given once, or
+/// anything in it is not JSON: [`FieldsSeed`] then reads it, or refuses it, as before.
+pub(crate) fn walk_fields(text: &str) -> Option<Fields<'_>> {
+    let bytes = text.as_bytes();
+    let mut fields = Fields::default();
+    let mut names: Vec<&str> = Vec::new();
+    let mut at = skip::whitespace(bytes, 0);
+    if bytes.get(at) != Some(&b'{') {
+        return None;
+    }
+    at = skip::whitespace(bytes, at + 1);
+    if bytes.get(at) != Some(&b'}') {
+        loop {
+            if bytes.get(at) != Some(&b'"') {
+                return None;
+            }
+            let end = skip::string_end(bytes, at + 1)?;
+            let name = text.get(at + 1..end - 1)?;
+            if name.contains('\\') || names.contains(&name) {
+                return None;
+            }
+            names.push(name);
+            at = skip::whitespace(bytes, end);
+            if bytes.get(at) != Some(&b':') {
+                return None;
+            }
+            at = skip::whitespace(bytes, at + 1);
+            let raw = |end: usize| serde_json::from_str::<&RawValue>(text.get(at..end)?).ok();
+            at = match name {
+                "type" | "subtype" | "isSidechain" | "compactMetadata" => {
+                    let end = skip::value_end(bytes, at)?;
+                    let slot = match name {
+                        "type" => &mut fields.kind,
+                        "subtype" => &mut fields.subtype,
+                        "isSidechain" => &mut fields.sidechain,
+                        _ => &mut fields.compact,
+                    };
+                    *slot = Some(raw(end)?);
+                    end
+                }
+                "message" => {
+                    fields.messages += 1;
+                    let chat = fields.kind.is_some_and(|k| matches!(k.get(), r#""user""# | r#""assistant""#));
+                    if chat {
+                        // Built as it is crossed; serde_json says where it ended.
+                        let mut stream =
+                            serde_json::Deserializer::from_str(text.get(at..)?).into_iter::<TrackedValue>();
+                        let built = stream.next()?.ok()?;
+                        fields.message = Some(Message::Built(built.value));
+                        fields.message_keys = built.keys;
+                        at + stream.byte_offset()
+                    } else {
+                        let end = skip::value_end(bytes, at)?;
+                        fields.message = Some(Message::Raw(raw(end)?));
+                        end
+                    }
+                }
+                _ => skip::value_end(bytes, at)?,
+            };
+            at = skip::whitespace(bytes, at);
+            match bytes.get(at)? {
+                b',' => at = skip::whitespace(bytes, at + 1),
+                b'}' => break,
+                _ => return None,
+            }
+        }
+    }
+    (skip::whitespace(bytes, at + 1) == bytes.len()).then_some(fields)
+}
+
 /// The raw JSON of the keys [`Reader::line`] reads; a key given twice keeps its last value, as a
 /// parsed object would.
 ///
@@ -320,7 +405,7 @@ pub(crate) fn lean_event(line: &[u8]) -> Option<(Value, Option<u32>, Keys)> {
 /// event a `user` or `assistant` one (as Claude Code writes them), sparing a second pass over
 /// it; otherwise it is kept raw, to be built only if the event turns out to need it.
 #[derive(Default)]
-struct Fields<'a> {
+pub(crate) struct Fields<'a> {
     kind: Option<&'a RawValue>,
     subtype: Option<&'a RawValue>,
     sidechain: Option<&'a RawValue>,
@@ -430,7 +515,7 @@ impl<'de> Visitor<'de> for FieldsSeed<'_> {
                     let chat = fields.kind.is_some_and(|k| matches!(k.get(), r#""user""# | r#""assistant""#));
                     fields.message = Some(if chat {
                         fields.message_keys = Keys::default();
-                        Message::Built(map.next_value_seed(Tracked(&mut fields.message_keys))?)
+                        Message::Built(map.next_value_seed(Tracked::new(&mut fields.message_keys))?)
                     } else {
                         Message::Raw(map.next_value::<&'de RawValue>()?)
                     });

@@ -2,7 +2,7 @@
 //! says nothing; a log with `{"role": "user", "role": "assistant"}` would then be read as
 //! something it may not be. Readers report repeated keys once, as a note.
 
-use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::map::Entry;
 use serde_json::{Map, Number, Value};
 
@@ -127,12 +127,52 @@ impl Keys {
 /// each object that repeats a key and of each key written with an escape. The parse is the
 /// scan: nothing is read twice. Keys are compared decoded, so an escape hides no repeat (where
 /// [`scan_keys`] compares them as written and can only say that an escape was seen).
-pub(crate) struct Tracked<'k>(pub &'k mut Keys);
+///
+/// A value nested deeper than [`Tracked::DEPTH`] is an error: it is left to a whole parse of its
+/// text, which has serde_json's own limit.
+pub(crate) struct Tracked<'k> {
+    keys: &'k mut Keys,
+    /// How deep the value built is in the one the build started with.
+    depth: usize,
+}
+
+impl<'k> Tracked<'k> {
+    /// How deep a value is built; deeper is an error.
+    pub(crate) const DEPTH: usize = 100;
+
+    /// A build that tells `keys` what it finds.
+    pub(crate) fn new(keys: &'k mut Keys) -> Self {
+        Tracked { keys, depth: 0 }
+    }
+
+    /// The build of a value one level deeper; an error past [`Tracked::DEPTH`].
+    fn inner<E: de::Error>(&mut self) -> Result<Tracked<'_>, E> {
+        if self.depth == Self::DEPTH {
+            return Err(E::custom("nested too deep"));
+        }
+        Ok(Tracked { keys: &mut *self.keys, depth: self.depth + 1 })
+    }
+}
+
+/// A value built with [`Tracked`], with what it found: for reading a value from a stream,
+/// which tells where it ended.
+pub(crate) struct TrackedValue {
+    pub value: Value,
+    pub keys: Keys,
+}
+
+impl<'de> Deserialize<'de> for TrackedValue {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let mut keys = Keys::default();
+        let value = Tracked::new(&mut keys).deserialize(deserializer)?;
+        Ok(TrackedValue { value, keys })
+    }
+}
 
 /// `text`, one JSON value, built with [`Tracked`].
 pub(crate) fn tracked_value(text: &str, keys: &mut Keys) -> serde_json::Result<Value> {
     let mut deserializer = serde_json::Deserializer::from_str(text);
-    let value = Tracked(keys).deserialize(&mut deserializer)?;
+    let value = Tracked::new(keys).deserialize(&mut deserializer)?;
     deserializer.end()?;
     Ok(value)
 }
@@ -183,7 +223,8 @@ impl<'de> Visitor<'de> for Tracked<'_> {
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
         let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0));
-        while let Some(item) = seq.next_element_seed(Tracked(&mut *self.0))? {
+        let mut this = self;
+        while let Some(item) = seq.next_element_seed(this.inner()?)? {
             items.push(item);
         }
         Ok(Value::Array(items))
@@ -191,7 +232,8 @@ impl<'de> Visitor<'de> for Tracked<'_> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
         let mut object = Map::new();
         let mut repeated = false;
-        while let Some(key) = map.next_key_seed(KeySeed(&mut *self.0))? {
+        let mut this = self;
+        while let Some(key) = map.next_key_seed(KeySeed(&mut *this.keys))? {
             if object.is_empty() && key == NUMBER {
                 // A number, kept as written: serde_json reads its text as it reads any number.
                 let written: String = map.next_value()?;
@@ -203,12 +245,12 @@ impl<'de> Visitor<'de> for Tracked<'_> {
                 Entry::Occupied(mut entry) => {
                     if !repeated {
                         repeated = true;
-                        self.0.repeat(entry.key());
+                        this.keys.repeat(entry.key());
                     }
-                    entry.insert(map.next_value_seed(Tracked(&mut *self.0))?);
+                    entry.insert(map.next_value_seed(this.inner()?)?);
                 }
                 Entry::Vacant(entry) => {
-                    entry.insert(map.next_value_seed(Tracked(&mut *self.0))?);
+                    entry.insert(map.next_value_seed(this.inner()?)?);
                 }
             }
         }

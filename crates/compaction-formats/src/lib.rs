@@ -114,6 +114,7 @@ mod overlay;
 mod pairing;
 mod request;
 mod responses;
+mod skip;
 mod splice;
 #[cfg(test)]
 mod tests;

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::claude_code::{lean_event, Reader};
+use crate::claude_code::{lean_event, lean_event_by, walk_fields, Reader};
 use crate::dupkeys::scan_keys;
 use crate::eventlog::{json_lines, Slot};
 use crate::splice::{find, find_unique};
@@ -264,4 +264,64 @@ fn repeated_keys_are_looked_for_in_what_is_read() {
     // A key written with an escape is told, in the event or in its message.
     assert_eq!(keys(r#"{"typ\u0065":"user","message":{"role":"user","content":"x"}}"#), (None, true));
     assert_eq!(keys(r#"{"type":"user","message":{"rol\u0065":"user","content":"x"}}"#), (None, true));
+}
+
+/// The event as [`lean_event_by`] reads it, walked or not, for comparing the two.
+fn both_ways(line: &[u8]) -> (String, String) {
+    let show =
+        |walk| format!("{:?}", lean_event_by(line, walk).map(|(v, at, k)| (v, at, k.repeated, k.escaped)));
+    (show(true), show(false))
+}
+
+#[test]
+fn walking_an_event_reads_what_serde_json_reads() {
+    let mut lines: Vec<Vec<u8>> = Vec::new();
+    for path in claude_code_files() {
+        let bytes = std::fs::read(&path).unwrap();
+        for (number, range) in json_lines(&bytes) {
+            let line = &bytes[range];
+            // Real events are walked: the walk is what reads a session.
+            let text = std::str::from_utf8(line).unwrap();
+            assert!(walk_fields(text).is_some(), "{}: line {number} was not walked", path.display());
+            lines.push(line.to_vec());
+        }
+    }
+    // Spoiled copies of real lines, and of lines made awkward: a byte put in, taken out or
+    // changed, wherever it falls. The walk reads what serde_json reads, or leaves it.
+    let awkward = [
+        &br#"{"type":"user","message":{"role":"user","content":"x"},"toolUseResult":{"a":[1,2.5e3,-0,"\u00e9\n"],"b":null}}"#[..],
+        br#"{"type":"assistant","isSidechain":false,"message":{"id":"m","role":"assistant","content":[{"type":"text","text":"t"}]}}"#,
+        br#"{"message":{"role":"user","content":"late"},"type":"user","uuid":"u"}"#,
+        br#"{"type":"system","subtype":"compact_boundary","compactMetadata":{"preTokens":5}}"#,
+    ];
+    let short: Vec<Vec<u8>> = lines.iter().filter(|l| l.len() < 4_000).take(200).cloned().collect();
+    let mut state = 7u64;
+    let mut next = |n: usize| {
+        state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        (state >> 33) as usize % n
+    };
+    const BYTES: &[u8] = b"\"\\,:{}[]0-.eE+ \x01atfnu/x";
+    let (mut walked, mut left) = (0, 0);
+    for line in short.iter().map(Vec::as_slice).chain(awkward).cycle().take(6_000) {
+        let mut spoiled = line.to_vec();
+        let at = next(spoiled.len());
+        match next(3) {
+            0 => spoiled.insert(at, BYTES[next(BYTES.len())]),
+            1 => {
+                spoiled.remove(at);
+            }
+            _ => spoiled[at] = BYTES[next(BYTES.len())],
+        }
+        let (walk, parse) = both_ways(&spoiled);
+        assert_eq!(walk, parse, "{}", String::from_utf8_lossy(&spoiled));
+        match std::str::from_utf8(&spoiled).ok().and_then(walk_fields) {
+            Some(_) => walked += 1,
+            None => left += 1,
+        }
+    }
+    assert!(walked > 1_000 && left > 1_000, "{walked} {left}");
+    for line in &lines {
+        let (walk, parse) = both_ways(line);
+        assert_eq!(walk, parse);
+    }
 }
