@@ -232,34 +232,56 @@ pub(crate) fn write_back(
             &all
         }
     };
-    let mut edits = Vec::new();
-    for &index in indices {
-        let (Some(message), Some(slots)) = (messages.get(index), log.slots.get(index)) else { continue };
-        if fingerprint(message, slots) != slots.fingerprint {
-            return Err(Error::WriteBack {
-                reason: format!(
-                    "message {index} changed in more than its tool results and inputs, which a {label} \
-                     log cannot take back (write another format with a target)"
-                ),
-            });
-        }
-        let results = message.tool_call_results();
-        for (result, slot) in results.zip(&slots.results) {
-            let Some(slot) = slot else { continue };
-            if let Some(edit) = edit_result(source, log, slot, &result.result)? {
-                edits.push(edit);
+    // The edits of the messages, found on two threads when there are many (each is found in its
+    // own line of the input), kept in the order of the messages; the first error in that order
+    // is the one given, as one thread would give it.
+    let edits_of = |indices: &[usize]| -> Result<Vec<Edit>, Error> {
+        let mut edits = Vec::new();
+        for &index in indices {
+            let (Some(message), Some(slots)) = (messages.get(index), log.slots.get(index)) else { continue };
+            if fingerprint(message, slots) != slots.fingerprint {
+                return Err(Error::WriteBack {
+                    reason: format!(
+                        "message {index} changed in more than its tool results and inputs, which a \
+                         {label} log cannot take back (write another format with a target)"
+                    ),
+                });
+            }
+            let results = message.tool_call_results();
+            for (result, slot) in results.zip(&slots.results) {
+                let Some(slot) = slot else { continue };
+                if let Some(edit) = edit_result(source, log, slot, &result.result)? {
+                    edits.push(edit);
+                }
+            }
+            for (call, slot) in message.tool_calls().zip(&slots.calls) {
+                let Some(slot) = slot else { continue };
+                if let Some(edit) = edit_call(source, log, slot, call)? {
+                    edits.push(edit);
+                }
             }
         }
-        for (call, slot) in message.tool_calls().zip(&slots.calls) {
-            let Some(slot) = slot else { continue };
-            if let Some(edit) = edit_call(source, log, slot, call)? {
-                edits.push(edit);
-            }
-        }
-    }
+        Ok(edits)
+    };
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+    let edits = if cores > 1 && source.len() >= PARALLEL_EDITS && indices.len() > 1 {
+        let (first, second) = indices.split_at(indices.len() / 2);
+        let (first, second) = std::thread::scope(|scope| {
+            let later = scope.spawn(|| edits_of(second));
+            (edits_of(first), later.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+        });
+        let mut edits = first?;
+        edits.extend(second?);
+        edits
+    } else {
+        edits_of(indices)?
+    };
     splice::write_edited(source, edits, out)?;
     Ok(())
 }
+
+/// Below this many bytes of input one thread finds a write-back's edits.
+const PARALLEL_EDITS: usize = 1 << 20;
 
 /// The bytes of the value at `slot`.
 fn locate(source: &[u8], log: &EventLog, slot: &Slot) -> Result<Range<usize>, Error> {

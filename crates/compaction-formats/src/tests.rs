@@ -414,3 +414,47 @@ fn a_large_request_reads_on_two_threads_as_the_tree_path_reads_it() {
         assert_eq!(conversation.messages, by_tree.messages);
     }
 }
+
+/// A Claude Code session of a few megabytes, its edits found on two threads: pruned results
+/// change, in order, and nothing else does, as on one thread.
+#[test]
+fn a_large_log_is_written_back_as_a_small_one_is() {
+    let mut log = String::new();
+    for k in 0..3_000 {
+        log.push_str(&format!(
+            r#"{{"type":"assistant","message":{{"id":"m{k}","role":"assistant","content":[{{"type":"tool_use","id":"c{k}","name":"sh","input":{{"n":{k}}}}}]}}}}"#
+        ));
+        log.push('\n');
+        log.push_str(&format!(
+            r#"{{"type":"user","message":{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"c{k}","content":"out {k}: {}"}}]}},"toolUseResult":"x"}}"#,
+            "data ".repeat(100)
+        ));
+        log.push('\n');
+    }
+    assert!(log.len() > 1 << 20);
+    let conversation = read(log.clone().into_bytes(), &ReadOptions::named("t")).unwrap();
+    assert_eq!(conversation.format, Format::ClaudeCode);
+    let mut messages = conversation.messages.clone();
+    let changed: Vec<usize> = (1..messages.len()).step_by(6).collect();
+    let mut expected = log.clone();
+    for &index in &changed {
+        prune(&mut messages, index);
+        let k = index / 2;
+        let was = format!(r#""content":"out {k}: {}""#, "data ".repeat(100));
+        expected = expected.replacen(&was, r#""content":"[pruned]""#, 1);
+    }
+    let mut out = Vec::new();
+    write(&conversation, &messages, None, Some(&changed), &mut out).unwrap();
+    assert_eq!(out.len(), expected.len());
+    assert!(String::from_utf8(out).unwrap() == expected);
+    // A message changed beyond its results is refused, whichever thread finds it.
+    let mut messages = conversation.messages.clone();
+    let last = messages.len() - 2;
+    messages[last].parts.clear();
+    let mut out = Vec::new();
+    // Unless it is among those said to have changed, it is not looked at.
+    assert!(write(&conversation, &messages, None, Some(&changed), &mut out).is_ok());
+    let changed: Vec<usize> = changed.into_iter().chain([last]).collect();
+    let error = write(&conversation, &messages, None, Some(&changed), &mut out).unwrap_err();
+    assert!(error.to_string().contains(&format!("message {last} changed")), "{error}");
+}
