@@ -23,15 +23,15 @@ use serde_json::{Map, Value};
 
 use crate::anthropic::{self, Opaque};
 use crate::document::json_type;
-use crate::dupkeys::{self, Keys, Tracked, TrackedValue};
+use crate::dupkeys::{self, Keys, Tracked};
 use crate::error::{snippet, Error, Location};
 use crate::eventlog::{LogDecoded, MessageSlots, Slot, Style};
 use crate::notes::{plural, thousands, Note, NoteKind, Tally};
 use crate::pairing::OpenCalls;
-use crate::skip;
 use crate::splice::{self, Seg};
 use crate::usage::{MessageUsage, Usage};
 use crate::ProviderCompaction;
+use crate::{skip, values};
 
 /// Reads a Claude Code log line by line.
 #[derive(Debug)]
@@ -327,8 +327,9 @@ pub(crate) fn lean_event_by(line: &[u8], walk: bool) -> Option<(Value, Option<u3
 
 /// An event's [`Fields`], found by walking its members: what is not read is crossed by
 /// [`skip::value_end`], checked as serde_json checks it and faster than serde_json skips it (a
-/// session's `toolUseResult` is half its bytes), and only the values read are parsed, by
-/// serde_json. `None` when the line is not an object whose keys are plain and given once, or
+/// session's `toolUseResult` is half its bytes), a `user` or `assistant` event's `message` is
+/// built by [`values::value_at`], as serde_json would build it, and the few other values read
+/// are parsed by serde_json. `None` when the line is not an object whose keys are plain and given once, or
 /// anything in it is not JSON: [`FieldsSeed`] then reads it, or refuses it, as before.
 pub(crate) fn walk_fields(text: &str) -> Option<Fields<'_>> {
     let bytes = text.as_bytes();
@@ -372,13 +373,12 @@ pub(crate) fn walk_fields(text: &str) -> Option<Fields<'_>> {
                     fields.messages += 1;
                     let chat = fields.kind.is_some_and(|k| matches!(k.get(), r#""user""# | r#""assistant""#));
                     if chat {
-                        // Built as it is crossed; serde_json says where it ended.
-                        let mut stream =
-                            serde_json::Deserializer::from_str(text.get(at..)?).into_iter::<TrackedValue>();
-                        let built = stream.next()?.ok()?;
-                        fields.message = Some(Message::Built(built.value));
-                        fields.message_keys = built.keys;
-                        at + stream.byte_offset()
+                        // Built as it is crossed, by hand.
+                        let mut keys = Keys::default();
+                        let (message, end) = values::value_at(text, at, &mut keys)?;
+                        fields.message = Some(Message::Built(message));
+                        fields.message_keys = keys;
+                        end
                     } else {
                         let end = skip::value_end(bytes, at)?;
                         fields.message = Some(Message::Raw(raw(end)?));

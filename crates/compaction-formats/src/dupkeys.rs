@@ -2,7 +2,7 @@
 //! says nothing; a log with `{"role": "user", "role": "assistant"}` would then be read as
 //! something it may not be. Readers report repeated keys once, as a note.
 
-use serde::de::{self, Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::map::Entry;
 use serde_json::{Map, Number, Value};
 
@@ -151,21 +151,6 @@ impl<'k> Tracked<'k> {
             return Err(E::custom("nested too deep"));
         }
         Ok(Tracked { keys: &mut *self.keys, depth: self.depth + 1 })
-    }
-}
-
-/// A value built with [`Tracked`], with what it found: for reading a value from a stream,
-/// which tells where it ended.
-pub(crate) struct TrackedValue {
-    pub value: Value,
-    pub keys: Keys,
-}
-
-impl<'de> Deserialize<'de> for TrackedValue {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let mut keys = Keys::default();
-        let value = Tracked::new(&mut keys).deserialize(deserializer)?;
-        Ok(TrackedValue { value, keys })
     }
 }
 

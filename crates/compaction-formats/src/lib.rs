@@ -119,6 +119,7 @@ mod splice;
 #[cfg(test)]
 mod tests;
 mod usage;
+mod values;
 mod write;
 
 use std::io::Write;

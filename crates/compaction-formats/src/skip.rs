@@ -90,13 +90,13 @@ pub(crate) fn whitespace(bytes: &[u8], mut at: usize) -> usize {
     at
 }
 
-fn literal(bytes: &[u8], at: usize, word: &[u8]) -> Option<usize> {
+pub(crate) fn literal(bytes: &[u8], at: usize, word: &[u8]) -> Option<usize> {
     (bytes.get(at..at + word.len())? == word).then_some(at + word.len())
 }
 
 /// Past a number: `-`, then `0` or digits not starting with `0`, then a fraction and an
 /// exponent, each with at least one digit.
-fn number_end(bytes: &[u8], mut at: usize) -> Option<usize> {
+pub(crate) fn number_end(bytes: &[u8], mut at: usize) -> Option<usize> {
     let digits =
         |at: usize| bytes.get(at..).map_or(0, |rest| rest.iter().take_while(|b| b.is_ascii_digit()).count());
     if bytes.get(at) == Some(&b'-') {
@@ -169,7 +169,7 @@ fn escape_end(bytes: &[u8], at: usize) -> Option<usize> {
 
 /// The bytes of a word that stop a string's contents (`"`, `\`, control characters), each
 /// flagged by its high bit; only the lowest flag is exact (a borrow can flag bytes after it).
-fn stops(x: u64) -> u64 {
+pub(crate) fn stops(x: u64) -> u64 {
     let below = |x: u64, n: u64| x.wrapping_sub(ONES * n) & !x;
     (below(x ^ (ONES * u64::from(b'"')), 1) | below(x ^ (ONES * u64::from(b'\\')), 1) | below(x, 0x20)) & HIGH
 }
