@@ -18,137 +18,155 @@ use crate::skip::{literal, number_end, stops, whitespace};
 /// The value starting at byte `at` of `text`, and where it ends; repeated keys and keys written
 /// with an escape go to `keys`.
 pub(crate) fn value_at(text: &str, at: usize, keys: &mut Keys) -> Option<(Value, usize)> {
-    value(text, at, keys, 0)
-}
-
-fn value(text: &str, at: usize, keys: &mut Keys, depth: usize) -> Option<(Value, usize)> {
-    let bytes = text.as_bytes();
-    match *bytes.get(at)? {
-        b'"' => {
-            let (string, end, _) = string(text, at + 1)?;
-            Some((Value::String(string), end))
-        }
-        b'{' => {
-            if depth == Tracked::DEPTH {
-                return None;
-            }
-            let mut object = Map::new();
-            let mut repeated = false;
-            let mut at = whitespace(bytes, at + 1);
-            if bytes.get(at) == Some(&b'}') {
-                return Some((Value::Object(object), at + 1));
-            }
-            loop {
-                if bytes.get(at) != Some(&b'"') {
-                    return None;
-                }
-                let (key, end, escaped) = string(text, at + 1)?;
-                keys.escaped |= escaped;
-                at = whitespace(bytes, end);
-                if bytes.get(at) != Some(&b':') {
-                    return None;
-                }
-                at = whitespace(bytes, at + 1);
-                // A repeat is told at its key, and its value kept where the first one was, as a
-                // parsed object keeps it.
-                let end = match object.entry(key) {
-                    Entry::Occupied(mut entry) => {
-                        if !repeated {
-                            repeated = true;
-                            keys.repeat(entry.key());
-                        }
-                        let (member, end) = value(text, at, keys, depth + 1)?;
-                        entry.insert(member);
-                        end
-                    }
-                    Entry::Vacant(entry) => {
-                        let (member, end) = value(text, at, keys, depth + 1)?;
-                        entry.insert(member);
-                        end
-                    }
-                };
-                at = whitespace(bytes, end);
-                match *bytes.get(at)? {
-                    b',' => at = whitespace(bytes, at + 1),
-                    b'}' => return Some((Value::Object(object), at + 1)),
-                    _ => return None,
-                }
-            }
-        }
-        b'[' => {
-            if depth == Tracked::DEPTH {
-                return None;
-            }
-            let mut items = Vec::new();
-            let mut at = whitespace(bytes, at + 1);
-            if bytes.get(at) == Some(&b']') {
-                return Some((Value::Array(items), at + 1));
-            }
-            loop {
-                let (item, end) = value(text, at, keys, depth + 1)?;
-                items.push(item);
-                at = whitespace(bytes, end);
-                match *bytes.get(at)? {
-                    b',' => at = whitespace(bytes, at + 1),
-                    b']' => return Some((Value::Array(items), at + 1)),
-                    _ => return None,
-                }
-            }
-        }
-        b't' => Some((Value::Bool(true), literal(bytes, at, b"true")?)),
-        b'f' => Some((Value::Bool(false), literal(bytes, at, b"false")?)),
-        b'n' => Some((Value::Null, literal(bytes, at, b"null")?)),
-        b'-' | b'0'..=b'9' => {
-            // A number as serde_json keeps it (as written, with `arbitrary_precision`): few in a
-            // message, each parsed by serde_json.
-            let end = number_end(bytes, at)?;
-            Some((serde_json::from_str(text.get(at..end)?).ok()?, end))
-        }
-        _ => None,
+    thread_local! {
+        // Kept from line to line: grown once to the longest string, not once a line.
+        static SCRATCH: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
     }
+    SCRATCH.with(|scratch| {
+        let mut builder = Builder { text, keys, scratch: scratch.take() };
+        let built = builder.value(at, 0);
+        scratch.replace(builder.scratch);
+        built
+    })
 }
 
-/// The string whose contents start at `at`, decoded; where it ends (past its closing quote);
-/// and whether it held an escape. `None` for a control character, an escape JSON does not
-/// have, or a `\u` escape of half a surrogate pair alone (serde_json refuses those in what it
-/// builds).
-fn string(text: &str, start: usize) -> Option<(String, usize, bool)> {
-    let bytes = text.as_bytes();
-    let mut out = String::new();
-    let mut run = start;
-    let mut at = start;
-    loop {
-        // Eight bytes at a time to the next quote, backslash or control character.
-        while let Some(eight) = bytes.get(at..at + 8) {
-            let mut word = [0; 8];
-            word.copy_from_slice(eight);
-            let stops = stops(u64::from_le_bytes(word));
-            if stops != 0 {
-                at += (stops.trailing_zeros() / 8) as usize;
-                break;
-            }
-            at += 8;
-        }
+/// A build in progress: the text, what its keys hold, and a buffer strings with escapes are
+/// decoded into before each is copied once into a string of its size (grown as it went, a
+/// string's buffer would be up to twice its size, and so the memory a log takes).
+struct Builder<'a, 'k> {
+    text: &'a str,
+    keys: &'k mut Keys,
+    scratch: String,
+}
+
+impl Builder<'_, '_> {
+    fn value(&mut self, at: usize, depth: usize) -> Option<(Value, usize)> {
+        let (text, bytes) = (self.text, self.text.as_bytes());
         match *bytes.get(at)? {
             b'"' => {
-                if run == start {
-                    // No escape: the contents as they are, copied once.
-                    return Some((text.get(start..at)?.to_owned(), at + 1, false));
-                }
-                out.push_str(text.get(run..at)?);
-                return Some((out, at + 1, true));
+                let (string, end, _) = self.string(at + 1)?;
+                Some((Value::String(string), end))
             }
-            b'\\' => {
-                if run == start {
-                    out.reserve(at - start + 16);
+            b'{' => {
+                if depth == Tracked::DEPTH {
+                    return None;
                 }
-                out.push_str(text.get(run..at)?);
-                at = escape(bytes, at + 1, &mut out)?;
-                run = at;
+                let mut object = Map::new();
+                let mut repeated = false;
+                let mut at = whitespace(bytes, at + 1);
+                if bytes.get(at) == Some(&b'}') {
+                    return Some((Value::Object(object), at + 1));
+                }
+                loop {
+                    if bytes.get(at) != Some(&b'"') {
+                        return None;
+                    }
+                    let (key, end, escaped) = self.string(at + 1)?;
+                    self.keys.escaped |= escaped;
+                    at = whitespace(bytes, end);
+                    if bytes.get(at) != Some(&b':') {
+                        return None;
+                    }
+                    at = whitespace(bytes, at + 1);
+                    // A repeat is told at its key, and its value kept where the first one was, as a
+                    // parsed object keeps it.
+                    let end = match object.entry(key) {
+                        Entry::Occupied(mut entry) => {
+                            if !repeated {
+                                repeated = true;
+                                self.keys.repeat(entry.key());
+                            }
+                            let (member, end) = self.value(at, depth + 1)?;
+                            entry.insert(member);
+                            end
+                        }
+                        Entry::Vacant(entry) => {
+                            let (member, end) = self.value(at, depth + 1)?;
+                            entry.insert(member);
+                            end
+                        }
+                    };
+                    at = whitespace(bytes, end);
+                    match *bytes.get(at)? {
+                        b',' => at = whitespace(bytes, at + 1),
+                        b'}' => return Some((Value::Object(object), at + 1)),
+                        _ => return None,
+                    }
+                }
             }
-            0x00..=0x1F => return None,
-            // The last few bytes, which the eight at a time did not cover.
-            _ => at += 1,
+            b'[' => {
+                if depth == Tracked::DEPTH {
+                    return None;
+                }
+                let mut items = Vec::new();
+                let mut at = whitespace(bytes, at + 1);
+                if bytes.get(at) == Some(&b']') {
+                    return Some((Value::Array(items), at + 1));
+                }
+                loop {
+                    let (item, end) = self.value(at, depth + 1)?;
+                    items.push(item);
+                    at = whitespace(bytes, end);
+                    match *bytes.get(at)? {
+                        b',' => at = whitespace(bytes, at + 1),
+                        b']' => return Some((Value::Array(items), at + 1)),
+                        _ => return None,
+                    }
+                }
+            }
+            b't' => Some((Value::Bool(true), literal(bytes, at, b"true")?)),
+            b'f' => Some((Value::Bool(false), literal(bytes, at, b"false")?)),
+            b'n' => Some((Value::Null, literal(bytes, at, b"null")?)),
+            b'-' | b'0'..=b'9' => {
+                // A number as serde_json keeps it (as written, with `arbitrary_precision`): few in a
+                // message, each parsed by serde_json.
+                let end = number_end(bytes, at)?;
+                Some((serde_json::from_str(text.get(at..end)?).ok()?, end))
+            }
+            _ => None,
+        }
+    }
+
+    /// The string whose contents start at `at`, decoded; where it ends (past its closing quote);
+    /// and whether it held an escape. `None` for a control character, an escape JSON does not
+    /// have, or a `\u` escape of half a surrogate pair alone (serde_json refuses those in what it
+    /// builds).
+    fn string(&mut self, start: usize) -> Option<(String, usize, bool)> {
+        let (text, bytes) = (self.text, self.text.as_bytes());
+        let out = &mut self.scratch;
+        out.clear();
+        let mut run = start;
+        let mut at = start;
+        loop {
+            // Eight bytes at a time to the next quote, backslash or control character.
+            while let Some(eight) = bytes.get(at..at + 8) {
+                let mut word = [0; 8];
+                word.copy_from_slice(eight);
+                let stops = stops(u64::from_le_bytes(word));
+                if stops != 0 {
+                    at += (stops.trailing_zeros() / 8) as usize;
+                    break;
+                }
+                at += 8;
+            }
+            match *bytes.get(at)? {
+                b'"' => {
+                    if run == start {
+                        // No escape: the contents as they are, copied once.
+                        return Some((text.get(start..at)?.to_owned(), at + 1, false));
+                    }
+                    out.push_str(text.get(run..at)?);
+                    return Some((out.as_str().to_owned(), at + 1, true));
+                }
+                b'\\' => {
+                    out.push_str(text.get(run..at)?);
+                    at = escape(bytes, at + 1, out)?;
+                    run = at;
+                }
+                0x00..=0x1F => return None,
+                // The last few bytes, which the eight at a time did not cover.
+                _ => at += 1,
+            }
         }
     }
 }
