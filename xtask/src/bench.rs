@@ -1241,41 +1241,42 @@ virtual memory makes each fresh page cost microseconds): reading 50 MB into fres
 messages, writing the output into the page cache, and `fsync` before the output's atomic rename. \
 What would cut it, and why it is not done: mapping the input instead of reading it (no copy, no \
 zeroed pages) needs `unsafe` (`memmap2::Mmap::map`), which the workspace forbids; huge pages \
-(tried before, and with mimalloc here: 300 page faults instead of 20,700) make the kernel compact \
-memory now and then, and the runs got slower as often as faster; skipping `fsync` would make the \
-output's rename unsafe. On two cores shared with other work both our threads compete with it, \
+(mimalloc's version 3 asks for them: 300 page faults instead of 20,700) make the kernel compact \
+memory now and then, and the runs got slower as often as faster, so the command uses its \
+version 2; skipping `fsync` would make the output's rename unsafe. On two cores shared with other work both our threads compete with it, \
 where the reference runs on one: the spread of our runs shows it.";
 
 /// Where the log formats' time goes, and what would make them faster: see compaction-formats.
 const LOG_FORMAT_NOTES: &str = "Where the time goes (callgrind, all threads). Claude Code, 50 MB: \
-`count` 1,338 M instructions (1,417 M before this round), \
-`prune` 1,430 M (1,697 M; writing 67 M of it, 284 M before). Each line is read lean \
-(`claude_code::lean_event`), building only `type`, `subtype`, `isSidechain`, `compactMetadata` \
-and the `message` of `user` and `assistant` events, the envelope and `toolUseResult` skipped \
-unbuilt: that pass is 60% of `count` (building the message's strings 20%, skipping the envelope \
-and `toolUseResult` 13%, map inserts 8%, checking UTF-8 8%); the repeated-key scan (now 64 bytes \
-at a time) 20%; dropping the values built 10%; turning them into messages 10%. Both commands \
-parse blocks of lines on two threads (`count` 4 MB at a time, `LineReader::push_lines`, memory \
-bounded by a block and the conversation; `prune` the whole file, `read_log`); on two cores shared \
-with other work the second thread costs `count` 20–25% more CPU time for no wall time we could \
-measure. `prune` splices pruned results into the original bytes, and writes a result it can tell \
-was replaced without parsing the original. What would reach 300 MB/s: reading a line's \
-`message` straight into messages (a deserializer that moves strings, no map, nothing to drop: \
-about a quarter of the time), and for `prune`, which holds the file, leaving the tool results' \
-strings in the input as the Haystack and OpenAI readers do. \
-OpenAI: the request is read without a tree (`request::read`): its envelope's members parsed as they come, its \
-messages read one by one from their bytes on two threads (the second starting at a message \
-near the middle), each string `content` checked and left in the input, only the other members \
-parsed, tool calls made on the thread that read them, and repeated keys looked for only in the \
-values parsed. Written back, the envelope and every unchanged message are copied from the \
+`count` 762 M instructions (1,338 M at the last benchmark; 406 M on the main thread, 356 M on the \
+second), `prune` 820 M (1,430 M; 430 M and 389 M, writing 37 M of it). What changed: the command \
+allocates with mimalloc (with glibc's malloc the two reading threads waited on its arena locks, \
+and freed pages went back to the kernel only to be faulted in again: half the wall time of a \
+`prune`); each line is checked as UTF-8 with simdutf8 (100 M before), its members walked by hand \
+(`claude_code::walk_fields`), the envelope and `toolUseResult` crossed by a check as strict as \
+serde_json's (`skip.rs`, 108 M, where serde_json's `IgnoredAny` took 150 M), the `message` of a \
+`user` or `assistant` event built by hand (`values.rs`: strings decoded straight into their own \
+buffers, where serde_json copies each escaped one twice and stops at every escape), and repeated \
+keys looked for in what is built, while it is built (the second pass over every line was 20%); \
+a message's strings are moved into the messages, not copied; a write-back's edits are found on \
+two threads; the second reading thread takes five runs of lines in eight, so both are about as \
+busy. What the walk is not sure of goes to serde_json, and tests hold the two side by side on \
+real and spoiled lines. What is left: building the message 45% (decoding strings with an escape \
+every few dozen bytes, map inserts hashed with SipHash as serde_json's `Map` hashes them), \
+crossing the rest 14%, turning the values into messages 18% (counting the texts' characters, \
+pairing results with their calls, dropping what is not kept). \
+OpenAI: the request is read without a tree (`request::read`): its envelope's members parsed as \
+they come, its messages read one by one from their bytes on two threads (the second starting at a \
+message near the middle), each string `content` checked and left in the input, only the other \
+members parsed, tool calls made on the thread that read them, and repeated keys looked for only \
+in the values parsed. Written back, the envelope and every unchanged message are copied from the \
 input; each changed message is encoded over its original, its content skipped by its known \
-place. At 10 MB, `count` 170 M instructions (104 M on the main thread, 66 M on the second), \
-`prune` 178 M (110 M and 68 M), against 396 M for `prune` before, on one core, when the request was one \
-`serde_json::Value` tree kept to write it back (peak memory 4.2× the input then, 2× now). \
-What is left on the main thread: its half of the reading (64 M, two thirds of it checking and \
-counting the contents' characters), pairing results with their calls in order (17 M, cloning \
-each call for the result that answers it), reading the file (two threads, but the kernel's \
-page faults, about 24,000 for 50 MB, cost about as much CPU time as the user space does).";
+place. At 50 MB, `count` 712 M instructions (412 M on the main thread, 300 M on the second), \
+`prune` 790 M (479 M and 311 M). The two threads read about half each; what follows the reading \
+is the main thread's alone: pairing results with their calls in order (58 M, half of it cloning \
+each call, once to keep it open and once for the result that answers it), the pruning (18 M) and \
+the write-back (40 M). `prune` also waits for `fsync` before the output's atomic rename (about \
+25 ms for 40 MB here).";
 
 /// Writes out what earlier runs left in the page cache (`sync`), so that a run does not pay for
 /// another's output: our `prune` syncs its file before renaming it, and on ext4 that waits for
