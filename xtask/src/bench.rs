@@ -1241,9 +1241,10 @@ virtual memory makes each fresh page cost microseconds): reading 50 MB into fres
 messages, writing the output into the page cache, and `fsync` before the output's atomic rename. \
 What would cut it, and why it is not done: mapping the input instead of reading it (no copy, no \
 zeroed pages) needs `unsafe` (`memmap2::Mmap::map`), which the workspace forbids; huge pages \
-(mimalloc's version 3 asks for them: 300 page faults instead of 20,700) make the kernel compact \
-memory now and then, and the runs got slower as often as faster, so the command uses its \
-version 2; skipping `fsync` would make the output's rename unsafe. On two cores shared with other work both our threads compete with it, \
+(300 page faults instead of 20,700 when mimalloc gets them) make the kernel zero 2 MB pages and \
+compact memory now and then: a 50 MB prune took 0.10 to 0.38 s with them, 0.14 to 0.17 s \
+without, and a 10 MB one held 34 MB instead of 26, so the command asks for none \
+(`prctl(PR_SET_THP_DISABLE)`); skipping `fsync` would make the output's rename unsafe. On two cores shared with other work both our threads compete with it, \
 where the reference runs on one: the spread of our runs shows it.";
 
 /// Where the log formats' time goes, and what would make them faster: see compaction-formats.
@@ -1252,7 +1253,8 @@ const LOG_FORMAT_NOTES: &str = "Where the time goes (callgrind, all threads). Cl
 second), `prune` 820 M (1,430 M; 430 M and 389 M, writing 37 M of it). What changed: the command \
 allocates with mimalloc (with glibc's malloc the two reading threads waited on its arena locks, \
 and freed pages went back to the kernel only to be faulted in again: half the wall time of a \
-`prune`); each line is checked as UTF-8 with simdutf8 (100 M before), its members walked by hand \
+`prune`; the command asks the kernel for no transparent huge pages, which made its runs now \
+faster, now much slower, and held more memory); each line is checked as UTF-8 with simdutf8 (100 M before), its members walked by hand \
 (`claude_code::walk_fields`), the envelope and `toolUseResult` crossed by a check as strict as \
 serde_json's (`skip.rs`, 108 M, where serde_json's `IgnoredAny` took 150 M), the `message` of a \
 `user` or `assistant` event built by hand (`values.rs`: strings decoded straight into their own \

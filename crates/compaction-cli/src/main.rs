@@ -71,6 +71,10 @@ impl std::fmt::Display for PartialFailure {
 impl std::error::Error for PartialFailure {}
 
 fn main() -> ExitCode {
+    // No transparent huge pages (see the rustix dependency's comment in Cargo.toml). A kernel
+    // that refuses changes nothing but the speed.
+    #[cfg(target_os = "linux")]
+    let _ = rustix::thread::disable_transparent_huge_pages(true);
     let cli = Cli::parse();
     output::clean_up_on_interrupt();
     progress::set_quiet(cli.quiet);
