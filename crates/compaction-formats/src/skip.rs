@@ -135,17 +135,7 @@ pub(crate) fn number_end(bytes: &[u8], mut at: usize) -> Option<usize> {
 /// it ignores a string).
 pub(crate) fn string_end(bytes: &[u8], mut at: usize) -> Option<usize> {
     loop {
-        // Eight bytes at a time to the next quote, backslash or control character.
-        while let Some(eight) = bytes.get(at..at + 8) {
-            let mut word = [0; 8];
-            word.copy_from_slice(eight);
-            let stops = stops(u64::from_le_bytes(word));
-            if stops != 0 {
-                at += (stops.trailing_zeros() / 8) as usize;
-                break;
-            }
-            at += 8;
-        }
+        at = next_stop(bytes, at);
         match *bytes.get(at)? {
             b'"' => return Some(at + 1),
             b'\\' => at = escape_end(bytes, at)?,
@@ -154,6 +144,21 @@ pub(crate) fn string_end(bytes: &[u8], mut at: usize) -> Option<usize> {
             _ => at += 1,
         }
     }
+}
+
+/// The first quote, backslash or control character at or after `at`, looked for eight bytes at
+/// a time; or where fewer than eight bytes are left, which the caller looks at one by one.
+pub(crate) fn next_stop(bytes: &[u8], mut at: usize) -> usize {
+    while let Some(eight) = bytes.get(at..at + 8) {
+        let mut word = [0; 8];
+        word.copy_from_slice(eight);
+        let stops = stops(u64::from_le_bytes(word));
+        if stops != 0 {
+            return at + (stops.trailing_zeros() / 8) as usize;
+        }
+        at += 8;
+    }
+    at
 }
 
 /// Past the escape whose backslash is at `at`; `None` when it is not an escape JSON has.
@@ -169,7 +174,7 @@ fn escape_end(bytes: &[u8], at: usize) -> Option<usize> {
 
 /// The bytes of a word that stop a string's contents (`"`, `\`, control characters), each
 /// flagged by its high bit; only the lowest flag is exact (a borrow can flag bytes after it).
-pub(crate) fn stops(x: u64) -> u64 {
+fn stops(x: u64) -> u64 {
     let below = |x: u64, n: u64| x.wrapping_sub(ONES * n) & !x;
     (below(x ^ (ONES * u64::from(b'"')), 1) | below(x ^ (ONES * u64::from(b'\\')), 1) | below(x, 0x20)) & HIGH
 }

@@ -13,7 +13,7 @@ use serde_json::map::Entry;
 use serde_json::{Map, Value};
 
 use crate::dupkeys::{Keys, Tracked};
-use crate::skip::{literal, number_end, stops, whitespace};
+use crate::skip::{literal, next_stop, number_end, whitespace};
 
 /// The value starting at byte `at` of `text`, and where it ends; repeated keys and keys written
 /// with an escape go to `keys`.
@@ -138,17 +138,7 @@ impl Builder<'_, '_> {
         let mut run = start;
         let mut at = start;
         loop {
-            // Eight bytes at a time to the next quote, backslash or control character.
-            while let Some(eight) = bytes.get(at..at + 8) {
-                let mut word = [0; 8];
-                word.copy_from_slice(eight);
-                let stops = stops(u64::from_le_bytes(word));
-                if stops != 0 {
-                    at += (stops.trailing_zeros() / 8) as usize;
-                    break;
-                }
-                at += 8;
-            }
+            at = next_stop(bytes, at);
             match *bytes.get(at)? {
                 b'"' => {
                     if run == start {
