@@ -396,10 +396,28 @@ fn adapters_library_does_no_io() {
 #[test]
 fn offload_owns_store_io_and_decides_without_it() {
     // Only compaction-offload reaches the file system through rustix; the other library crates
-    // reach a store through it.
-    let deps = dependencies(&metadata());
+    // reach a store through it. The command uses rustix for one process setting (no transparent
+    // huge pages), without its file-system calls.
+    let metadata = metadata();
+    for package in metadata["packages"].as_array().expect("packages") {
+        if package["name"] != "compaction-cli" {
+            continue;
+        }
+        for dep in package["dependencies"].as_array().expect("dependencies") {
+            if dep["name"] == "rustix" {
+                let features = dep["features"].as_array().expect("features");
+                assert!(
+                    dep["uses_default_features"] == false && !features.iter().any(|f| f == "fs"),
+                    "Architecture Invariant broken: compaction-cli reaches the file system through rustix"
+                );
+            }
+        }
+    }
+    let deps = dependencies(&metadata);
     for (krate, list) in &deps {
-        if krate != "compaction-offload" && krate.starts_with("compaction-") {
+        if !matches!(krate.as_str(), "compaction-offload" | "compaction-cli")
+            && krate.starts_with("compaction-")
+        {
             assert!(
                 !list.iter().any(|(dep, _)| dep == "rustix"),
                 "Architecture Invariant broken: {krate} does store I/O of its own"
