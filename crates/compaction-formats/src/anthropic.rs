@@ -10,7 +10,7 @@ use compaction_model::{
 };
 use serde_json::{json, Map, Value};
 
-use crate::document::{json_type, key_list, Locator};
+use crate::document::{json_type, key_list, member, string_member, take_members, Locator};
 use crate::error::{snippet, Error};
 use crate::notes::{plural, Note, NoteKind};
 use crate::overlay::Shape;
@@ -171,19 +171,20 @@ pub(crate) fn read_blocks(
         Value::Object(object) => object,
         other => return Err(format!("expected a message object, found {}", json_type(&other))),
     };
-    let role = match object.get("role") {
+    let [role, content] = take_members(&mut object, ["role", "content"]);
+    let role = match role {
         Some(Value::String(role)) => match role.as_str() {
             "user" => Role::User,
             "assistant" => Role::Assistant,
             "system" => Role::System,
             other => return Err(format!("unknown role {}; expected user or assistant", snippet(other))),
         },
-        Some(other) => return Err(format!("`role` must be a string, found {}", json_type(other))),
+        Some(other) => return Err(format!("`role` must be a string, found {}", json_type(&other))),
         None => return Err(format!("no `role` (keys present: {})", key_list(&object))),
     };
     let new = |parts| Message { role, parts, name: None, meta: JsonObject::new() };
     let whole = |message| ReadMessage { message, result_block: None, call_blocks: Vec::new() };
-    let blocks = match object.remove("content") {
+    let blocks = match content {
         None | Some(Value::Null) => return Ok(vec![whole(new(Vec::new()))]),
         Some(Value::String(text)) => return Ok(vec![whole(new(vec![Part::Text(TextPart::new(text))]))]),
         Some(Value::Array(blocks)) => blocks,
@@ -199,7 +200,7 @@ pub(crate) fn read_blocks(
     let mut pending_calls = Vec::new();
     for (k, block) in blocks.into_iter().enumerate() {
         let at = |error: String| format!("`content[{k}]`: {error}");
-        if block.get("type").and_then(Value::as_str) == Some("tool_result") {
+        if member(&block, "type").and_then(Value::as_str) == Some("tool_result") {
             if !pending.is_empty() {
                 let message = new(std::mem::take(&mut pending));
                 out.push(ReadMessage {
@@ -227,26 +228,39 @@ pub(crate) fn read_blocks(
 
 /// The string at `key`, taken out of `object`.
 fn take_string(object: &mut Map<String, Value>, key: &str) -> Result<String, String> {
-    match object.remove(key) {
-        Some(Value::String(s)) => Ok(s),
-        Some(other) => Err(format!("`{key}` must be a string, found {}", json_type(&other))),
-        None => Err(format!("`{key}` is missing")),
-    }
+    let [value] = take_members(object, [key]);
+    string_member(value, key)
+}
+
+/// The kinds of block read into a part of their own.
+enum Known {
+    Text,
+    Image,
+    Document,
+    ToolUse,
+    Thinking,
+    RedactedThinking,
 }
 
 /// A content block as a part, its strings and objects moved into it. Blocks of kinds the model
 /// has no part for (server tool results, `compaction`, and any kind added later) are kept as
 /// opaque text when `opaque` is given.
 fn part(block: Value, opaque: Option<&mut Opaque>) -> Result<Part, String> {
-    let kind = match block.get("type") {
+    let kind = match member(&block, "type") {
         Some(Value::String(kind)) => kind.as_str(),
         Some(other) => return Err(format!("`type` must be a string, found {}", json_type(other))),
         None => return Err("a block needs a `type`".into()),
     };
-    let known =
-        matches!(kind, "text" | "image" | "tool_use" | "server_tool_use" | "thinking" | "redacted_thinking")
-            || (kind == "document" && is_base64(&block));
-    if !known {
+    let known = match kind {
+        "text" => Some(Known::Text),
+        "image" => Some(Known::Image),
+        "document" if is_base64(&block) => Some(Known::Document),
+        "tool_use" | "server_tool_use" => Some(Known::ToolUse),
+        "thinking" => Some(Known::Thinking),
+        "redacted_thinking" => Some(Known::RedactedThinking),
+        _ => None,
+    };
+    let Some(known) = known else {
         let kind = kind.to_owned();
         return match opaque {
             Some(opaque) => {
@@ -262,46 +276,50 @@ fn part(block: Value, opaque: Option<&mut Opaque>) -> Result<Part, String> {
             }
             None => Err(format!("blocks of type {} are not supported here", snippet(&kind))),
         };
-    }
+    };
     // A known kind has a `type`, so the block is an object.
     let Value::Object(mut block) = block else { return Err("a block needs a `type`".into()) };
-    let kind = take_string(&mut block, "type")?;
-    match kind.as_str() {
-        "text" => Ok(Part::Text(TextPart::new(take_string(&mut block, "text")?))),
-        "image" => {
+    match known {
+        Known::Text => {
+            let [text] = take_members(&mut block, ["text"]);
+            Ok(Part::Text(TextPart::new(string_member(text, "text")?)))
+        }
+        Known::Image => {
             let (mime, data) = base64_source(&mut block)?;
             Ok(Part::Image(ImagePart::new(data, mime)))
         }
-        "document" => {
+        Known::Document => {
             let (mime, data) = base64_source(&mut block)?;
             let title = block.get("title").and_then(Value::as_str).map(str::to_owned);
             Ok(Part::File(FilePart::new(data, mime, title)))
         }
-        "tool_use" | "server_tool_use" => {
-            let input = match block.remove("input") {
+        Known::ToolUse => {
+            let [input, name, id] = take_members(&mut block, ["input", "name", "id"]);
+            let input = match input {
                 None | Some(Value::Null) => JsonObject::new(),
                 Some(Value::Object(input)) => input,
                 Some(other) => return Err(format!("`input` must be an object, found {}", json_type(&other))),
             };
-            let mut call = ToolCall::new(take_string(&mut block, "name")?, input);
-            call.id = Some(take_string(&mut block, "id")?);
+            let mut call = ToolCall::new(string_member(name, "name")?, input);
+            call.id = Some(string_member(id, "id")?);
             Ok(Part::ToolCall(call))
         }
-        "thinking" => {
+        Known::Thinking => {
+            let [signature, thinking] = take_members(&mut block, [SIGNATURE, "thinking"]);
             let mut extra = JsonObject::new();
-            if let Some(signature) = block.remove(SIGNATURE) {
+            if let Some(signature) = signature {
                 extra.insert(SIGNATURE.into(), signature);
             }
             Ok(Part::Reasoning(ReasoningPart {
-                reasoning_text: take_string(&mut block, "thinking")?,
+                reasoning_text: string_member(thinking, "thinking")?,
                 extra,
                 unknown: JsonObject::new(),
             }))
         }
-        _ => {
-            // `redacted_thinking`
+        Known::RedactedThinking => {
             let mut extra = JsonObject::new();
-            extra.insert(REDACTED.into(), block.remove("data").unwrap_or(Value::Null));
+            let [data] = take_members(&mut block, ["data"]);
+            extra.insert(REDACTED.into(), data.unwrap_or(Value::Null));
             Ok(Part::Reasoning(ReasoningPart {
                 reasoning_text: String::new(),
                 extra,
@@ -331,14 +349,15 @@ fn base64_source(block: &mut Map<String, Value>) -> Result<(Option<String>, Stri
 
 fn tool_result(block: Value, calls: &mut OpenCalls) -> Result<Message, String> {
     let Value::Object(mut block) = block else { return Err("`tool_use_id` is missing".into()) };
-    let id = take_string(&mut block, "tool_use_id")?;
+    let [id, error, content] = take_members(&mut block, ["tool_use_id", "is_error", "content"]);
+    let id = string_member(id, "tool_use_id")?;
     let origin = calls.answer(Some(&id)).ok_or_else(|| unpaired(Some(&id)))?;
-    let error = match block.get("is_error") {
+    let error = match error {
         None | Some(Value::Null) => false,
-        Some(Value::Bool(error)) => *error,
-        Some(other) => return Err(format!("`is_error` must be true or false, found {}", json_type(other))),
+        Some(Value::Bool(error)) => error,
+        Some(other) => return Err(format!("`is_error` must be true or false, found {}", json_type(&other))),
     };
-    let result = result_content(block.remove("content"))?;
+    let result = result_content(content)?;
     let mut message = Message::tool(result, origin, false);
     if let Some(Part::ToolCallResult(result)) = message.parts.first_mut() {
         result.error = error;

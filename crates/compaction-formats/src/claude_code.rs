@@ -22,7 +22,7 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::anthropic::{self, Opaque};
-use crate::document::json_type;
+use crate::document::{json_type, member, member_of, take_members};
 use crate::dupkeys::{self, Keys, Tracked};
 use crate::error::{snippet, Error, Location};
 use crate::eventlog::{LogDecoded, MessageSlots, Slot, Style};
@@ -91,7 +91,7 @@ impl Reader {
                 return Err(self.invalid(number, format!("expected an event object, found {found}")));
             }
         };
-        let kind = match object.get("type") {
+        let kind = match member_of(&object, "type") {
             Some(Value::String(kind)) => kind.as_str(),
             Some(other) => {
                 return Err(
@@ -103,12 +103,14 @@ impl Reader {
                 return Ok(());
             }
         };
-        if kind == "system" && object.get("subtype").and_then(Value::as_str) == Some("compact_boundary") {
+        if kind == "system"
+            && member_of(&object, "subtype").and_then(Value::as_str) == Some("compact_boundary")
+        {
             self.compact_boundary(number, &object);
             return Ok(());
         }
         if !matches!(kind, "user" | "assistant") {
-            let label = match object.get("subtype").and_then(Value::as_str) {
+            let label = match member_of(&object, "subtype").and_then(Value::as_str) {
                 Some(subtype) => format!("{kind}/{subtype}"),
                 None => kind.to_owned(),
             };
@@ -117,7 +119,7 @@ impl Reader {
         }
         // A user or assistant event from here on; its kind no longer borrows the event.
         let kind = if kind == "user" { "user" } else { "assistant" };
-        let sidechain = object.get("isSidechain").and_then(Value::as_bool) == Some(true);
+        let sidechain = member_of(&object, "isSidechain").and_then(Value::as_bool) == Some(true);
         match self.sidechain {
             None => self.sidechain = Some(sidechain),
             Some(mine) if mine != sidechain => {
@@ -126,10 +128,11 @@ impl Reader {
             }
             Some(_) => {}
         }
-        let Some(message) = object.remove("message") else {
+        let [message] = take_members(&mut object, ["message"]);
+        let Some(message) = message else {
             return Err(self.invalid(number, format!("a {kind} event without `message`")));
         };
-        let id = message.get("id").and_then(Value::as_str).map(str::to_owned);
+        let id = member(&message, "id").and_then(Value::as_str).map(str::to_owned);
         let usage = usage(&message);
         let read = anthropic::read_blocks(message, &mut self.calls, &mut self.opaque)
             .map_err(|error| self.invalid(number, format!("`message`: {error}")))?;
@@ -246,8 +249,8 @@ fn slot(base: u32, content: &[Seg], block: usize, key: &'static str, style: Styl
 /// An assistant message's `usage`, when it records a model call (Claude Code writes zeros for
 /// replies it made up itself, such as API error messages).
 fn usage(message: &Value) -> Option<Usage> {
-    let usage = message.get("usage")?;
-    let count = |key: &str| usage.get(key).and_then(Value::as_u64).unwrap_or(0);
+    let usage = member(message, "usage")?;
+    let count = |key: &str| member(usage, key).and_then(Value::as_u64).unwrap_or(0);
     let usage = Usage::new(count("input_tokens"), count("output_tokens"))
         .with_cache(count("cache_read_input_tokens"), count("cache_creation_input_tokens"));
     (!usage.is_zero()).then_some(usage)

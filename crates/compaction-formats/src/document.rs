@@ -355,6 +355,44 @@ pub(crate) fn read_tools(container: &Map<String, Value>, locator: &Locator) -> R
         .collect()
 }
 
+/// The value of `key` in `object`, found by comparing its keys one by one. The objects a reader
+/// looks into per line or block have a handful of keys, and serde_json's map would hash `key`
+/// with SipHash to look it up, which costs more than the comparisons (a tenth of reading a
+/// Claude Code session went to those hashes).
+pub(crate) fn member_of<'a>(object: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
+    object.iter().find_map(|(k, value)| (k == key).then_some(value))
+}
+
+/// [`member_of`] for a value that may be an object.
+pub(crate) fn member<'a>(value: &'a Value, key: &str) -> Option<&'a Value> {
+    member_of(value.as_object()?, key)
+}
+
+/// The values of `keys` in `object`, each taken out (`None` when absent) in one pass over its
+/// members, without hashing (see [`member_of`]). The object keeps its keys, with `null` where a
+/// value was taken, so an error can still list them.
+pub(crate) fn take_members<const N: usize>(
+    object: &mut Map<String, Value>,
+    keys: [&str; N],
+) -> [Option<Value>; N] {
+    let mut taken = [const { None }; N];
+    for (key, value) in object.iter_mut() {
+        if let Some(k) = keys.iter().position(|wanted| wanted == key) {
+            taken[k] = Some(std::mem::take(value));
+        }
+    }
+    taken
+}
+
+/// A string taken out of an object at `key` (see [`take_members`]).
+pub(crate) fn string_member(value: Option<Value>, key: &str) -> Result<String, String> {
+    match value {
+        Some(Value::String(s)) => Ok(s),
+        Some(other) => Err(format!("`{key}` must be a string, found {}", json_type(&other))),
+        None => Err(format!("`{key}` is missing")),
+    }
+}
+
 pub(crate) fn json_type(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",

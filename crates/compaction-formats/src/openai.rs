@@ -6,7 +6,7 @@ use compaction_model::{
 };
 use serde_json::{json, Map, Value};
 
-use crate::document::{json_type, key_list, Locator};
+use crate::document::{json_type, key_list, member_of, Locator};
 use crate::error::{snippet, Error};
 use crate::overlay::Shape;
 use crate::pairing::{unpaired, OpenCalls};
@@ -60,6 +60,9 @@ pub(crate) struct Apart {
     pub text: Option<Text>,
     /// The `tool_calls`, made calls (see [`tool_calls`]).
     pub calls: Option<Vec<ToolCall>>,
+    /// Copies of `calls` for pairing results with them, made on the thread that read them, so
+    /// the pairing, which runs in message order on one thread, does not copy them itself.
+    pub open: Option<Vec<ToolCall>>,
 }
 
 /// A message from its object and what was read `apart` from it.
@@ -68,26 +71,29 @@ pub(crate) fn read_object(
     apart: Apart,
     calls: &mut OpenCalls,
 ) -> Result<Message, String> {
-    let Apart { text, calls: mut made } = apart;
+    let Apart { text, calls: mut made, mut open } = apart;
     // Called once, for the assistant's calls or those a tool message carries.
     let mut read_calls = |calls: &mut OpenCalls| match made.take() {
         Some(made) => {
-            made.iter().for_each(|call| calls.push(call));
+            match open.take() {
+                Some(copies) => copies.into_iter().for_each(|call| calls.push_owned(call)),
+                None => made.iter().for_each(|call| calls.push(call)),
+            }
             Ok(made)
         }
         None => read_calls(object, calls),
     };
-    let content = object.get("content");
+    let content = member_of(object, "content");
     let parts_of = |content: Option<&Value>| match text.clone() {
         Some(text) => Ok(vec![Part::Text(TextPart::new(text))]),
         None => content_parts(content),
     };
-    let role = match object.get("role") {
+    let role = match member_of(object, "role") {
         Some(Value::String(role)) => role.as_str(),
         Some(other) => return Err(format!("`role` must be a string, found {}", json_type(other))),
         None => return Err(format!("no `role` field (keys present: {})", key_list(object))),
     };
-    let name = match object.get("name") {
+    let name = match member_of(object, "name") {
         None | Some(Value::Null) => None,
         Some(Value::String(name)) => Some(name.clone()),
         Some(other) => return Err(format!("`name` must be a string, found {}", json_type(other))),
@@ -125,7 +131,7 @@ pub(crate) fn read_object(
 
 /// A message's `tool_calls`, each recorded as open.
 fn read_calls(object: &Map<String, Value>, calls: &mut OpenCalls) -> Result<Vec<ToolCall>, String> {
-    let made = tool_calls(object.get("tool_calls"))?;
+    let made = tool_calls(member_of(object, "tool_calls"))?;
     made.iter().for_each(|call| calls.push(call));
     Ok(made)
 }
@@ -145,12 +151,12 @@ pub(crate) fn tool_calls(value: Option<&Value>) -> Result<Vec<ToolCall>, String>
 
 /// `tool_call_id`, or SWE-agent's one-element `tool_call_ids`.
 fn tool_call_id(object: &Map<String, Value>) -> Result<Option<String>, String> {
-    match object.get("tool_call_id") {
+    match member_of(object, "tool_call_id") {
         Some(Value::String(id)) => return Ok(Some(id.clone())),
         None | Some(Value::Null) => {}
         Some(other) => return Err(format!("`tool_call_id` must be a string, found {}", json_type(other))),
     }
-    match object.get("tool_call_ids") {
+    match member_of(object, "tool_call_ids") {
         Some(Value::Array(ids)) => Ok(ids.first().and_then(Value::as_str).map(str::to_owned)),
         _ => Ok(None),
     }
@@ -161,24 +167,24 @@ pub(crate) fn tool_call(value: &Value) -> Result<ToolCall, String> {
     let Some(object) = value.as_object() else {
         return Err(format!("expected an object, found {}", json_type(value)));
     };
-    match object.get("type").and_then(Value::as_str) {
+    match member_of(object, "type").and_then(Value::as_str) {
         None | Some("function") => {}
         Some(other) => return Err(format!("tool calls of type {} are not supported", snippet(other))),
     }
-    let id = match object.get("id") {
+    let id = match member_of(object, "id") {
         None | Some(Value::Null) => None,
         Some(Value::String(id)) => Some(id.clone()),
         Some(other) => return Err(format!("`id` must be a string, found {}", json_type(other))),
     };
-    let Some(function) = object.get("function").and_then(Value::as_object) else {
+    let Some(function) = member_of(object, "function").and_then(Value::as_object) else {
         return Err("no `function` object".into());
     };
-    let Some(name) = function.get("name").and_then(Value::as_str) else {
+    let Some(name) = member_of(function, "name").and_then(Value::as_str) else {
         return Err("`function.name` is missing or not a string".into());
     };
     let mut call = ToolCall::new(name, JsonObject::new());
     call.id = id;
-    match function.get("arguments") {
+    match member_of(function, "arguments") {
         None | Some(Value::Null) => {}
         Some(Value::Object(arguments)) => call.arguments = arguments.clone(),
         Some(Value::String(text)) => match serde_json::from_str::<Value>(text) {

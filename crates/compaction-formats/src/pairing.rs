@@ -14,7 +14,12 @@ pub(crate) struct OpenCalls {
 impl OpenCalls {
     /// Records a call.
     pub(crate) fn push(&mut self, call: &ToolCall) {
-        self.calls.push((call.clone(), false));
+        self.push_owned(call.clone());
+    }
+
+    /// Records a call, given a copy of it.
+    pub(crate) fn push_owned(&mut self, call: ToolCall) {
+        self.calls.push((call, false));
     }
 
     /// The call a result with `id` answers: the nearest unanswered call with that id, else the

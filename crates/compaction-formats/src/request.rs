@@ -328,7 +328,9 @@ fn lean_message(
         let end = value_end(bytes, at)?;
         let mut value = parse(&bytes[at..end], repeated)?;
         if key == "tool_calls" && value.is_array() {
-            apart.calls = Some(openai::tool_calls(Some(&value)).ok()?);
+            let calls = openai::tool_calls(Some(&value)).ok()?;
+            apart.open = Some(calls.clone());
+            apart.calls = Some(calls);
             value = Value::Array(Vec::new());
         }
         members.insert(key.to_owned(), value);
