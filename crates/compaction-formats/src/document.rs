@@ -413,7 +413,30 @@ pub(crate) fn json_type_of(top: &Top) -> &'static str {
 
 #[cfg(test)]
 mod tests {
-    use super::{parse_lines, parse_run, PARALLEL_LINES};
+    use super::{member, member_of, parse_lines, parse_run, string_member, take_members, PARALLEL_LINES};
+
+    /// Finding members by comparing keys answers as serde_json's own lookups do, and taking
+    /// them leaves the keys, so an error can still list them.
+    #[test]
+    fn members_are_found_and_taken_as_serde_json_finds_them() {
+        let value = serde_json::json!({"type": "text", "text": "hi", "n": 1, "": null, "é": [2]});
+        let object = value.as_object().expect("an object");
+        for key in ["type", "text", "n", "", "é", "missing", "Type", "tex"] {
+            assert_eq!(member_of(object, key), object.get(key), "{key}");
+            assert_eq!(member(&value, key), value.get(key), "{key}");
+        }
+        assert_eq!(member(&serde_json::json!([1, 2]), "0"), None);
+
+        let mut object = object.clone();
+        let [text, missing, n] = take_members(&mut object, ["text", "missing", "n"]);
+        assert_eq!(string_member(text, "text"), Ok("hi".to_owned()));
+        assert_eq!(string_member(missing, "missing"), Err("`missing` is missing".to_owned()));
+        assert_eq!(string_member(n, "n"), Err("`n` must be a string, found a number".to_owned()));
+        let keys: Vec<&str> = object.keys().map(String::as_str).collect();
+        assert_eq!(keys, ["type", "text", "n", "", "é"]);
+        assert_eq!(object["text"], serde_json::Value::Null);
+        assert_eq!(object["type"], "text");
+    }
 
     /// Lines parsed on two threads are those parsed one after another, numbered alike, and the
     /// first bad line is the one reported, wherever it is.
