@@ -17,6 +17,7 @@ use serde_json::Value;
 use crate::document::{Locator, Place, Top};
 use crate::error::Error;
 use crate::overlay::{self, Shape};
+use crate::skip::whitespace as skip_whitespace;
 use crate::splice::value_end;
 use crate::write::{write_native_rewritten, write_native_to, Native};
 use crate::{Decoded, Format, Layout, Target};
@@ -101,13 +102,6 @@ pub(crate) fn two_runs<R: Send>(
         let run = read(first, Some(guess));
         (run, Some(second.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))))
     })
-}
-
-fn skip_whitespace(bytes: &[u8], mut at: usize) -> usize {
-    while matches!(bytes.get(at), Some(b' ' | b'\n' | b'\t' | b'\r')) {
-        at += 1;
-    }
-    at
 }
 
 /// What the tree path's detection says of the array: its first element must be a message, and

@@ -25,6 +25,7 @@ use crate::dupkeys::{scan_keys, Keys};
 use crate::error::Error;
 use crate::openai::Apart;
 use crate::pairing::OpenCalls;
+use crate::skip::whitespace as skip_whitespace;
 use crate::splice::value_end;
 use crate::{haystack, openai, overlay, Format};
 
@@ -128,13 +129,6 @@ fn parse(json: &[u8], repeated: &mut Vec<Keys>) -> Option<Value> {
         }
     }
     Some(value)
-}
-
-fn skip_whitespace(bytes: &[u8], mut at: usize) -> usize {
-    while matches!(bytes.get(at), Some(b' ' | b'\n' | b'\t' | b'\r')) {
-        at += 1;
-    }
-    at
 }
 
 /// Walks the JSON object starting at `at`: each member's key, decoded, and where its value

@@ -166,10 +166,17 @@ fn escape_end(bytes: &[u8], at: usize) -> Option<usize> {
     Some(
         at + match *bytes.get(at + 1)? {
             b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => 2,
-            b'u' if bytes.get(at + 2..at + 6)?.iter().all(u8::is_ascii_hexdigit) => 6,
+            b'u' if hex4(bytes, at + 2).is_some() => 6,
             _ => return None,
         },
     )
+}
+
+/// The code unit of the four hex digits at `at` (a `\u` escape's); `None` when they are not
+/// four hex digits.
+pub(crate) fn hex4(bytes: &[u8], at: usize) -> Option<u32> {
+    let digits = bytes.get(at..at + 4)?;
+    digits.iter().try_fold(0, |n, &d| Some(n * 16 + char::from(d).to_digit(16)?))
 }
 
 /// The bytes of a word that stop a string's contents (`"`, `\`, control characters), each

@@ -8,6 +8,8 @@
 use std::io::Write;
 use std::ops::Range;
 
+use crate::skip::whitespace as skip_whitespace;
+
 /// One step of a path into a JSON value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Seg {
@@ -18,13 +20,6 @@ pub(crate) enum Seg {
     /// The value starting this many bytes after the start of the whole (a place found when the
     /// value was read); only first in a path.
     At(u32),
-}
-
-fn skip_whitespace(bytes: &[u8], mut at: usize) -> usize {
-    while matches!(bytes.get(at), Some(b' ' | b'\n' | b'\t' | b'\r')) {
-        at += 1;
-    }
-    at
 }
 
 /// Deepest nesting [`value_end`] follows before it gives up (serde_json refuses past 128).

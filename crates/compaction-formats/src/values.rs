@@ -13,7 +13,7 @@ use serde_json::map::Entry;
 use serde_json::{Map, Value};
 
 use crate::dupkeys::{Keys, Tracked};
-use crate::skip::{literal, next_stop, number_end, whitespace};
+use crate::skip::{hex4, literal, next_stop, number_end, whitespace};
 
 /// The value starting at byte `at` of `text`, and where it ends; repeated keys and keys written
 /// with an escape go to `keys`.
@@ -195,12 +195,6 @@ fn escape(bytes: &[u8], at: usize, out: &mut String) -> Option<usize> {
     };
     out.push(short);
     Some(at + 1)
-}
-
-/// The four hex digits at `at` as a number.
-fn hex4(bytes: &[u8], at: usize) -> Option<u32> {
-    let digits = bytes.get(at..at + 4)?;
-    digits.iter().try_fold(0, |n, &d| Some(n * 16 + char::from(d).to_digit(16)?))
 }
 
 #[cfg(test)]
