@@ -446,26 +446,36 @@ impl<'a> Reader<'a> {
     }
 
     /// A string checked and counted, not decoded: where its contents lie (between the quotes),
-    /// how many characters they stand for, and whether they hold escapes.
+    /// how many characters they stand for, and whether they hold escapes. The end is found
+    /// first, eight bytes at a time ([`ascii_stop`]); then contents that are not all ASCII are
+    /// checked as UTF-8 in one call (simdutf8) and their characters counted, less the bytes each
+    /// escape takes beyond the one character it stands for.
     fn raw_string(&mut self) -> Option<(Range<usize>, usize, bool)> {
         self.token(b'"')?;
         let start = self.at;
-        let mut chars = 0;
+        let mut extra = 0;
         let mut escaped = false;
+        let mut high = 0;
         loop {
-            let (stop, continuation) = scan(self.bytes, self.at)?;
-            chars += stop - self.at - continuation;
+            let stop = ascii_stop(self.bytes, self.at, &mut high)?;
             self.at = stop + 1;
             match self.bytes[stop] {
-                b'"' => return Some((start..stop, chars, escaped)),
+                b'"' => break,
                 b'\\' => {}
                 // A raw control character: not JSON.
                 _ => return None,
             }
             self.skip_escape()?;
-            chars += 1;
+            extra += self.at - stop - 1;
             escaped = true;
         }
+        let contents = start..self.at - 1;
+        let chars = match high {
+            // ASCII: a character a byte.
+            0 => contents.len(),
+            _ => simdutf8::basic::from_utf8(&self.bytes[contents.clone()]).ok()?.chars().count(),
+        };
+        Some((contents, chars - extra, escaped))
     }
 
     /// Checks the escape after a backslash (taken) as [`Reader::escape`] does, noting one
@@ -589,7 +599,7 @@ pub(crate) fn unescape(raw: &str) -> String {
     // No escape is shorter than what it stands for.
     let mut out = String::with_capacity(raw.len());
     loop {
-        let stop = scan(reader.bytes, reader.at).map_or(raw.len(), |(stop, _)| stop);
+        let stop = ascii_stop(reader.bytes, reader.at, &mut 0).unwrap_or(raw.len());
         out.push_str(&raw[reader.at..stop]);
         if stop == raw.len() {
             break;
@@ -632,87 +642,31 @@ fn stops(x: u64) -> u64 {
     (below(x ^ (ONES * u64::from(b'"')), 1) | below(x ^ (ONES * u64::from(b'\\')), 1) | below(x, 0x20)) & HIGH
 }
 
-/// The position of the first `"`, `\` or control character at or after `from`, and how many
-/// UTF-8 continuation bytes come before it (so the characters in between are the bytes less
-/// those); `None` at the end of the text or at bytes that are not UTF-8. Looks at eight bytes at
-/// a time: string contents are most of a transcript. Only runs of non-ASCII bytes are checked
-/// to be UTF-8 (ASCII is), so the text is never checked as a whole, and most of it never twice.
-/// (Sixteen bytes at a time measured slower: in code and logs an escape comes every few dozen
-/// bytes.)
+/// The position of the first `"`, `\` or control character at or after `from`; `None` at the
+/// end of the text. Looks at eight bytes at a time: string contents are most of a transcript.
+/// Bytes that are not ASCII pass here, each marked in `high` (a byte or two past the stop may
+/// be marked too); a string with any is checked as UTF-8 as a whole once its end is found, which
+/// costs less than checking each run of them as it comes (a run is mostly a character or two,
+/// between ASCII), and one with none is ASCII. (Sixteen bytes at a time measured slower: in
+/// code and logs an escape comes every few dozen bytes.)
 #[inline(always)]
-fn scan(bytes: &[u8], from: usize) -> Option<(usize, usize)> {
+fn ascii_stop(bytes: &[u8], from: usize, high: &mut u64) -> Option<usize> {
     let mut at = from;
-    let mut continuation = 0;
     while let Some(x) = word(bytes, at) {
+        *high |= x & HIGH;
         let stops = stops(x);
-        let high = x & HIGH;
-        if high == 0 || (stops != 0 && stops.trailing_zeros() < high.trailing_zeros()) {
-            if stops != 0 {
-                return Some((at + (stops.trailing_zeros() / 8) as usize, continuation));
-            }
-            at += 8;
-            continue;
+        if stops != 0 {
+            return Some(at + (stops.trailing_zeros() / 8) as usize);
         }
-        (at, continuation) = non_ascii_run(bytes, at + (high.trailing_zeros() / 8) as usize, continuation)?;
+        at += 8;
     }
-    tail(bytes, at, continuation)
-}
-
-/// The last few bytes of the text, one at a time.
-#[inline(never)]
-fn tail(bytes: &[u8], mut at: usize, mut continuation: usize) -> Option<(usize, usize)> {
-    while let Some(&b) = bytes.get(at) {
-        if b >= 0x80 {
-            (at, continuation) = non_ascii_run(bytes, at, continuation)?;
-            continue;
-        }
+    for (k, &b) in bytes.get(at..)?.iter().enumerate() {
         if b == b'"' || b == b'\\' || b < 0x20 {
-            return Some((at, continuation));
+            return Some(at + k);
         }
-        at += 1;
+        *high |= u64::from(b & 0x80);
     }
     None
-}
-
-/// The end of the run of non-ASCII bytes starting at `start`, and `continuation` plus its
-/// continuation bytes; `None` when the run is not UTF-8. A run between ASCII bytes holds whole
-/// characters or is not UTF-8; each is checked as the Unicode standard's table of well-formed
-/// sequences says (no overlong forms, no surrogates, nothing above U+10FFFF), as
-/// `std::str::from_utf8` checks, in a loop cheaper than a call per run: most runs are a
-/// character or two.
-#[inline(never)]
-fn non_ascii_run(bytes: &[u8], start: usize, mut continuation: usize) -> Option<(usize, usize)> {
-    let continues = |b: u8| b & 0xC0 == 0x80;
-    let mut at = start;
-    while let Some(&lead) = bytes.get(at) {
-        // The sequence's length, and the range its second byte must fall in.
-        let (len, low, high) = match lead {
-            0x00..=0x7F => break,
-            0xC2..=0xDF => (2, 0x80, 0xBF),
-            0xE0 => (3, 0xA0, 0xBF),
-            0xE1..=0xEC | 0xEE..=0xEF => (3, 0x80, 0xBF),
-            0xED => (3, 0x80, 0x9F),
-            0xF0 => (4, 0x90, 0xBF),
-            0xF1..=0xF3 => (4, 0x80, 0xBF),
-            0xF4 => (4, 0x80, 0x8F),
-            _ => return None,
-        };
-        let sequence = bytes.get(at..at + len)?;
-        let ok = match *sequence {
-            [_, second] => (low..=high).contains(&second),
-            [_, second, third] => (low..=high).contains(&second) && continues(third),
-            [_, second, third, fourth] => {
-                (low..=high).contains(&second) && continues(third) && continues(fourth)
-            }
-            _ => false,
-        };
-        if !ok {
-            return None;
-        }
-        at += len;
-        continuation += len - 1;
-    }
-    Some((at, continuation))
 }
 
 /// The key–value pairs written in the JSON text of an object, nested ones included: its colons
@@ -749,10 +703,27 @@ pub(crate) fn pairs_of(value: &Value) -> usize {
 mod tests {
     use super::*;
 
+    /// Where the reader ends the string whose contents start `text` (an offset into `text`), and
+    /// how many characters the contents stand for.
+    fn counted(text: &[u8]) -> Option<(usize, usize)> {
+        let quoted = [b"\"", text].concat();
+        let mut reader = Reader { bytes: &quoted, at: 0, canonical: true, source: None };
+        let (contents, chars, _) = reader.raw_string()?;
+        Some((contents.end - 1, chars))
+    }
+
+    /// What serde_json reads of the same: where the contents end and their characters.
+    fn serde_counted(text: &[u8]) -> Option<(usize, usize)> {
+        let quoted = [b"\"", text].concat();
+        let mut stream = serde_json::Deserializer::from_slice(&quoted).into_iter::<String>();
+        let decoded = stream.next()?.ok()?;
+        Some((stream.byte_offset() - 2, decoded.chars().count()))
+    }
+
     #[test]
-    fn scan_finds_stops_and_counts_characters() {
+    fn strings_end_and_are_counted_as_serde_json_reads_them() {
         let long = "x".repeat(70);
-        let mixed = "日本語😀 and more text than one word holds, ok\\n";
+        let mixed = "日本語😀 and more text than one word holds, ok\\n and on\"";
         let cases = [
             "",
             "abc\"",
@@ -763,32 +734,30 @@ mod tests {
             "ab日本語😀cdefé😀😀日\"",
             "abcdefgh\u{1f}",
             "😀😀😀😀\\",
+            "a\\nb\\t\"",
+            "\\u00e9 and \\u00E9\"",
+            "\\ud83d\\ude00x\"",
+            "\\ud83dx\"",
+            "\\ude00\"",
+            "\\x\"",
+            "日本語\\t😀 the rest of it, long enough for eight at a time\\/\"",
         ];
         for text in cases {
-            let bytes = text.as_bytes();
-            let stop = bytes.iter().position(|&b| b == b'"' || b == b'\\' || b < 0x20);
-            let got = scan(bytes, 0);
-            match stop {
-                None => assert_eq!(got, None, "{text:?}"),
-                Some(stop) => {
-                    let chars = text[..stop].chars().count();
-                    assert_eq!(got, Some((stop, stop - chars)), "{text:?}");
-                }
-            }
+            assert_eq!(counted(text.as_bytes()), serde_counted(text.as_bytes()), "{text:?}");
         }
     }
 
     #[test]
-    fn scan_refuses_what_is_not_utf8() {
+    fn strings_that_are_not_utf8_are_refused() {
         for bytes in [&b"abc\xff\""[..], b"\xe6\x97\"", b"abcdefgh\xc3\x28abcdefgh\"", b"\xed\xa0\x80\""] {
-            assert_eq!(scan(bytes, 0), None, "{bytes:?}");
+            assert_eq!(counted(bytes), None, "{bytes:?}");
         }
-        assert_eq!(scan("abcdefgh日本語abcdefgh\"".as_bytes(), 0), Some((25, 6)));
+        assert_eq!(counted("abcdefgh日本語abcdefgh\"".as_bytes()), Some((25, 19)));
     }
 
-    /// The run check accepts exactly what `std::str::from_utf8` accepts.
+    /// The contents are checked exactly as `std::str::from_utf8` checks them.
     #[test]
-    fn runs_are_checked_as_std_checks_them() {
+    fn contents_are_checked_as_std_checks_them() {
         let interesting: Vec<u8> = [
             0x41, 0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0, 0xC1, 0xC2, 0xDF, 0xE0, 0xE1, 0xEC, 0xED,
             0xEE, 0xEF, 0xF0, 0xF1, 0xF3, 0xF4, 0xF5, 0xFF,
@@ -802,9 +771,11 @@ mod tests {
                 .collect();
             for sequence in &sequences {
                 let text = [b"a", sequence.as_slice(), b"\""].concat();
-                let expected =
-                    std::str::from_utf8(&text).ok().map(|t| (t.len() - 1, t.len() - t.chars().count()));
-                assert_eq!(scan(&text, 0), expected, "{sequence:02x?}");
+                let expected = std::str::from_utf8(&text).ok().map(|t| (t.len() - 1, t.chars().count() - 1));
+                assert_eq!(counted(&text), expected, "{sequence:02x?}");
+                // And where eight bytes at a time cross it, with more text after the string.
+                let longer = [&text[..], b" and after"].concat();
+                assert_eq!(counted(&longer), expected, "{sequence:02x?} in a longer text");
             }
         }
     }

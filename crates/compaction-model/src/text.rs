@@ -52,8 +52,8 @@ impl Default for Repr {
 /// [`Message::read_prefix_in`](crate::Message::read_prefix_in): their texts stay in it, as
 /// written, until something asks for them (see [`Text`]). Cloning it is cheap.
 ///
-/// The bytes need not be UTF-8 as a whole: the reader checks the strings of each message it
-/// reads (only their non-ASCII runs need it), so a file is never checked in one pass on one core.
+/// The bytes need not be UTF-8 as a whole: the reader checks each string of each message it
+/// reads, so a file is never checked in one pass on one core.
 #[derive(Clone)]
 pub struct JsonSource(Arc<Vec<u8>>);
 
