@@ -2,8 +2,9 @@
 //!
 //! A file is written beside its target under a name that says what it is
 //! (`.NAME.compaction-partial-XXXXXX`), flushed to the device (a large one while it is still being
-//! written, see [`EarlySync`]), then renamed over the target, so a reader never sees half a file. When the run is interrupted (SIGINT, SIGTERM, SIGHUP) the temporary file is removed
-//! before the signal ends the process, and so are the offload store's scratch files; after a
+//! written, see [`EarlySync`]), then renamed over the target, so a reader never sees half a file.
+//! When the run is interrupted (SIGINT, SIGTERM, SIGHUP) the temporary file is removed before the
+//! signal ends the process, and so are the offload store's scratch files; after a
 //! SIGKILL, which no program can catch, the leftover keeps that name, so it can be recognised and
 //! deleted.
 
