@@ -1230,15 +1230,18 @@ impl Report {
 
 /// What was done for (c), and where its time still goes, for when a goal is missed.
 const PRUNE_NOTES: &str = "What was done: messages are read straight from the bytes in any spelling \
-(`Message::read_prefix_in`, 8 bytes at a time, UTF-8 checked only in non-ASCII runs, on both cores); \
+(`Message::read_prefix_in`, 8 bytes at a time, each string's contents checked as UTF-8 in one \
+simdutf8 call and only when not all ASCII, on both cores); \
 texts stay in the input undecoded (pruning and the approximate counter need only their lengths, \
 known from the read); unchanged messages are written back as runs of input bytes. Parsing went \
 from 165–314 ms (issue 15's measurements) to about 50 ms on a quiet machine; the whole prune of the \
-compact spelling runs 0.65 G instructions (callgrind), 80% of them reading. What is left is mostly \
+compact spelling runs 0.53 G instructions (callgrind; 0.65 G at the last benchmark), most of them \
+reading. What is left is mostly \
 the kernel's: the table above \
 shows about as much CPU time in the kernel as in user space, most of it page faults (this machine's \
 virtual memory makes each fresh page cost microseconds): reading 50 MB into fresh memory, the \
-messages, writing the output into the page cache, and `fsync` before the output's atomic rename. \
+messages, writing the output into the page cache, and `fsync` before the output's atomic rename \
+(a large output is flushed while it is written, so that waits for the tail only). \
 What would cut it, and why it is not done: mapping the input instead of reading it (no copy, no \
 zeroed pages) needs `unsafe` (`memmap2::Mmap::map`), which the workspace forbids; huge pages \
 (300 page faults instead of 20,700 when mimalloc gets them) make the kernel zero 2 MB pages and \
@@ -1249,36 +1252,38 @@ where the reference runs on one: the spread of our runs shows it.";
 
 /// Where the log formats' time goes, and what would make them faster: see compaction-formats.
 const LOG_FORMAT_NOTES: &str = "Where the time goes (callgrind, all threads). Claude Code, 50 MB: \
-`count` 762 M instructions (1,338 M at the last benchmark; 406 M on the main thread, 356 M on the \
-second), `prune` 820 M (1,430 M; 430 M and 389 M, writing 37 M of it). What changed: the command \
-allocates with mimalloc (with glibc's malloc the two reading threads waited on its arena locks, \
-and freed pages went back to the kernel only to be faulted in again: half the wall time of a \
-`prune`; the command asks the kernel for no transparent huge pages, which made its runs now \
-faster, now much slower, and held more memory); each line is checked as UTF-8 with simdutf8 (100 M before), its members walked by hand \
-(`claude_code::walk_fields`), the envelope and `toolUseResult` crossed by a check as strict as \
-serde_json's (`skip.rs`, 108 M, where serde_json's `IgnoredAny` took 150 M), the `message` of a \
-`user` or `assistant` event built by hand (`values.rs`: strings decoded straight into their own \
-buffers, where serde_json copies each escaped one twice and stops at every escape), and repeated \
-keys looked for in what is built, while it is built (the second pass over every line was 20%); \
-a message's strings are moved into the messages, not copied; a write-back's edits are found on \
-two threads; the second reading thread takes five runs of lines in eight, so both are about as \
-busy. What the walk is not sure of goes to serde_json, and tests hold the two side by side on \
-real and spoiled lines. What is left: building the message 45% (decoding strings with an escape \
-every few dozen bytes, map inserts hashed with SipHash as serde_json's `Map` hashes them), \
-crossing the rest 14%, turning the values into messages 18% (counting the texts' characters, \
-pairing results with their calls, dropping what is not kept). \
+`count` 674 M instructions (762 M at the last benchmark; 344 M on the main thread, 331 M on the \
+second), `prune` 742 M (820 M; 375 M and 364 M, writing 42 M of it). How it is read: each line \
+checked as UTF-8 with simdutf8, its members walked by hand (`claude_code::walk_fields`), the \
+envelope and `toolUseResult` crossed by a check as strict as serde_json's (`skip.rs`), the \
+`message` of a `user` or `assistant` event built by hand (`values.rs`: strings decoded straight \
+into buffers of their size), repeated keys looked for while it is built, its strings moved into \
+the messages, the lines parsed on two threads (the second takes five runs of lines in eight), \
+a write-back's edits found on two threads. What changed since the last benchmark: the members of \
+an event, a message and a block are found by comparing keys, where serde_json's `Map` hashed \
+each key looked up with SipHash (a tenth of the main thread); mimalloc no longer collects and \
+hands back every free page at exit (`MI_SKIP_COLLECT_ON_EXIT`); a large output is flushed to the \
+device on a second thread while it is written, so the `fsync` before its rename waits for the \
+tail only (25 ms before, under 1 by strace, though the wall time of the whole write varies more \
+than that from run to run here). What is left: building the message, a quarter (decoding \
+strings with an escape every few dozen bytes, and inserting keys, which serde_json's `Map` \
+hashes); crossing the envelope and `toolUseResult`, a sixth; turning the values into messages, \
+an eighth; and in the kernel, about a third of the CPU time, page faults: 12,000 to read the \
+50 MB into fresh memory and as many for the messages. \
 OpenAI: the request is read without a tree (`request::read`): its envelope's members parsed as \
 they come, its messages read one by one from their bytes on two threads (the second starting at a \
 message near the middle), each string `content` checked and left in the input, only the other \
-members parsed, tool calls made on the thread that read them, and repeated keys looked for only \
-in the values parsed. Written back, the envelope and every unchanged message are copied from the \
-input; each changed message is encoded over its original, its content skipped by its known \
-place. At 50 MB, `count` 712 M instructions (412 M on the main thread, 300 M on the second), \
-`prune` 790 M (479 M and 311 M). The two threads read about half each; what follows the reading \
-is the main thread's alone: pairing results with their calls in order (58 M, half of it cloning \
-each call, once to keep it open and once for the result that answers it), the pruning (18 M) and \
-the write-back (40 M). `prune` also waits for `fsync` before the output's atomic rename (about \
-25 ms for 40 MB here).";
+members parsed, tool calls made (and copied for pairing) on the thread that read them, and \
+repeated keys looked for only in the values parsed. Written back, the envelope and every \
+unchanged message are copied from the input; each changed message is encoded over its original. \
+At 50 MB, `count` 624 M instructions (712 M at the last benchmark; 349 M on the main thread, \
+275 M on the second), `prune` 698 M (790 M; 412 M and 280 M). What changed: a string's contents \
+are checked as UTF-8 in one simdutf8 call once its end is found, and only when they are not all \
+ASCII (each run of non-ASCII bytes was checked as it came), and each call is copied for pairing \
+on the reading thread. What is left: finding each string's end and counting its characters, \
+a third of the main thread (an escape every few dozen bytes ends each eight-byte step); what \
+follows the reading is the main thread's alone: pairing results with their calls in order \
+(31 M), the pruning (20 M) and the write-back (48 M).";
 
 /// Writes out what earlier runs left in the page cache (`sync`), so that a run does not pay for
 /// another's output: our `prune` syncs its file before renaming it, and on ext4 that waits for
