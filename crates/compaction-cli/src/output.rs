@@ -111,7 +111,6 @@ const SYNC_EVERY: u64 = 8 << 20;
 struct EarlySync<'a> {
     file: &'a mut std::fs::File,
     written: u64,
-    next_sync: u64,
     syncer: Option<Syncer>,
 }
 
@@ -123,7 +122,7 @@ struct Syncer {
 
 impl<'a> EarlySync<'a> {
     fn new(file: &'a mut std::fs::File) -> Self {
-        EarlySync { file, written: 0, next_sync: SYNC_EVERY, syncer: None }
+        EarlySync { file, written: 0, syncer: None }
     }
 
     /// Asks for a flush of everything written so far; starts the thread the first time. A flush
@@ -149,20 +148,30 @@ impl<'a> EarlySync<'a> {
         Ok(())
     }
 
+    /// Stops the flushing thread, if it started, once it has done what it was asked; what it
+    /// ended with.
+    fn stop(&mut self) -> Option<std::thread::Result<std::io::Result<()>>> {
+        let Syncer { ask, thread } = self.syncer.take()?;
+        drop(ask);
+        Some(thread.join())
+    }
+
     /// Waits for the flushing thread, and gives its error if a flush failed.
     fn finish(mut self) -> std::io::Result<()> {
-        let Some(Syncer { ask, thread }) = self.syncer.take() else { return Ok(()) };
-        drop(ask);
-        thread.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        match self.stop() {
+            None => Ok(()),
+            Some(ended) => ended.unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+        }
     }
 }
 
 impl Write for EarlySync<'_> {
     fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
         let n = self.file.write(bytes)?;
+        let before = self.written;
         self.written += n as u64;
-        if self.written >= self.next_sync {
-            self.next_sync = self.written + SYNC_EVERY;
+        // Another SYNC_EVERY bytes crossed.
+        if self.written / SYNC_EVERY > before / SYNC_EVERY {
             self.ask_for_sync()?;
         }
         Ok(n)
@@ -176,10 +185,7 @@ impl Write for EarlySync<'_> {
 impl Drop for EarlySync<'_> {
     /// On an error the thread is still stopped before the file is removed.
     fn drop(&mut self) {
-        if let Some(Syncer { ask, thread }) = self.syncer.take() {
-            drop(ask);
-            let _ = thread.join();
-        }
+        let _ = self.stop();
     }
 }
 

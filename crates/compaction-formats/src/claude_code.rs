@@ -332,8 +332,9 @@ pub(crate) fn lean_event_by(line: &[u8], walk: bool) -> Option<(Value, Option<u3
 /// [`skip::value_end`], checked as serde_json checks it and faster than serde_json skips it (a
 /// session's `toolUseResult` is half its bytes), a `user` or `assistant` event's `message` is
 /// built by [`values::value_at`], as serde_json would build it, and the few other values read
-/// are parsed by serde_json. `None` when the line is not an object whose keys are plain and given once, or
-/// anything in it is not JSON: [`FieldsSeed`] then reads it, or refuses it, as before.
+/// are parsed by serde_json. `None` when the line is not an object whose keys are plain and
+/// given once, or anything in it is not JSON: [`FieldsSeed`] then reads it, or refuses it, as
+/// before.
 pub(crate) fn walk_fields(text: &str) -> Option<Fields<'_>> {
     let bytes = text.as_bytes();
     let mut fields = Fields::default();
