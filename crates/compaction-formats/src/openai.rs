@@ -9,7 +9,7 @@ use serde_json::{json, Map, Value};
 use crate::document::{json_type, key_list, member_of, Locator};
 use crate::error::{snippet, Error};
 use crate::overlay::Shape;
-use crate::pairing::{unpaired, OpenCalls};
+use crate::pairing::{unpaired, Answer, OpenCalls};
 use crate::Decoded;
 
 static FUNCTION: Shape =
@@ -39,17 +39,18 @@ pub(crate) fn read(values: &[Value], locator: &Locator) -> Result<Decoded, Error
     let mut calls = OpenCalls::default();
     let mut decoded = Decoded::default();
     for (index, value) in values.iter().enumerate() {
-        let message = read_message(value, &mut calls).map_err(|error| locator.invalid(index, error))?;
+        let message = read_message(value, &mut calls, &decoded.messages)
+            .map_err(|error| locator.invalid(index, error))?;
         decoded.extend(index, vec![message]);
     }
     Ok(decoded)
 }
 
-fn read_message(value: &Value, calls: &mut OpenCalls) -> Result<Message, String> {
+fn read_message(value: &Value, calls: &mut OpenCalls, earlier: &[Message]) -> Result<Message, String> {
     let Some(object) = value.as_object() else {
         return Err(format!("expected a message object, found {}", json_type(value)));
     };
-    read_object(object, Apart::default(), calls)
+    prepare(object, Apart::default())?.pair(calls, earlier)
 }
 
 /// What a reader that parses messages ahead read apart from the message's object, standing for
@@ -65,23 +66,39 @@ pub(crate) struct Apart {
     pub open: Option<Vec<ToolCall>>,
 }
 
-/// A message from its object and what was read `apart` from it.
-pub(crate) fn read_object(
-    object: &Map<String, Value>,
-    apart: Apart,
-    calls: &mut OpenCalls,
-) -> Result<Message, String> {
-    let Apart { text, calls: mut made, mut open } = apart;
-    // Called once, for the assistant's calls or those a tool message carries.
-    let mut read_calls = |calls: &mut OpenCalls| match made.take() {
-        Some(made) => {
-            match open.take() {
-                Some(copies) => copies.into_iter().for_each(|call| calls.push_owned(call)),
-                None => made.iter().for_each(|call| calls.push(call)),
+/// A message read but for what depends on the messages before it: a tool message's result is
+/// paired, and the calls a message makes are recorded, in message order on one thread
+/// ([`Prepared::pair`]); the rest may be read on any thread, in any order.
+#[derive(Debug)]
+pub(crate) enum Prepared {
+    /// A message that answers no call, and copies of the calls it makes.
+    Made { message: Message, open: Vec<ToolCall> },
+    /// A tool message. Its result and its calls are checked only once it is paired, so errors
+    /// come in the order a reader in message order meets them.
+    Result {
+        id: Option<String>,
+        result: Result<ToolResultContent, String>,
+        calls: Result<(Vec<ToolCall>, Vec<ToolCall>), String>,
+        name: Option<String>,
+    },
+}
+
+/// A message from its object and what was read `apart` from it, up to the pairing.
+pub(crate) fn prepare(object: &Map<String, Value>, apart: Apart) -> Result<Prepared, String> {
+    let Apart { text, calls: made, open } = apart;
+    // The calls the message makes, and copies of them to record as open.
+    let made_calls = || -> Result<(Vec<ToolCall>, Vec<ToolCall>), String> {
+        match made {
+            Some(made) => {
+                let open = open.unwrap_or_else(|| made.clone());
+                Ok((made, open))
             }
-            Ok(made)
+            None => {
+                let made = tool_calls(member_of(object, "tool_calls"))?;
+                let open = made.clone();
+                Ok((made, open))
+            }
         }
-        None => read_calls(object, calls),
     };
     let content = member_of(object, "content");
     let parts_of = |content: Option<&Value>| match text.clone() {
@@ -98,26 +115,22 @@ pub(crate) fn read_object(
         Some(Value::String(name)) => Some(name.clone()),
         Some(other) => return Err(format!("`name` must be a string, found {}", json_type(other))),
     };
-    let (role, parts) = match role {
-        "system" | "developer" => (Role::System, parts_of(content)?),
-        "user" => (Role::User, parts_of(content)?),
+    let (role, parts, open) = match role {
+        "system" | "developer" => (Role::System, parts_of(content)?, Vec::new()),
+        "user" => (Role::User, parts_of(content)?, Vec::new()),
         "assistant" => {
             let mut parts = parts_of(content)?;
-            parts.extend(read_calls(calls)?.into_iter().map(Part::ToolCall));
-            (Role::Assistant, parts)
+            let (made, open) = made_calls()?;
+            parts.extend(made.into_iter().map(Part::ToolCall));
+            (Role::Assistant, parts, open)
         }
         "tool" => {
             let id = tool_call_id(object)?;
-            let origin = calls.answer(id.as_deref()).ok_or_else(|| unpaired(id.as_deref()))?;
             let result = match text {
-                Some(text) => ToolResultContent::Text(text),
-                None => result_content(content)?,
+                Some(text) => Ok(ToolResultContent::Text(text)),
+                None => result_content(content),
             };
-            let mut message = Message::tool(result, origin, false);
-            message.name = name;
-            // Calls a tool message carries (some logs put them there) are kept after its result.
-            message.parts.extend(read_calls(calls)?.into_iter().map(Part::ToolCall));
-            return Ok(message);
+            return Ok(Prepared::Result { id, result, calls: made_calls(), name });
         }
         other => {
             return Err(format!(
@@ -126,14 +139,39 @@ pub(crate) fn read_object(
             ))
         }
     };
-    Ok(Message { role, parts, name, meta: JsonObject::new() })
+    Ok(Prepared::Made { message: Message { role, parts, name, meta: JsonObject::new() }, open })
 }
 
-/// A message's `tool_calls`, each recorded as open.
-fn read_calls(object: &Map<String, Value>, calls: &mut OpenCalls) -> Result<Vec<ToolCall>, String> {
-    let made = tool_calls(member_of(object, "tool_calls"))?;
-    made.iter().for_each(|call| calls.push(call));
-    Ok(made)
+impl Prepared {
+    /// The message, its result paired with the nearest fitting call among the open `calls`, and
+    /// its own calls recorded there as open. `earlier` are the messages before it, all paired
+    /// with these `calls`: a second result for a call takes its copy from the first.
+    pub(crate) fn pair(self, calls: &mut OpenCalls, earlier: &[Message]) -> Result<Message, String> {
+        match self {
+            Prepared::Made { message, open } => {
+                open.into_iter().for_each(|call| calls.push_owned(call));
+                Ok(message)
+            }
+            Prepared::Result { id, result, calls: made, name } => {
+                let origin = match calls.take_answer(id.as_deref(), earlier.len()) {
+                    Some(Answer::Call(call)) => Some(call),
+                    Some(Answer::Again(holder)) => earlier
+                        .get(holder)
+                        .and_then(|message| message.tool_call_results().next())
+                        .map(|first| first.origin.clone()),
+                    None => None,
+                };
+                let origin = origin.ok_or_else(|| unpaired(id.as_deref()))?;
+                let mut message = Message::tool(result?, origin, false);
+                message.name = name;
+                // Calls a tool message carries (some logs put them there) are kept after its result.
+                let (made, open) = made?;
+                open.into_iter().for_each(|call| calls.push_owned(call));
+                message.parts.extend(made.into_iter().map(Part::ToolCall));
+                Ok(message)
+            }
+        }
+    }
 }
 
 /// The calls of a message's `tool_calls` (absent or null: none).

@@ -23,7 +23,7 @@ use crate::detect::message_format;
 use crate::document::{read_tools, Locator};
 use crate::dupkeys::{scan_keys, Keys};
 use crate::error::Error;
-use crate::openai::Apart;
+use crate::openai::{Apart, Prepared};
 use crate::pairing::OpenCalls;
 use crate::skip::whitespace as skip_whitespace;
 use crate::splice::value_end;
@@ -67,7 +67,7 @@ pub(crate) fn read(source: &JsonSource, name: &str) -> Option<Read> {
     let start = skip_whitespace(bytes, if bytes.starts_with(b"\xEF\xBB\xBF") { 3 } else { 0 });
     // The envelope's members in order, the messages' place among them marked by `None`.
     let mut members: Vec<Option<(String, Range<usize>)>> = Vec::new();
-    let mut lean = Vec::new();
+    let mut prepared = Vec::new();
     let mut spans = Vec::new();
     let mut contents = Vec::new();
     let mut in_messages = Vec::new();
@@ -77,7 +77,7 @@ pub(crate) fn read(source: &JsonSource, name: &str) -> Option<Read> {
         }
         if key == "messages" {
             members.push(None);
-            return messages(source, at, &mut lean, &mut spans, &mut contents, &mut in_messages);
+            return messages(source, at, &mut prepared, &mut spans, &mut contents, &mut in_messages);
         }
         let end = value_end(bytes, at)?;
         members.push(Some((key.to_owned(), at..end)));
@@ -109,11 +109,13 @@ pub(crate) fn read(source: &JsonSource, name: &str) -> Option<Read> {
     if anthropic_tools {
         return None;
     }
+    // Paired in message order; the rest of each message was read on the thread that read it.
     let mut calls = OpenCalls::default();
-    let messages = lean
-        .into_iter()
-        .map(|(object, apart)| openai::read_object(&object, apart, &mut calls).ok())
-        .collect::<Option<Vec<_>>>()?;
+    let mut messages = Vec::with_capacity(prepared.iter().map(Vec::len).sum());
+    for message in prepared.into_iter().flatten() {
+        let message = message.pair(&mut calls, &messages).ok()?;
+        messages.push(message);
+    }
     let tools = read_tools(&envelope, &Locator::messages(name)).ok()?;
     Some(Read { messages, tools, spans: Spans { object: start..end, messages: spans, contents }, repeated })
 }
@@ -173,10 +175,13 @@ fn object(bytes: &[u8], at: usize, mut value: impl FnMut(&str, usize) -> Option<
 /// kind in the object, which detection looks at).
 type Lean = (Map<String, Value>, Apart);
 
+/// The messages of each run, in order, read up to their pairing.
+type PreparedRuns = Vec<Vec<Prepared>>;
+
 /// Below this many bytes of messages one thread reads them all; starting another costs more.
 const PARALLEL_BYTES: usize = 1 << 20;
 
-/// Reads the messages array starting at `at` into `lean` and `spans`, and the objects in them
+/// Reads the messages array starting at `at` into `prepared` and `spans`, and the objects in them
 /// that repeat a key into `repeated`; returns where the array ends.
 ///
 /// On two or more cores a second thread starts at what looks like a message near the middle of
@@ -186,7 +191,7 @@ const PARALLEL_BYTES: usize = 1 << 20;
 fn messages(
     source: &JsonSource,
     at: usize,
-    lean: &mut Vec<Lean>,
+    prepared: &mut PreparedRuns,
     spans: &mut Vec<Range<usize>>,
     contents: &mut Vec<Option<Range<usize>>>,
     repeated: &mut Vec<Keys>,
@@ -208,16 +213,17 @@ fn messages(
     let given_up = AtomicBool::new(false);
     let (mut run, second) =
         haystack::two_runs(first, guess, |from, stop| Run::read(source, from, stop, &given_up));
+    let mut runs = vec![std::mem::take(&mut run.prepared)];
     if run.end == End::Reached {
         let second = second?;
         run.end = second.end;
-        run.lean.extend(second.lean);
+        runs.push(second.prepared);
         run.spans.extend(second.spans);
         run.contents.extend(second.contents);
         run.repeated.extend(second.repeated);
     }
     let End::Closed(end) = run.end else { return None };
-    *lean = run.lean;
+    *prepared = runs;
     *spans = run.spans;
     *contents = run.contents;
     repeated.extend(run.repeated);
@@ -237,7 +243,7 @@ enum End {
 
 /// Messages read one after another from a position in the array.
 struct Run {
-    lean: Vec<Lean>,
+    prepared: Vec<Prepared>,
     spans: Vec<Range<usize>>,
     contents: Vec<Option<Range<usize>>>,
     repeated: Vec<Keys>,
@@ -255,7 +261,7 @@ impl Run {
     fn read(source: &JsonSource, mut at: usize, stop: Option<usize>, given_up: &AtomicBool) -> Run {
         let bytes = source.as_bytes();
         let mut run = Run {
-            lean: Vec::new(),
+            prepared: Vec::new(),
             spans: Vec::new(),
             contents: Vec::new(),
             repeated: Vec::new(),
@@ -278,12 +284,18 @@ impl Run {
                 give_up(false);
                 return run;
             };
-            if !matches!(message_format(&message.0), None | Some(Format::OpenAi)) {
+            let (object, apart) = message;
+            if !matches!(message_format(&object), None | Some(Format::OpenAi)) {
                 give_up(true);
                 return run;
             }
+            // A message that does not read gives the file to the tree path, which words why.
+            let Ok(prepared) = openai::prepare(&object, apart) else {
+                give_up(false);
+                return run;
+            };
             run.contents.push(content);
-            run.lean.push(message);
+            run.prepared.push(prepared);
             run.spans.push(at..end);
             at = skip_whitespace(bytes, end);
             match bytes.get(at) {

@@ -4,6 +4,7 @@ mod anthropic;
 mod claude_code;
 mod codex;
 mod detection;
+mod openai;
 mod openhands;
 mod responses;
 mod swe_agent;

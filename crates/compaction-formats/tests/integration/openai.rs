@@ -1,0 +1,76 @@
+//! OpenAI Chat Completions messages: each result paired with the call it answers, whichever
+//! reader takes the file.
+
+use compaction_model::{Message, ToolCall};
+use serde_json::{json, Value};
+
+use crate::read;
+
+fn call(id: &str, city: &str) -> Value {
+    json!({"id": id, "type": "function", "function": {"name": "weather", "arguments": format!("{{\"city\": \"{city}\"}}")}})
+}
+
+/// The origin of every tool result, in order.
+fn origins(messages: &[Message]) -> Vec<ToolCall> {
+    messages.iter().flat_map(|m| m.tool_call_results().map(|r| r.origin.clone())).collect()
+}
+
+/// A conversation with a call answered twice and an id used again for a later call, `padding`
+/// user messages of a kilobyte between the first call and its results.
+fn conversation(padding: usize) -> Vec<Value> {
+    let mut messages = vec![
+        json!({"role": "system", "content": "Be brief."}),
+        json!({"role": "assistant", "content": null, "tool_calls": [call("c1", "Paris"), call("c2", "Rome")]}),
+    ];
+    messages.extend((0..padding).map(|k| json!({"role": "user", "content": format!("{k:>1000}")})));
+    messages.extend([
+        json!({"role": "tool", "tool_call_id": "c1", "content": "sunny"}),
+        // A second result for c1: it answers the call already answered.
+        json!({"role": "tool", "tool_call_id": "c1", "content": "still sunny"}),
+        json!({"role": "tool", "tool_call_id": "c2", "content": "rain"}),
+        // The id again, for a new call: the result answers the new one.
+        json!({"role": "assistant", "content": null, "tool_calls": [call("c1", "Oslo")]}),
+        json!({"role": "tool", "tool_call_id": "c1", "content": "snow"}),
+    ]);
+    messages
+}
+
+#[test]
+fn a_result_answers_the_nearest_open_call_and_a_second_result_the_answered_one() {
+    let cities = |origins: Vec<ToolCall>| -> Vec<(Option<String>, Value)> {
+        origins.into_iter().map(|o| (o.id, Value::Object(o.arguments.into_iter().collect()))).collect()
+    };
+    let expected = vec![
+        (Some("c1".to_owned()), json!({"city": "Paris"})),
+        (Some("c1".to_owned()), json!({"city": "Paris"})),
+        (Some("c2".to_owned()), json!({"city": "Rome"})),
+        (Some("c1".to_owned()), json!({"city": "Oslo"})),
+    ];
+    // Small and large (read on two threads), as a request and as a bare array (the tree path).
+    for padding in [0, 1500] {
+        let messages = conversation(padding);
+        let request = json!({"model": "gpt-4o", "messages": messages}).to_string();
+        let array = Value::Array(messages).to_string();
+        let from_request = read(&request).messages;
+        let from_array = read(&array).messages;
+        assert_eq!(cities(origins(&from_request)), expected, "request, padding {padding}");
+        assert_eq!(from_request, from_array, "padding {padding}");
+        // Each origin is the whole call, name included.
+        assert!(origins(&from_request).iter().all(|o| o.tool_name == "weather"));
+    }
+}
+
+#[test]
+fn a_result_no_call_fits_is_an_error_naming_its_id() {
+    let messages = json!([
+        {"role": "user", "content": "hi"},
+        {"role": "tool", "tool_call_id": "nope", "content": "x"},
+    ]);
+    let error = crate::read_with(
+        &json!({"messages": messages}).to_string(),
+        compaction_formats::ReadOptions::named("t"),
+    )
+    .unwrap_err();
+    let text = format!("{error}: {:?}", std::error::Error::source(&error));
+    assert!(text.contains("nope"), "{text}");
+}
