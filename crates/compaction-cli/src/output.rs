@@ -1,7 +1,8 @@
 //! Writing results: to standard output, or atomically to a file.
 //!
 //! A file is written beside its target under a name that says what it is
-//! (`.NAME.compaction-partial-XXXXXX`), flushed to the device (a large one while it is still being
+//! (`.NAME.compaction-partial-XXXXXX`), by a second thread while the content is still being made
+//! (see [`handed_off`]), flushed to the device (a large one while it is still being
 //! written, see [`EarlySync`]), then renamed over the target, so a reader never sees half a file.
 //! When the run is interrupted (SIGINT, SIGTERM, SIGHUP) the temporary file is removed before the
 //! signal ends the process, and so are the offload store's scratch files; after a
@@ -17,17 +18,21 @@ use anyhow::{Context, Result};
 /// Writes `bytes` to `path` atomically (a temporary file beside it, flushed, then renamed), or to
 /// standard output when `path` is `None` or `-`. On error an existing file stays as it was.
 pub fn write_output(path: Option<&Path>, bytes: &[u8]) -> Result<()> {
-    write_output_with(path, |out| Ok(out.write_all(bytes)?))
+    match path {
+        Some(path) if path.as_os_str() != "-" => write_atomic(path, bytes),
+        _ => std::io::stdout().lock().write_all(bytes).context("<stdout>: cannot write"),
+    }
 }
 
 /// As [`write_output`], with the content produced by `write` into a buffered writer, so a large
-/// output is never held in memory whole.
+/// output is never held in memory whole. A file is written by a second thread a buffer at a
+/// time while `write` makes the next (see [`handed_off`]).
 pub fn write_output_with(
     path: Option<&Path>,
     write: impl FnOnce(&mut dyn Write) -> Result<()>,
 ) -> Result<()> {
     match path {
-        Some(path) if path.as_os_str() != "-" => write_atomic_with(path, write),
+        Some(path) if path.as_os_str() != "-" => write_atomic_with(path, |file| handed_off(file, write)),
         _ => {
             let mut stdout = BufWriter::with_capacity(BUFFER, std::io::stdout().lock());
             write(&mut stdout).and_then(|()| Ok(stdout.flush()?)).context("<stdout>: cannot write")
@@ -40,22 +45,20 @@ const BUFFER: usize = 1 << 20;
 
 /// Writes a file atomically.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    write_atomic_with(path, |out| Ok(out.write_all(bytes)?))
+    write_atomic_with(path, |file| Ok(file.write_all(bytes)?))
 }
 
-fn write_atomic_with(path: &Path, write: impl FnOnce(&mut dyn Write) -> Result<()>) -> Result<()> {
+/// Writes a file atomically, what `write` writes to it (unbuffered) making its content.
+fn write_atomic_with(path: &Path, write: impl FnOnce(&mut (dyn Write + Send)) -> Result<()>) -> Result<()> {
     let name = path.display();
     // A device or pipe (`/dev/stdout`, a FIFO) cannot be replaced by renaming a file onto it:
     // that would swap the device for a regular file. Write to it directly.
     if std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir()) {
-        let file = std::fs::OpenOptions::new()
+        let mut file = std::fs::OpenOptions::new()
             .write(true)
             .open(path)
             .with_context(|| format!("{name}: cannot open"))?;
-        let mut out = BufWriter::with_capacity(BUFFER, file);
-        return write(&mut out)
-            .and_then(|()| Ok(out.flush()?))
-            .with_context(|| format!("{name}: cannot write"));
+        return write(&mut file).with_context(|| format!("{name}: cannot write"));
     }
     let dir = match path.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => parent,
@@ -76,9 +79,7 @@ fn write_atomic_with(path: &Path, write: impl FnOnce(&mut dyn Write) -> Result<(
     let written = (|| {
         {
             let mut early = EarlySync::new(file.as_file_mut());
-            let mut out = BufWriter::with_capacity(BUFFER, &mut early);
-            write(&mut out).and_then(|()| Ok(out.flush()?))?;
-            drop(out);
+            write(&mut early)?;
             early.finish()?;
         }
         set_final_permissions(file.as_file(), path)?;
@@ -95,6 +96,112 @@ fn write_atomic_with(path: &Path, write: impl FnOnce(&mut dyn Write) -> Result<(
         partial_files().retain(|p| p != &temp);
     }
     written.with_context(|| format!("{name}: cannot write"))
+}
+
+/// Runs `write` with what it writes going to `sink` on a second thread, a buffer of [`BUFFER`]
+/// bytes at a time: the kernel copies one buffer into the page cache while `write` fills the
+/// next, where one thread would do one and then the other. At most a few buffers are in use,
+/// and they are used again. A write of a buffer's size or more is not copied: once what came
+/// before it is written, it goes to `sink` as it is. An error of the writing thread is the one
+/// given: `write` then fails only because it could not hand over what it made.
+fn handed_off(sink: &mut (dyn Write + Send), write: impl FnOnce(&mut dyn Write) -> Result<()>) -> Result<()> {
+    let sink = Mutex::new(sink);
+    let sink = &sink;
+    std::thread::scope(|scope| {
+        // One buffer waiting while one is written.
+        let (full, to_write) = std::sync::mpsc::sync_channel::<Vec<u8>>(1);
+        let (written, emptied) = std::sync::mpsc::channel::<Vec<u8>>();
+        let writer = std::thread::Builder::new().name("output-write".into()).spawn_scoped(
+            scope,
+            move || -> std::io::Result<()> {
+                for mut buffer in to_write {
+                    lock(sink).write_all(&buffer)?;
+                    buffer.clear();
+                    // The maker may have stopped; the buffer is then simply dropped.
+                    let _ = written.send(buffer);
+                }
+                Ok(())
+            },
+        )?;
+        let mut out = Handoff { buffer: Vec::with_capacity(BUFFER), full, emptied, in_flight: 0, sink };
+        let made = write(&mut out).and_then(|()| Ok(out.hand_over()?));
+        // Closes the channel: the writer stops once it has written what it was given.
+        drop(out);
+        writer.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
+        made?;
+        Ok(lock(sink).flush()?)
+    })
+}
+
+/// The sink of [`handed_off`], shared by the two threads, each writing in turn.
+type Shared<'a> = Mutex<&'a mut (dyn Write + Send)>;
+
+fn lock<'s, 'a>(sink: &'s Shared<'a>) -> MutexGuard<'s, &'a mut (dyn Write + Send)> {
+    // A panic while writing ends the command; the sink is not used after it.
+    sink.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The maker's end of [`handed_off`].
+struct Handoff<'s, 'a> {
+    buffer: Vec<u8>,
+    full: std::sync::mpsc::SyncSender<Vec<u8>>,
+    emptied: std::sync::mpsc::Receiver<Vec<u8>>,
+    /// Buffers handed over and not yet back.
+    in_flight: usize,
+    sink: &'s Shared<'a>,
+}
+
+impl Handoff<'_, '_> {
+    /// Hands the buffer, if it holds anything, to the writing thread, and takes an empty one.
+    fn hand_over(&mut self) -> std::io::Result<()> {
+        if self.buffer.is_empty() {
+            return Ok(());
+        }
+        let next = match self.emptied.try_recv() {
+            Ok(emptied) => {
+                self.in_flight -= 1;
+                emptied
+            }
+            Err(_) => Vec::with_capacity(BUFFER),
+        };
+        let buffer = std::mem::replace(&mut self.buffer, next);
+        self.full.send(buffer).map_err(|_| writer_stopped())?;
+        self.in_flight += 1;
+        Ok(())
+    }
+
+    /// Waits until everything handed over is written.
+    fn drain(&mut self) -> std::io::Result<()> {
+        while self.in_flight > 0 {
+            self.emptied.recv().map_err(|_| writer_stopped())?;
+            self.in_flight -= 1;
+        }
+        Ok(())
+    }
+}
+
+fn writer_stopped() -> std::io::Error {
+    std::io::Error::other("the output's writing thread stopped")
+}
+
+impl Write for Handoff<'_, '_> {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        if bytes.len() >= BUFFER {
+            self.hand_over()?;
+            self.drain()?;
+            lock(self.sink).write_all(bytes)?;
+            return Ok(bytes.len());
+        }
+        if self.buffer.len() + bytes.len() > BUFFER {
+            self.hand_over()?;
+        }
+        self.buffer.extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// After this many bytes of a file, and after each as many more, what was written so far is
@@ -256,8 +363,14 @@ mod tests {
         let len = 2 * SYNC_EVERY as usize + 12_345;
         let bytes: Vec<u8> = (0..len).map(|i| (i * 31 % 251) as u8).collect();
         write_output_with(Some(&path), |out| {
-            for chunk in bytes.chunks(100_000) {
+            // Small writes, copied into buffers, and writes larger than a buffer, which are not.
+            let (small, large) = bytes.split_at(len / 2);
+            for chunk in small.chunks(100_000) {
                 out.write_all(chunk)?;
+            }
+            for chunk in large.chunks(3 * BUFFER + 7) {
+                out.write_all(&chunk[..10])?;
+                out.write_all(&chunk[10..])?;
             }
             Ok(())
         })
@@ -265,6 +378,51 @@ mod tests {
         assert_eq!(std::fs::read(&path).expect("the output"), bytes);
         // The temporary file was renamed: nothing else is left beside the target.
         assert_eq!(std::fs::read_dir(dir.path()).expect("the folder").count(), 1);
+    }
+
+    /// Takes `room` bytes, then fails as a full disk does.
+    struct Full {
+        room: usize,
+        taken: Vec<u8>,
+    }
+
+    impl Write for Full {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            if self.taken.len() + bytes.len() > self.room {
+                return Err(std::io::Error::from(std::io::ErrorKind::StorageFull));
+            }
+            self.taken.extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn the_writing_threads_error_is_the_one_given() {
+        for write_size in [1000, 2 * BUFFER] {
+            let mut sink = Full { room: 3 * BUFFER, taken: Vec::new() };
+            let error = handed_off(&mut sink, |out| {
+                for _ in 0..8 * BUFFER / write_size {
+                    out.write_all(&vec![b'z'; write_size])?;
+                }
+                Ok(())
+            })
+            .expect_err("the sink fills up");
+            let kind = error.downcast_ref::<std::io::Error>().map(std::io::Error::kind);
+            assert_eq!(kind, Some(std::io::ErrorKind::StorageFull), "{error:#}");
+            assert!(sink.taken.iter().all(|&b| b == b'z'));
+        }
+        // The maker's own error, when the writer is fine.
+        let mut sink = Full { room: usize::MAX, taken: Vec::new() };
+        let error = handed_off(&mut sink, |out| {
+            out.write_all(b"half")?;
+            anyhow::bail!("the maker failed")
+        })
+        .expect_err("the maker fails");
+        assert_eq!(error.to_string(), "the maker failed");
     }
 
     #[test]
