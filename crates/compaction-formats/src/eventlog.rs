@@ -196,11 +196,25 @@ impl LogDecoded {
         self.compactions.clear();
     }
 
-    /// Fingerprints every message, once reading is done.
+    /// Fingerprints every message, once reading is done: each half on its own thread when
+    /// there are many (the fingerprint hashes every text).
     pub(crate) fn seal(&mut self) {
-        for (message, slots) in self.messages.iter().zip(&mut self.slots) {
-            slots.fingerprint = fingerprint(message, slots);
+        let seal = |messages: &[Message], slots: &mut [MessageSlots]| {
+            for (message, slots) in messages.iter().zip(slots) {
+                slots.fingerprint = fingerprint(message, slots);
+            }
+        };
+        let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+        let len = self.messages.len().min(self.slots.len());
+        if cores < 2 || len < PARALLEL_SEAL {
+            return seal(&self.messages, &mut self.slots);
         }
+        let (messages, later_messages) = self.messages[..len].split_at(len / 2);
+        let (slots, later_slots) = self.slots[..len].split_at_mut(len / 2);
+        std::thread::scope(|scope| {
+            scope.spawn(|| seal(later_messages, later_slots));
+            seal(messages, slots);
+        });
     }
 }
 
@@ -279,6 +293,9 @@ pub(crate) fn write_back(
     splice::write_edited(source, edits, out)?;
     Ok(())
 }
+
+/// Below this many messages one thread fingerprints them all.
+const PARALLEL_SEAL: usize = 2000;
 
 /// Below this many bytes of input one thread finds a write-back's edits.
 const PARALLEL_EDITS: usize = 1 << 20;

@@ -216,6 +216,36 @@ fn what_a_session_cannot_hold_is_refused() {
 }
 
 #[test]
+fn a_text_changed_anywhere_in_a_long_session_is_refused() {
+    // Long enough that its messages are fingerprinted on two threads.
+    let events: Vec<Value> = (0..1500)
+        .flat_map(|k| {
+            let said = json!([{"type": "text", "text": format!("answer {k}")}]);
+            [
+                user(&format!("u{k}"), json!(format!("question {k}"))),
+                assistant(&format!("m{k}"), &format!("a{k}"), said, 1, 0, 0, 1),
+            ]
+        })
+        .collect();
+    let text = lines(&events);
+    let conversation = read(&text);
+    assert_eq!(conversation.messages.len(), 3000);
+    assert_eq!(written_back(&conversation, &conversation.messages, &[]), text.as_bytes());
+    // Every message looked at, none changed: each matches its fingerprint.
+    let mut out = Vec::new();
+    compaction_formats::write(&conversation, &conversation.messages, None, None, &mut out).unwrap();
+    assert_eq!(out, text.as_bytes());
+    for index in [0, 1499, 1500, 2999] {
+        let mut messages = conversation.messages.clone();
+        messages[index].parts[0] = Part::Text(compaction_model::TextPart::new("other words"));
+        let mut out = Vec::new();
+        let error = compaction_formats::write(&conversation, &messages, None, Some(&[index]), &mut out)
+            .expect_err("a changed text cannot be written back");
+        assert!(error.to_string().contains(&format!("message {index} changed in more than")), "{error}");
+    }
+}
+
+#[test]
 fn a_log_of_nothing_the_model_saw_is_an_error() {
     let text = lines(&[
         json!({"type": "file-history-snapshot", "messageId": "m0", "snapshot": {}}),
