@@ -186,17 +186,24 @@ fn writer_stopped() -> std::io::Error {
 
 impl Write for Handoff<'_, '_> {
     fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.write_all(bytes).map(|()| bytes.len())
+    }
+
+    /// Takes all of `bytes` at once (the default would call `write` until it had).
+    fn write_all(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        // Most writes are a few bytes of an encoded message.
+        if self.buffer.len() + bytes.len() <= BUFFER {
+            self.buffer.extend_from_slice(bytes);
+            return Ok(());
+        }
         if bytes.len() >= BUFFER {
             self.hand_over()?;
             self.drain()?;
-            lock(self.sink).write_all(bytes)?;
-            return Ok(bytes.len());
+            return lock(self.sink).write_all(bytes);
         }
-        if self.buffer.len() + bytes.len() > BUFFER {
-            self.hand_over()?;
-        }
+        self.hand_over()?;
         self.buffer.extend_from_slice(bytes);
-        Ok(bytes.len())
+        Ok(())
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
