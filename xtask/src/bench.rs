@@ -1233,9 +1233,11 @@ const PRUNE_NOTES: &str = "What was done: messages are read straight from the by
 (`Message::read_prefix_in`, 8 bytes at a time, each string's contents checked as UTF-8 in one \
 simdutf8 call and only when not all ASCII, on both cores); \
 texts stay in the input undecoded (pruning and the approximate counter need only their lengths, \
-known from the read); unchanged messages are written back as runs of input bytes. Parsing went \
+known from the read); unchanged messages are written back as runs of input bytes, handed to a \
+second thread that writes each buffer while the next is made. Parsing went \
 from 165–314 ms (issue 15's measurements) to about 50 ms on a quiet machine; the whole prune of the \
-compact spelling runs 0.53 G instructions (callgrind; 0.65 G at the last benchmark), most of them \
+compact spelling runs 0.54 G instructions (callgrind; 0.53 G at the last benchmark: handing the \
+output over costs the main thread 5 M), most of them \
 reading. What is left is mostly \
 the kernel's: the table above \
 shows about as much CPU time in the kernel as in user space, most of it page faults (this machine's \
@@ -1252,38 +1254,43 @@ where the reference runs on one: the spread of our runs shows it.";
 
 /// Where the log formats' time goes, and what would make them faster: see compaction-formats.
 const LOG_FORMAT_NOTES: &str = "Where the time goes (callgrind, all threads). Claude Code, 50 MB: \
-`count` 674 M instructions (762 M at the last benchmark; 344 M on the main thread, 331 M on the \
-second), `prune` 742 M (820 M; 375 M and 364 M, writing 42 M of it). How it is read: each line \
+`count` 674 M instructions (as at the last benchmark; 344 M on the main thread, 331 M on the \
+second), `prune` 742 M (as before; 372 M on the main thread, writing 42 M of it, and 370 M on \
+the others). How it is read: each line \
 checked as UTF-8 with simdutf8, its members walked by hand (`claude_code::walk_fields`), the \
 envelope and `toolUseResult` crossed by a check as strict as serde_json's (`skip.rs`), the \
 `message` of a `user` or `assistant` event built by hand (`values.rs`: strings decoded straight \
 into buffers of their size), repeated keys looked for while it is built, its strings moved into \
 the messages, the lines parsed on two threads (the second takes five runs of lines in eight), \
-a write-back's edits found on two threads. What changed since the last benchmark: the members of \
-an event, a message and a block are found by comparing keys, where serde_json's `Map` hashed \
-each key looked up with SipHash (a tenth of the main thread); mimalloc no longer collects and \
-hands back every free page at exit (`MI_SKIP_COLLECT_ON_EXIT`); a large output is flushed to the \
-device on a second thread while it is written, so the `fsync` before its rename waits for the \
-tail only (25 ms before, under 1 by strace, though the wall time of the whole write varies more \
-than that from run to run here). What is left: building the message, a quarter (decoding \
+a write-back's edits found on two threads. What changed since the last benchmark: the \
+messages are fingerprinted (for the write-back's check that only results changed) on two \
+threads, and the output is handed to a second thread that writes each megabyte while the next is \
+made (the instructions stay; what moved is when the kernel's copying into the page cache runs). \
+What is left: building the message, a quarter (decoding \
 strings with an escape every few dozen bytes, and inserting keys, which serde_json's `Map` \
 hashes); crossing the envelope and `toolUseResult`, a sixth; turning the values into messages, \
 an eighth; and in the kernel, about a third of the CPU time, page faults: 12,000 to read the \
-50 MB into fresh memory and as many for the messages. \
+50 MB into fresh memory and as many for the messages. What would cut it next, and why it is not \
+done yet: leaving each tool result's content in the input, as the OpenAI and Haystack readers \
+do (no decoding, no copy, and some 30 MB less memory to fault in), needs the message builder to \
+hand those strings back apart from the value it builds; reading the input into memory that two \
+threads populate at once (`MADV_POPULATE_WRITE`: 17–27 ms instead of 29–45 for 50 MB, in C on \
+this machine) needs a byte owner other than `Vec` in `JsonSource` and `formats::read`. \
 OpenAI: the request is read without a tree (`request::read`): its envelope's members parsed as \
 they come, its messages read one by one from their bytes on two threads (the second starting at a \
 message near the middle), each string `content` checked and left in the input, only the other \
 members parsed, tool calls made (and copied for pairing) on the thread that read them, and \
 repeated keys looked for only in the values parsed. Written back, the envelope and every \
 unchanged message are copied from the input; each changed message is encoded over its original. \
-At 50 MB, `count` 624 M instructions (712 M at the last benchmark; 349 M on the main thread, \
-275 M on the second), `prune` 698 M (790 M; 412 M and 280 M). What changed: a string's contents \
-are checked as UTF-8 in one simdutf8 call once its end is found, and only when they are not all \
-ASCII (each run of non-ASCII bytes was checked as it came), and each call is copied for pairing \
-on the reading thread. What is left: finding each string's end and counting its characters, \
-a third of the main thread (an escape every few dozen bytes ends each eight-byte step); what \
-follows the reading is the main thread's alone: pairing results with their calls in order \
-(31 M), the pruning (20 M) and the write-back (48 M).";
+At 50 MB, `count` 605 M instructions (624 M at the last benchmark; 324 M on the main thread, \
+281 M on the second), `prune` 681 M (698 M; 389 M on the main thread, 290 M on the others). \
+What changed: each message is read up to its pairing on the thread that read it \
+(`openai::prepare`), so only the pairing runs in order on the main thread, and a result takes \
+its call out of the open calls instead of copying it (`OpenCalls::take_answer`): the pairing \
+went from 31 M to 13 M; the output is written by a second thread while the next buffer is made. \
+What is left: finding each string's end and counting its characters, a third of the main thread \
+(an escape every few dozen bytes ends each eight-byte step); after the reading, the pruning \
+(20 M) and making the write-back (49 M) on the main thread.";
 
 /// Writes out what earlier runs left in the page cache (`sync`), so that a run does not pay for
 /// another's output: our `prune` syncs its file before renaming it, and on ext4 that waits for
