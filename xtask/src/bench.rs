@@ -1273,9 +1273,10 @@ an eighth; and in the kernel, about a third of the CPU time, page faults: 12,000
 50 MB into fresh memory and as many for the messages. What would cut it next, and why it is not \
 done yet: leaving each tool result's content in the input, as the OpenAI and Haystack readers \
 do (no decoding, no copy, and some 30 MB less memory to fault in), needs the message builder to \
-hand those strings back apart from the value it builds; reading the input into memory that two \
-threads populate at once (`MADV_POPULATE_WRITE`: 17–27 ms instead of 29–45 for 50 MB, in C on \
-this machine) needs a byte owner other than `Vec` in `JsonSource` and `formats::read`. \
+hand those strings back apart from the value it builds. Tried and left: reading the input into \
+an anonymous map whose halves two threads have the kernel fill first (`MADV_POPULATE_WRITE`, \
+faster than `read` into fresh memory in a C test here) read a 50 MB request in 31 ms (median \
+of 15) where the `Vec` read takes 22. \
 OpenAI: the request is read without a tree (`request::read`): its envelope's members parsed as \
 they come, its messages read one by one from their bytes on two threads (the second starting at a \
 message near the middle), each string `content` checked and left in the input, only the other \
