@@ -20,7 +20,10 @@ use anyhow::{Context, Result};
 pub fn write_output(path: Option<&Path>, bytes: &[u8]) -> Result<()> {
     match path {
         Some(path) if path.as_os_str() != "-" => write_atomic(path, bytes),
-        _ => std::io::stdout().lock().write_all(bytes).context("<stdout>: cannot write"),
+        _ => {
+            let mut stdout = std::io::stdout().lock();
+            stdout.write_all(bytes).and_then(|()| stdout.flush()).context("<stdout>: cannot write")
+        }
     }
 }
 
