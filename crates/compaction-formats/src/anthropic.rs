@@ -5,8 +5,8 @@
 //! are written back as one user message.
 
 use compaction_model::{
-    FilePart, ImagePart, JsonObject, Message, Part, ReasoningPart, ResultPart, Role, TextPart, ToolCall,
-    ToolCallResult, ToolResultContent,
+    FilePart, ImagePart, JsonObject, Message, Part, ReasoningPart, ResultPart, Role, Text, TextPart,
+    ToolCall, ToolCallResult, ToolResultContent,
 };
 use serde_json::{json, Map, Value};
 
@@ -15,6 +15,7 @@ use crate::error::{snippet, Error};
 use crate::notes::{plural, Note, NoteKind};
 use crate::overlay::Shape;
 use crate::pairing::{unpaired, OpenCalls};
+use crate::values::LeftTexts;
 use crate::Decoded;
 
 /// Key in a reasoning part's `extra` for a `thinking` block's signature.
@@ -71,7 +72,7 @@ pub(crate) fn read(
     let mut last_compaction = None;
     for (index, value) in values.iter().enumerate() {
         // The tree is kept to write the file back: the message is read from a copy of it.
-        let read = read_blocks(value.clone(), &mut calls, &mut opaque)
+        let read = read_blocks(value.clone(), &mut calls, &mut opaque, &mut LeftTexts::default())
             .map_err(|error| locator.invalid(index, error))?;
         let messages: Vec<Message> = read.into_iter().map(|r| r.message).collect();
         if messages.iter().any(|m| m.parts.iter().any(|p| opaque_kind(p) == Some("compaction"))) {
@@ -162,10 +163,12 @@ impl Opaque {
 
 /// One Anthropic message as one or more messages, with where their results and calls came from.
 /// The message's strings and objects are moved into the messages, not copied.
+/// `left` holds the tool results' texts the message was built without (see [`LeftTexts`]).
 pub(crate) fn read_blocks(
     value: Value,
     calls: &mut OpenCalls,
     opaque: &mut Opaque,
+    left: &mut LeftTexts,
 ) -> Result<Vec<ReadMessage>, String> {
     let mut object = match value {
         Value::Object(object) => object,
@@ -209,7 +212,7 @@ pub(crate) fn read_blocks(
                     call_blocks: std::mem::take(&mut pending_calls),
                 });
             }
-            let message = tool_result(block, calls).map_err(at)?;
+            let message = tool_result(block, calls, |item| left.take(k, item)).map_err(at)?;
             out.push(ReadMessage { message, result_block: Some(k), call_blocks: Vec::new() });
             continue;
         }
@@ -347,7 +350,13 @@ fn base64_source(block: &mut Map<String, Value>) -> Result<(Option<String>, Stri
     Ok((mime, take_string(source, "data")?))
 }
 
-fn tool_result(block: Value, calls: &mut OpenCalls) -> Result<Message, String> {
+/// A `tool_result` block as a tool message; `left` gives the texts of its `content` (the whole,
+/// or text block `k`) that were left in the input, if any.
+fn tool_result(
+    block: Value,
+    calls: &mut OpenCalls,
+    left: impl FnMut(Option<usize>) -> Option<Text>,
+) -> Result<Message, String> {
     let Value::Object(mut block) = block else { return Err("`tool_use_id` is missing".into()) };
     let [id, error, content] = take_members(&mut block, ["tool_use_id", "is_error", "content"]);
     let id = string_member(id, "tool_use_id")?;
@@ -357,7 +366,7 @@ fn tool_result(block: Value, calls: &mut OpenCalls) -> Result<Message, String> {
         Some(Value::Bool(error)) => error,
         Some(other) => return Err(format!("`is_error` must be true or false, found {}", json_type(&other))),
     };
-    let result = result_content(content)?;
+    let result = result_content_left(content, left)?;
     let mut message = Message::tool(result, origin, false);
     if let Some(Part::ToolCallResult(result)) = message.parts.first_mut() {
         result.error = error;
@@ -368,16 +377,30 @@ fn tool_result(block: Value, calls: &mut OpenCalls) -> Result<Message, String> {
 /// A `tool_result` block's `content`: a string, or text, image and document blocks; moved into
 /// the result.
 pub(crate) fn result_content(content: Option<Value>) -> Result<ToolResultContent, String> {
+    result_content_left(content, |_| None)
+}
+
+/// [`result_content`], the texts `left` gives (for the whole, or for text block `k`) taking the
+/// place of the empty strings that stand in for them.
+fn result_content_left(
+    content: Option<Value>,
+    mut left: impl FnMut(Option<usize>) -> Option<Text>,
+) -> Result<ToolResultContent, String> {
     match content {
         None | Some(Value::Null) => Ok(ToolResultContent::Text(Default::default())),
-        Some(Value::String(text)) => Ok(ToolResultContent::Text(text.into())),
+        Some(Value::String(text)) => Ok(ToolResultContent::Text(left(None).unwrap_or_else(|| text.into()))),
         Some(Value::Array(items)) => Ok(ToolResultContent::Parts(
             items
                 .into_iter()
                 .enumerate()
                 // Blocks of kinds the model has no result part for are kept as opaque text.
                 .map(|(k, item)| match part(item, Some(&mut Opaque::default())) {
-                    Ok(Part::Text(text)) => Ok(ResultPart::Text(text)),
+                    Ok(Part::Text(mut text)) => {
+                        if let Some(left) = left(Some(k)) {
+                            text.text = left;
+                        }
+                        Ok(ResultPart::Text(text))
+                    }
                     Ok(Part::Image(image)) => Ok(ResultPart::Image(image)),
                     Ok(Part::File(file)) => Ok(ResultPart::File(file)),
                     Ok(_) => Err(format!("`content[{k}]` cannot be part of a tool result")),

@@ -16,7 +16,7 @@
 //! sees only the summary and what follows; that is what is read, unless the full history is
 //! asked for.
 
-use compaction_model::Role;
+use compaction_model::{JsonSource, Role};
 use serde::de::{self, Deserialize, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
@@ -30,6 +30,7 @@ use crate::notes::{plural, thousands, Note, NoteKind, Tally};
 use crate::pairing::OpenCalls;
 use crate::splice::{self, Seg};
 use crate::usage::{MessageUsage, Usage};
+use crate::values::LeftTexts;
 use crate::ProviderCompaction;
 use crate::{skip, values};
 
@@ -82,6 +83,7 @@ impl Reader {
         base: u32,
         event: Value,
         message_at: Option<u32>,
+        mut left: LeftTexts,
     ) -> Result<(), Error> {
         self.lines += 1;
         let mut object = match event {
@@ -134,7 +136,7 @@ impl Reader {
         };
         let id = member(&message, "id").and_then(Value::as_str).map(str::to_owned);
         let usage = usage(&message);
-        let read = anthropic::read_blocks(message, &mut self.calls, &mut self.opaque)
+        let read = anthropic::read_blocks(message, &mut self.calls, &mut self.opaque, &mut left)
             .map_err(|error| self.invalid(number, format!("`message`: {error}")))?;
         let id = id.as_deref();
         let content = match message_at {
@@ -269,19 +271,36 @@ fn usage(message: &Value) -> Option<Usage> {
 /// and the repeated keys of what was read: the event's own keys and those of the values built
 /// ([`dupkeys::Tracked`]). What is skipped unbuilt is never read, so its keys are not looked at.
 pub(crate) fn lean_event(line: &[u8]) -> Option<(Value, Option<u32>, Keys)> {
-    lean_event_by(line, true)
+    lean_event_by(line, true, None).map(|(event, at, keys, _)| (event, at, keys))
+}
+
+/// [`lean_event`] of the line at `line` in `source`, its tool results' texts left there (see
+/// [`values::Left`]) when its `message` is built by hand.
+pub(crate) fn lean_event_in(
+    source: &JsonSource,
+    line: std::ops::Range<usize>,
+) -> Option<(Value, Option<u32>, Keys, LeftTexts)> {
+    lean_event_by(&source.as_bytes()[line.clone()], true, Some((source, line.start)))
 }
 
 /// [`lean_event`], its fields found by [`walk_fields`] when `walk` and it can, else by
-/// [`FieldsSeed`]: the two give the same, as the tests check.
-pub(crate) fn lean_event_by(line: &[u8], walk: bool) -> Option<(Value, Option<u32>, Keys)> {
+/// [`FieldsSeed`]: the two give the same, as the tests check. With `source` (the input, and
+/// where the line starts in it), the texts a walk leaves in the input come with the event.
+pub(crate) fn lean_event_by(
+    line: &[u8],
+    walk: bool,
+    source: Option<(&JsonSource, usize)>,
+) -> Option<(Value, Option<u32>, Keys, LeftTexts)> {
     let text = simdutf8::basic::from_utf8(line).ok()?;
     let mut keys = Keys::default();
-    let fields = match walk.then(|| walk_fields(text)).flatten() {
+    let mut left = source.map(|(source, start)| values::Left { source, start, texts: LeftTexts::default() });
+    let fields = match walk.then(|| walk_fields(text, left.as_mut())).flatten() {
         Some(fields) => fields,
         // What the walk leaves (a key written with an escape or given twice, anything it is not
         // sure of) serde_json reads, or refuses.
         None => {
+            // What a failed walk left is not wanted.
+            left = None;
             let mut deserializer = serde_json::Deserializer::from_str(text);
             let fields = FieldsSeed(&mut keys).deserialize(&mut deserializer).ok()?;
             deserializer.end().ok()?;
@@ -309,6 +328,7 @@ pub(crate) fn lean_event_by(line: &[u8], walk: bool) -> Option<(Value, Option<u3
         }
     }
     let mut message_at = None;
+    let mut texts = LeftTexts::default();
     match fields.message {
         Some(Message::Raw(raw)) if chat => {
             object.insert("message".into(), parse(Some(raw)).ok()??);
@@ -317,6 +337,7 @@ pub(crate) fn lean_event_by(line: &[u8], walk: bool) -> Option<(Value, Option<u3
         }
         Some(Message::Built(value)) if chat => {
             object.insert("message".into(), value);
+            texts = left.map(|left| left.texts).unwrap_or_default();
             keys.merge(fields.message_keys);
             // Given once, the first `message` of the line is the one read.
             if fields.messages == 1 {
@@ -325,7 +346,7 @@ pub(crate) fn lean_event_by(line: &[u8], walk: bool) -> Option<(Value, Option<u3
         }
         _ => {}
     }
-    Some((Value::Object(object), message_at, keys))
+    Some((Value::Object(object), message_at, keys, texts))
 }
 
 /// An event's [`Fields`], found by walking its members: what is not read is crossed by
@@ -334,8 +355,8 @@ pub(crate) fn lean_event_by(line: &[u8], walk: bool) -> Option<(Value, Option<u3
 /// built by [`values::value_at`], as serde_json would build it, and the few other values read
 /// are parsed by serde_json. `None` when the line is not an object whose keys are plain and
 /// given once, or anything in it is not JSON: [`FieldsSeed`] then reads it, or refuses it, as
-/// before.
-pub(crate) fn walk_fields(text: &str) -> Option<Fields<'_>> {
+/// before. With `left`, the message's tool results' texts are left in the input.
+pub(crate) fn walk_fields<'t>(text: &'t str, mut left: Option<&mut values::Left<'_>>) -> Option<Fields<'t>> {
     let bytes = text.as_bytes();
     let mut fields = Fields::default();
     let mut names: Vec<&str> = Vec::new();
@@ -379,7 +400,7 @@ pub(crate) fn walk_fields(text: &str) -> Option<Fields<'_>> {
                     if chat {
                         // Built as it is crossed, by hand.
                         let mut keys = Keys::default();
-                        let (message, end) = values::value_at(text, at, &mut keys)?;
+                        let (message, end) = values::value_at(text, at, &mut keys, left.as_deref_mut())?;
                         fields.message = Some(Message::Built(message));
                         fields.message_keys = keys;
                         end

@@ -131,6 +131,7 @@ use serde_json::{Map, Value};
 use crate::detect::{detect, unrecognized};
 use crate::document::{container, locate, locator, parse_top, read_tools, take_messages, Place, Top};
 use crate::eventlog::{json_lines, EventLog, JsonLines, LogDecoded};
+use crate::values::LeftTexts;
 use crate::write::{write_native_rewritten, write_native_to, Native};
 
 pub use error::{Error, Location};
@@ -362,11 +363,20 @@ pub fn read(bytes: Vec<u8>, options: &ReadOptions) -> Result<Conversation, Error
         Some(_) => None,
         None => detect_lines(&bytes, &options.name)?,
     };
-    let mut conversation = match log_format {
-        Some(format) => read_log(&bytes, options, format)?,
-        None => read_tree(&bytes, options)?,
+    let conversation = match log_format {
+        Some(format) => {
+            // Shared with the tool results' texts a Claude Code log leaves in it.
+            let source = JsonSource::new(bytes);
+            let mut conversation = read_log(&source, options, format)?;
+            conversation.source = Input::Shared(source);
+            conversation
+        }
+        None => {
+            let mut conversation = read_tree(&bytes, options)?;
+            conversation.source = Input::Bytes(bytes);
+            conversation
+        }
     };
-    conversation.source = Input::Bytes(bytes);
     let why = if conversation.messages.is_empty() { why_empty(&conversation) } else { String::new() };
     non_empty(conversation, options, why)
 }
@@ -479,41 +489,55 @@ const RUN_BYTES: usize = 256 << 10;
 /// A line parsed ahead of its turn: what the format's reader takes from it (`None` when it must
 /// be parsed whole, which reads it or words its error), and the keys repeated in what is read of
 /// it (the whole line, but for a Claude Code event read lean: see [`claude_code::lean_event`]).
-type Ahead = (Option<(Value, Option<u32>)>, dupkeys::Keys);
+type Ahead = (Option<Event>, dupkeys::Keys);
 
-fn parse_ahead(format: Format, line: &[u8]) -> Ahead {
+/// A line's JSON as a log's reader takes it: for a Claude Code event, where its `message` starts
+/// and the texts it left in the input.
+type Event = (Value, Option<u32>, LeftTexts);
+
+/// Parses the line at `line` of `bytes`; with `source` (whose bytes `bytes` are), a Claude Code
+/// event leaves its tool results' texts there.
+fn parse_ahead(format: Format, bytes: &[u8], line: Range<usize>, source: Option<&JsonSource>) -> Ahead {
     if format == Format::ClaudeCode {
-        if let Some((event, at, keys)) = claude_code::lean_event(line) {
-            return (Some((event, at)), keys);
+        let lean = match source {
+            Some(source) => claude_code::lean_event_in(source, line.clone()),
+            None => claude_code::lean_event(&bytes[line.clone()])
+                .map(|(event, at, keys)| (event, at, keys, LeftTexts::default())),
+        };
+        if let Some((event, at, keys, left)) = lean {
+            return (Some((event, at, left)), keys);
         }
     }
+    let line = &bytes[line];
     let event = match format {
         Format::ClaudeCode => None,
-        _ => serde_json::from_slice(line).ok().map(|value| (value, None)),
+        _ => serde_json::from_slice(line).ok().map(|value| (value, None, LeftTexts::default())),
     };
     (event, dupkeys::scan_keys(line))
 }
 
 /// Reads an event log line by line, never holding more than a few runs of lines' JSON, on two
 /// threads when there are two cores and the file is large ([`read_lines`]).
-fn read_log(bytes: &[u8], options: &ReadOptions, format: Format) -> Result<Conversation, Error> {
+fn read_log(source: &JsonSource, options: &ReadOptions, format: Format) -> Result<Conversation, Error> {
     let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
-    read_log_on(bytes, options, format, cores > 1 && bytes.len() >= PARALLEL_LOG)
+    read_log_on(source, options, format, cores > 1 && source.as_bytes().len() >= PARALLEL_LOG)
 }
 
 /// [`read_log`], on two threads when `parallel`.
 fn read_log_on(
-    bytes: &[u8],
+    source: &JsonSource,
     options: &ReadOptions,
     format: Format,
     parallel: bool,
 ) -> Result<Conversation, Error> {
+    let bytes = source.as_bytes();
     let name = options.name.as_str();
     let mut log = EventLog::default();
     let mut reader = LogReader::new(format, name, options.full_history);
     let mut repeated = Repeated::default();
     let lines: Vec<(usize, Range<usize>)> = json_lines(bytes).collect();
-    read_lines(bytes, &lines, 0, &mut reader, &mut repeated, name, parallel.then_some(0))?;
+    let input = Lines { bytes, source: Some(source) };
+    read_lines(input, &lines, 0, &mut reader, &mut repeated, name, parallel.then_some(0))?;
     log.bases = lines.into_iter().map(|(_, range)| range).collect();
     if log.bases.is_empty() {
         return Err(Error::Empty { name: name.to_owned() });
@@ -527,7 +551,14 @@ fn read_log_on(
     Ok(from_log(format, decoded, log, Layout::Lines))
 }
 
-/// Feeds `lines` of `bytes` (each a line number and the line's bytes) in order to `reader`, the
+/// The bytes lines are read from, and the source they are when the texts read may stay there.
+#[derive(Clone, Copy)]
+struct Lines<'a> {
+    bytes: &'a [u8],
+    source: Option<&'a JsonSource>,
+}
+
+/// Feeds `lines` of `input` (each a line number and the line's bytes) in order to `reader`, the
 /// first as the `base`-th line read, and their repeated keys to `repeated`.
 ///
 /// The state machines read lines in order, but parsing a line (most of the work) needs nothing
@@ -540,7 +571,7 @@ fn read_log_on(
 /// could not parse is parsed again here, so errors are the same, and the first one in `lines`
 /// is the one given. Returns how many runs there were.
 fn read_lines(
-    bytes: &[u8],
+    input: Lines<'_>,
     lines: &[(usize, Range<usize>)],
     base: usize,
     reader: &mut LogReader,
@@ -549,6 +580,7 @@ fn read_lines(
     parallel: Option<usize>,
 ) -> Result<usize, Error> {
     let format = reader.format();
+    let Lines { bytes, source } = input;
     let mut runs = Vec::new();
     let mut run_start = 0;
     for (k, (_, range)) in lines.iter().enumerate() {
@@ -566,7 +598,7 @@ fn read_lines(
                 for (_, run) in runs.iter().enumerate().filter(|(k, _)| theirs(*k)) {
                     let parsed = lines[run.clone()]
                         .iter()
-                        .map(|(_, range)| parse_ahead(format, &bytes[range.clone()]))
+                        .map(|(_, range)| parse_ahead(format, bytes, range.clone(), source))
                         .collect();
                     // The reader stopped (an error): nothing more is wanted.
                     if send.send(parsed).is_err() {
@@ -582,14 +614,16 @@ fn read_lines(
             let mut ahead = if theirs(k) { receive.recv().ok().map(Vec::into_iter) } else { None };
             for (k, (number, range)) in lines[run.clone()].iter().enumerate().map(|(j, l)| (run.start + j, l))
             {
-                let (number, line) = (*number, &bytes[range.clone()]);
+                let number = *number;
                 let base = u32::try_from(base + k).unwrap_or(u32::MAX);
-                let (event, keys) =
-                    ahead.as_mut().and_then(Iterator::next).unwrap_or_else(|| parse_ahead(format, line));
+                let (event, keys) = ahead
+                    .as_mut()
+                    .and_then(Iterator::next)
+                    .unwrap_or_else(|| parse_ahead(format, bytes, range.clone(), source));
                 repeated.add(keys, Some(number));
                 match event {
-                    Some((event, at)) => reader.line(number, base, event, at)?,
-                    None => reader.read_line(name, number, base, line)?,
+                    Some(event) => reader.line(number, base, event)?,
+                    None => reader.read_line(name, number, base, &bytes[range.clone()])?,
                 }
             }
         }
@@ -713,9 +747,9 @@ impl LineReader {
             return Ok(());
         }
         let base = u32::try_from(self.lines).unwrap_or(u32::MAX);
-        let (event, keys) = parse_ahead(self.reader.format(), line);
+        let (event, keys) = parse_ahead(self.reader.format(), line, 0..line.len(), None);
         match event {
-            Some((event, at)) => self.reader.line(self.number, base, event, at)?,
+            Some(event) => self.reader.line(self.number, base, event)?,
             None => self.reader.read_line(&self.name, self.number, base, line)?,
         }
         self.repeated.add(keys, Some(self.number));
@@ -736,7 +770,8 @@ impl LineReader {
         let parallel = cores > 1 && lines.len() >= PARALLEL_LOG;
         let (reader, repeated) = (&mut self.reader, &mut self.repeated);
         let first = parallel.then_some(self.runs);
-        self.runs += read_lines(lines, &found, self.lines, reader, repeated, &self.name, first)?;
+        let input = Lines { bytes: lines, source: None };
+        self.runs += read_lines(input, &found, self.lines, reader, repeated, &self.name, first)?;
         self.lines += found.len();
         Ok(())
     }
@@ -798,13 +833,13 @@ impl LogReader {
             line: Some(number),
             source,
         })?;
-        self.line(number, base, value, None)
+        self.line(number, base, (value, None, LeftTexts::default()))
     }
 
-    /// Reads a line's JSON; `at`, for a Claude Code event, is where its `message` starts.
-    fn line(&mut self, number: usize, base: u32, value: Value, at: Option<u32>) -> Result<(), Error> {
+    /// Reads a line's JSON.
+    fn line(&mut self, number: usize, base: u32, (value, at, left): Event) -> Result<(), Error> {
         match self {
-            LogReader::ClaudeCode(reader) => reader.line(number, base, value, at),
+            LogReader::ClaudeCode(reader) => reader.line(number, base, value, at, left),
             LogReader::Codex(reader) => reader.line(number, base, &value),
             LogReader::Responses(reader) => reader.line(number, base, &value),
         }

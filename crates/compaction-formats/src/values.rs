@@ -8,7 +8,15 @@
 //! [`dupkeys::Tracked`]); what it is not sure of (a lone surrogate escape, nesting deeper than
 //! [`Tracked::DEPTH`], anything that is not JSON) gives `None`, and the caller leaves the text
 //! to serde_json, which reads it or words the error. The text is UTF-8, as its caller checked.
+//!
+//! Given the input the line lies in ([`Left`]), the texts of a message's tool results (what a
+//! `tool_result` block's `content` holds, as a string or as text blocks) are not decoded at all:
+//! each is checked, counted and left in the input as a [`Text`], and the value holds an empty
+//! string in its place until [`LeftTexts::take`] hands it to the reader of the block. A session's
+//! tool outputs are most of what its messages hold; left in the input they cost neither a copy
+//! nor fresh memory, as the OpenAI and Haystack readers leave theirs.
 
+use compaction_model::{JsonSource, Text};
 use serde_json::map::Entry;
 use serde_json::{Map, Value};
 
@@ -16,34 +24,149 @@ use crate::dupkeys::{Keys, Tracked};
 use crate::skip::{hex4, literal, next_stop, number_end, whitespace};
 
 /// The value starting at byte `at` of `text`, and where it ends; repeated keys and keys written
-/// with an escape go to `keys`.
-pub(crate) fn value_at(text: &str, at: usize, keys: &mut Keys) -> Option<(Value, usize)> {
+/// with an escape go to `keys`. With `left`, the value is a message whose tool results' texts
+/// are left in the input (see [`Left`]); the value is then built only if its keys are not
+/// repeated on the way to them.
+pub(crate) fn value_at(
+    text: &str,
+    at: usize,
+    keys: &mut Keys,
+    left: Option<&mut Left<'_>>,
+) -> Option<(Value, usize)> {
     thread_local! {
         // Kept from line to line: grown once to the longest string, not once a line.
         static SCRATCH: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
     }
     SCRATCH.with(|scratch| {
-        let mut builder = Builder { text, keys, scratch: scratch.take() };
-        let built = builder.value(at, 0);
+        let mut builder = Builder { text, keys, scratch: scratch.take(), left };
+        let built = builder.value(at, 0, Place::Message);
         scratch.replace(builder.scratch);
-        built
+        let (mut value, end) = built?;
+        if let Some(left) = builder.left {
+            left.texts.keep_results(&mut value);
+        }
+        Some((value, end))
     })
+}
+
+/// Where the text being built lies in its input, for the tool results' texts left there, and
+/// the texts left so far.
+pub(crate) struct Left<'s> {
+    pub source: &'s JsonSource,
+    /// Where the text starts in the source.
+    pub start: usize,
+    pub texts: LeftTexts,
+}
+
+/// The texts of a message's tool results left in the input: each at a block of the message's
+/// `content` and, for a result of text blocks, at one of them.
+#[derive(Debug, Default)]
+pub(crate) struct LeftTexts(Vec<(usize, Option<usize>, Text)>);
+
+impl LeftTexts {
+    /// The text left for the `content` of block `block` (`item`: of its text block `item`).
+    pub(crate) fn take(&mut self, block: usize, item: Option<usize>) -> Option<Text> {
+        let at = self.0.iter().position(|&(b, i, _)| (b, i) == (block, item))?;
+        Some(self.0.swap_remove(at).2)
+    }
+
+    /// Puts back into `message` every text left at a place that turned out not to be a tool
+    /// result's text (a block of another type, a result's block that is not text), so what is
+    /// left is what a tool result's reader takes, and nothing else reads an empty string there.
+    fn keep_results(&mut self, message: &mut Value) {
+        self.0.retain_mut(|(block, item, text)| {
+            let Some(block) = message.get_mut("content").and_then(|c| c.get_mut(*block)) else {
+                return false;
+            };
+            let is = |value: &Value, kind: &str| value.get("type").and_then(Value::as_str) == Some(kind);
+            let result = is(block, "tool_result");
+            let (place, keep) = match item {
+                None => (block.get_mut("content"), result),
+                Some(item) => match block.get_mut("content").and_then(|c| c.get_mut(*item)) {
+                    Some(part) => {
+                        let keep = result && is(part, "text");
+                        (part.get_mut("text"), keep)
+                    }
+                    None => (None, false),
+                },
+            };
+            if !keep {
+                if let Some(place) = place {
+                    *place = Value::String(std::mem::take(text).into_string());
+                }
+            }
+            keep
+        });
+    }
+}
+
+/// Where in a message (see [`Left`]) the value being built lies.
+#[derive(Clone, Copy)]
+enum Place {
+    /// The message.
+    Message,
+    /// Its `content`.
+    Blocks,
+    /// Block `k` of it.
+    Block(usize),
+    /// The `content` of block `k`.
+    Result(usize),
+    /// Block `j` of that.
+    Part(usize, usize),
+    /// The `text` of that.
+    PartText(usize, usize),
+    Elsewhere,
+}
+
+impl Place {
+    fn member(self, key: &str) -> Place {
+        match (self, key) {
+            (Place::Message, "content") => Place::Blocks,
+            (Place::Block(k), "content") => Place::Result(k),
+            (Place::Part(k, j), "text") => Place::PartText(k, j),
+            _ => Place::Elsewhere,
+        }
+    }
+
+    fn item(self, index: usize) -> Place {
+        match self {
+            Place::Blocks => Place::Block(index),
+            Place::Result(k) => Place::Part(k, index),
+            _ => Place::Elsewhere,
+        }
+    }
+
+    /// Where a string here would be left in the input: a block's `content`, or a text of it.
+    fn left(self) -> Option<(usize, Option<usize>)> {
+        match self {
+            Place::Result(k) => Some((k, None)),
+            Place::PartText(k, j) => Some((k, Some(j))),
+            _ => None,
+        }
+    }
 }
 
 /// A build in progress: the text, what its keys hold, and a buffer strings with escapes are
 /// decoded into before each is copied once into a string of its size (grown as it went, a
 /// string's buffer would be up to twice its size, and so the memory a log takes).
-struct Builder<'a, 'k> {
+struct Builder<'a, 'k, 'l, 's> {
     text: &'a str,
     keys: &'k mut Keys,
     scratch: String,
+    left: Option<&'l mut Left<'s>>,
 }
 
-impl Builder<'_, '_> {
-    fn value(&mut self, at: usize, depth: usize) -> Option<(Value, usize)> {
+impl Builder<'_, '_, '_, '_> {
+    fn value(&mut self, at: usize, depth: usize, place: Place) -> Option<(Value, usize)> {
         let (text, bytes) = (self.text, self.text.as_bytes());
         match *bytes.get(at)? {
             b'"' => {
+                if let (Some(left), Some((block, item))) = (self.left.as_deref_mut(), place.left()) {
+                    // Checked and counted where it is; the string in the value is a stand-in.
+                    let (string, end) = left.source.string_at(left.start + at)?;
+                    left.texts.0.push((block, item, string));
+                    return Some((Value::String(String::new()), end - left.start));
+                }
                 let (string, end, _) = self.string(at + 1)?;
                 Some((Value::String(string), end))
             }
@@ -70,18 +193,24 @@ impl Builder<'_, '_> {
                     at = whitespace(bytes, at + 1);
                     // A repeat is told at its key, and its value kept where the first one was, as a
                     // parsed object keeps it.
+                    let inner = place.member(&key);
                     let end = match object.entry(key) {
                         Entry::Occupied(mut entry) => {
+                            // Which of a repeated key's values a text left for it belongs to is
+                            // not followed: serde_json builds such a message.
+                            if self.left.is_some() && !matches!(place, Place::Elsewhere) {
+                                return None;
+                            }
                             if !repeated {
                                 repeated = true;
                                 self.keys.repeat(entry.key());
                             }
-                            let (member, end) = self.value(at, depth + 1)?;
+                            let (member, end) = self.value(at, depth + 1, inner)?;
                             entry.insert(member);
                             end
                         }
                         Entry::Vacant(entry) => {
-                            let (member, end) = self.value(at, depth + 1)?;
+                            let (member, end) = self.value(at, depth + 1, inner)?;
                             entry.insert(member);
                             end
                         }
@@ -104,7 +233,7 @@ impl Builder<'_, '_> {
                     return Some((Value::Array(items), at + 1));
                 }
                 loop {
-                    let (item, end) = self.value(at, depth + 1)?;
+                    let (item, end) = self.value(at, depth + 1, place.item(items.len()))?;
                     items.push(item);
                     at = whitespace(bytes, end);
                     match *bytes.get(at)? {
@@ -207,7 +336,7 @@ mod tests {
         let show =
             |value: serde_json::Value, keys: Keys| format!("{value:?} {:?} {}", keys.repeated, keys.escaped);
         let mut ours = Keys::default();
-        let built = value_at(text, 0, &mut ours).filter(|&(_, end)| end == text.len());
+        let built = value_at(text, 0, &mut ours, None).filter(|&(_, end)| end == text.len());
         let ours = built.map(|(value, _)| show(value, ours));
         let mut theirs = Keys::default();
         let theirs = tracked_value(text, &mut theirs).ok().map(|value| show(value, theirs));

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::claude_code::{lean_event, lean_event_by, walk_fields, Reader};
+use crate::claude_code::{lean_event, lean_event_by, lean_event_in, walk_fields, Reader};
 use crate::dupkeys::scan_keys;
 use crate::eventlog::{json_lines, Slot};
 use crate::splice::{find, find_unique};
@@ -38,23 +38,37 @@ fn claude_code_files() -> Vec<PathBuf> {
     files
 }
 
-/// What a reader gives for `bytes`, each line either parsed whole or read lean: the messages,
-/// usage, notes and compactions, and the bytes each tool result and input slot points at (the
-/// lean reading starts its slots at the `message` it found); or the error's text.
-fn read(bytes: &[u8], full_history: bool, lean: bool) -> String {
+/// How [`read`] reads each line.
+#[derive(Clone, Copy, PartialEq)]
+enum How {
+    Whole,
+    Lean,
+    /// Lean, the tool results' texts left in the input.
+    Left,
+}
+
+/// What a reader gives for `bytes`, each line read `how`: the messages, usage, notes and
+/// compactions, and the bytes each tool result and input slot points at (the lean reading starts
+/// its slots at the `message` it found); or the error's text.
+fn read(bytes: &[u8], full_history: bool, how: How) -> String {
     let mut reader = Reader::new("t", full_history);
     let mut bases = Vec::new();
+    let source = compaction_model::JsonSource::new(bytes.to_vec());
     for (base, (number, range)) in json_lines(bytes).enumerate() {
         let line = &bytes[range.clone()];
-        bases.push(range);
-        let (event, at) = if lean {
-            let (event, at, _) =
-                lean_event(line).unwrap_or_else(|| panic!("line {number} was not read lean"));
-            (event, at)
-        } else {
-            (serde_json::from_slice::<Value>(line).unwrap(), None)
+        bases.push(range.clone());
+        let (event, at, left) = match how {
+            How::Whole => (serde_json::from_slice::<Value>(line).unwrap(), None, Default::default()),
+            How::Lean => {
+                let (event, at, _) = lean_event(line).expect("read lean");
+                (event, at, Default::default())
+            }
+            How::Left => {
+                let (event, at, _, left) = lean_event_in(&source, range).expect("read lean");
+                (event, at, left)
+            }
         };
-        if let Err(error) = reader.line(number, base as u32, event, at) {
+        if let Err(error) = reader.line(number, base as u32, event, at, left) {
             return format!("error: {error}");
         }
     }
@@ -98,13 +112,15 @@ fn real_sessions_read_lean_as_they_read_whole() {
     for path in claude_code_files() {
         let bytes = std::fs::read(&path).unwrap();
         for full_history in [false, true] {
-            let whole = read(&bytes, full_history, false);
+            let whole = read(&bytes, full_history, How::Whole);
             assert!(whole.starts_with("[Message"), "{}: {whole:.200}", path.display());
-            assert!(
-                whole == read(&bytes, full_history, true),
-                "{} (full history: {full_history})",
-                path.display()
-            );
+            for how in [How::Lean, How::Left] {
+                assert!(
+                    whole == read(&bytes, full_history, how),
+                    "{} (full history: {full_history})",
+                    path.display()
+                );
+            }
         }
     }
 }
@@ -129,18 +145,48 @@ fn awkward_lines_read_lean_as_they_read_whole() {
         r#"{"type":"user","isSidechain":true,"message":{"role":"user","content":"sub"}}"#,
         r#"{"type":"system","subtype":"compact_boundary","compactMetadata":{"preTokens":123}}"#,
         r#"{"type":"user","isCompactSummary":true,"message":{"role":"user","content":"This session is being continued"}}"#,
+        // Tool results whose texts are left in the input, escaped or not, as a string or as text
+        // blocks, beside blocks that are not text; an empty text; `type` after `content`.
+        r#"{"type":"assistant","message":{"id":"m2","role":"assistant","content":[{"type":"tool_use","id":"c2","name":"sh","input":{}},{"type":"tool_use","id":"c3","name":"sh","input":{}},{"type":"tool_use","id":"c4","name":"sh","input":{}}]}}"#,
+        r#"{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"c2","content":"a \"quoted\" line\nand caf\u00e9 \ud83d\ude00 日本"},{"content":[{"type":"text","text":"first"},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBO"}},{"text":"","type":"text"}],"type":"tool_result","tool_use_id":"c3"}]}}"#,
+        // Strings at a result's places in blocks that are not results, and a text in a result
+        // block that is not text: read as they are, never lost.
+        r#"{"type":"user","message":{"role":"user","content":[{"type":"compaction","content":"a summary \u00e9"},{"type":"tool_result","tool_use_id":"c4","content":[{"type":"mystery","text":"kept \n as is"}]},{"type":"text","text":"plain","content":"extra"}]}}"#,
+        // A repeated key on the way to a result's text: the message is built by serde_json.
+        r#"{"type":"assistant","message":{"id":"m3","role":"assistant","content":[{"type":"tool_use","id":"c5","name":"sh","input":{}}]}}"#,
+        r#"{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"c5","content":"gone","content":[{"type":"text","text":"kept","text":"last"}]}]}}"#,
     ];
     let bytes = lines.join("\n").into_bytes();
     for full_history in [false, true] {
-        assert_eq!(read(&bytes, full_history, true), read(&bytes, full_history, false));
+        let whole = read(&bytes, full_history, How::Whole);
+        assert_eq!(read(&bytes, full_history, How::Lean), whole);
+        assert_eq!(read(&bytes, full_history, How::Left), whole);
     }
+    // What is left in the input: the tool results' texts, and nothing else.
+    let left = |k: usize| {
+        let source = compaction_model::JsonSource::new(lines[k].as_bytes().to_vec());
+        let (_, _, _, mut left) = lean_event_in(&source, 0..lines[k].len()).expect("read lean");
+        let mut texts = Vec::new();
+        for (block, item) in [(0, None), (1, Some(0)), (1, Some(1)), (1, Some(2)), (0, Some(0)), (1, None)] {
+            texts.extend(left.take(block, item).map(|text| (block, item, text.to_string())));
+        }
+        texts
+    };
+    let results = vec![
+        (0, None, "a \"quoted\" line\nand caf\u{e9} \u{1f600} 日本".to_owned()),
+        (1, Some(0), "first".to_owned()),
+        (1, Some(2), String::new()),
+    ];
+    assert_eq!(left(13), results);
+    assert_eq!(left(14), []);
+    assert_eq!(left(16), []);
     // Lines the lean reading leaves to the whole parse: it reads them, or fails, as before.
     for line in [&b"[1,2]"[..], b"{\"a\":\"\xFF\"}", b"{\"type\":\"user\"", b"{} x"] {
         assert!(lean_event(line).is_none(), "{}", String::from_utf8_lossy(line));
     }
     // A `type` that is not a string is read lean only when well-formed, and then errs as whole.
     let odd = br#"{"type":["user"],"message":{"role":"user","content":"x"}}"#;
-    assert_eq!(read(odd, false, true), read(odd, false, false));
+    assert_eq!(read(odd, false, How::Lean), read(odd, false, How::Whole));
 }
 
 /// A log of about `bytes` bytes: the bundled sample at `relative`, again and again.
@@ -167,7 +213,7 @@ fn a_log_reads_alike_on_one_thread_and_two() {
         let log = long_log(relative, 3 * crate::PARALLEL_LOG);
         let options = crate::ReadOptions::named("t");
         let read = |log: &[u8], parallel| {
-            crate::read_log_on(log, &options, format, parallel)
+            crate::read_log_on(&compaction_model::JsonSource::new(log.to_vec()), &options, format, parallel)
                 .map(|c| {
                     format!("{:?} {:?} {:?} {:?} {:?}", c.messages, c.usage, c.notes, c.compactions, c.back)
                 })
@@ -268,8 +314,9 @@ fn repeated_keys_are_looked_for_in_what_is_read() {
 
 /// The event as [`lean_event_by`] reads it, walked or not, for comparing the two.
 fn both_ways(line: &[u8]) -> (String, String) {
-    let show =
-        |walk| format!("{:?}", lean_event_by(line, walk).map(|(v, at, k)| (v, at, k.repeated, k.escaped)));
+    let show = |walk| {
+        format!("{:?}", lean_event_by(line, walk, None).map(|(v, at, k, _)| (v, at, k.repeated, k.escaped)))
+    };
     (show(true), show(false))
 }
 
@@ -282,7 +329,7 @@ fn walking_an_event_reads_what_serde_json_reads() {
             let line = &bytes[range];
             // Real events are walked: the walk is what reads a session.
             let text = std::str::from_utf8(line).unwrap();
-            assert!(walk_fields(text).is_some(), "{}: line {number} was not walked", path.display());
+            assert!(walk_fields(text, None).is_some(), "{}: line {number} was not walked", path.display());
             lines.push(line.to_vec());
         }
     }
@@ -314,7 +361,7 @@ fn walking_an_event_reads_what_serde_json_reads() {
         }
         let (walk, parse) = both_ways(&spoiled);
         assert_eq!(walk, parse, "{}", String::from_utf8_lossy(&spoiled));
-        match std::str::from_utf8(&spoiled).ok().and_then(walk_fields) {
+        match std::str::from_utf8(&spoiled).ok().and_then(|text| walk_fields(text, None)) {
             Some(_) => walked += 1,
             None => left += 1,
         }
