@@ -15,7 +15,7 @@ use crate::error::{snippet, Error};
 use crate::notes::{plural, Note, NoteKind};
 use crate::overlay::Shape;
 use crate::pairing::{unpaired, OpenCalls};
-use crate::values::LeftTexts;
+use crate::values::ResultsFound;
 use crate::Decoded;
 
 /// Key in a reasoning part's `extra` for a `thinking` block's signature.
@@ -72,7 +72,7 @@ pub(crate) fn read(
     let mut last_compaction = None;
     for (index, value) in values.iter().enumerate() {
         // The tree is kept to write the file back: the message is read from a copy of it.
-        let read = read_blocks(value.clone(), &mut calls, &mut opaque, &mut LeftTexts::default())
+        let read = read_blocks(value.clone(), &mut calls, &mut opaque, &mut ResultsFound::default())
             .map_err(|error| locator.invalid(index, error))?;
         let messages: Vec<Message> = read.into_iter().map(|r| r.message).collect();
         if messages.iter().any(|m| m.parts.iter().any(|p| opaque_kind(p) == Some("compaction"))) {
@@ -163,12 +163,12 @@ impl Opaque {
 
 /// One Anthropic message as one or more messages, with where their results and calls came from.
 /// The message's strings and objects are moved into the messages, not copied.
-/// `left` holds the tool results' texts the message was built without (see [`LeftTexts`]).
+/// `found` holds the tool results' texts the message was built without (see [`ResultsFound`]).
 pub(crate) fn read_blocks(
     value: Value,
     calls: &mut OpenCalls,
     opaque: &mut Opaque,
-    left: &mut LeftTexts,
+    found: &mut ResultsFound,
 ) -> Result<Vec<ReadMessage>, String> {
     let mut object = match value {
         Value::Object(object) => object,
@@ -212,7 +212,7 @@ pub(crate) fn read_blocks(
                     call_blocks: std::mem::take(&mut pending_calls),
                 });
             }
-            let message = tool_result(block, calls, |item| left.take(k, item)).map_err(at)?;
+            let message = tool_result(block, calls, |item| found.take(k, item)).map_err(at)?;
             out.push(ReadMessage { message, result_block: Some(k), call_blocks: Vec::new() });
             continue;
         }

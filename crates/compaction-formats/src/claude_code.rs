@@ -30,7 +30,7 @@ use crate::notes::{plural, thousands, Note, NoteKind, Tally};
 use crate::pairing::OpenCalls;
 use crate::splice::{self, Seg};
 use crate::usage::{MessageUsage, Usage};
-use crate::values::LeftTexts;
+use crate::values::ResultsFound;
 use crate::ProviderCompaction;
 use crate::{skip, values};
 
@@ -83,7 +83,7 @@ impl Reader {
         base: u32,
         event: Value,
         message_at: Option<u32>,
-        mut left: LeftTexts,
+        mut found: ResultsFound,
     ) -> Result<(), Error> {
         self.lines += 1;
         let mut object = match event {
@@ -136,7 +136,7 @@ impl Reader {
         };
         let id = member(&message, "id").and_then(Value::as_str).map(str::to_owned);
         let usage = usage(&message);
-        let read = anthropic::read_blocks(message, &mut self.calls, &mut self.opaque, &mut left)
+        let read = anthropic::read_blocks(message, &mut self.calls, &mut self.opaque, &mut found)
             .map_err(|error| self.invalid(number, format!("`message`: {error}")))?;
         let id = id.as_deref();
         let content = match message_at {
@@ -151,7 +151,13 @@ impl Reader {
                 .collect();
             let result_slots: Vec<Option<Slot>> = read
                 .result_block
-                .map(|k| Some(slot(base, &content, k, "content", Style::AnthropicResult)))
+                .map(|k| {
+                    let mut slot = slot(base, &content, k, "content", Style::AnthropicResult);
+                    slot.span = found.span(k).and_then(|span| {
+                        Some([u32::try_from(span.start).ok()?, u32::try_from(span.end).ok()?])
+                    });
+                    Some(slot)
+                })
                 .into_iter()
                 .collect();
             let message = read.message;
@@ -245,7 +251,7 @@ fn slot(base: u32, content: &[Seg], block: usize, key: &'static str, style: Styl
     let mut path = content.to_vec();
     path.push(Seg::Index(u32::try_from(block).unwrap_or(u32::MAX)));
     path.push(Seg::Key(key));
-    Slot { base, path: path.into_boxed_slice(), style }
+    Slot { base, path: path.into_boxed_slice(), style, span: None }
 }
 
 /// An assistant message's `usage`, when it records a model call (Claude Code writes zeros for
@@ -279,7 +285,7 @@ pub(crate) fn lean_event(line: &[u8]) -> Option<(Value, Option<u32>, Keys)> {
 pub(crate) fn lean_event_in(
     source: &JsonSource,
     line: std::ops::Range<usize>,
-) -> Option<(Value, Option<u32>, Keys, LeftTexts)> {
+) -> Option<(Value, Option<u32>, Keys, ResultsFound)> {
     lean_event_by(&source.as_bytes()[line.clone()], true, Some((source, line.start)))
 }
 
@@ -290,10 +296,11 @@ pub(crate) fn lean_event_by(
     line: &[u8],
     walk: bool,
     source: Option<(&JsonSource, usize)>,
-) -> Option<(Value, Option<u32>, Keys, LeftTexts)> {
+) -> Option<(Value, Option<u32>, Keys, ResultsFound)> {
     let text = simdutf8::basic::from_utf8(line).ok()?;
     let mut keys = Keys::default();
-    let mut left = source.map(|(source, start)| values::Left { source, start, texts: LeftTexts::default() });
+    let mut left =
+        source.map(|(source, start)| values::Left { source, start, found: ResultsFound::default() });
     let fields = match walk.then(|| walk_fields(text, left.as_mut())).flatten() {
         Some(fields) => fields,
         // What the walk leaves (a key written with an escape or given twice, anything it is not
@@ -328,7 +335,7 @@ pub(crate) fn lean_event_by(
         }
     }
     let mut message_at = None;
-    let mut texts = LeftTexts::default();
+    let mut found = ResultsFound::default();
     match fields.message {
         Some(Message::Raw(raw)) if chat => {
             object.insert("message".into(), parse(Some(raw)).ok()??);
@@ -337,16 +344,19 @@ pub(crate) fn lean_event_by(
         }
         Some(Message::Built(value)) if chat => {
             object.insert("message".into(), value);
-            texts = left.map(|left| left.texts).unwrap_or_default();
+            found = left.map(|left| left.found).unwrap_or_default();
             keys.merge(fields.message_keys);
-            // Given once, the first `message` of the line is the one read.
+            // Given once, the first `message` of the line is the one read; the walk saw where.
             if fields.messages == 1 {
-                message_at = splice::first_member(line, 0, "message").and_then(|at| u32::try_from(at).ok());
+                message_at = fields
+                    .message_at
+                    .or_else(|| splice::first_member(line, 0, "message"))
+                    .and_then(|at| u32::try_from(at).ok());
             }
         }
         _ => {}
     }
-    Some((Value::Object(object), message_at, keys, texts))
+    Some((Value::Object(object), message_at, keys, found))
 }
 
 /// An event's [`Fields`], found by walking its members: what is not read is crossed by
@@ -403,6 +413,7 @@ pub(crate) fn walk_fields<'t>(text: &'t str, mut left: Option<&mut values::Left<
                         let (message, end) = values::value_at(text, at, &mut keys, left.as_deref_mut())?;
                         fields.message = Some(Message::Built(message));
                         fields.message_keys = keys;
+                        fields.message_at = Some(at);
                         end
                     } else {
                         let end = skip::value_end(bytes, at)?;
@@ -441,6 +452,8 @@ pub(crate) struct Fields<'a> {
     /// The repeated keys of the `message` built, which count only if it is read: a later
     /// `type` can make the event one that is not, or a later `message` replace it.
     message_keys: Keys,
+    /// Where the `message` built by hand starts in the line.
+    message_at: Option<usize>,
 }
 
 /// An event's `message`, raw or built.

@@ -95,6 +95,8 @@ pub(crate) struct Slot {
     /// The path to the value inside the line.
     pub path: Box<[Seg]>,
     pub style: Style,
+    /// Where the value lies in the line, when the reader saw it: the path need not be followed.
+    pub span: Option<[u32; 2]>,
 }
 
 /// The slots of one message: one per tool result and one per tool call, in part order (`None`
@@ -304,6 +306,10 @@ const PARALLEL_EDITS: usize = 1 << 20;
 fn locate(source: &[u8], log: &EventLog, slot: &Slot) -> Result<Range<usize>, Error> {
     let lost = || Error::WriteBack { reason: "a tool result is no longer where it was read".into() };
     let base = log.bases.get(slot.base as usize).ok_or_else(lost)?;
+    if let Some([start, end]) = slot.span {
+        let span = base.start + start as usize..base.start + end as usize;
+        return if span.end <= base.end { Ok(span) } else { Err(lost()) };
+    }
     let line = &source[..base.end];
     let found = if log.unique_keys { splice::find_unique } else { splice::find };
     found(line, base.start, &slot.path).ok_or_else(lost)

@@ -131,7 +131,7 @@ use serde_json::{Map, Value};
 use crate::detect::{detect, unrecognized};
 use crate::document::{container, locate, locator, parse_top, read_tools, take_messages, Place, Top};
 use crate::eventlog::{json_lines, EventLog, JsonLines, LogDecoded};
-use crate::values::LeftTexts;
+use crate::values::ResultsFound;
 use crate::write::{write_native_rewritten, write_native_to, Native};
 
 pub use error::{Error, Location};
@@ -493,7 +493,7 @@ type Ahead = (Option<Event>, dupkeys::Keys);
 
 /// A line's JSON as a log's reader takes it: for a Claude Code event, where its `message` starts
 /// and the texts it left in the input.
-type Event = (Value, Option<u32>, LeftTexts);
+type Event = (Value, Option<u32>, ResultsFound);
 
 /// Parses the line at `line` of `bytes`; with `source` (whose bytes `bytes` are), a Claude Code
 /// event leaves its tool results' texts there.
@@ -502,7 +502,7 @@ fn parse_ahead(format: Format, bytes: &[u8], line: Range<usize>, source: Option<
         let lean = match source {
             Some(source) => claude_code::lean_event_in(source, line.clone()),
             None => claude_code::lean_event(&bytes[line.clone()])
-                .map(|(event, at, keys)| (event, at, keys, LeftTexts::default())),
+                .map(|(event, at, keys)| (event, at, keys, ResultsFound::default())),
         };
         if let Some((event, at, keys, left)) = lean {
             return (Some((event, at, left)), keys);
@@ -511,7 +511,7 @@ fn parse_ahead(format: Format, bytes: &[u8], line: Range<usize>, source: Option<
     let line = &bytes[line];
     let event = match format {
         Format::ClaudeCode => None,
-        _ => serde_json::from_slice(line).ok().map(|value| (value, None, LeftTexts::default())),
+        _ => serde_json::from_slice(line).ok().map(|value| (value, None, ResultsFound::default())),
     };
     (event, dupkeys::scan_keys(line))
 }
@@ -833,7 +833,7 @@ impl LogReader {
             line: Some(number),
             source,
         })?;
-        self.line(number, base, (value, None, LeftTexts::default()))
+        self.line(number, base, (value, None, ResultsFound::default()))
     }
 
     /// Reads a line's JSON.

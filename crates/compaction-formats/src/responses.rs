@@ -105,12 +105,15 @@ impl Items {
                 let (call, slot) = if kind == "function_call" {
                     let arguments = object.get("arguments");
                     let call = function_call(object, arguments)?;
-                    (call, Some(Slot { base, path: at("arguments"), style: Style::ArgumentsText }))
+                    (
+                        call,
+                        Some(Slot { base, path: at("arguments"), style: Style::ArgumentsText, span: None }),
+                    )
                 } else {
                     let input = string(object, "input")?;
                     let mut call = ToolCall::with_raw_arguments(string(object, "name")?, input);
                     call.id = Some(string(object, "call_id")?);
-                    (call, Some(Slot { base, path: at("input"), style: Style::ArgumentsText }))
+                    (call, Some(Slot { base, path: at("input"), style: Style::ArgumentsText, span: None }))
                 };
                 self.calls.push(&call);
                 let turn = self.turn();
@@ -140,7 +143,7 @@ impl Items {
                     Ok(result) => (result, output_failed(output)),
                     Err(error) => return Err(format!("`output`: {error}")),
                 };
-                let slot = Slot { base, path: at("output"), style: Style::ResponsesOutput };
+                let slot = Slot { base, path: at("output"), style: Style::ResponsesOutput, span: None };
                 self.decoded.push(
                     Message::tool(result, origin, error),
                     MessageSlots { results: vec![Some(slot)], calls: Vec::new(), fingerprint: 0 },

@@ -12,9 +12,13 @@
 //! Given the input the line lies in ([`Left`]), the texts of a message's tool results (what a
 //! `tool_result` block's `content` holds, as a string or as text blocks) are not decoded at all:
 //! each is checked, counted and left in the input as a [`Text`], and the value holds an empty
-//! string in its place until [`LeftTexts::take`] hands it to the reader of the block. A session's
+//! string in its place until [`ResultsFound::take`] hands it to the reader of the block. A session's
 //! tool outputs are most of what its messages hold; left in the input they cost neither a copy
-//! nor fresh memory, as the OpenAI and Haystack readers leave theirs.
+//! nor fresh memory, as the OpenAI and Haystack readers leave theirs. Where each block's
+//! `content` lies in the line is kept too, so a write-back replaces a result without crossing
+//! the line again to find it.
+
+use std::ops::Range;
 
 use compaction_model::{JsonSource, Text};
 use serde_json::map::Entry;
@@ -43,38 +47,47 @@ pub(crate) fn value_at(
         scratch.replace(builder.scratch);
         let (mut value, end) = built?;
         if let Some(left) = builder.left {
-            left.texts.keep_results(&mut value);
+            left.found.keep_results(&mut value);
         }
         Some((value, end))
     })
 }
 
 /// Where the text being built lies in its input, for the tool results' texts left there, and
-/// the texts left so far.
+/// what was found of them so far.
 pub(crate) struct Left<'s> {
     pub source: &'s JsonSource,
     /// Where the text starts in the source.
     pub start: usize,
-    pub texts: LeftTexts,
+    pub found: ResultsFound,
 }
 
-/// The texts of a message's tool results left in the input: each at a block of the message's
-/// `content` and, for a result of text blocks, at one of them.
+/// What the build of a message found of its tool results: their texts, left in the input, each
+/// at a block of the message's `content` and, for a result of text blocks, at one of them; and
+/// where each block's `content` lies in the text built from.
 #[derive(Debug, Default)]
-pub(crate) struct LeftTexts(Vec<(usize, Option<usize>, Text)>);
+pub(crate) struct ResultsFound {
+    texts: Vec<(usize, Option<usize>, Text)>,
+    spans: Vec<(usize, Range<usize>)>,
+}
 
-impl LeftTexts {
+impl ResultsFound {
     /// The text left for the `content` of block `block` (`item`: of its text block `item`).
     pub(crate) fn take(&mut self, block: usize, item: Option<usize>) -> Option<Text> {
-        let at = self.0.iter().position(|&(b, i, _)| (b, i) == (block, item))?;
-        Some(self.0.swap_remove(at).2)
+        let at = self.texts.iter().position(|&(b, i, _)| (b, i) == (block, item))?;
+        Some(self.texts.swap_remove(at).2)
+    }
+
+    /// Where the `content` of block `block` lies in the text the message was built from.
+    pub(crate) fn span(&self, block: usize) -> Option<Range<usize>> {
+        self.spans.iter().find(|(b, _)| *b == block).map(|(_, span)| span.clone())
     }
 
     /// Puts back into `message` every text left at a place that turned out not to be a tool
     /// result's text (a block of another type, a result's block that is not text), so what is
     /// left is what a tool result's reader takes, and nothing else reads an empty string there.
     fn keep_results(&mut self, message: &mut Value) {
-        self.0.retain_mut(|(block, item, text)| {
+        self.texts.retain_mut(|(block, item, text)| {
             let Some(block) = message.get_mut("content").and_then(|c| c.get_mut(*block)) else {
                 return false;
             };
@@ -164,7 +177,7 @@ impl Builder<'_, '_, '_, '_> {
                 if let (Some(left), Some((block, item))) = (self.left.as_deref_mut(), place.left()) {
                     // Checked and counted where it is; the string in the value is a stand-in.
                     let (string, end) = left.source.string_at(left.start + at)?;
-                    left.texts.0.push((block, item, string));
+                    left.found.texts.push((block, item, string));
                     return Some((Value::String(String::new()), end - left.start));
                 }
                 let (string, end, _) = self.string(at + 1)?;
@@ -211,6 +224,9 @@ impl Builder<'_, '_, '_, '_> {
                         }
                         Entry::Vacant(entry) => {
                             let (member, end) = self.value(at, depth + 1, inner)?;
+                            if let (Some(left), Place::Result(block)) = (self.left.as_deref_mut(), inner) {
+                                left.found.spans.push((block, at..end));
+                            }
                             entry.insert(member);
                             end
                         }

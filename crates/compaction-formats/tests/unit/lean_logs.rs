@@ -79,6 +79,10 @@ fn read(bytes: &[u8], full_history: bool, how: How) -> String {
                     let base = &bases[slot.base as usize];
                     let range =
                         find(&bytes[..base.end], base.start, &slot.path).expect("a slot points at a value");
+                    // Where the reader saw the value, it is where the path leads.
+                    if let Some([start, end]) = slot.span {
+                        assert_eq!(base.start + start as usize..base.start + end as usize, range);
+                    }
                     // Where no key repeats, the first occurrence on the path is the one.
                     let keys = scan_keys(&bytes[base.clone()]);
                     if keys.repeated.is_none() && !keys.escaped {
@@ -178,6 +182,13 @@ fn awkward_lines_read_lean_as_they_read_whole() {
         (1, Some(2), String::new()),
     ];
     assert_eq!(left(13), results);
+    // And where each block's `content` lies.
+    let source = compaction_model::JsonSource::new(lines[13].as_bytes().to_vec());
+    let (_, _, _, found) = lean_event_in(&source, 0..lines[13].len()).expect("read lean");
+    let span = |block| found.span(block).map(|span| &lines[13][span]);
+    assert_eq!(span(0), Some(r#""a \"quoted\" line\nand caf\u00e9 \ud83d\ude00 日本""#));
+    assert!(span(1).is_some_and(|content| content.starts_with(r#"[{"type":"text","text":"first"}"#)));
+    assert_eq!(span(2), None);
     assert_eq!(left(14), []);
     assert_eq!(left(16), []);
     // Lines the lean reading leaves to the whole parse: it reads them, or fails, as before.
