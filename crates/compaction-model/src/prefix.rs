@@ -747,6 +747,48 @@ mod tests {
         }
     }
 
+    /// Strings of stops close together, escapes across the eight bytes looked at together, and
+    /// what JSON refuses, at every offset: ended and counted as serde_json reads them.
+    #[test]
+    fn strings_of_many_stops_end_and_are_counted_as_serde_json_reads_them() {
+        let pieces: [&str; 18] = [
+            "a",
+            "bcdefg",
+            "\\\"",
+            "\\\\",
+            "\\n",
+            "\\/",
+            "\\u00e9",
+            "\\uD83D\\uDE00",
+            "é",
+            "日本",
+            "😀",
+            "\"",
+            "\\",
+            "\n",
+            "\\x",
+            "\\ud800",
+            "\\u12",
+            "\u{1f}",
+        ];
+        let mut state = 7u64;
+        let mut next = |n: usize| {
+            state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            (state >> 33) as usize % n
+        };
+        for _ in 0..20_000 {
+            let mut text = String::new();
+            for _ in 0..next(24) {
+                // Mostly what a string holds; now and then what ends or spoils it.
+                let piece = if next(6) == 0 { pieces[11 + next(7)] } else { pieces[next(11)] };
+                text.push_str(piece);
+            }
+            text.push('"');
+            text.push_str(" tail");
+            assert_eq!(counted(text.as_bytes()), serde_counted(text.as_bytes()), "{text:?}");
+        }
+    }
+
     #[test]
     fn strings_that_are_not_utf8_are_refused() {
         for bytes in [&b"abc\xff\""[..], b"\xe6\x97\"", b"abcdefgh\xc3\x28abcdefgh\"", b"\xed\xa0\x80\""] {
