@@ -367,7 +367,7 @@ impl Bench {
         for run in 0..runs {
             let mut ours = self.prune_command(&form.path, &ours_out, target);
             ours.arg("--report").arg(&report_path);
-            settle();
+            settle(&[&ours_out, &report_path]);
             comparison.ours.push(self.timed(ours)?);
             let report: Value = serde_json::from_slice(&std::fs::read(&report_path)?)?;
             let ms = |key: &str| report["timings_ms"][key].as_f64().unwrap_or(f64::NAN);
@@ -377,7 +377,7 @@ impl Bench {
                 compact: ms("compact"),
                 write: ms("write"),
             });
-            settle();
+            settle(&[&reference_out]);
             let mut reference = self.reference();
             reference
                 .arg("prune")
@@ -406,8 +406,9 @@ impl Bench {
             let (_, printed) = self.timed_stdout(count)?;
             let total: u64 = printed.trim().parse().context("count printed no number")?;
             let target = (total as f64 * TARGET_FRACTION) as u64;
-            settle();
-            let run = self.timed(self.prune_command(input, &self.scratch.join("ours-prune.json"), target))?;
+            let out = self.scratch.join("ours-prune.json");
+            settle(&[&out]);
+            let run = self.timed(self.prune_command(input, &out, target))?;
             rows.push((std::fs::metadata(input)?.len(), run));
         }
         Ok(rows)
@@ -437,7 +438,7 @@ impl Bench {
             eprintln!("  {label}");
             let mut times = Vec::new();
             for _ in 0..runs {
-                settle();
+                settle(&[Path::new(&out)]);
                 let mut again = Command::new(command.get_program());
                 again.args(command.get_args());
                 times.push(self.timed(again)?);
@@ -503,7 +504,7 @@ impl Bench {
                 let (run, tokens) = self.timed_stdout(count)?;
                 row.tokens = tokens.trim().parse().context("count printed no number")?;
                 row.count.push(run);
-                settle();
+                settle(&[&out]);
                 let target = (row.tokens as f64 * TARGET_FRACTION) as u64;
                 row.prune.push(self.timed(self.prune_command(path, &out, target))?);
             }
@@ -757,8 +758,8 @@ impl Report {
              haystack-ai {haystack}), on the same synthetic transcripts (`cargo xtask gen-transcript --seed {SEED}`, \
              kept in `target/transcripts/`). The two sides run alternately, {runs} run(s) each; the numbers \
              are medians. Compaction targets are {}% of the transcript's tokens. Before each end-to-end \
-             run, `sync` writes out what earlier runs left to write, so no run pays for another's \
-             output.\n\n\
+             run, the last run's output is deleted and `sync` writes out what earlier runs left to \
+             write, so no run pays for another's output.\n\n\
              ## Machine\n\n\
              - {cores} cores (`nproc`), shared with other work: load average {} when the run began\n- {}\n- {}\n- git {}\n- Python {python}, tokenizers {tokenizers}\n",
             TARGET_FRACTION * 100.0,
@@ -1305,10 +1306,16 @@ What is left: finding each string's end and counting its characters, a third of 
 (an escape every few dozen bytes ends each eight-byte step); after the reading, the pruning \
 (20 M) and making the write-back (49 M) on the main thread.";
 
-/// Writes out what earlier runs left in the page cache (`sync`), so that a run does not pay for
-/// another's output: our `prune` syncs its file before renaming it, and on ext4 that waits for
-/// every file's pending data, the other side's 50 MB output included.
-fn settle() {
+/// Deletes what the last run of the next command wrote (`outputs`), then writes out what earlier
+/// runs left in the page cache (`sync`), so that a run does not pay for another's output: our
+/// `prune` syncs its file before renaming it, and on ext4 that waits for every file's pending
+/// data, the other side's 50 MB output included; and a file written over the last run's output
+/// frees that output's blocks while it is written or renamed (10 to 15 ms for 50 MB on this
+/// machine's disk, mounted with `discard`), which a user writing a new file does not pay.
+fn settle(outputs: &[&Path]) {
+    for output in outputs {
+        let _ = std::fs::remove_file(output);
+    }
     let _ = Command::new("sync").status();
 }
 
