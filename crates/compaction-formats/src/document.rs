@@ -5,6 +5,7 @@ use compaction_model::ToolSpec;
 use serde_json::{Map, Value};
 
 use crate::error::{Error, Location};
+use crate::threads;
 use crate::Format;
 
 /// A parsed file: one JSON value, or JSON Lines.
@@ -143,8 +144,7 @@ const PARALLEL_LINES: usize = 1 << 20;
 /// of reading a log is parsing its lines, which are independent. The lines and the error are
 /// those parsing line by line gives.
 fn parse_lines(text: &[u8], first_number: usize) -> Parsed {
-    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
-    let middle = (cores > 1 && text.len() >= PARALLEL_LINES)
+    let middle = (threads::two_cores() && text.len() >= PARALLEL_LINES)
         .then(|| text[text.len() / 2..].iter().position(|&b| b == b'\n').map(|k| text.len() / 2 + k))
         .flatten();
     let Some(middle) = middle else {
@@ -152,11 +152,8 @@ fn parse_lines(text: &[u8], first_number: usize) -> Parsed {
     };
     // The first half ends before the line break at `middle` and the second starts after it, so
     // the second's lines are numbered on from the first half's last.
-    let (first, second) = std::thread::scope(|scope| {
-        let second = scope.spawn(|| parse_run(&text[middle + 1..], 0));
-        let first = parse_run(&text[..middle], first_number);
-        (first, second.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
-    });
+    let (first, second) =
+        threads::join(|| parse_run(&text[..middle], first_number), || parse_run(&text[middle + 1..], 0));
     let ((mut lines, failed), count) = first;
     if failed.is_some() {
         return (lines, failed);

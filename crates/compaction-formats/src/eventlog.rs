@@ -18,6 +18,7 @@ use serde_json::{json, Value};
 use crate::error::Error;
 use crate::notes::Note;
 use crate::splice::{self, Edit, Seg};
+use crate::threads;
 use crate::usage::MessageUsage;
 use crate::Format;
 
@@ -206,17 +207,13 @@ impl LogDecoded {
                 slots.fingerprint = fingerprint(message, slots);
             }
         };
-        let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
         let len = self.messages.len().min(self.slots.len());
-        if cores < 2 || len < PARALLEL_SEAL {
+        if !threads::two_cores() || len < PARALLEL_SEAL {
             return seal(&self.messages, &mut self.slots);
         }
         let (messages, later_messages) = self.messages[..len].split_at(len / 2);
         let (slots, later_slots) = self.slots[..len].split_at_mut(len / 2);
-        std::thread::scope(|scope| {
-            scope.spawn(|| seal(later_messages, later_slots));
-            seal(messages, slots);
-        });
+        threads::join(|| seal(messages, slots), || seal(later_messages, later_slots));
     }
 }
 
@@ -279,19 +276,8 @@ pub(crate) fn write_back(
         }
         Ok(edits)
     };
-    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
-    let edits = if cores > 1 && source.len() >= PARALLEL_EDITS && indices.len() > 1 {
-        let (first, second) = indices.split_at(indices.len() / 2);
-        let (first, second) = std::thread::scope(|scope| {
-            let later = scope.spawn(|| edits_of(second));
-            (edits_of(first), later.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
-        });
-        let mut edits = first?;
-        edits.extend(second?);
-        edits
-    } else {
-        edits_of(indices)?
-    };
+    let parallel = threads::two_cores() && source.len() >= PARALLEL_EDITS;
+    let edits = threads::on_halves(indices, parallel, edits_of)?;
     splice::write_edited(source, edits, out)?;
     Ok(())
 }

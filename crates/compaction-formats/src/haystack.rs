@@ -19,6 +19,7 @@ use crate::error::Error;
 use crate::overlay::{self, Shape};
 use crate::skip::whitespace as skip_whitespace;
 use crate::splice::value_end;
+use crate::threads;
 use crate::write::{write_native_rewritten, write_native_to, Native};
 use crate::{Decoded, Format, Layout, Target};
 
@@ -75,9 +76,9 @@ pub(crate) fn first_message(bytes: &[u8], forced: bool) -> Option<usize> {
 /// that very byte as the start of a message, so a wrong guess costs time, never correctness.
 pub(crate) fn read_spans(source: &JsonSource, first: usize) -> Option<(Vec<Message>, Spans)> {
     let bytes = source.as_bytes();
-    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
-    let guess =
-        (cores > 1 && bytes.len() >= PARALLEL_BYTES).then(|| guess_message(bytes, bytes.len() / 2)).flatten();
+    let guess = (threads::two_cores() && bytes.len() >= PARALLEL_BYTES)
+        .then(|| guess_message(bytes, bytes.len() / 2))
+        .flatten();
     let (mut run, rest) = two_runs(first, guess, |from, stop| Run::read(source, from, stop));
     if run.end == End::Reached {
         let rest = rest?;

@@ -118,6 +118,7 @@ mod skip;
 mod splice;
 #[cfg(test)]
 mod tests;
+mod threads;
 mod usage;
 mod values;
 mod write;
@@ -519,8 +520,7 @@ fn parse_ahead(format: Format, bytes: &[u8], line: Range<usize>, source: Option<
 /// Reads an event log line by line, never holding more than a few runs of lines' JSON, on two
 /// threads when there are two cores and the file is large ([`read_lines`]).
 fn read_log(source: &JsonSource, options: &ReadOptions, format: Format) -> Result<Conversation, Error> {
-    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
-    read_log_on(source, options, format, cores > 1 && source.as_bytes().len() >= PARALLEL_LOG)
+    read_log_on(source, options, format, threads::two_cores() && source.as_bytes().len() >= PARALLEL_LOG)
 }
 
 /// [`read_log`], on two threads when `parallel`.
@@ -766,8 +766,7 @@ impl LineReader {
         let mut numbered = JsonLines::after(lines, self.number);
         let found: Vec<(usize, Range<usize>)> = numbered.by_ref().collect();
         self.number = numbered.number();
-        let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
-        let parallel = cores > 1 && lines.len() >= PARALLEL_LOG;
+        let parallel = threads::two_cores() && lines.len() >= PARALLEL_LOG;
         let (reader, repeated) = (&mut self.reader, &mut self.repeated);
         let first = parallel.then_some(self.runs);
         let input = Lines { bytes: lines, source: None };
@@ -858,9 +857,8 @@ pub(crate) fn read_tree(bytes: &[u8], options: &ReadOptions) -> Result<Conversat
     let name = options.name.as_str();
     // The repeated-key scan needs nothing from the tree: on two or more cores it runs beside
     // the parse of a large file instead of after it.
-    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
     let (top, scanned) = std::thread::scope(|scope| {
-        let scan = (cores > 1 && bytes.len() >= PARALLEL_LOG).then(|| {
+        let scan = (threads::two_cores() && bytes.len() >= PARALLEL_LOG).then(|| {
             scope.spawn(|| {
                 let mut repeated = Repeated::default();
                 repeated.scan(bytes, None);

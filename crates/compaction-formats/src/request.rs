@@ -27,6 +27,7 @@ use crate::openai::{Apart, Prepared};
 use crate::pairing::OpenCalls;
 use crate::skip::whitespace as skip_whitespace;
 use crate::splice::value_end;
+use crate::threads;
 use crate::{haystack, openai, overlay, Format};
 
 /// Where a request's parts sit in its bytes.
@@ -204,9 +205,8 @@ fn messages(
     if bytes.get(first) == Some(&b']') {
         return Some(first + 1);
     }
-    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
     let rest = bytes.len() - first;
-    let guess = (cores > 1 && rest >= PARALLEL_BYTES)
+    let guess = (threads::two_cores() && rest >= PARALLEL_BYTES)
         .then(|| haystack::guess_message(bytes, first + rest / 2))
         .flatten();
     // A run that gives up tells the other, which then stops too: the file goes to the tree path.
@@ -376,6 +376,15 @@ pub(crate) fn write(
         _ => return Ok(false),
     };
     out.write_all(&source[spans.object.start..first_message])?;
+    // The changed messages are encoded ahead, a block of them at a time, on two threads when
+    // the file is large (each is encoded alone), and written in their turn.
+    let changed: Vec<usize> = (0..messages.len()).filter(|&index| !kept[index]).collect();
+    let parallel = threads::two_cores() && source.len() >= PARALLEL_BYTES;
+    let encode = |indices: &[usize]| -> Result<Vec<Vec<u8>>, Error> {
+        indices.iter().map(|&index| encode_changed(source, spans, &messages[index], index)).collect()
+    };
+    let mut blocks = changed.chunks(ENCODED_AHEAD);
+    let mut encoded = Vec::new().into_iter();
     let mut index = 0;
     let mut first = true;
     while index < messages.len() {
@@ -393,25 +402,22 @@ pub(crate) fn write(
             index = last + 1;
             continue;
         }
-        let fresh = openai::encode(std::slice::from_ref(&messages[index]));
-        let original = match fresh.len() {
-            1 => Some(
-                skeleton(source, spans.messages[index].start, spans.contents[index].clone()).ok_or_else(
-                    || Error::WriteBack { reason: "a message no longer reads as it did".into() },
-                )?,
-            ),
-            _ => None,
+        let bytes = match encoded.next() {
+            Some(bytes) => bytes,
+            None => {
+                let block = blocks.next().unwrap_or_default();
+                encoded = threads::on_halves(block, parallel, encode)?.into_iter();
+                encoded
+                    .next()
+                    .ok_or_else(|| Error::WriteBack { reason: "a changed message was lost".into() })?
+            }
         };
-        for value in fresh {
+        // A message that encodes to none (nothing of it is left) writes nothing.
+        if !bytes.is_empty() {
             if !first {
                 out.write_all(b",")?;
             }
-            match &original {
-                Some(original) => {
-                    serde_json::to_writer(&mut *out, &overlay::overlay(original, value, &openai::SHAPE))?
-                }
-                None => serde_json::to_writer(&mut *out, &value)?,
-            }
+            out.write_all(&bytes)?;
             first = false;
         }
         index += 1;
@@ -419,6 +425,37 @@ pub(crate) fn write(
     out.write_all(&source[last_message..spans.object.end])?;
     out.write_all(b"\n")?;
     Ok(true)
+}
+
+/// How many changed messages are encoded ahead of their turn at most: a bound on the memory
+/// their encodings hold.
+const ENCODED_AHEAD: usize = 2048;
+
+/// The JSON of the changed message `message`, the `index`-th of the request: each message it
+/// encodes to (one, but for a message the format splits), laid over the original when it is
+/// one, separated by commas.
+fn encode_changed(source: &[u8], spans: &Spans, message: &Message, index: usize) -> Result<Vec<u8>, Error> {
+    let fresh = openai::encode(std::slice::from_ref(message));
+    let original = match fresh.len() {
+        1 => Some(
+            skeleton(source, spans.messages[index].start, spans.contents[index].clone())
+                .ok_or_else(|| Error::WriteBack { reason: "a message no longer reads as it did".into() })?,
+        ),
+        _ => None,
+    };
+    let mut bytes = Vec::new();
+    for value in fresh {
+        if !bytes.is_empty() {
+            bytes.push(b',');
+        }
+        match &original {
+            Some(original) => {
+                serde_json::to_writer(&mut bytes, &overlay::overlay(original, value, &openai::SHAPE))?
+            }
+            None => serde_json::to_writer(&mut bytes, &value)?,
+        }
+    }
+    Ok(bytes)
 }
 
 /// The original of a changed message, to lay its encoding over: its members parsed, but for its

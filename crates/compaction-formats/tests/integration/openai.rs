@@ -74,3 +74,47 @@ fn a_result_no_call_fits_is_an_error_naming_its_id() {
     let text = format!("{error}: {:?}", std::error::Error::source(&error));
     assert!(text.contains("nope"), "{text}");
 }
+
+/// A request of a few megabytes whose tool results are nearly all changed, each to a text of its
+/// own: written back, each changed message is encoded in its place (the encodings are made ahead,
+/// a block at a time, on two threads), and every other message is as it was.
+#[test]
+fn many_changed_messages_of_a_large_request_are_written_back_in_their_places() {
+    let mut messages = vec![json!({"role": "system", "content": "Be brief."})];
+    for k in 0..6000 {
+        let id = format!("c{k}");
+        messages.push(json!({"role": "assistant", "content": null, "tool_calls": [call(&id, "Paris")]}));
+        messages.push(
+            json!({"role": "tool", "tool_call_id": id, "content": format!("{k} {}", "out ".repeat(40))}),
+        );
+    }
+    // Spaced as Python writes it, so a changed message is laid over its original.
+    let text = serde_json::to_string(&json!({"model": "m", "messages": messages}))
+        .unwrap()
+        .replace("\",\"", "\", \"")
+        .replace("\":", "\": ");
+    assert!(text.len() > 1 << 20);
+    let conversation = read(&text);
+    let mut changed_messages = conversation.messages.clone();
+    let changed: Vec<usize> = (0..changed_messages.len())
+        .filter(|&index| changed_messages[index].role == compaction_model::Role::Tool && index % 7 != 0)
+        .collect();
+    for &index in &changed {
+        crate::prune(&mut changed_messages, index, &format!("pruned {index}"));
+        changed_messages[index].meta.insert("changed".into(), json!(true));
+    }
+    assert!(changed.len() > 4096);
+    let out = crate::written_back(&conversation, &changed_messages, &changed);
+    let written: Value = serde_json::from_slice(&out).unwrap();
+    let written = written["messages"].as_array().unwrap();
+    let read_back: Value = serde_json::from_str(&text).unwrap();
+    let originals = read_back["messages"].as_array().unwrap();
+    assert_eq!(written.len(), originals.len());
+    for (index, (written, original)) in written.iter().zip(originals).enumerate() {
+        let mut expected = original.clone();
+        if changed.contains(&index) {
+            expected["content"] = json!(format!("pruned {index}"));
+        }
+        assert_eq!(written, &expected, "message {index}");
+    }
+}
