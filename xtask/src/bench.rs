@@ -1249,10 +1249,15 @@ texts stay in the input undecoded (pruning and the approximate counter need only
 known from the read); unchanged messages are written back as runs of input bytes, handed to a \
 second thread that writes each buffer while the next is made. Parsing went \
 from 165–314 ms (issue 15's measurements) to about 50 ms on a quiet machine; the whole prune of the \
-compact spelling runs 0.54 G instructions (callgrind; 0.53 G at the last benchmark: handing the \
-output over costs the main thread 5 M), most of them \
-reading. What is left is mostly \
-the kernel's: the table above \
+compact spelling runs 0.54 G instructions (callgrind, as at the last benchmark), most of them \
+reading, and most of the reading finding each string's end: an escape comes every twenty bytes \
+or so in a tool's output, and each ends an eight-byte step. Tried and left this time: finding \
+the next quote or backslash with `memchr`'s vector search (and checking the string for control \
+characters and non-ASCII bytes after, in one vectorized pass) ran as many instructions and \
+parsed a 50 MB file no faster in-process (the search is restarted at every escape), and taking \
+every stop of an eight-byte word in turn instead of starting a new word after each ran 761 M \
+instructions for the OpenAI prune of (f) where the word-at-a-time scan runs 681 M. What is left \
+is mostly the kernel's: the table above \
 shows about as much CPU time in the kernel as in user space, most of it page faults (this machine's \
 virtual memory makes each fresh page cost microseconds): reading 50 MB into fresh memory, the \
 messages, writing the output into the page cache, and `fsync` before the output's atomic rename \
@@ -1267,44 +1272,47 @@ where the reference runs on one: the spread of our runs shows it.";
 
 /// Where the log formats' time goes, and what would make them faster: see compaction-formats.
 const LOG_FORMAT_NOTES: &str = "Where the time goes (callgrind, all threads). Claude Code, 50 MB: \
-`count` 674 M instructions (as at the last benchmark; 344 M on the main thread, 331 M on the \
-second), `prune` 742 M (as before; 372 M on the main thread, writing 42 M of it, and 370 M on \
-the others). How it is read: each line \
-checked as UTF-8 with simdutf8, its members walked by hand (`claude_code::walk_fields`), the \
-envelope and `toolUseResult` crossed by a check as strict as serde_json's (`skip.rs`), the \
-`message` of a `user` or `assistant` event built by hand (`values.rs`: strings decoded straight \
-into buffers of their size), repeated keys looked for while it is built, its strings moved into \
-the messages, the lines parsed on two threads (the second takes five runs of lines in eight), \
-a write-back's edits found on two threads. What changed since the last benchmark: the \
-messages are fingerprinted (for the write-back's check that only results changed) on two \
-threads, and the output is handed to a second thread that writes each megabyte while the next is \
-made (the instructions stay; what moved is when the kernel's copying into the page cache runs). \
-What is left: building the message, a quarter (decoding \
-strings with an escape every few dozen bytes, and inserting keys, which serde_json's `Map` \
-hashes); crossing the envelope and `toolUseResult`, a sixth; turning the values into messages, \
-an eighth; and in the kernel, about a third of the CPU time, page faults: 12,000 to read the \
-50 MB into fresh memory and as many for the messages. What would cut it next, and why it is not \
-done yet: leaving each tool result's content in the input, as the OpenAI and Haystack readers \
-do (no decoding, no copy, and some 30 MB less memory to fault in), needs the message builder to \
-hand those strings back apart from the value it builds. Tried and left: reading the input into \
-an anonymous map whose halves two threads have the kernel fill first (`MADV_POPULATE_WRITE`, \
-faster than `read` into fresh memory in a C test here) read a 50 MB request in 31 ms (median \
-of 15) where the `Vec` read takes 22. \
+`count` 657 M instructions (674 M at the last benchmark), `prune` 643 M (742 M; 321 M on the \
+main thread, writing 19 M of it where it wrote 42 M, and 321 M on the second). How it is read: \
+each line checked as UTF-8 with simdutf8, its members walked by hand (`claude_code::walk_fields`), \
+the envelope and `toolUseResult` crossed by a check as strict as serde_json's (`skip.rs`), the \
+`message` of a `user` or `assistant` event built by hand (`values.rs`), its tool results' texts \
+checked, counted and left in the input (`values::ResultsFound`), repeated keys looked for while \
+it is built, the lines parsed on two threads (the second takes five runs of lines in eight), a \
+write-back's edits found on two threads. What changed since the last benchmark: the tool \
+results' texts are left in the input, as the OpenAI and Haystack readers leave theirs, instead \
+of decoded into strings (peak RSS 107 → 87 MB, page faults 24,700 → 19,500, 742 M → 710 M \
+instructions), and the walk keeps where each line's `message` starts and where each result lies \
+(`Slot::span`), so neither the envelope nor a replaced result is crossed again to find it \
+(710 M → 643 M). What is left: checking and counting the results' texts, a fifth (an escape \
+every twenty bytes or so ends each eight-byte step); crossing `toolUseResult` and the envelope, \
+a sixth; building the rest of the message (serde_json's `Map` hashes every key with SipHash) and \
+turning it into messages. \
 OpenAI: the request is read without a tree (`request::read`): its envelope's members parsed as \
 they come, its messages read one by one from their bytes on two threads (the second starting at a \
 message near the middle), each string `content` checked and left in the input, only the other \
-members parsed, tool calls made (and copied for pairing) on the thread that read them, and \
-repeated keys looked for only in the values parsed. Written back, the envelope and every \
-unchanged message are copied from the input; each changed message is encoded over its original. \
-At 50 MB, `count` 605 M instructions (624 M at the last benchmark; 324 M on the main thread, \
-281 M on the second), `prune` 681 M (698 M; 389 M on the main thread, 290 M on the others). \
-What changed: each message is read up to its pairing on the thread that read it \
-(`openai::prepare`), so only the pairing runs in order on the main thread, and a result takes \
-its call out of the open calls instead of copying it (`OpenCalls::take_answer`): the pairing \
-went from 31 M to 13 M; the output is written by a second thread while the next buffer is made. \
-What is left: finding each string's end and counting its characters, a third of the main thread \
-(an escape every few dozen bytes ends each eight-byte step); after the reading, the pruning \
-(20 M) and making the write-back (49 M) on the main thread.";
+members parsed, each message read up to its pairing on the thread that read it, and repeated \
+keys looked for only in the values parsed. Written back, the envelope and every unchanged \
+message are copied from the input; each changed message is encoded over its original. At 50 MB, \
+`count` 605 M instructions (as at the last benchmark; 324 M on the main thread, 281 M on the \
+second), `prune` 684 M (681 M; 366 M on the main thread where it ran 389 M, 292 M on the second, \
+26 M on a third). What changed: the changed messages' encodings are made ahead, 2,048 at a \
+time, on two threads (`threads::on_halves`). What is left: finding each string's end and \
+counting its characters, 43% of all (see (c) for what was tried); after the reading, the \
+pruning (20 M) and the write-back (about 25 M) on the main thread. \
+The limit, with a profile (`perf record`, 50 MB `prune`): the kernel takes half of the CPU time \
+(52% of the samples for Claude Code, 51% for OpenAI). Reading the input takes a third of the \
+Claude Code samples and a fifth of the OpenAI ones, most of it page faults on the fresh memory \
+the file is read into (12,200 of them; zeroing those pages alone is a tenth of all samples); \
+the other faults are the messages' memory, and copying the output into the page cache is 4% \
+and 14%. This virtual machine hands free pages back to its host (`virtio_balloon` free page \
+reporting), so a fresh page costs more here than on bare metal, and the same run takes from \
+0.12 to over 0.2 s. What would cut it: mapping the input instead of reading it (`unsafe`, \
+which the workspace forbids), or reading it in pieces and reading the unchanged bytes again \
+when writing (a write-back that streams its input: a change of the formats crate's model of \
+its input, not done yet). Tried and left: reading the input into an anonymous map whose halves \
+two threads have the kernel fill first (`MADV_POPULATE_WRITE`) read a 50 MB request in 31 ms \
+(median of 15) where the `Vec` read takes 22.";
 
 /// Deletes what the last run of the next command wrote (`outputs`), then writes out what earlier
 /// runs left in the page cache (`sync`), so that a run does not pay for another's output: our
