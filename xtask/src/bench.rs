@@ -1267,7 +1267,9 @@ zeroed pages) needs `unsafe` (`memmap2::Mmap::map`), which the workspace forbids
 (300 page faults instead of 20,700 when mimalloc gets them) make the kernel zero 2 MB pages and \
 compact memory now and then: a 50 MB prune took 0.10 to 0.38 s with them, 0.14 to 0.17 s \
 without, and a 10 MB one held 34 MB instead of 26, so the command asks for none \
-(`prctl(PR_SET_THP_DISABLE)`); skipping `fsync` would make the output's rename unsafe. On two cores shared with other work both our threads compete with it, \
+(`prctl(PR_SET_THP_DISABLE)`), and mimalloc is now built not to ask for them on the region it \
+reserves at its first allocation, before the command's `main` runs (a 9 ms wait for the kernel \
+to compact memory was seen there); skipping `fsync` would make the output's rename unsafe. On two cores shared with other work both our threads compete with it, \
 where the reference runs on one: the spread of our runs shows it.";
 
 /// Where the log formats' time goes, and what would make them faster: see compaction-formats.
