@@ -153,9 +153,7 @@ impl Reader {
                 .result_block
                 .map(|k| {
                     let mut slot = slot(base, &content, k, "content", Style::AnthropicResult);
-                    slot.span = found.span(k).and_then(|span| {
-                        Some([u32::try_from(span.start).ok()?, u32::try_from(span.end).ok()?])
-                    });
+                    slot.span = found.span(k);
                     Some(slot)
                 })
                 .into_iter()

@@ -496,13 +496,14 @@ type Ahead = (Option<Event>, dupkeys::Keys);
 /// and the texts it left in the input.
 type Event = (Value, Option<u32>, ResultsFound);
 
-/// Parses the line at `line` of `bytes`; with `source` (whose bytes `bytes` are), a Claude Code
-/// event leaves its tool results' texts there.
-fn parse_ahead(format: Format, bytes: &[u8], line: Range<usize>, source: Option<&JsonSource>) -> Ahead {
+/// Parses the line at `line` of `input`; from a shared input, a Claude Code event leaves its tool
+/// results' texts there.
+fn parse_ahead(format: Format, input: Lines<'_>, line: Range<usize>) -> Ahead {
+    let bytes = input.bytes();
     if format == Format::ClaudeCode {
-        let lean = match source {
-            Some(source) => claude_code::lean_event_in(source, line.clone()),
-            None => claude_code::lean_event(&bytes[line.clone()])
+        let lean = match input {
+            Lines::Shared(source) => claude_code::lean_event_in(source, line.clone()),
+            Lines::Lent(_) => claude_code::lean_event(&bytes[line.clone()])
                 .map(|(event, at, keys)| (event, at, keys, ResultsFound::default())),
         };
         if let Some((event, at, keys, left)) = lean {
@@ -536,8 +537,7 @@ fn read_log_on(
     let mut reader = LogReader::new(format, name, options.full_history);
     let mut repeated = Repeated::default();
     let lines: Vec<(usize, Range<usize>)> = json_lines(bytes).collect();
-    let input = Lines { bytes, source: Some(source) };
-    read_lines(input, &lines, 0, &mut reader, &mut repeated, name, parallel.then_some(0))?;
+    read_lines(Lines::Shared(source), &lines, 0, &mut reader, &mut repeated, name, parallel.then_some(0))?;
     log.bases = lines.into_iter().map(|(_, range)| range).collect();
     if log.bases.is_empty() {
         return Err(Error::Empty { name: name.to_owned() });
@@ -551,11 +551,20 @@ fn read_log_on(
     Ok(from_log(format, decoded, log, Layout::Lines))
 }
 
-/// The bytes lines are read from, and the source they are when the texts read may stay there.
+/// The bytes lines are read from: shared with the texts read from them, or only lent.
 #[derive(Clone, Copy)]
-struct Lines<'a> {
-    bytes: &'a [u8],
-    source: Option<&'a JsonSource>,
+enum Lines<'a> {
+    Shared(&'a JsonSource),
+    Lent(&'a [u8]),
+}
+
+impl<'a> Lines<'a> {
+    fn bytes(self) -> &'a [u8] {
+        match self {
+            Lines::Shared(source) => source.as_bytes(),
+            Lines::Lent(bytes) => bytes,
+        }
+    }
 }
 
 /// Feeds `lines` of `input` (each a line number and the line's bytes) in order to `reader`, the
@@ -580,7 +589,7 @@ fn read_lines(
     parallel: Option<usize>,
 ) -> Result<usize, Error> {
     let format = reader.format();
-    let Lines { bytes, source } = input;
+    let bytes = input.bytes();
     let mut runs = Vec::new();
     let mut run_start = 0;
     for (k, (_, range)) in lines.iter().enumerate() {
@@ -598,7 +607,7 @@ fn read_lines(
                 for (_, run) in runs.iter().enumerate().filter(|(k, _)| theirs(*k)) {
                     let parsed = lines[run.clone()]
                         .iter()
-                        .map(|(_, range)| parse_ahead(format, bytes, range.clone(), source))
+                        .map(|(_, range)| parse_ahead(format, input, range.clone()))
                         .collect();
                     // The reader stopped (an error): nothing more is wanted.
                     if send.send(parsed).is_err() {
@@ -619,7 +628,7 @@ fn read_lines(
                 let (event, keys) = ahead
                     .as_mut()
                     .and_then(Iterator::next)
-                    .unwrap_or_else(|| parse_ahead(format, bytes, range.clone(), source));
+                    .unwrap_or_else(|| parse_ahead(format, input, range.clone()));
                 repeated.add(keys, Some(number));
                 match event {
                     Some(event) => reader.line(number, base, event)?,
@@ -747,7 +756,7 @@ impl LineReader {
             return Ok(());
         }
         let base = u32::try_from(self.lines).unwrap_or(u32::MAX);
-        let (event, keys) = parse_ahead(self.reader.format(), line, 0..line.len(), None);
+        let (event, keys) = parse_ahead(self.reader.format(), Lines::Lent(line), 0..line.len());
         match event {
             Some(event) => self.reader.line(self.number, base, event)?,
             None => self.reader.read_line(&self.name, self.number, base, line)?,
@@ -769,8 +778,7 @@ impl LineReader {
         let parallel = threads::two_cores() && lines.len() >= PARALLEL_LOG;
         let (reader, repeated) = (&mut self.reader, &mut self.repeated);
         let first = parallel.then_some(self.runs);
-        let input = Lines { bytes: lines, source: None };
-        self.runs += read_lines(input, &found, self.lines, reader, repeated, &self.name, first)?;
+        self.runs += read_lines(Lines::Lent(lines), &found, self.lines, reader, repeated, &self.name, first)?;
         self.lines += found.len();
         Ok(())
     }

@@ -78,9 +78,11 @@ impl ResultsFound {
         Some(self.texts.swap_remove(at).2)
     }
 
-    /// Where the `content` of block `block` lies in the text the message was built from.
-    pub(crate) fn span(&self, block: usize) -> Option<Range<usize>> {
-        self.spans.iter().find(|(b, _)| *b == block).map(|(_, span)| span.clone())
+    /// Where the `content` of block `block` lies in the text the message was built from (a
+    /// line: its offsets fit a [`Slot`](crate::eventlog::Slot)'s).
+    pub(crate) fn span(&self, block: usize) -> Option<[u32; 2]> {
+        let (_, span) = self.spans.iter().find(|(b, _)| *b == block)?;
+        Some([u32::try_from(span.start).ok()?, u32::try_from(span.end).ok()?])
     }
 
     /// Puts back into `message` every text left at a place that turned out not to be a tool

@@ -185,7 +185,7 @@ fn awkward_lines_read_lean_as_they_read_whole() {
     // And where each block's `content` lies.
     let source = compaction_model::JsonSource::new(lines[13].as_bytes().to_vec());
     let (_, _, _, found) = lean_event_in(&source, 0..lines[13].len()).expect("read lean");
-    let span = |block| found.span(block).map(|span| &lines[13][span]);
+    let span = |block| found.span(block).map(|[start, end]| &lines[13][start as usize..end as usize]);
     assert_eq!(span(0), Some(r#""a \"quoted\" line\nand caf\u00e9 \ud83d\ude00 日本""#));
     assert!(span(1).is_some_and(|content| content.starts_with(r#"[{"type":"text","text":"first"}"#)));
     assert_eq!(span(2), None);
