@@ -269,21 +269,28 @@ fn usage(message: &Value) -> Option<Usage> {
 ///
 /// `None` when the line is not a plain event object (not UTF-8, not JSON, not an object, too
 /// deep): the caller then parses the line whole, which reads it, or fails, as before.
-///
-/// With the event comes where its `message` starts in the line, when it was built (the reader's
-/// slots then start there, and a write-back finds a tool result without crossing the envelope),
-/// and the repeated keys of what was read: the event's own keys and those of the values built
-/// ([`dupkeys::Tracked`]). What is skipped unbuilt is never read, so its keys are not looked at.
-pub(crate) fn lean_event(line: &[u8]) -> Option<(Value, Option<u32>, Keys)> {
-    lean_event_by(line, true, None).map(|(event, at, keys, _)| (event, at, keys))
+pub(crate) fn lean_event(line: &[u8]) -> Option<LeanEvent> {
+    lean_event_by(line, true, None)
+}
+
+/// An event as [`lean_event`] reads it.
+#[derive(Debug)]
+pub(crate) struct LeanEvent {
+    /// The event, holding only the fields read.
+    pub(crate) event: Value,
+    /// Where its `message` starts in the line, when it was built: the reader's slots then start
+    /// there, and a write-back finds a tool result without crossing the envelope.
+    pub(crate) message_at: Option<u32>,
+    /// The repeated keys of what was read: the event's own keys and those of the values built
+    /// ([`dupkeys::Tracked`]). What is skipped unbuilt is never read, so its keys are not looked at.
+    pub(crate) keys: Keys,
+    /// The tool results' texts left in the input, when read by [`lean_event_in`].
+    pub(crate) found: ResultsFound,
 }
 
 /// [`lean_event`] of the line at `line` in `source`, its tool results' texts left there (see
 /// [`values::Left`]) when its `message` is built by hand.
-pub(crate) fn lean_event_in(
-    source: &JsonSource,
-    line: std::ops::Range<usize>,
-) -> Option<(Value, Option<u32>, Keys, ResultsFound)> {
+pub(crate) fn lean_event_in(source: &JsonSource, line: std::ops::Range<usize>) -> Option<LeanEvent> {
     lean_event_by(&source.as_bytes()[line.clone()], true, Some((source, line.start)))
 }
 
@@ -294,7 +301,7 @@ pub(crate) fn lean_event_by(
     line: &[u8],
     walk: bool,
     source: Option<(&JsonSource, usize)>,
-) -> Option<(Value, Option<u32>, Keys, ResultsFound)> {
+) -> Option<LeanEvent> {
     let text = simdutf8::basic::from_utf8(line).ok()?;
     let mut keys = Keys::default();
     let mut left =
@@ -354,7 +361,7 @@ pub(crate) fn lean_event_by(
         }
         _ => {}
     }
-    Some((Value::Object(object), message_at, keys, found))
+    Some(LeanEvent { event: Value::Object(object), message_at, keys, found })
 }
 
 /// An event's [`Fields`], found by walking its members: what is not read is crossed by

@@ -503,11 +503,10 @@ fn parse_ahead(format: Format, input: Lines<'_>, line: Range<usize>) -> Ahead {
     if format == Format::ClaudeCode {
         let lean = match input {
             Lines::Shared(source) => claude_code::lean_event_in(source, line.clone()),
-            Lines::Lent(_) => claude_code::lean_event(&bytes[line.clone()])
-                .map(|(event, at, keys)| (event, at, keys, ResultsFound::default())),
+            Lines::Lent(_) => claude_code::lean_event(&bytes[line.clone()]),
         };
-        if let Some((event, at, keys, left)) = lean {
-            return (Some((event, at, left)), keys);
+        if let Some(lean) = lean {
+            return (Some((lean.event, lean.message_at, lean.found)), lean.keys);
         }
     }
     let line = &bytes[line];
