@@ -111,6 +111,10 @@ impl TokenCounter for StateCounter<'_> {
         self.inner.measure_joined(message)
     }
 
+    fn count_alone(&self, joined: Measure) -> Option<usize> {
+        self.inner.count_alone(joined)
+    }
+
     fn count_after(&self, before: Measure, last: &Message, tools: &[ToolSpec]) -> usize {
         self.inner.count_after(before, last, tools)
     }

@@ -113,6 +113,16 @@ impl TokenCounter for ApproximateTokenCounter {
         })
     }
 
+    // A message's joined measure is its rendering and the joining newline, and its images and
+    // files: alone, it is the same without the newline.
+    fn count_alone(&self, joined: Measure) -> Option<usize> {
+        let non_text = NonText { images: joined.images, files: joined.files };
+        Some(
+            self.text_tokens(joined.text.checked_sub(1)?)
+                + non_text.tokens(self.tokens_per_image, self.tokens_per_file),
+        )
+    }
+
     fn count_after(&self, before: Measure, last: &Message, tools: &[ToolSpec]) -> usize {
         let chars = before.text + rendered_message_chars(last) + rendered_tools_chars(tools);
         let non_text = NonText { images: before.images, files: before.files } + NonText::of_message(last);

@@ -77,6 +77,15 @@ pub trait TokenCounter: Send + Sync + fmt::Debug {
         None
     }
 
+    /// Tokens of a message counted on its own (`count(&[message], &[])`), told from its joined
+    /// measure ([`TokenCounter::measure_joined`]) alone, for a counter that can: then counting
+    /// each message of a measured conversation costs no second look at any of them. `None` (the
+    /// default) for a counter that must see the message again.
+    fn count_alone(&self, joined: Measure) -> Option<usize> {
+        let _ = joined;
+        None
+    }
+
     /// Tokens of a conversation whose messages before the last add up to `before` (the sum of
     /// [`TokenCounter::measure_joined`] over them), ending with `last`, sent with `tools`.
     /// Equals `count` of the whole conversation. Only meaningful for a counter whose
@@ -191,6 +200,9 @@ impl<T: TokenCounter + ?Sized> TokenCounter for &T {
     fn measure_joined(&self, message: &Message) -> Option<Measure> {
         (**self).measure_joined(message)
     }
+    fn count_alone(&self, joined: Measure) -> Option<usize> {
+        (**self).count_alone(joined)
+    }
     fn count_after(&self, before: Measure, last: &Message, tools: &[ToolSpec]) -> usize {
         (**self).count_after(before, last, tools)
     }
@@ -226,6 +238,9 @@ impl<T: TokenCounter + ?Sized> TokenCounter for Box<T> {
     fn measure_joined(&self, message: &Message) -> Option<Measure> {
         (**self).measure_joined(message)
     }
+    fn count_alone(&self, joined: Measure) -> Option<usize> {
+        (**self).count_alone(joined)
+    }
     fn count_after(&self, before: Measure, last: &Message, tools: &[ToolSpec]) -> usize {
         (**self).count_after(before, last, tools)
     }
@@ -260,6 +275,9 @@ impl<T: TokenCounter + ?Sized> TokenCounter for std::sync::Arc<T> {
     }
     fn measure_joined(&self, message: &Message) -> Option<Measure> {
         (**self).measure_joined(message)
+    }
+    fn count_alone(&self, joined: Measure) -> Option<usize> {
+        (**self).count_alone(joined)
     }
     fn count_after(&self, before: Measure, last: &Message, tools: &[ToolSpec]) -> usize {
         (**self).count_after(before, last, tools)

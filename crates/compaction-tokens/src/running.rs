@@ -149,7 +149,12 @@ impl RunningCount {
         if index >= messages.len() || !self.catch_up(counter, messages) {
             return messages.get(index).map_or(0, |m| counter.count(std::slice::from_ref(m), &[]));
         }
-        *self.own[index].get_or_insert_with(|| counter.count(std::slice::from_ref(&messages[index]), &[]))
+        let measure = self.measures[index];
+        *self.own[index].get_or_insert_with(|| {
+            counter
+                .count_alone(measure)
+                .unwrap_or_else(|| counter.count(std::slice::from_ref(&messages[index]), &[]))
+        })
     }
 
     /// [`TokenCounter::count_each`] of the stretch `messages[range]`. Own counts already known
@@ -167,7 +172,14 @@ impl RunningCount {
         }
         let total = self.count_range(counter, messages, range.clone(), &[]);
         let missing: Vec<usize> = range.clone().filter(|&i| self.own[i].is_none()).collect();
-        if missing.len() * 4 >= range.len() && !missing.is_empty() {
+        // A counter that tells a message's own count from its measure needs no second look.
+        let told: Option<Vec<usize>> =
+            missing.iter().map(|&i| counter.count_alone(self.measures[i])).collect();
+        if let Some(told) = told {
+            for (&index, count) in missing.iter().zip(told) {
+                self.own[index] = Some(count);
+            }
+        } else if missing.len() * 4 >= range.len() && !missing.is_empty() {
             let fresh = counter.count_each(&messages[range.clone()]).each;
             for (offset, count) in fresh.into_iter().enumerate() {
                 self.own[range.start + offset] = Some(count);
@@ -371,6 +383,35 @@ mod tests {
                 .filter_map(|m| counter.measure_joined(m))
                 .collect();
             assert_eq!(measures, Some(joined));
+        }
+    }
+
+    #[test]
+    fn a_message_alone_is_counted_from_its_measure() {
+        use compaction_model::{FilePart, ImagePart, Part, TextPart, ToolCall};
+        let image = || Part::Image(ImagePart::new("AAAA", Some("image/png".into())));
+        let file = || Part::File(FilePart::new("AAAA", None, Some("a.pdf".into())));
+        let call = ToolCall::new("read", serde_json::from_str(r#"{"path": "é/x", "n": [1, 2.5]}"#).unwrap());
+        let messages = vec![
+            Message::user(""),
+            Message::user("x"),
+            Message::user("seven c"),
+            Message::user_parts(vec![image(), Part::Text(TextPart::new("look at ünïcode")), image(), file()]),
+            Message::assistant_with_calls(Some("calling".into()), vec![call.clone()]),
+            Message::tool("a result\nwith lines", call, false),
+        ];
+        for counter in [
+            ApproximateTokenCounter::default(),
+            ApproximateTokenCounter::new(3.0).expect("valid"),
+            ApproximateTokenCounter::new(2.7).expect("valid").with_charges(7, 11),
+        ] {
+            for message in &messages {
+                let joined = counter.measure_joined(message).expect("adds up");
+                let alone = counter.count(std::slice::from_ref(message), &[]);
+                assert_eq!(counter.count_alone(joined), Some(alone), "{message:?}");
+            }
+            let mut running = RunningCount::default();
+            assert_eq!(running.count_each_range(&counter, &messages, 0..6), counter.count_each(&messages));
         }
     }
 
