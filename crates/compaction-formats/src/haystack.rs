@@ -226,36 +226,46 @@ pub(crate) fn write_spans(
             *slot = false;
         }
     }
-    out.write_all(b"[")?;
-    let kept = |index: usize| spans.verbatim[index] && unchanged[index];
-    let mut index = 0;
-    while let Some(message) = messages.get(index) {
-        if index > 0 {
-            out.write_all(b",")?;
-        }
-        if kept(index) {
-            // A run of messages left alone goes out as one piece of the input, with the
-            // separators between them as they were: a copy, without a pass over each message.
-            let mut last = index;
-            while last + 1 < messages.len() && kept(last + 1) {
-                last += 1;
-            }
-            out.write_all(&source[spans.spans[index].start..spans.spans[last].end])?;
-            index = last + 1;
-            continue;
-        }
+    // Each message left alone, and spelled as its encoding, is written as its input bytes; the
+    // others are encoded, ahead of their turn on another thread when the file is large.
+    let encoded: Vec<usize> = (0..messages.len()).filter(|&i| !(spans.verbatim[i] && unchanged[i])).collect();
+    let encode = |&index: &usize| -> Result<Vec<u8>, Error> {
+        let message = &messages[index];
         if spans.verbatim[index] {
             // The original has exactly the keys of the encoding, in its order, so laying the
             // encoding over it gives the encoding.
-            serde_json::to_writer(&mut *out, message)?;
-        } else {
-            let original: Value = serde_json::from_slice(&source[spans.spans[index].clone()])?;
-            serde_json::to_writer(&mut *out, &overlay::overlay(&original, message.to_value(), &SHAPE))?;
+            return Ok(serde_json::to_vec(message)?);
         }
-        index += 1;
-    }
-    out.write_all(b"]\n")?;
-    Ok(())
+        let original: Value = serde_json::from_slice(&source[spans.spans[index].clone()])?;
+        Ok(serde_json::to_vec(&overlay::overlay(&original, message.to_value(), &SHAPE))?)
+    };
+    let parallel = threads::two_cores() && source.len() >= PARALLEL_BYTES;
+    threads::made_ahead(&encoded, parallel, encode, |made| {
+        out.write_all(b"[")?;
+        // A run of messages left alone goes out as one piece of the input, with the separators
+        // between them as they were: a copy, without a pass over each message.
+        let run = |from: usize, to: usize, out: &mut dyn Write| -> std::io::Result<()> {
+            if from < to {
+                if from > 0 {
+                    out.write_all(b",")?;
+                }
+                out.write_all(&source[spans.spans[from].start..spans.spans[to - 1].end])?;
+            }
+            Ok(())
+        };
+        let mut next = 0;
+        for (&index, bytes) in encoded.iter().zip(made) {
+            run(next, index, out)?;
+            if index > 0 {
+                out.write_all(b",")?;
+            }
+            out.write_all(&bytes?)?;
+            next = index + 1;
+        }
+        run(next, messages.len(), out)?;
+        out.write_all(b"]\n")?;
+        Ok(())
+    })
 }
 
 /// [`write_spans`] for messages dropped, added or moved, each with the message read it came

@@ -360,76 +360,57 @@ pub(crate) fn write(
     let Some(changed) = changed.filter(|_| messages.len() == spans.messages.len()) else {
         return Ok(false);
     };
-    let mut kept = vec![true; messages.len()];
-    for &index in changed {
-        let Some(slot) = kept.get_mut(index) else { return Ok(false) };
+    let mut changed = changed.to_vec();
+    changed.sort_unstable();
+    changed.dedup();
+    for &index in &changed {
         // OpenAI messages are read without meta, and every command that rewrites one leaves its
         // marker there; one without is told from the message read only by the tree path.
-        if messages[index].meta.is_empty() {
-            return Ok(false);
+        match messages.get(index) {
+            Some(message) if !message.meta.is_empty() => {}
+            _ => return Ok(false),
         }
-        *slot = false;
     }
     // The envelope up to the first message, and after the last, as they were.
     let (first_message, last_message) = match (spans.messages.first(), spans.messages.last()) {
         (Some(first), Some(last)) => (first.start, last.end),
         _ => return Ok(false),
     };
-    out.write_all(&source[spans.object.start..first_message])?;
-    // The changed messages are encoded ahead, a block of them at a time, on two threads when
-    // the file is large (each is encoded alone), and written in their turn.
-    let changed: Vec<usize> = (0..messages.len()).filter(|&index| !kept[index]).collect();
+    // The changed messages are encoded ahead of their turn on another thread when the file is
+    // large, and written in their turn; each run of messages left alone between them is one
+    // piece of the input, separators and all.
     let parallel = threads::two_cores() && source.len() >= PARALLEL_BYTES;
-    let encode = |indices: &[usize]| -> Result<Vec<Vec<u8>>, Error> {
-        indices.iter().map(|&index| encode_changed(source, spans, &messages[index], index)).collect()
-    };
-    let mut blocks = changed.chunks(ENCODED_AHEAD);
-    let mut encoded = Vec::new().into_iter();
-    let mut index = 0;
-    let mut first = true;
-    while index < messages.len() {
-        if kept[index] {
-            // A run of messages left alone is one piece of the input, separators and all.
-            let mut last = index;
-            while last + 1 < messages.len() && kept[last + 1] {
-                last += 1;
-            }
-            if !first {
+    let encode = |&index: &usize| encode_changed(source, spans, &messages[index], index);
+    threads::made_ahead(&changed, parallel, encode, |made| -> Result<(), Error> {
+        out.write_all(&source[spans.object.start..first_message])?;
+        let mut first = true;
+        let mut piece = |bytes: &[u8], out: &mut dyn Write| -> std::io::Result<()> {
+            if !std::mem::take(&mut first) {
                 out.write_all(b",")?;
             }
-            out.write_all(&source[spans.messages[index].start..spans.messages[last].end])?;
-            first = false;
-            index = last + 1;
-            continue;
-        }
-        let bytes = match encoded.next() {
-            Some(bytes) => bytes,
-            None => {
-                let block = blocks.next().unwrap_or_default();
-                encoded = threads::on_halves(block, parallel, encode)?.into_iter();
-                encoded
-                    .next()
-                    .ok_or_else(|| Error::WriteBack { reason: "a changed message was lost".into() })?
-            }
+            out.write_all(bytes)
         };
-        // A message that encodes to none (nothing of it is left) writes nothing.
-        if !bytes.is_empty() {
-            if !first {
-                out.write_all(b",")?;
+        let mut next = 0;
+        for (&index, bytes) in changed.iter().zip(made) {
+            if next < index {
+                piece(&source[spans.messages[next].start..spans.messages[index - 1].end], out)?;
             }
-            out.write_all(&bytes)?;
-            first = false;
+            // A message that encodes to none (nothing of it is left) writes nothing.
+            let bytes = bytes?;
+            if !bytes.is_empty() {
+                piece(&bytes, out)?;
+            }
+            next = index + 1;
         }
-        index += 1;
-    }
+        if next < messages.len() {
+            piece(&source[spans.messages[next].start..last_message], out)?;
+        }
+        Ok(())
+    })?;
     out.write_all(&source[last_message..spans.object.end])?;
     out.write_all(b"\n")?;
     Ok(true)
 }
-
-/// How many changed messages are encoded ahead of their turn at most: a bound on the memory
-/// their encodings hold.
-const ENCODED_AHEAD: usize = 2048;
 
 /// The JSON of the changed message `message`, the `index`-th of the request: each message it
 /// encodes to (one, but for a message the format splits), laid over the original when it is

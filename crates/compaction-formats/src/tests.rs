@@ -138,6 +138,36 @@ fn a_haystack_array_is_written_as_the_tree_path_writes_it() {
     }
 }
 
+/// A Haystack file of a few megabytes with most of its tool results pruned: the changed messages
+/// are encoded ahead of their turn on another thread, and the output is the tree path's.
+#[test]
+fn a_large_haystack_array_with_many_changes_is_written_as_the_tree_path_writes_it() {
+    let value: Value = serde_json::from_str(HAYSTACK).unwrap();
+    let one = value.as_array().unwrap();
+    let mut many = Vec::new();
+    while serde_json::to_vec(&many).unwrap().len() < 3 << 20 {
+        many.extend(one.iter().cloned());
+    }
+    let compact = serde_json::to_vec(&many).unwrap();
+    // Spaced as Python writes it, in which every message is still spelled as its encoding.
+    let spaced = String::from_utf8(compact.clone()).unwrap().replace("\",\"", "\", \"").into_bytes();
+    for input in [compact, spaced] {
+        let conversation = read(input.clone(), &ReadOptions::named("t")).unwrap();
+        assert!(matches!(conversation.back, crate::Back::Spans(_)), "read without a tree");
+        let mut messages = conversation.messages.clone();
+        let changed: Vec<usize> = (0..messages.len())
+            .filter(|&index| messages[index].has_tool_call_result() && index % 5 != 0)
+            .collect();
+        assert!(changed.len() > 4 * 64, "several blocks of them: {}", changed.len());
+        for &index in &changed {
+            prune(&mut messages, index);
+        }
+        let mut out = Vec::new();
+        write(&conversation, &messages, Some(Target::Haystack), Some(&changed), &mut out).unwrap();
+        assert_eq!(respelled(&out), written_by_tree(&input, &messages));
+    }
+}
+
 /// Messages dropped and put in with the count unchanged: each kept message is written as its own
 /// original, and the new one fresh, never over the original that held its place.
 #[test]

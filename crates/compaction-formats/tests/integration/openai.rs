@@ -76,8 +76,8 @@ fn a_result_no_call_fits_is_an_error_naming_its_id() {
 }
 
 /// A request of a few megabytes whose tool results are nearly all changed, each to a text of its
-/// own: written back, each changed message is encoded in its place (the encodings are made ahead,
-/// a block at a time, on two threads), and every other message is as it was.
+/// own: written back, each changed message is encoded in its place (the encodings are made ahead
+/// of their turn on another thread), and every other message is as it was.
 #[test]
 fn many_changed_messages_of_a_large_request_are_written_back_in_their_places() {
     let mut messages = vec![json!({"role": "system", "content": "Be brief."})];
