@@ -1247,9 +1247,14 @@ const PRUNE_NOTES: &str = "What was done: messages are read straight from the by
 simdutf8 call and only when not all ASCII, on both cores); \
 texts stay in the input undecoded (pruning and the approximate counter need only their lengths, \
 known from the read); unchanged messages are written back as runs of input bytes, handed to a \
-second thread that writes each buffer while the next is made. Parsing went \
+second thread that writes each buffer while the next is made, and changed messages are encoded \
+on another thread ahead of their turn while the main thread copies the unchanged ones \
+(`threads::made_ahead`; new since the last benchmark: the main thread of the compact spelling's \
+prune ran 303 M instructions, now 258 M). The running count now tells each message's own count \
+from the measure it took of it (`TokenCounter::count_alone`) instead of rendering the message \
+again, so the compact phase went from 18–24 ms to 11–15. Parsing went \
 from 165–314 ms (issue 15's measurements) to about 50 ms on a quiet machine; the whole prune of the \
-compact spelling runs 0.54 G instructions (callgrind, as at the last benchmark), most of them \
+compact spelling runs 0.51 G instructions (callgrind; 0.54 G at the last benchmark), most of them \
 reading, and most of the reading finding each string's end: an escape comes every twenty bytes \
 or so in a tool's output, and each ends an eight-byte step. Tried and left this time: finding \
 the next quote or backslash with `memchr`'s vector search (and checking the string for control \
@@ -1261,7 +1266,11 @@ is mostly the kernel's: the table above \
 shows about as much CPU time in the kernel as in user space, most of it page faults (this machine's \
 virtual memory makes each fresh page cost microseconds): reading 50 MB into fresh memory, the \
 messages, writing the output into the page cache, and `fsync` before the output's atomic rename \
-(a large output is flushed while it is written, so that waits for the tail only). \
+(a large output is flushed while it is written, so that waits for the tail only). Neither the \
+read nor the write divides well over two cores: the two threads reading the input's halves take \
+turns more than they run side by side (`perf` shows each waiting while the other faults pages \
+in), and ext4 holds a file's lock for the whole of a buffered write, so the output goes into \
+the page cache one write at a time, on the main thread for the long runs of unchanged input. \
 What would cut it, and why it is not done: mapping the input instead of reading it (no copy, no \
 zeroed pages) needs `unsafe` (`memmap2::Mmap::map`), which the workspace forbids; huge pages \
 (300 page faults instead of 20,700 when mimalloc gets them) make the kernel zero 2 MB pages and \
@@ -1274,19 +1283,19 @@ where the reference runs on one: the spread of our runs shows it.";
 
 /// Where the log formats' time goes, and what would make them faster: see compaction-formats.
 const LOG_FORMAT_NOTES: &str = "Where the time goes (callgrind, all threads). Claude Code, 50 MB: \
-`count` 657 M instructions (674 M at the last benchmark), `prune` 643 M (742 M; 321 M on the \
-main thread, writing 19 M of it where it wrote 42 M, and 321 M on the second). How it is read: \
+`count` 656 M instructions (657 M at the last benchmark), `prune` 638 M (643 M; 316 M on the \
+main thread and 316 M on the second). How it is read: \
 each line checked as UTF-8 with simdutf8, its members walked by hand (`claude_code::walk_fields`), \
 the envelope and `toolUseResult` crossed by a check as strict as serde_json's (`skip.rs`), the \
 `message` of a `user` or `assistant` event built by hand (`values.rs`), its tool results' texts \
 checked, counted and left in the input (`values::ResultsFound`), repeated keys looked for while \
 it is built, the lines parsed on two threads (the second takes five runs of lines in eight), a \
-write-back's edits found on two threads. What changed since the last benchmark: the tool \
-results' texts are left in the input, as the OpenAI and Haystack readers leave theirs, instead \
-of decoded into strings (peak RSS 107 → 87 MB, page faults 24,700 → 19,500, 742 M → 710 M \
-instructions), and the walk keeps where each line's `message` starts and where each result lies \
-(`Slot::span`), so neither the envelope nor a replaced result is crossed again to find it \
-(710 M → 643 M). What is left: checking and counting the results' texts, a fifth (an escape \
+write-back's edits found on two threads. The tool results' texts are left in the input, as \
+the OpenAI and Haystack readers leave theirs, and the walk keeps where each line's `message` \
+starts and where each result lies (`Slot::span`), so neither the envelope nor a replaced result \
+is crossed again to find it. What changed since the last benchmark, for every format: the \
+running count tells each message's own count from its measure instead of rendering it again \
+(`TokenCounter::count_alone`). What is left: checking and counting the results' texts, a fifth (an escape \
 every twenty bytes or so ends each eight-byte step); crossing `toolUseResult` and the envelope, \
 a sixth; building the rest of the message (serde_json's `Map` hashes every key with SipHash) and \
 turning it into messages. \
@@ -1296,13 +1305,12 @@ message near the middle), each string `content` checked and left in the input, o
 members parsed, each message read up to its pairing on the thread that read it, and repeated \
 keys looked for only in the values parsed. Written back, the envelope and every unchanged \
 message are copied from the input; each changed message is encoded over its original. At 50 MB, \
-`count` 605 M instructions (as at the last benchmark; 324 M on the main thread, 281 M on the \
-second), `prune` 684 M (681 M; 366 M on the main thread where it ran 389 M, 292 M on the second, \
-26 M on a third). What changed: the changed messages' encodings are made ahead, 2,048 at a \
-time, on two threads (`threads::on_halves`); and for both formats the output is flushed to the \
-device every 4 MB instead of 8, each write handing over at most that much, so a long run of \
-unchanged input is flushed while the rest of it is written (the write phase of the OpenAI \
-`prune` went from 39 to 27 ms, of the Claude Code one from 44 to 36, medians of 10). What is left: finding each string's end and \
+`count` 605 M instructions (as at the last benchmark), `prune` 675 M (684 M; 331 M on the main \
+thread where it ran 366 M). What changed: the changed messages are encoded on another thread \
+ahead of their turn while the main thread copies the unchanged ones (`threads::made_ahead`), \
+where they were encoded 2,048 at a time on two threads while the main thread waited; the output \
+is flushed to the device every 4 MB, each write handing over at most that much, so a long run \
+of unchanged input is flushed while the rest of it is written. What is left: finding each string's end and \
 counting its characters, 43% of all (see (c) for what was tried); after the reading, the \
 pruning (20 M) and the write-back (about 25 M) on the main thread. \
 The limit, with a profile (`perf record`, 50 MB `prune`): the kernel takes half of the CPU time \
