@@ -1252,7 +1252,8 @@ on another thread ahead of their turn while the main thread copies the unchanged
 (`threads::made_ahead`; new since the last benchmark: the main thread of the compact spelling's \
 prune ran 303 M instructions, now 258 M). The running count now tells each message's own count \
 from the measure it took of it (`TokenCounter::count_alone`) instead of rendering the message \
-again, so the compact phase went from 18–24 ms to 11–15. Parsing went \
+again, so the compact phase went from 18–24 ms to 11–15; and the approximate counter walks a \
+conversation of 2,048 messages or more on two threads, which (a) shows too. Parsing went \
 from 165–314 ms (issue 15's measurements) to about 50 ms on a quiet machine; the whole prune of the \
 compact spelling runs 0.51 G instructions (callgrind; 0.54 G at the last benchmark), most of them \
 reading, and most of the reading finding each string's end: an escape comes every twenty bytes \

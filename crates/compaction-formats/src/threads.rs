@@ -111,14 +111,23 @@ mod tests {
             );
             assert_eq!(until.len(), 701, "nothing is made after an error");
             assert_eq!(until.last(), Some(&Err(700)));
-            // A taker that stops early stops the maker.
-            let first: Vec<u32> = made_ahead(
-                &items,
+        }
+        // A taker that stops early stops the maker, which would otherwise wait forever to hand
+        // over what it made beyond what may wait.
+        let many: Vec<usize> = (0..BLOCK * BLOCKS_AHEAD * 4).collect();
+        for parallel in [false, true] {
+            let count = std::sync::atomic::AtomicUsize::new(0);
+            let first: Vec<usize> = made_ahead(
+                &many,
                 parallel,
-                |&n| Ok::<_, ()>(n),
+                |&n| {
+                    count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    Ok::<_, ()>(n)
+                },
                 |made| made.take(3).map(Result::unwrap).collect(),
             );
             assert_eq!(first, [0, 1, 2]);
+            assert!(count.into_inner() <= BLOCK * (BLOCKS_AHEAD + 2), "made no more than may wait");
         }
     }
 }
