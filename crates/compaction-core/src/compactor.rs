@@ -354,9 +354,8 @@ impl PrunedResult {
                 other => other.clone(),
             })
             .collect();
-        let (role, name) =
-            if only_results { (Role::Tool, None) } else { (original.role, original.name.clone()) };
-        Message { role, parts, name, meta }
+        let role = if only_results { Role::Tool } else { original.role };
+        Message { role, parts, name: original.name.clone(), meta }
     }
 
     /// One pruned result, built from the original.
@@ -397,7 +396,6 @@ impl PrunedResult {
         }
         if only_results {
             message.role = Role::Tool;
-            message.name = None;
         }
         CompactionMarker::new(STRATEGY_TOOL_RESULT_PRUNING, self.original_tokens as u64)
             .write_to(&mut message.meta);

@@ -243,7 +243,7 @@ pub(crate) fn pointer_message(
             other => other.clone(),
         })
         .collect();
-    let (role, name) = if only_results { (Role::Tool, None) } else { (message.role, message.name.clone()) };
+    let (role, name) = (if only_results { Role::Tool } else { message.role }, message.name.clone());
     Message { role, parts, name, meta }
 }
 

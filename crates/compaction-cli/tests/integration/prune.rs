@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use crate::{run, sample};
 
@@ -73,6 +73,32 @@ fn prune_writes_a_smaller_conversation_and_a_report() {
     assert!(!report["pruned"].as_array().unwrap().is_empty());
     let text = std::fs::read_to_string(&out).unwrap();
     assert!(text.contains("Tool result removed to free up context"), "{text}");
+}
+
+/// A named OpenAI tool message (the `name` older function-calling code sends) keeps its name
+/// when its result is pruned; the reference would drop it (README, "Deviations").
+#[test]
+fn a_pruned_named_tool_message_keeps_its_name() {
+    let mut messages = vec![json!({"role": "user", "content": "weather?"})];
+    for k in 0..4 {
+        let id = format!("c{k}");
+        messages.push(json!({"role": "assistant", "content": null, "tool_calls": [
+            {"id": id, "type": "function", "function": {"name": "get_weather", "arguments": "{}"}}]}));
+        messages.push(json!({"role": "tool", "tool_call_id": id, "name": "get_weather", "content": "sunny ".repeat(400)}));
+        messages.push(json!({"role": "assistant", "content": "Sunny."}));
+    }
+    let input = serde_json::to_vec(&json!({"model": "m", "messages": messages})).unwrap();
+    let result = run(&["prune", "-", "--target-tokens", "900"], Some(&input));
+    assert_eq!(result.code, 0, "{}", result.stderr);
+    let written: Value = serde_json::from_slice(&result.stdout).unwrap();
+    let tools: Vec<&Value> =
+        written["messages"].as_array().unwrap().iter().filter(|m| m["role"] == "tool").collect();
+    let pruned =
+        tools.iter().filter(|m| m["content"].as_str().unwrap().starts_with("[Tool result removed")).count();
+    assert!(pruned >= 2, "{written}");
+    for tool in tools {
+        assert_eq!(tool["name"], "get_weather", "{tool}");
+    }
 }
 
 #[test]

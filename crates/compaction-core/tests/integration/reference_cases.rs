@@ -327,7 +327,8 @@ fn a_message_with_several_results_has_each_pruned_on_its_own() {
     assert_eq!(entries[1].call_id.as_deref(), Some("b"));
 }
 
-/// A message made only of results becomes a tool message without a name, as in the reference.
+/// A message made only of results becomes a tool message, as in the reference, and keeps its
+/// name, which the reference drops (README, "Deviations from the reference").
 #[test]
 fn a_batch_of_results_only_becomes_a_tool_message() {
     let (a, b, c) = (call("search", "a"), call("read", "b"), call("search", "c"));
@@ -339,7 +340,7 @@ fn a_batch_of_results_only_becomes_a_tool_message() {
     let compaction =
         ToolResultPruningCompactor::default().compact(&messages, 0, &CharCounter).expect("pruned");
     let pruned = &compaction.messages(&messages)[1];
-    assert_eq!((pruned.role, pruned.name.as_deref()), (Role::Tool, None));
+    assert_eq!((pruned.role, pruned.name.as_deref()), (Role::Tool, Some("runner")));
     assert_eq!(pruned.tool_call_results().count(), 2);
     assert_eq!(compaction.report.changed_indices(), vec![1]);
 }
