@@ -223,12 +223,12 @@ pub enum Rewrite {
 /// is set) and its error flag; its content becomes `placeholder` with `{tool_name}` replaced by
 /// the tool's name (with `preview_chars`, framed by the first and last characters of its text).
 /// The message's meta gets the [`CompactionMarker`] of strategy `tool_result_pruning` and
-/// `original_tokens`. A message made only of tool results becomes a tool message without a
-/// name, as in Haystack; a message that also holds text, calls or other parts keeps them, its
-/// role and its name. Results not selected stay as they are.
+/// `original_tokens`. A message made only of tool results becomes a tool message, as in
+/// Haystack, and keeps its name, which Haystack drops; a message that also holds text, calls or
+/// other parts keeps them, its role and its name. Results not selected stay as they are.
 ///
 /// For a message holding one result and nothing else (the common case) the rewrite is exactly
-/// Haystack's. Haystack keeps only the first result of a message and drops its other parts;
+/// Haystack's but for the name. Haystack keeps only the first result of a message and drops its other parts;
 /// this keeps every one of them, so no call loses its result.
 ///
 /// Describing the rewrite instead of holding the new message lets [`Compaction::apply`] edit the

@@ -208,9 +208,10 @@ fn plan_block<'a>(
 /// results holding the pointer texts, with their calls and error flags; its meta plus
 /// `extra_meta` plus `references` under `tool_result_offloaded`.
 ///
-/// A message made only of results becomes a tool message without a name, as in the reference,
-/// which builds a fresh tool message for the one result it reads; a message that also holds
-/// text or calls keeps them, its role and its name, and results not listed stay as they were.
+/// A message made only of results becomes a tool message, as in the reference, which builds a
+/// fresh tool message for the one result it reads, but keeps its name, which the reference
+/// drops; a message that also holds text or calls keeps them, its role and its name, and
+/// results not listed stay as they were.
 pub(crate) fn pointer_message(
     message: &Message,
     pointers: &[(usize, String)],
