@@ -31,6 +31,7 @@ use crate::pairing::OpenCalls;
 use crate::splice::{self, Seg};
 use crate::usage::{MessageUsage, Usage};
 use crate::values::ResultsFound;
+use crate::Event;
 use crate::ProviderCompaction;
 use crate::{skip, values};
 
@@ -75,18 +76,11 @@ impl Reader {
         Error::Invalid { at: Box::new(at), problem: problem.into() }
     }
 
-    /// Reads line `number` (1-based), the `base`-th line read; `message_at`, when known, is where
-    /// the event's `message` starts in the line.
-    pub(crate) fn line(
-        &mut self,
-        number: usize,
-        base: u32,
-        event: Value,
-        message_at: Option<u32>,
-        mut found: ResultsFound,
-    ) -> Result<(), Error> {
+    /// Reads line `number` (1-based), the `base`-th line read.
+    pub(crate) fn line(&mut self, number: usize, base: u32, event: Event) -> Result<(), Error> {
+        let Event { value, message_at, mut found } = event;
         self.lines += 1;
-        let mut object = match event {
+        let mut object = match value {
             Value::Object(object) => object,
             other => {
                 let found = json_type(&other);
@@ -269,28 +263,17 @@ fn usage(message: &Value) -> Option<Usage> {
 ///
 /// `None` when the line is not a plain event object (not UTF-8, not JSON, not an object, too
 /// deep): the caller then parses the line whole, which reads it, or fails, as before.
-pub(crate) fn lean_event(line: &[u8]) -> Option<LeanEvent> {
+///
+/// With the event come the repeated keys of what was read: the event's own keys and those of the
+/// values built ([`dupkeys::Tracked`]). What is skipped unbuilt is never read, so its keys are not
+/// looked at.
+pub(crate) fn lean_event(line: &[u8]) -> Option<(Event, Keys)> {
     lean_event_by(line, true, None)
-}
-
-/// An event as [`lean_event`] reads it.
-#[derive(Debug)]
-pub(crate) struct LeanEvent {
-    /// The event, holding only the fields read.
-    pub(crate) event: Value,
-    /// Where its `message` starts in the line, when it was built: the reader's slots then start
-    /// there, and a write-back finds a tool result without crossing the envelope.
-    pub(crate) message_at: Option<u32>,
-    /// The repeated keys of what was read: the event's own keys and those of the values built
-    /// ([`dupkeys::Tracked`]). What is skipped unbuilt is never read, so its keys are not looked at.
-    pub(crate) keys: Keys,
-    /// The tool results' texts left in the input, when read by [`lean_event_in`].
-    pub(crate) found: ResultsFound,
 }
 
 /// [`lean_event`] of the line at `line` in `source`, its tool results' texts left there (see
 /// [`values::Left`]) when its `message` is built by hand.
-pub(crate) fn lean_event_in(source: &JsonSource, line: std::ops::Range<usize>) -> Option<LeanEvent> {
+pub(crate) fn lean_event_in(source: &JsonSource, line: std::ops::Range<usize>) -> Option<(Event, Keys)> {
     lean_event_by(&source.as_bytes()[line.clone()], true, Some((source, line.start)))
 }
 
@@ -301,7 +284,7 @@ pub(crate) fn lean_event_by(
     line: &[u8],
     walk: bool,
     source: Option<(&JsonSource, usize)>,
-) -> Option<LeanEvent> {
+) -> Option<(Event, Keys)> {
     let text = simdutf8::basic::from_utf8(line).ok()?;
     let mut keys = Keys::default();
     let mut left =
@@ -361,7 +344,7 @@ pub(crate) fn lean_event_by(
         }
         _ => {}
     }
-    Some(LeanEvent { event: Value::Object(object), message_at, keys, found })
+    Some((Event { value: Value::Object(object), message_at, found }, keys))
 }
 
 /// An event's [`Fields`], found by walking its members: what is not read is crossed by

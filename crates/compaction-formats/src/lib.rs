@@ -492,9 +492,25 @@ const RUN_BYTES: usize = 256 << 10;
 /// it (the whole line, but for a Claude Code event read lean: see [`claude_code::lean_event`]).
 type Ahead = (Option<Event>, dupkeys::Keys);
 
-/// A line's JSON as a log's reader takes it: for a Claude Code event, where its `message` starts
-/// and the texts it left in the input.
-type Event = (Value, Option<u32>, ResultsFound);
+/// A line's JSON as a log's reader takes it.
+#[derive(Debug)]
+pub(crate) struct Event {
+    /// The line's value; for a Claude Code event read lean, only the fields its reader reads.
+    pub(crate) value: Value,
+    /// Where a Claude Code event's `message` starts in the line, when it was built by hand: the
+    /// reader's slots then start there, and a write-back finds a tool result without crossing
+    /// the envelope.
+    pub(crate) message_at: Option<u32>,
+    /// The tool results' texts a Claude Code event left in the input.
+    pub(crate) found: ResultsFound,
+}
+
+impl Event {
+    /// A line parsed whole.
+    fn whole(value: Value) -> Event {
+        Event { value, message_at: None, found: ResultsFound::default() }
+    }
+}
 
 /// Parses the line at `line` of `input`; from a shared input, a Claude Code event leaves its tool
 /// results' texts there.
@@ -505,14 +521,14 @@ fn parse_ahead(format: Format, input: Lines<'_>, line: Range<usize>) -> Ahead {
             Lines::Shared(source) => claude_code::lean_event_in(source, line.clone()),
             Lines::Lent(_) => claude_code::lean_event(&bytes[line.clone()]),
         };
-        if let Some(lean) = lean {
-            return (Some((lean.event, lean.message_at, lean.found)), lean.keys);
+        if let Some((event, keys)) = lean {
+            return (Some(event), keys);
         }
     }
     let line = &bytes[line];
     let event = match format {
         Format::ClaudeCode => None,
-        _ => serde_json::from_slice(line).ok().map(|value| (value, None, ResultsFound::default())),
+        _ => serde_json::from_slice(line).ok().map(Event::whole),
     };
     (event, dupkeys::scan_keys(line))
 }
@@ -839,15 +855,15 @@ impl LogReader {
             line: Some(number),
             source,
         })?;
-        self.line(number, base, (value, None, ResultsFound::default()))
+        self.line(number, base, Event::whole(value))
     }
 
     /// Reads a line's JSON.
-    fn line(&mut self, number: usize, base: u32, (value, at, left): Event) -> Result<(), Error> {
+    fn line(&mut self, number: usize, base: u32, event: Event) -> Result<(), Error> {
         match self {
-            LogReader::ClaudeCode(reader) => reader.line(number, base, value, at, left),
-            LogReader::Codex(reader) => reader.line(number, base, &value),
-            LogReader::Responses(reader) => reader.line(number, base, &value),
+            LogReader::ClaudeCode(reader) => reader.line(number, base, event),
+            LogReader::Codex(reader) => reader.line(number, base, &event.value),
+            LogReader::Responses(reader) => reader.line(number, base, &event.value),
         }
     }
 

@@ -57,20 +57,12 @@ fn read(bytes: &[u8], full_history: bool, how: How) -> String {
     for (base, (number, range)) in json_lines(bytes).enumerate() {
         let line = &bytes[range.clone()];
         bases.push(range.clone());
-        let (event, at, left) = match how {
-            How::Whole => (serde_json::from_slice::<Value>(line).unwrap(), None, Default::default()),
-            How::Lean => {
-                let lean = lean_event(line).expect("read lean");
-                let (event, at) = (lean.event, lean.message_at);
-                (event, at, Default::default())
-            }
-            How::Left => {
-                let lean = lean_event_in(&source, range).expect("read lean");
-                let (event, at, left) = (lean.event, lean.message_at, lean.found);
-                (event, at, left)
-            }
+        let event = match how {
+            How::Whole => crate::Event::whole(serde_json::from_slice::<Value>(line).unwrap()),
+            How::Lean => lean_event(line).expect("read lean").0,
+            How::Left => lean_event_in(&source, range).expect("read lean").0,
         };
-        if let Err(error) = reader.line(number, base as u32, event, at, left) {
+        if let Err(error) = reader.line(number, base as u32, event) {
             return format!("error: {error}");
         }
     }
@@ -171,7 +163,7 @@ fn awkward_lines_read_lean_as_they_read_whole() {
     // What is left in the input: the tool results' texts, and nothing else.
     let left = |k: usize| {
         let source = compaction_model::JsonSource::new(lines[k].as_bytes().to_vec());
-        let mut left = lean_event_in(&source, 0..lines[k].len()).expect("read lean").found;
+        let mut left = lean_event_in(&source, 0..lines[k].len()).expect("read lean").0.found;
         let mut texts = Vec::new();
         for (block, item) in [(0, None), (1, Some(0)), (1, Some(1)), (1, Some(2)), (0, Some(0)), (1, None)] {
             texts.extend(left.take(block, item).map(|text| (block, item, text.to_string())));
@@ -186,7 +178,7 @@ fn awkward_lines_read_lean_as_they_read_whole() {
     assert_eq!(left(13), results);
     // And where each block's `content` lies.
     let source = compaction_model::JsonSource::new(lines[13].as_bytes().to_vec());
-    let found = lean_event_in(&source, 0..lines[13].len()).expect("read lean").found;
+    let found = lean_event_in(&source, 0..lines[13].len()).expect("read lean").0.found;
     let span = |block| found.span(block).map(|[start, end]| &lines[13][start as usize..end as usize]);
     assert_eq!(span(0), Some(r#""a \"quoted\" line\nand caf\u00e9 \ud83d\ude00 日本""#));
     assert!(span(1).is_some_and(|content| content.starts_with(r#"[{"type":"text","text":"first"}"#)));
@@ -298,7 +290,7 @@ fn lines_pushed_in_blocks_read_as_lines_pushed_one_at_a_time() {
 #[test]
 fn repeated_keys_are_looked_for_in_what_is_read() {
     let keys = |line: &str| {
-        let keys = lean_event(line.as_bytes()).unwrap().keys;
+        let keys = lean_event(line.as_bytes()).unwrap().1;
         (keys.repeated, keys.escaped)
     };
     let once = |key: &str| Some((1, key.to_owned()));
@@ -330,7 +322,7 @@ fn both_ways(line: &[u8]) -> (String, String) {
     let show = |walk| {
         format!(
             "{:?}",
-            lean_event_by(line, walk, None).map(|l| (l.event, l.message_at, l.keys.repeated, l.keys.escaped))
+            lean_event_by(line, walk, None).map(|(e, k)| (e.value, e.message_at, k.repeated, k.escaped))
         )
     };
     (show(true), show(false))
