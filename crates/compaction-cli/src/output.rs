@@ -224,9 +224,9 @@ const SYNC_EVERY: u64 = 4 << 20;
 /// 25 ms after the last byte; written this way, under 1 (strace, 50 MB `prune`). Each call writes
 /// at most [`SYNC_EVERY`] bytes, so a long run of unchanged input handed over in one piece is
 /// flushed while the rest of it is written: the write of a 50 MB OpenAI `prune` went from 39 to
-/// 27 ms (medians of 10; 8 MB steps without the cap). A small file never starts the thread. The final `fsync` is still what makes the file durable; an error of
-/// an early flush fails the write (an error the kernel reports once might not come back to the
-/// final one).
+/// 27 ms (medians of 10; 8 MB steps without the cap). A small file never starts the thread. The
+/// final `fsync` is still what makes the file durable; an error of an early flush fails the
+/// write (an error the kernel reports once might not come back to the final one).
 struct EarlySync<'a> {
     file: &'a mut std::fs::File,
     written: u64,

@@ -228,8 +228,8 @@ pub enum Rewrite {
 /// other parts keeps them, its role and its name. Results not selected stay as they are.
 ///
 /// For a message holding one result and nothing else (the common case) the rewrite is exactly
-/// Haystack's but for the name. Haystack keeps only the first result of a message and drops its other parts;
-/// this keeps every one of them, so no call loses its result.
+/// Haystack's but for the name. Haystack keeps only the first result of a message and drops its
+/// other parts; this keeps every one of them, so no call loses its result.
 ///
 /// Describing the rewrite instead of holding the new message lets [`Compaction::apply`] edit the
 /// original in place instead of copying it, and lets a dry run skip building it.
