@@ -182,9 +182,9 @@ impl<'de> Deserialize<'de> for MaskingSettings {
 /// **The target.** SWE-agent's processor has no target: it masks on every model call, whatever
 /// the size. This compactor masks exactly what the processor would, whatever `target_tokens`,
 /// which only decides the report's `target_reached`; when to mask is the caller's (the
-/// compaction hook compacts when its threshold is passed; a threshold of 0 masks on every call,
-/// as SWE-agent does). Masking what was masked before gives the same messages, so a conversation
-/// compacted in place call after call is at each call what SWE-agent sends then.
+/// compaction hook masks at each call where the context has reached its `compact_at`, SWE-agent
+/// at every call). Masking what was masked before gives the same messages, so a conversation
+/// compacted in place at every call is at each call what SWE-agent sends then.
 ///
 /// **Beyond SWE-agent.** A message already rewritten by a compactor (`context_compaction` in its
 /// meta), such as one masked before, counts as an observation but is left as it is, so a note is
@@ -192,10 +192,12 @@ impl<'de> Deserialize<'de> for MaskingSettings {
 /// answer: each result's content becomes the note for its own content, and any other part of
 /// the message stays (for SWE-agent's messages, one result and nothing else, this is SWE-agent's
 /// note). A masked message gets the `context_compaction` marker of strategy
-/// [`STRATEGY_OBSERVATION_MASKING`]. As every compactor, it returns `None` when the conversation
-/// would not get smaller (only masked notes longer than what they replace), where SWE-agent would
-/// mask anyway; a `remove_output` tag on a message that is no observation, which SWE-agent
-/// rejects with an assertion, masks nothing.
+/// [`STRATEGY_OBSERVATION_MASKING`]. The report lists each masked message in `results`, a text
+/// observation with an empty tool name and no call id, so that
+/// [`CompactionReport::changed_indices`] names every one. As every compactor, it returns `None`
+/// when the conversation would not get smaller (only notes longer than what they replace), where
+/// SWE-agent would mask anyway; a `remove_output` tag on a message that is no observation, which
+/// SWE-agent rejects with an assertion, masks nothing.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ObservationMaskingCompactor {
     settings: MaskingSettings,
