@@ -498,7 +498,7 @@ const PUBLIC_ITEM_BUDGET: &[(&str, usize)] = &[
     ("compaction-model", 93),
     ("compaction-formats", 50),
     ("compaction-tokens", 63),
-    ("compaction-core", 124),
+    ("compaction-core", 140),
     ("compaction-llm", 71),
     ("compaction-hook", 66),
     ("compaction-offload", 110),

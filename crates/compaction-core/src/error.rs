@@ -29,6 +29,12 @@ pub enum Error {
     /// `keep_tool_results` was below 1: the newest result is always kept.
     #[error("`keep_tool_results` must be at least 1, got {0}: the newest tool result is always kept")]
     KeepToolResultsTooSmall(i128),
+    /// `keep_observations` (SWE-agent's `n`) was below 1, which SWE-agent rejects too.
+    #[error("`keep_observations` must be at least 1, got {0}")]
+    KeepObservationsTooSmall(i128),
+    /// `polling` was below 1: the masking cut moves every `polling` observations.
+    #[error("`polling` must be at least 1, got {0}")]
+    PollingTooSmall(i128),
     /// A setting had a value of the wrong kind, such as a string where a number belongs.
     #[error("setting `{key}` is invalid: {reason}")]
     InvalidSetting {

@@ -35,6 +35,9 @@
 //!   error (OpenAI, Anthropic, Gemini, llama.cpp, vLLM, Mistral, …) from its status and body,
 //!   with the sizes it states ([`ContextOverflow`]); compaction-hook recovers from it and
 //!   compaction-llm's errors are classified by it.
+//! - [`ObservationMaskingCompactor`] masks all but the first and the newest observations (tool
+//!   results, or the user messages of a text-action agent) with a one-line note, exactly as
+//!   SWE-agent's `LastNObservations` does, configured by [`MaskingSettings`].
 //! - [`ChainCompactor`] runs strategies in order until the target is met — prune, then
 //!   offload, then summarize, then slide — and reports what each did.
 //! - [`leading_system_end`], [`latest_user_index`], [`historical_turn_groups`],
@@ -89,6 +92,7 @@ mod compactor;
 mod config;
 mod error;
 mod generator;
+mod masking;
 mod overflow;
 mod pruning;
 mod regions;
@@ -104,6 +108,10 @@ pub use compactor::{
 };
 pub use error::Error;
 pub use generator::{AsyncChatGenerator, ChatGenerator, GenerateFuture, GeneratorError};
+pub use masking::{
+    MaskingSettings, ObservationMaskingCompactor, MASKED_IMAGES_NOTE, MASKED_OBSERVATION_NOTE,
+    STRATEGY_OBSERVATION_MASKING,
+};
 pub use overflow::{context_overflow, ContextOverflow};
 pub use pruning::ToolResultPruningCompactor;
 pub use regions::{

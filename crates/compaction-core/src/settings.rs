@@ -341,7 +341,7 @@ pub(crate) fn string(key: &str, value: &Value) -> Result<String, Error> {
     value.as_str().map(str::to_owned).ok_or_else(|| invalid(key, "expected a string"))
 }
 
-fn strings(key: &str, value: &Value) -> Result<Vec<String>, Error> {
+pub(crate) fn strings(key: &str, value: &Value) -> Result<Vec<String>, Error> {
     let Value::Array(items) = value else { return Err(invalid(key, "expected a list of strings")) };
     items
         .iter()

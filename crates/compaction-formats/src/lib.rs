@@ -928,7 +928,12 @@ pub(crate) fn read_tree(bytes: &[u8], options: &ReadOptions) -> Result<Conversat
     let values = take_messages(&mut top, &place, &locator)?;
     let decoded = match format {
         Format::Haystack => haystack::read(&values, &locator)?,
-        Format::OpenAi | Format::SweAgent => openai::read(&values, &locator)?,
+        Format::OpenAi => openai::read(&values, &locator)?,
+        Format::SweAgent => {
+            let mut decoded = openai::read(&values, &locator)?;
+            openai::keep_swe_agent_markers(&values, &mut decoded);
+            decoded
+        }
         Format::Anthropic => anthropic::read(&values, system.as_ref(), &locator, options.full_history)?,
         Format::OpenHands => {
             openhands::read(&values, &locator, options.full_history, instruction.as_deref())?

@@ -53,6 +53,26 @@ fn read_message(value: &Value, calls: &mut OpenCalls, earlier: &[Message]) -> Re
     prepare(object, Apart::default())?.pair(calls, earlier)
 }
 
+/// The keys of a SWE-agent history entry that observation masking reads (SWE-agent's
+/// `LastNObservations` in `sweagent/agent/history_processors.py`): the entry's `message_type`
+/// (`observation`, `action`, `system_prompt`, `demonstration`, `user`), `is_demo`, and `tags`.
+pub(crate) const SWE_AGENT_MARKERS: [&str; 3] = ["message_type", "is_demo", "tags"];
+
+/// Copies each history entry's [`SWE_AGENT_MARKERS`] into the meta of the messages it was read
+/// as, so that observation masking (compaction-core) tells observations as SWE-agent does.
+/// Counters do not read meta, and Chat Completions messages, which a trajectory is written as,
+/// do not carry it.
+pub(crate) fn keep_swe_agent_markers(values: &[Value], decoded: &mut Decoded) {
+    for (message, unit) in decoded.messages.iter_mut().zip(&decoded.units) {
+        let Some(entry) = values.get(*unit).and_then(Value::as_object) else { continue };
+        for key in SWE_AGENT_MARKERS {
+            if let Some(value) = entry.get(key) {
+                message.meta.insert(key.to_owned(), value.clone());
+            }
+        }
+    }
+}
+
 /// What a reader that parses messages ahead read apart from the message's object, standing for
 /// what the object holds under those keys.
 #[derive(Debug, Default)]

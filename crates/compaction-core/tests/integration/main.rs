@@ -1,10 +1,12 @@
 //! Integration tests of compaction-core: golden fixtures from the reference, the reference's own
-//! cases, properties over random conversations, and the options beyond the reference.
+//! cases, properties over random conversations, the options beyond the reference, and observation
+//! masking against SWE-agent's own processor.
 
 mod conformance;
 mod family_cases;
 mod family_conformance;
 mod family_properties;
+mod masking;
 mod options;
 mod properties;
 mod reference_cases;

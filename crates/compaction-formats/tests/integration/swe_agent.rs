@@ -65,3 +65,31 @@ fn a_mini_swe_agent_trajectory_is_its_messages() {
     assert_eq!(conversation.format, Format::OpenAi);
     assert_eq!(roles(&conversation.messages), "suau");
 }
+
+#[test]
+fn a_swe_agent_history_keeps_what_observation_masking_reads_in_meta() {
+    // SWE-agent's `LastNObservations` tells observations by `message_type`, leaves out
+    // demonstrations (`is_demo`) and reads `tags`; the messages keep them in their meta.
+    let text = json!({
+        "history": [
+            {"role": "system", "content": "You are a helpful assistant.", "agent": "main", "message_type": "system_prompt"},
+            {"role": "user", "content": "A demonstration.", "agent": "main", "is_demo": true, "message_type": "demonstration"},
+            {"role": "user", "content": "Fix the bug.", "agent": "main", "message_type": "observation"},
+            {"role": "assistant", "content": "ls", "agent": "main", "message_type": "action", "tags": ["keep_output"]},
+            {"role": "user", "content": "a.py", "agent": "main", "message_type": "observation", "tags": ["remove_output"]}
+        ]
+    })
+    .to_string();
+    let conversation = read(&text);
+    let meta = |k: usize| serde_json::Value::Object(conversation.messages[k].meta.clone());
+    assert_eq!(meta(0), json!({"message_type": "system_prompt"}));
+    assert_eq!(meta(1), json!({"message_type": "demonstration", "is_demo": true}));
+    assert_eq!(meta(2), json!({"message_type": "observation"}));
+    assert_eq!(meta(3), json!({"message_type": "action", "tags": ["keep_output"]}));
+    assert_eq!(meta(4), json!({"message_type": "observation", "tags": ["remove_output"]}));
+    // An OpenAI request keeps such keys for writing back, not in meta.
+    let openai = read(
+        &json!({"messages": [{"role": "user", "content": "hi", "message_type": "observation"}]}).to_string(),
+    );
+    assert!(openai.messages[0].meta.is_empty());
+}
