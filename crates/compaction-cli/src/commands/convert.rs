@@ -35,6 +35,7 @@ pub fn run(args: Args) -> Result<()> {
         Some(_) => args.input.read_streaming()?,
         None => args.input.read()?,
     };
+    super::refuse_dropping_conversations(&args.input, args.output.as_deref(), &conversation, args.to)?;
     // Converting changes no message.
     let ready = super::write_conversation(output, &conversation, &conversation.messages, args.to, Some(&[]))?;
     crate::output::commit_run(ready, 0)

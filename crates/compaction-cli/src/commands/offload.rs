@@ -163,6 +163,8 @@ pub fn run(args: Args) -> Result<()> {
     // An output that cannot be written fails before the input is read.
     let output = Output::open(args.output.as_deref())?;
     let mut conversation = args.input.read()?;
+    // Before any result is stored.
+    super::refuse_dropping_conversations(&args.input, args.output.as_deref(), &conversation, args.to)?;
     let hook =
         ToolResultOffloadHook::new(store, args.policies.strategies()).with_preview_chars(args.preview_chars);
     let step = args

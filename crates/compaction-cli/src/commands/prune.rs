@@ -227,6 +227,14 @@ pub fn run(args: Args) -> Result<()> {
     };
     let mut input = args.input.read_timed()?;
     refuse_lossy_write_back(&args, &strategy, &input.conversation)?;
+    if !args.dry_run {
+        super::refuse_dropping_conversations(
+            &args.input,
+            args.output.as_deref(),
+            &input.conversation,
+            args.to,
+        )?;
+    }
     let tools = match &args.tools {
         Some(path) => crate::input::read_tools(path)?,
         None => input.conversation.tools.clone(),

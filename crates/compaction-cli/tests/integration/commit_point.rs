@@ -1,7 +1,8 @@
 //! The commit point: a run's outputs (the conversation, the report) are put in place together,
 //! once everything that can fail has succeeded. Any non-zero exit leaves every target as it was,
-//! and no temporary file; a signal after the commit point does not fail the run. A target that is
-//! a symbolic link is written where it leads.
+//! and no temporary file; a signal after the commit point does not fail the run. One
+//! conversation of a file holding several is never written over that file when the output
+//! cannot hold the others. A target that is a symbolic link is written where it leads.
 
 use std::path::{Path, PathBuf};
 
@@ -89,6 +90,112 @@ fn the_output_and_the_report_cannot_be_one_file() {
     assert_eq!(done.code, 2, "{}", done.stderr);
     assert!(done.stderr.contains("-o and --report name the same file"), "{}", done.stderr);
     assert_eq!(names(dir.path()), Vec::<String>::new());
+}
+
+/// A copy of a bundled sample in `dir`.
+fn copy(dir: &Path, relative: &str, name: &str) -> (PathBuf, Vec<u8>) {
+    let bytes = std::fs::read(sample(relative)).unwrap();
+    let copy = dir.join(name);
+    std::fs::write(&copy, &bytes).unwrap();
+    (copy, bytes)
+}
+
+/// An OpenHands evaluation file (one instance a line) is written as OpenAI, which holds one
+/// conversation: written over itself the others would be lost, so `prune`, `convert` and
+/// `offload` refuse (exit 2) before anything is written or stored, naming the others. Written
+/// elsewhere, a note says the output holds that conversation alone.
+#[test]
+fn one_conversation_is_never_written_over_a_file_of_several() {
+    let dir = tempfile::tempdir().unwrap();
+    let (oh, original) = copy(dir.path(), "openhands/multi-swe-bench-excerpt.jsonl", "oh.jsonl");
+    let oh = text(&oh);
+    std::fs::create_dir(path(dir.path(), "store")).unwrap();
+    let store = text(&path(dir.path(), "store"));
+    let runs: [&[&str]; 4] = [
+        &["prune", &oh, "--conversation", "1", "--target-tokens", "5000", "-o", &oh],
+        &["prune", &oh, "--target-tokens", "5000", "--min-tokens", "0", "-o", &oh, "--offload-to", &store],
+        &["convert", &oh, "--conversation", "1", "-o", &oh],
+        &["offload", &oh, "--store", &store, "-o", &oh],
+    ];
+    for args in runs {
+        let done = run(args, None);
+        assert_eq!(done.code, 2, "{args:?}: {}", done.stderr);
+        let selected = if args.contains(&"--conversation") { 1 } else { 0 };
+        let other = 1 - selected;
+        let expected = format!(
+            "error: {oh}: the file holds 2 conversations and the output one (OpenHands is written as \
+             OpenAI): writing conversation {selected} over {oh} would lose conversation {other}; write it \
+             to another file with -o FILE\n"
+        );
+        assert!(done.stderr.ends_with(&expected), "{args:?}: {}", done.stderr);
+        assert_eq!(std::fs::read(&oh).unwrap(), original, "{args:?} wrote over the file");
+        // No result stored, no temporary file.
+        assert_eq!(names(dir.path()), ["oh.jsonl", "store"], "{args:?}");
+        assert_eq!(names(&path(dir.path(), "store")), Vec::<String>::new(), "{args:?}");
+    }
+    // Through a link to it, too.
+    let link = path(dir.path(), "link.jsonl");
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::symlink("oh.jsonl", &link).unwrap();
+        let done = run(&["convert", &oh, "-o", &text(&link)], None);
+        assert_eq!(done.code, 2, "{}", done.stderr);
+        assert_eq!(std::fs::read(&oh).unwrap(), original);
+        std::fs::remove_file(&link).unwrap();
+    }
+    // Elsewhere: written, with a note.
+    let one = path(dir.path(), "one.json");
+    let done =
+        run(&["prune", &oh, "--conversation", "1", "--target-tokens", "5000", "-o", &text(&one)], None);
+    assert_eq!(done.code, 0, "{}", done.stderr);
+    let note = format!(
+        "note: the output holds conversation 1 alone of the 2 in {oh} (OpenHands is written as OpenAI)"
+    );
+    assert!(done.stderr.contains(&note), "{}", done.stderr);
+    assert!(one.exists());
+}
+
+/// A tau-bench file written back in its own format keeps every trajectory, so it may be written
+/// over itself; converted to another format it could not, and is refused.
+#[test]
+fn a_file_of_several_written_back_whole_may_be_written_over_itself() {
+    let dir = tempfile::tempdir().unwrap();
+    let (tau, original) = copy(dir.path(), "tau-bench/gpt-4o-airline-excerpt.json", "tau.json");
+    let tau = text(&tau);
+    let done = run(
+        &["prune", &tau, "--conversation", "0", "--target-tokens", "1000", "--min-tokens", "0", "-o", &tau],
+        None,
+    );
+    assert_eq!(done.code, 0, "{}", done.stderr);
+    assert!(!done.stderr.contains("note: the output holds"), "{}", done.stderr);
+    let before: serde_json::Value = serde_json::from_slice(&original).unwrap();
+    let after: serde_json::Value = serde_json::from_slice(&std::fs::read(&tau).unwrap()).unwrap();
+    assert_eq!(after.as_array().map(Vec::len), Some(2));
+    assert!(after[1] == before[1], "the other trajectory changed");
+    assert!(after[0] != before[0], "the trajectory chosen was not pruned");
+
+    let kept = std::fs::read(&tau).unwrap();
+    let done = run(&["convert", &tau, "--conversation", "1", "--to", "anthropic", "-o", &tau], None);
+    assert_eq!(done.code, 2, "{}", done.stderr);
+    assert!(done.stderr.contains("(--to anthropic writes Anthropic)"), "{}", done.stderr);
+    assert!(done.stderr.contains("would lose conversation 0;"), "{}", done.stderr);
+    assert_eq!(std::fs::read(&tau).unwrap(), kept);
+}
+
+/// The OpenHands evaluation file of the corpus, three instances: written over itself, refused,
+/// naming the two others.
+#[test]
+fn the_corpus_openhands_file_keeps_its_three_instances() {
+    let Some(corpus) = crate::corpus() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let oh = path(dir.path(), "oh.jsonl");
+    let original = std::fs::read(corpus.join("openhands/multi_swe_bench_examples_output.jsonl")).unwrap();
+    std::fs::write(&oh, &original).unwrap();
+    let oh = text(&oh);
+    let done = run(&["prune", &oh, "--conversation", "1", "--target-tokens", "5000", "-o", &oh], None);
+    assert_eq!(done.code, 2, "{}", done.stderr);
+    assert!(done.stderr.contains("would lose conversations 0 and 2;"), "{}", done.stderr);
+    assert_eq!(std::fs::read(&oh).unwrap(), original);
 }
 
 /// `-o` on a symbolic link writes the file it leads to and keeps the link: a link to a file, a
