@@ -77,11 +77,6 @@ pub fn write_output(path: Option<&Path>, bytes: &[u8]) -> Result<()> {
     commit(Output::open(path)?.write(bytes)?)
 }
 
-/// Writes a file atomically, as [`write_output`].
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    commit(Some(stage(path)?.write(bytes)?))
-}
-
 /// The write buffer: large enough that a big output goes out in few system calls.
 const BUFFER: usize = 1 << 20;
 

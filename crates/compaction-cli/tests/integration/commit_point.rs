@@ -300,3 +300,24 @@ fn an_interrupt_after_the_commit_point_does_not_fail_the_run() {
     assert_eq!(written["target_reached"], true);
     assert_eq!(names(dir.path()), ["out.json", "r.json"]);
 }
+
+/// `simulate` puts its CSV and its SVG in place together: a chart that cannot be written leaves
+/// the table's file as it was.
+#[test]
+fn a_chart_that_cannot_be_written_leaves_the_table_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = path(dir.path(), "t.csv");
+    std::fs::write(&table, "OLD\n").unwrap();
+    let chart = path(dir.path(), "missing/x.svg");
+    let args = ["simulate", &sample("haystack/agent-run.json"), "--context-window", "20000"];
+    let done = run(&[&args[..], &["--csv", &text(&table), "--svg", &text(&chart)]].concat(), None);
+    assert_eq!(done.code, 1, "{}", done.stderr);
+    assert!(done.stderr.contains("error: writing the SVG: "), "{}", done.stderr);
+    assert_eq!(std::fs::read_to_string(&table).unwrap(), "OLD\n", "the table was replaced");
+    assert_eq!(names(dir.path()), ["t.csv"]);
+    let chart = path(dir.path(), "x.svg");
+    let done = run(&[&args[..], &["--csv", &text(&table), "--svg", &text(&chart)]].concat(), None);
+    assert_eq!(done.code, 0, "{}", done.stderr);
+    assert!(std::fs::read_to_string(&table).unwrap().starts_with("step,"));
+    assert_eq!(names(dir.path()), ["t.csv", "x.svg"]);
+}
