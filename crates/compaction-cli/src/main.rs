@@ -6,7 +6,9 @@
 //! cannot do without (a provider's count, a summary with `--raise-on-failure`); bad usage, and a
 //! missing API key, exit with 2; a run that wrote its output but could not store every result it
 //! was asked to offload exits with 3.
-//! Output files are written atomically, so a failed run never leaves half a file behind.
+//! Output files are staged beside their targets and put in place together at the run's commit
+//! point, once everything else has succeeded (see `output`): a failed run leaves every target as
+//! it was, and a signal after the commit point does not fail a run that wrote everything.
 
 mod chart;
 mod commands;

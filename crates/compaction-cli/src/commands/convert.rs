@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 
 use crate::input::InputArgs;
+use crate::output::Output;
 use compaction_formats::Target;
 
 /// Read a conversation in any known format and write it in Haystack, OpenAI or Anthropic form.
@@ -27,17 +28,15 @@ pub struct Args {
 
 /// Runs the command.
 pub fn run(args: Args) -> Result<()> {
+    // An output that cannot be written fails before the input is read.
+    let output = Output::open(args.output.as_deref())?;
     // Converting needs no copy of the file; writing back in its own format does.
     let conversation = match args.to {
         Some(_) => args.input.read_streaming()?,
         None => args.input.read()?,
     };
+    super::refuse_dropping_conversations(&args.input, args.output.as_deref(), &conversation, args.to)?;
     // Converting changes no message.
-    super::write_conversation(
-        args.output.as_deref(),
-        &conversation,
-        &conversation.messages,
-        args.to,
-        Some(&[]),
-    )
+    let ready = super::write_conversation(output, &conversation, &conversation.messages, args.to, Some(&[]))?;
+    crate::output::commit_run(ready, 0)
 }

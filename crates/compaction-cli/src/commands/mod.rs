@@ -9,9 +9,13 @@ pub mod simulate;
 use std::path::Path;
 
 use anyhow::Result;
-use compaction_formats::{Conversation, Target};
+use compaction_formats::{Conversation, Format, Target};
 use compaction_model::Message;
 use compaction_tokens::TokenCounter;
+
+use crate::input::{InputArgs, Source};
+use crate::output::{Output, Ready};
+use crate::UsageError;
 
 /// Builds the counter a `--counter SPEC` names; a bad spec is a usage error. A provider's
 /// counter (`openai:MODEL`, `anthropic:MODEL`) takes its key and base URL from the environment;
@@ -20,43 +24,168 @@ pub fn counter(spec: &str) -> Result<Box<dyn TokenCounter>> {
     crate::strategy::counter(spec, &compaction_llm::ClientSettings::default())
 }
 
-/// Writes `messages` of `conversation` to `output` (standard output when `None`), back in the
-/// format read or as `to`, and says once on standard error what the output could not hold.
+/// Writes `messages` of `conversation` to `output`, back in the format read or as `to`, and says
+/// once on standard error what the output could not hold. A file is then ready to be committed.
 pub fn write_conversation(
-    output: Option<&Path>,
+    output: Output,
     conversation: &Conversation,
     messages: &[Message],
     to: Option<Target>,
     changed: Option<&[usize]>,
-) -> Result<()> {
+) -> Result<Option<Ready>> {
     let mut losses = Vec::new();
-    crate::output::write_output_with(output, |out| {
+    let ready = output.write_with(|out| {
         losses = compaction_formats::write(conversation, messages, to, changed, out)?;
         Ok(())
     })?;
     for loss in losses {
         crate::progress::say(&format!("note: {loss}"));
     }
-    Ok(())
+    Ok(ready)
 }
 
 /// [`write_conversation`] for messages a strategy dropped or put in: `origin` names, for each
 /// of `messages`, the message read it stands for (`None` for a note or a summary), so each is
 /// written over its own original.
 pub fn write_rewritten_conversation(
-    output: Option<&Path>,
+    output: Output,
     conversation: &Conversation,
     messages: &[Message],
     to: Option<Target>,
     origin: &[Option<usize>],
-) -> Result<()> {
+) -> Result<Option<Ready>> {
     let mut losses = Vec::new();
-    crate::output::write_output_with(output, |out| {
+    let ready = output.write_with(|out| {
         losses = compaction_formats::write_rewritten(conversation, messages, to, origin, out)?;
         Ok(())
     })?;
     for loss in losses {
         crate::progress::say(&format!("note: {loss}"));
     }
+    Ok(ready)
+}
+
+/// Whether `conversation`, written to `to` (back in its own format when `None`), comes out with
+/// the other conversations of its file: only a file written back in its own format keeps them
+/// (a tau-bench array, a JSON Lines file of conversations); written as another format, it holds
+/// the one conversation read. (As `compaction_formats::write` decides, from
+/// `Format::writes_back` and the format's own target.)
+fn keeps_other_conversations(conversation: &Conversation, to: Option<Target>) -> bool {
+    let format = conversation.format;
+    match to {
+        None => format.writes_back(),
+        Some(to) => matches!(
+            (format, to),
+            (Format::Haystack, Target::Haystack)
+                | (Format::OpenAi, Target::OpenAi)
+                | (Format::Anthropic, Target::Anthropic)
+        ),
+    }
+}
+
+/// Refuses (a usage error, before anything is done or written) to write one conversation of a
+/// file holding several over that very file when the output cannot hold the others: they would
+/// be lost. Written elsewhere, a note says the output holds that conversation alone.
+pub fn refuse_dropping_conversations(
+    input: &InputArgs,
+    output: Option<&Path>,
+    conversation: &Conversation,
+    to: Option<Target>,
+) -> Result<()> {
+    let count = conversation.conversations;
+    if count < 2 || keeps_other_conversations(conversation, to) {
+        return Ok(());
+    }
+    let name = Source::from_arg(input.input.as_deref()).name();
+    let selected = conversation.selected;
+    let label = |target: Target| match target {
+        Target::Haystack => "Haystack",
+        Target::OpenAi => "OpenAI",
+        Target::Anthropic => "Anthropic",
+        other => other.as_str(),
+    };
+    let written = match to {
+        Some(to) => format!("--to {} writes {}", to.as_str(), label(to)),
+        None => {
+            format!(
+                "{} is written as {}",
+                conversation.format.label(),
+                label(conversation.format.default_target())
+            )
+        }
+    };
+    let over_input = match (&input.input, output) {
+        (Some(input), Some(output)) if output.as_os_str() != "-" => same_file(input, output),
+        _ => false,
+    };
+    if over_input {
+        let others: Vec<usize> = (0..count).filter(|&k| k != selected).collect();
+        return Err(UsageError(format!(
+            "{name}: the file holds {count} conversations and the output one ({written}): writing \
+             conversation {selected} over {name} would lose {}; write it to another file with -o FILE",
+            conversations(&others)
+        ))
+        .into());
+    }
+    crate::progress::say(&format!(
+        "note: the output holds conversation {selected} alone of the {count} in {name} ({written})"
+    ));
     Ok(())
+}
+
+/// `conversation 0`, `conversations 0 and 2`, `conversations 0, 2-9 and 11`: runs of
+/// consecutive numbers joined.
+fn conversations(numbers: &[usize]) -> String {
+    let mut runs: Vec<(usize, usize)> = Vec::new();
+    for &n in numbers {
+        match runs.last_mut() {
+            Some((_, last)) if *last + 1 == n => *last = n,
+            _ => runs.push((n, n)),
+        }
+    }
+    let runs: Vec<String> = runs
+        .iter()
+        .map(|&(first, last)| match last - first {
+            0 => first.to_string(),
+            1 => format!("{first}, {last}"),
+            _ => format!("{first}-{last}"),
+        })
+        .collect();
+    let noun = if numbers.len() == 1 { "conversation" } else { "conversations" };
+    match runs.split_last() {
+        Some((last, [])) => format!("{noun} {last}"),
+        Some((last, rest)) => format!("{noun} {} and {last}", rest.join(", ")),
+        None => format!("no {noun}"),
+    }
+}
+
+/// Whether `a` and `b` are the same file (through links, or hard links); `false` when either
+/// does not exist.
+pub(crate) fn same_file(a: &Path, b: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        match (std::fs::metadata(a), std::fs::metadata(b)) {
+            (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+            _ => false,
+        }
+    }
+    #[cfg(not(unix))]
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::conversations;
+
+    #[test]
+    fn numbers_are_named_in_runs() {
+        assert_eq!(conversations(&[1]), "conversation 1");
+        assert_eq!(conversations(&[0, 2]), "conversations 0 and 2");
+        assert_eq!(conversations(&[0, 1]), "conversations 0, 1");
+        assert_eq!(conversations(&[0, 2, 3, 4, 5, 7]), "conversations 0, 2-5 and 7");
+    }
 }

@@ -12,6 +12,7 @@ use compaction_offload::{
 };
 
 use crate::input::InputArgs;
+use crate::output::Output;
 use compaction_formats::Target;
 
 /// Offload the trailing tool results to files and leave a pointer in their place.
@@ -159,7 +160,11 @@ pub fn open_store(dir: &std::path::Path) -> Result<FileSystemToolResultStore> {
 /// Runs the command.
 pub fn run(args: Args) -> Result<()> {
     let store = Arc::new(open_store(&args.store)?);
+    // An output that cannot be written fails before the input is read.
+    let output = Output::open(args.output.as_deref())?;
     let mut conversation = args.input.read()?;
+    // Before any result is stored.
+    super::refuse_dropping_conversations(&args.input, args.output.as_deref(), &conversation, args.to)?;
     let hook =
         ToolResultOffloadHook::new(store, args.policies.strategies()).with_preview_chars(args.preview_chars);
     let step = args
@@ -176,9 +181,8 @@ pub fn run(args: Args) -> Result<()> {
     conversation.tools = std::mem::take(&mut state.tools);
     conversation.messages = state.into_messages();
 
-    let output = args.output.as_deref();
-    if outcome.offloaded.is_empty() && args.to.is_none() {
-        crate::output::write_output(output, conversation.source())?;
+    let ready = if outcome.offloaded.is_empty() && args.to.is_none() {
+        output.write(conversation.source())?
     } else {
         // The hook replaces messages in place, so the offloaded ones are all that changed.
         super::write_conversation(
@@ -187,11 +191,22 @@ pub fn run(args: Args) -> Result<()> {
             &conversation.messages,
             args.to,
             Some(&outcome.offloaded),
-        )?;
-    }
+        )?
+    };
+    let ending = partial(&outcome.failures);
+    crate::output::commit_run(ready, status(&ending))?;
     // The process ends here: the system takes the conversation's memory back at once.
     std::mem::forget(conversation);
-    partial(&outcome.failures)
+    ending
+}
+
+/// The exit status a run that ends with `ending` has (see `main`): 0, or 3 for a partial failure.
+pub fn status(ending: &Result<()>) -> u8 {
+    match ending {
+        Ok(()) => 0,
+        Err(error) if error.downcast_ref::<crate::PartialFailure>().is_some() => 3,
+        Err(_) => 1,
+    }
 }
 
 /// Names every failed store write on standard error: the result, the file's key, and why.

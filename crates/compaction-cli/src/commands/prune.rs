@@ -16,6 +16,7 @@ use compaction_tokens::TokenCounter;
 use serde_json::{json, Value};
 
 use crate::input::InputArgs;
+use crate::output::Output;
 use crate::strategy::{Stage, Strategy, StrategyOptions, SummaryLog};
 use crate::UsageError;
 use compaction_formats::Target;
@@ -204,8 +205,36 @@ pub fn run(args: Args) -> Result<()> {
     // that cannot be used or a missing key fails before the input is read.
     let offload = args.offload_to.as_deref().map(|dir| (dir, args.preview_chars));
     let mut built = args.strategy.build(&strategy, &args.prune, offload)?;
+    // The outputs are checked before the input is read, so one that cannot be written fails at
+    // once; they are put in place together at the end, once everything else has succeeded.
+    if let (Some(output), Some(report)) = (&args.output, &args.report) {
+        let device = std::fs::metadata(output).is_ok_and(|found| !found.is_file() && !found.is_dir());
+        if (output == report || super::same_file(output, report)) && !device {
+            return Err(UsageError(format!(
+                "-o and --report name the same file, {}: give each its own",
+                output.display()
+            ))
+            .into());
+        }
+    }
+    let output = match args.dry_run {
+        true => None,
+        false => Some(Output::open(args.output.as_deref())?),
+    };
+    let report_file = match &args.report {
+        Some(path) => Some(crate::output::plan(path).context("writing the report")?),
+        None => None,
+    };
     let mut input = args.input.read_timed()?;
     refuse_lossy_write_back(&args, &strategy, &input.conversation)?;
+    if !args.dry_run {
+        super::refuse_dropping_conversations(
+            &args.input,
+            args.output.as_deref(),
+            &input.conversation,
+            args.to,
+        )?;
+    }
     let tools = match &args.tools {
         Some(path) => crate::input::read_tools(path)?,
         None => input.conversation.tools.clone(),
@@ -326,11 +355,11 @@ pub fn run(args: Args) -> Result<()> {
     };
     let conversation = &input.conversation;
     let messages = &conversation.messages;
-    if !args.dry_run {
-        let output = args.output.as_deref();
-        match &written {
+    let mut ready_output = None;
+    if let Some(output) = output {
+        ready_output = match &written {
             Written::InPlace(Some(changed)) if changed.is_empty() && args.to.is_none() => {
-                crate::output::write_output(output, conversation.source())?
+                output.write(conversation.source())?
             }
             Written::InPlace(changed) => {
                 super::write_conversation(output, conversation, messages, args.to, changed.as_deref())?
@@ -338,7 +367,7 @@ pub fn run(args: Args) -> Result<()> {
             Written::Rewritten(origin) => {
                 super::write_rewritten_conversation(output, conversation, messages, args.to, origin)?
             }
-        }
+        };
         let target = args.to.unwrap_or_else(|| conversation.format.default_target());
         if let (Some(report), false) = (&report, target == Target::Haystack) {
             if !report.inserted.is_empty() {
@@ -368,6 +397,7 @@ pub fn run(args: Args) -> Result<()> {
     };
     let figures = Figures { tokens_before, tokens_after, target, reached, tools_tokens };
     // The report lists every result pruned: built only when it is written.
+    let mut ready_report = None;
     if args.report.is_some() || args.dry_run {
         let mut document = report_json(report.as_ref(), &figures, &timings);
         if let Some(hooked) = &hook {
@@ -387,11 +417,18 @@ pub fn run(args: Args) -> Result<()> {
             document["summary_rounds"] = json!(summaries.rounds);
             document["summary_failures"] = json!(summaries.failures);
         }
-        match &args.report {
-            Some(path) => write_report(path, &document, report.as_ref())?,
-            None => crate::output::write_output(None, &report_bytes(&document, report.as_ref())?)?,
-        }
+        let bytes = report_bytes(&document, report.as_ref())?;
+        ready_report = match report_file {
+            Some(planned) => {
+                Some(planned.stage().and_then(|s| s.write(&bytes)).context("writing the report")?)
+            }
+            None => Output::Stdout.write(&bytes)?,
+        };
     }
+    // The commit point: the report, then the conversation, put in place. Nothing after it fails
+    // the run.
+    let ending = super::offload::partial(&failures);
+    crate::output::commit_run(ready_report.into_iter().chain(ready_output), super::offload::status(&ending))?;
     let said = Said {
         report: report.as_ref(),
         hook: hook.as_ref(),
@@ -404,7 +441,7 @@ pub fn run(args: Args) -> Result<()> {
     // The process ends here: the system takes the conversation's memory back at once, which is
     // quicker than freeing its many allocations one by one.
     std::mem::forget(input);
-    super::offload::partial(&failures)
+    ending
 }
 
 /// The hook's target for the whole request: `compact_to` of the window, as the hook computes it.
@@ -850,10 +887,4 @@ fn report_bytes(document: &Value, report: Option<&CompactionReport>) -> Result<V
     let mut bytes = serde_json::to_vec_pretty(&Document { fields: document, report })?;
     bytes.push(b'\n');
     Ok(bytes)
-}
-
-/// Writes a report file atomically.
-fn write_report(path: &std::path::Path, document: &Value, report: Option<&CompactionReport>) -> Result<()> {
-    crate::output::write_atomic(path, &report_bytes(document, report)?)
-        .with_context(|| "writing the report".to_owned())
 }

@@ -221,9 +221,11 @@ pub fn run(args: Args) -> Result<()> {
     }
     crate::output::write_output(None, out.as_bytes())?;
 
+    // Both files are put in place together, once both are written.
+    let mut ready = Vec::new();
     if let Some(path) = &args.csv {
-        crate::output::write_atomic(path, csv(&steps).as_bytes()).context("writing the CSV")?;
-        crate::progress::say(&format!("wrote the table to {}", path.display()));
+        let staged = crate::output::stage(path).and_then(|s| s.write(csv(&steps).as_bytes()));
+        ready.push(staged.context("writing the CSV")?);
     }
     if let Some(path) = &args.svg {
         let title_name = std::path::Path::new(&name)
@@ -233,10 +235,18 @@ pub fn run(args: Args) -> Result<()> {
         let compactions = provider_compactions(&conversation.messages, &conversation.compactions);
         let chart = Chart { title, steps: &steps, settings, compactions };
         let svg = chart::svg(&chart)?;
-        crate::output::write_atomic(path, svg.as_bytes()).context("writing the SVG")?;
-        crate::progress::say(&format!("wrote the chart to {}", path.display()));
+        ready.push(
+            crate::output::stage(path).and_then(|s| s.write(svg.as_bytes())).context("writing the SVG")?,
+        );
     }
-    super::offload::partial(&failures)
+    let ending = super::offload::partial(&failures);
+    crate::output::commit_run(ready, super::offload::status(&ending))?;
+    for (path, what) in [(&args.csv, "the table"), (&args.svg, "the chart")] {
+        if let Some(path) = path {
+            crate::progress::say(&format!("wrote {what} to {}", path.display()));
+        }
+    }
+    ending
 }
 
 /// The steps (model calls, 1 for the first) at which the provider compacted, for the chart: the

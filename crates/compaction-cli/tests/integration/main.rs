@@ -1,6 +1,8 @@
 //! Integration tests of the `compaction` binary: formats read, round trips, real transcripts, errors,
-//! prune, offload, simulate and the bytes the JSON-tree path writes.
+//! prune, offload, simulate, the bytes the JSON-tree path writes, and the commit point of a run's
+//! outputs.
 
+mod commit_point;
 mod errors;
 mod faults;
 mod formats;
