@@ -85,7 +85,9 @@ fn keeps_other_conversations(conversation: &Conversation, to: Option<Target>) ->
 
 /// Refuses (a usage error, before anything is done or written) to write one conversation of a
 /// file holding several over that very file when the output cannot hold the others: they would
-/// be lost. Written elsewhere, a note says the output holds that conversation alone.
+/// be lost. Written elsewhere, a note says the output holds that conversation alone. A file of
+/// one conversation that is written as another format (a SWE-agent or OpenHands file) is not
+/// written over itself either, unless `--to` asks for that format.
 pub fn refuse_dropping_conversations(
     input: &InputArgs,
     output: Option<&Path>,
@@ -93,17 +95,29 @@ pub fn refuse_dropping_conversations(
     to: Option<Target>,
 ) -> Result<()> {
     let count = conversation.conversations;
-    if count < 2 || keeps_other_conversations(conversation, to) {
+    if keeps_other_conversations(conversation, to) {
         return Ok(());
     }
     let name = Source::from_arg(input.input.as_deref()).name();
-    let selected = conversation.selected;
-    let label = |target: Target| match target {
-        Target::Haystack => "Haystack",
-        Target::OpenAi => "OpenAI",
-        Target::Anthropic => "Anthropic",
-        other => other.as_str(),
+    let over_input = match (&input.input, output) {
+        (Some(input), Some(output)) if output.as_os_str() != "-" => same_file(input, output),
+        _ => false,
     };
+    // A trajectory written as another format without being asked to (`--to`) would lose, over
+    // its own file, everything it holds beyond the messages: refused, whatever it holds.
+    if over_input && to.is_none() && count < 2 {
+        return Err(UsageError(format!(
+            "{name}: {} is written as {}, which holds only the messages: writing it over {name} would lose the \
+             rest of the file; write it to another file with -o FILE",
+            conversation.format.label(),
+            label(conversation.format.default_target())
+        ))
+        .into());
+    }
+    if count < 2 {
+        return Ok(());
+    }
+    let selected = conversation.selected;
     let written = match to {
         Some(to) => format!("--to {} writes {}", to.as_str(), label(to)),
         None => {
@@ -113,10 +127,6 @@ pub fn refuse_dropping_conversations(
                 label(conversation.format.default_target())
             )
         }
-    };
-    let over_input = match (&input.input, output) {
-        (Some(input), Some(output)) if output.as_os_str() != "-" => same_file(input, output),
-        _ => false,
     };
     if over_input {
         let others: Vec<usize> = (0..count).filter(|&k| k != selected).collect();
@@ -131,6 +141,16 @@ pub fn refuse_dropping_conversations(
         "note: the output holds conversation {selected} alone of the {count} in {name} ({written})"
     ));
     Ok(())
+}
+
+/// A target's name as the messages say it.
+fn label(target: Target) -> &'static str {
+    match target {
+        Target::Haystack => "Haystack",
+        Target::OpenAi => "OpenAI",
+        Target::Anthropic => "Anthropic",
+        other => other.as_str(),
+    }
 }
 
 /// `conversation 0`, `conversations 0 and 2`, `conversations 0, 2-9 and 11`: runs of

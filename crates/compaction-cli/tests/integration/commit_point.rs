@@ -182,6 +182,29 @@ fn a_file_of_several_written_back_whole_may_be_written_over_itself() {
     assert_eq!(std::fs::read(&tau).unwrap(), kept);
 }
 
+/// A SWE-agent trajectory is written as OpenAI messages: written over itself, without `--to`
+/// asking for that, it would lose everything beside the messages (its trajectory, its info), so
+/// `prune` refuses before writing; `--to openai` or another file is what the user asked for.
+#[test]
+fn a_trajectory_is_not_replaced_by_its_messages_unasked() {
+    let dir = tempfile::tempdir().unwrap();
+    let (traj, original) = copy(dir.path(), "swe-agent/pandas-excerpt.traj", "run.traj");
+    let traj = text(&traj);
+    let done = run(&["prune", &traj, "--target-tokens", "1000", "-o", &traj], None);
+    assert_eq!(done.code, 2, "{}", done.stderr);
+    let expected = format!(
+        "error: {traj}: SWE-agent is written as OpenAI, which holds only the messages: writing it over {traj} \
+         would lose the rest of the file; write it to another file with -o FILE\n"
+    );
+    assert!(done.stderr.ends_with(&expected), "{}", done.stderr);
+    assert_eq!(std::fs::read(&traj).unwrap(), original);
+    assert_eq!(names(dir.path()), ["run.traj"]);
+    // Asked for in so many words, it is done.
+    let done = run(&["convert", &traj, "--to", "openai", "-o", &traj], None);
+    assert_eq!(done.code, 0, "{}", done.stderr);
+    assert!(std::fs::read(&traj).unwrap() != original);
+}
+
 /// The OpenHands evaluation file of the corpus, three instances: written over itself, refused,
 /// naming the two others.
 #[test]
