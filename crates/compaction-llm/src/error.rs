@@ -40,7 +40,7 @@ impl fmt::Display for CallInfo {
             self.provider, self.url, self.model, self.attempt, self.attempts_allowed
         )?;
         if let Some(deadline) = self.deadline {
-            write!(f, " (the last its deadline of {} left time for)", Seconds(deadline))?;
+            write!(f, ", the last that fit in the call's deadline of {}", Seconds(deadline))?;
         }
         Ok(())
     }
@@ -69,15 +69,17 @@ impl fmt::Display for WaitLimit {
     }
 }
 
-/// A duration in seconds as a person reads it: `100000 s`, `0.25 s`.
+/// A duration in seconds as a person reads it: `100000 s`, `2.5 s`, `0.25 s` (whole seconds
+/// from 100 s on, milliseconds below).
 struct Seconds(Duration);
 
 impl fmt::Display for Seconds {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let millis = self.0.as_millis();
-        match millis % 1000 {
-            0 => write!(f, "{} s", millis / 1000),
-            _ => write!(f, "{} s", (self.0.as_secs_f64() * 1000.0).round() / 1000.0),
+        if millis % 1000 == 0 || millis >= 100_000 {
+            write!(f, "{} s", (millis + 500) / 1000)
+        } else {
+            write!(f, "{} s", millis as f64 / 1000.0)
         }
     }
 }

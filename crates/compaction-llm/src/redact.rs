@@ -23,7 +23,7 @@ impl std::fmt::Debug for Secrets {
 
 impl Secrets {
     /// The API key and the password of the base URL, if any.
-    pub fn new(api_key: &str, base_url: &str) -> Self {
+    pub(crate) fn new(api_key: &str, base_url: &str) -> Self {
         let mut values: Vec<String> = [Some(api_key), url_password(base_url)]
             .into_iter()
             .flatten()
@@ -37,7 +37,7 @@ impl Secrets {
     }
 
     /// `text` with every secret of this client, and anything shaped like a key, hidden.
-    pub fn redact(&self, text: &str) -> String {
+    pub(crate) fn redact(&self, text: &str) -> String {
         let mut text = text.to_owned();
         for value in &self.values {
             if text.contains(value.as_str()) {

@@ -306,6 +306,15 @@ mod tests {
         let later = SystemTime::now() + Duration::from_secs(30);
         let wait = parse_retry_after(None, Some(&httpdate::fmt_http_date(later))).unwrap();
         assert!(wait > Duration::from_secs(25) && wait <= Duration::from_secs(30), "{wait:?}");
+        // Waits too long to hold stay too long, never a panic nor a short wait.
+        let huge = Some(LONGEST_WAIT_READ);
+        assert_eq!(parse_retry_after(Some("1e300"), None), huge);
+        assert_eq!(parse_retry_after(None, Some("inf")), huge);
+        assert_eq!(parse_retry_after(None, Some("NaN")), None);
+        assert!(
+            parse_retry_after(None, Some("Fri, 01 Jan 2100 00:00:00 GMT")).unwrap()
+                > Duration::from_secs(1 << 31)
+        );
         // A date in the past means: now.
         assert_eq!(parse_retry_after(None, Some("Sun, 06 Nov 1994 08:49:37 GMT")), Some(Duration::ZERO));
     }

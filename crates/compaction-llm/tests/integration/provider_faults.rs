@@ -120,7 +120,7 @@ fn retries_end_at_the_deadline_of_attempts_times_timeout() {
     });
     let Error::Timeout { call, .. } = &error else { panic!("{error:?}") };
     assert!(call.attempt < 4 && call.deadline == Some(Duration::from_millis(1200)), "{call:?}");
-    assert!(error.to_string().contains("(the last its deadline of 1.2 s left time for)"), "{error}");
+    assert!(error.to_string().contains(", the last that fit in the call's deadline of 1.2 s"), "{error}");
 }
 
 #[test]
