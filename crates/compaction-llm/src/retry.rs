@@ -100,7 +100,11 @@ impl<'a> Attempts<'a> {
     ///
     /// When `read` finds the reply lacking: an unexpected-reply error naming the call.
     pub fn read<T>(&self, value: &Value, read: fn(&Value) -> Result<T, String>) -> Result<T, Error> {
-        read(value).map_err(|reason| Error::UnexpectedReply { call: self.call(), reason })
+        // The reason may quote the reply, which may echo a key.
+        read(value).map_err(|reason| Error::UnexpectedReply {
+            call: self.call(),
+            reason: self.secrets.redact(&reason),
+        })
     }
 
     fn call(&self) -> CallInfo {

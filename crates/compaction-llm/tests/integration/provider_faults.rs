@@ -151,6 +151,17 @@ fn secrets_in_the_base_url_and_in_an_echoed_body_are_hidden() {
     let shown = chain(&generator(settings).generate_blocking(&[Message::user("Hi")]).unwrap_err());
     assert!(shown.contains("<html>key ***</html>") && !shown.contains(key), "{shown}");
 
+    // A reply of the wrong shape, quoted in the error.
+    let reply =
+        json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": {"echo": key}}}]});
+    let server = Server::scripted(vec![Answer::json(200, reply)]);
+    let settings = crate::settings(server.url("/v1")).with_api_key(key);
+    let error = generator(settings).generate_blocking(&[Message::user("Hi")]).unwrap_err();
+    assert!(
+        matches!(&error, Error::UnexpectedReply { reason, .. } if reason.contains("\"echo\":\"***\"")),
+        "{error:?}"
+    );
+
     // A connection that fails, and a URL refused before any call.
     let url = closed_port_url("/v1").replace("http://", "http://me:pass-w0rd-secret@");
     let shown = chain(
