@@ -499,7 +499,7 @@ const PUBLIC_ITEM_BUDGET: &[(&str, usize)] = &[
     ("compaction-formats", 50),
     ("compaction-tokens", 63),
     ("compaction-core", 140),
-    ("compaction-llm", 71),
+    ("compaction-llm", 74),
     ("compaction-hook", 66),
     ("compaction-offload", 110),
     ("compaction-adapters", 40),

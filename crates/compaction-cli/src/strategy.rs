@@ -164,22 +164,52 @@ pub struct StrategyOptions {
     /// Without it the failure is named on standard error and the last good result is kept.
     #[arg(long, help_heading = "Summarization")]
     pub raise_on_failure: bool,
+    #[command(flatten)]
+    pub calls: ProviderCalls,
+}
+
+/// How long a call to a provider may take (summaries, `--counter openai:MODEL` or
+/// `anthropic:MODEL`): the options of every command that can make one.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ProviderCalls {
     /// Calls to a provider (summaries, --counter openai:MODEL or anthropic:MODEL): how many
     /// times a call that failed on 408, 409, 429, 5xx, a timeout or a lost connection is tried
-    /// again, after a growing wait.
+    /// again, after a growing wait (or the wait the provider asks, up to --timeout).
     #[arg(long, value_name = "N", default_value_t = 5, help_heading = "Provider calls")]
     pub max_retries: u32,
-    /// Calls to a provider: how long one attempt may take, in seconds.
-    #[arg(long, value_name = "SECONDS", default_value_t = 60, help_heading = "Provider calls")]
-    pub timeout: u64,
+    /// Calls to a provider: how long one attempt may take, in seconds (decimals allowed),
+    /// reading the whole reply included. A provider asking to retry after a longer wait fails
+    /// the call at once. One call takes at most (--max-retries + 1) × --timeout, the waits
+    /// between attempts included (6 × 60 s by default); after a count fails, no other is asked.
+    #[arg(long, value_name = "SECONDS", default_value = "60", value_parser = parse_seconds, help_heading = "Provider calls")]
+    pub timeout: Duration,
+}
+
+impl Default for ProviderCalls {
+    fn default() -> Self {
+        ProviderCalls { max_retries: 5, timeout: Duration::from_secs(60) }
+    }
+}
+
+impl ProviderCalls {
+    /// The connection settings of every provider client the command builds.
+    pub fn client_settings(&self) -> ClientSettings {
+        ClientSettings::default().with_max_retries(self.max_retries).with_timeout(self.timeout)
+    }
+}
+
+/// `--timeout SECONDS`: a positive number of seconds, decimals allowed, at most a day.
+fn parse_seconds(text: &str) -> Result<Duration, String> {
+    match text.trim().parse::<f64>() {
+        Ok(seconds) if seconds > 0.0 && seconds <= 86_400.0 => Ok(Duration::from_secs_f64(seconds)),
+        _ => Err(format!("expected a number of seconds above 0 and at most 86400 (a day), found {text:?}")),
+    }
 }
 
 impl StrategyOptions {
     /// The connection settings of every provider client the command builds.
     pub fn client_settings(&self) -> ClientSettings {
-        ClientSettings::default()
-            .with_max_retries(self.max_retries)
-            .with_timeout(Duration::from_secs(self.timeout.max(1)))
+        self.calls.client_settings()
     }
 
     /// The strategy asked for, once the options fit it: `--strategy`, else offload when
@@ -465,7 +495,7 @@ pub fn is_provider_spec(spec: &str) -> bool {
 pub fn counter(spec: &str, client: &ClientSettings) -> Result<Box<dyn TokenCounter>> {
     if is_provider_spec(spec) {
         let counter = compaction_llm::counter_from_provider_spec(spec, client.clone()).map_err(llm_error)?;
-        return Ok(Box::new(Strict(counter)));
+        return Ok(Box::new(Strict::new(counter)));
     }
     compaction_tokens::counter_from_spec(spec).map_err(|error| {
         // A tokenizer file that cannot be read is bad input, not bad usage.
@@ -490,43 +520,67 @@ static COUNT_FAILURE: Mutex<Option<String>> = Mutex::new(None);
 /// A provider's counter that remembers its first failure, so the command stops with it
 /// ([`counting_failed`]) instead of going on silently: the counts that cannot fail (those most
 /// strategies use) return an estimate meanwhile, which only keeps the run going to that point.
+///
+/// Once a count has failed the provider is not asked again: the command will stop with that
+/// failure, and each further call could take its whole deadline ((--max-retries + 1) ×
+/// --timeout) only to be thrown away.
 #[derive(Debug)]
-struct Strict(Box<dyn TokenCounter>);
+struct Strict {
+    counter: Box<dyn TokenCounter>,
+    /// The first failure, in words; set once.
+    failure: std::sync::OnceLock<String>,
+}
 
 impl Strict {
+    fn new(counter: Box<dyn TokenCounter>) -> Self {
+        Strict { counter, failure: std::sync::OnceLock::new() }
+    }
+
     fn failed(&self, error: &compaction_tokens::Error) {
+        let text = self.failure.get_or_init(|| chain(error));
         let mut slot = COUNT_FAILURE.lock().unwrap_or_else(PoisonError::into_inner);
-        slot.get_or_insert_with(|| chain(error));
+        slot.get_or_insert_with(|| text.clone());
+    }
+
+    /// The counter's own result, unless an earlier count failed: then that failure again,
+    /// without asking the provider.
+    fn ask<T>(
+        &self,
+        ask: impl FnOnce(&dyn TokenCounter) -> Result<T, compaction_tokens::Error>,
+    ) -> Result<T, compaction_tokens::Error> {
+        if let Some(failure) = self.failure.get() {
+            return Err(compaction_tokens::Error::Provider {
+                counter: self.counter.describe(),
+                source: format!("not asked again after: {failure}").into(),
+            });
+        }
+        ask(self.counter.as_ref()).inspect_err(|error| self.failed(error))
     }
 }
 
 impl TokenCounter for Strict {
     fn count(&self, messages: &[Message], tools: &[ToolSpec]) -> usize {
-        self.0.try_count(messages, tools).unwrap_or_else(|error| {
-            self.failed(&error);
-            ApproximateTokenCounter::default().count(messages, tools)
-        })
+        self.ask(|counter| counter.try_count(messages, tools))
+            .unwrap_or_else(|_| ApproximateTokenCounter::default().count(messages, tools))
     }
 
     fn count_each(&self, messages: &[Message]) -> Counts {
-        self.0.try_count_each(messages).unwrap_or_else(|error| {
-            self.failed(&error);
-            ApproximateTokenCounter::default().count_each(messages)
-        })
+        self.ask(|counter| counter.try_count_each(messages))
+            .unwrap_or_else(|_| ApproximateTokenCounter::default().count_each(messages))
     }
 
     fn describe(&self) -> String {
-        self.0.describe()
+        self.counter.describe()
     }
 
     // Failures returned are remembered too: a caller that reports them in an outcome instead of
     // failing (the hook's `run`, which `simulate` replays with) would otherwise go on.
     fn try_count(&self, messages: &[Message], tools: &[ToolSpec]) -> Result<usize, compaction_tokens::Error> {
-        self.0.try_count(messages, tools).inspect_err(|error| self.failed(error))
+        self.ask(|counter| counter.try_count(messages, tools))
     }
 
     fn try_count_each(&self, messages: &[Message]) -> Result<Counts, compaction_tokens::Error> {
-        self.0.try_count_each(messages).inspect_err(|error| self.failed(error))
+        self.ask(|counter| counter.try_count_each(messages))
     }
 }
 

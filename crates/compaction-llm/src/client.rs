@@ -6,6 +6,7 @@ use serde_json::Value;
 
 use crate::error::Error;
 use crate::provider::Provider;
+use crate::redact::{redact_url, Secrets};
 #[cfg(any(feature = "blocking", feature = "async"))]
 use crate::retry::{parse_retry_after, parse_should_retry, Reply, TransportFailure};
 use crate::retry::{Attempts, Step, Target};
@@ -24,6 +25,8 @@ pub(crate) struct Client {
     provider: Provider,
     base_url: String,
     api_key: ApiKey,
+    /// What errors must not show: the key, the base URL's password.
+    secrets: Secrets,
     settings: ClientSettings,
     #[cfg(feature = "blocking")]
     agent: ureq::Agent,
@@ -35,7 +38,7 @@ impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Client")
             .field("provider", &self.provider)
-            .field("base_url", &self.base_url)
+            .field("base_url", &redact_url(&self.base_url))
             .field("settings", &self.settings)
             .finish_non_exhaustive()
     }
@@ -66,6 +69,7 @@ impl Client {
         let base_url = check_base_url(base_url.trim())?;
         Ok(Client {
             provider,
+            secrets: Secrets::new(api_key.expose(), &base_url),
             base_url,
             api_key,
             #[cfg(feature = "blocking")]
@@ -86,7 +90,8 @@ impl Client {
 
     /// The target of a POST to `path` (such as `/chat/completions`) for `model`.
     pub fn target(&self, path: &str, model: &str) -> Target {
-        Target { provider: self.provider, url: format!("{}{path}", self.base_url), model: model.to_owned() }
+        let url = format!("{}{path}", self.base_url);
+        Target { provider: self.provider, shown_url: redact_url(&url), url, model: model.to_owned() }
     }
 
     /// The provider's headers, the key among them.
@@ -119,10 +124,10 @@ impl Client {
     ) -> Result<T, Error> {
         let bytes = serde_json::to_vec(body).expect("a JSON value always serializes");
         let headers = self.headers();
-        let mut attempts = Attempts::new(target, &self.settings);
+        let mut attempts = Attempts::new(target, &self.settings, &self.secrets);
         loop {
-            attempts.start();
-            match attempts.judge(self.send_blocking(&target.url, &headers, &bytes)) {
+            let timeout = attempts.start();
+            match attempts.judge(self.send_blocking(&target.url, &headers, &bytes, timeout)) {
                 Step::Done(value) => return attempts.read(&value, read),
                 Step::Wait(wait) => std::thread::sleep(wait),
                 Step::Fail(error) => return Err(error),
@@ -136,8 +141,10 @@ impl Client {
         url: &str,
         headers: &[(&'static str, String)],
         body: &[u8],
+        timeout: std::time::Duration,
     ) -> Result<Reply, TransportFailure> {
-        let mut request = self.agent.post(url);
+        // The whole attempt, the reply's body read to its end included, however slowly it comes.
+        let mut request = self.agent.post(url).config().timeout_global(Some(timeout)).build();
         for (name, value) in headers {
             request = request.header(*name, value);
         }
@@ -167,10 +174,10 @@ impl Client {
     ) -> Result<T, Error> {
         let bytes = bytes_of(body);
         let headers = self.headers();
-        let mut attempts = Attempts::new(target, &self.settings);
+        let mut attempts = Attempts::new(target, &self.settings, &self.secrets);
         loop {
-            attempts.start();
-            let outcome = self.send_async(&target.url, &headers, bytes.clone()).await;
+            let timeout = attempts.start();
+            let outcome = self.send_async(&target.url, &headers, bytes.clone(), timeout).await;
             match attempts.judge(outcome) {
                 Step::Done(value) => return attempts.read(&value, read),
                 Step::Wait(wait) => tokio::time::sleep(wait).await,
@@ -185,8 +192,10 @@ impl Client {
         url: &str,
         headers: &[(&'static str, String)],
         body: Vec<u8>,
+        timeout: std::time::Duration,
     ) -> Result<Reply, TransportFailure> {
-        let mut request = self.http.post(url).body(body);
+        // reqwest's timeout runs until the body is read to its end.
+        let mut request = self.http.post(url).body(body).timeout(timeout);
         for (name, value) in headers {
             request = request.header(*name, value);
         }
@@ -219,7 +228,7 @@ fn bytes_of(body: &Value) -> Vec<u8> {
 
 /// The base URL without its trailing slashes, if it is an `http://` or `https://` URL with a host.
 fn check_base_url(url: &str) -> Result<String, Error> {
-    let invalid = |reason: &str| Error::InvalidBaseUrl { url: url.to_owned(), reason: reason.to_owned() };
+    let invalid = |reason: &str| Error::InvalidBaseUrl { url: redact_url(url), reason: reason.to_owned() };
     let rest = url
         .strip_prefix("http://")
         .or_else(|| url.strip_prefix("https://"))

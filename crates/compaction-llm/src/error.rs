@@ -1,6 +1,7 @@
 //! The one error type of this crate: what was asked of which provider, and why it failed.
 
 use std::fmt;
+use std::time::Duration;
 
 use compaction_core::ContextOverflow;
 use thiserror::Error;
@@ -26,6 +27,9 @@ pub struct CallInfo {
     pub attempt: u32,
     /// How many attempts the settings allow (`max_retries + 1`).
     pub attempts_allowed: u32,
+    /// The call's deadline ([`ClientSettings::call_deadline`](crate::ClientSettings::call_deadline)),
+    /// when it is what ended the call before its attempts ran out.
+    pub deadline: Option<Duration>,
 }
 
 impl fmt::Display for CallInfo {
@@ -34,7 +38,49 @@ impl fmt::Display for CallInfo {
             f,
             "{} POST {} (model {}), attempt {} of {}",
             self.provider, self.url, self.model, self.attempt, self.attempts_allowed
-        )
+        )?;
+        if let Some(deadline) = self.deadline {
+            write!(f, ", the last that fit in the call's deadline of {}", Seconds(deadline))?;
+        }
+        Ok(())
+    }
+}
+
+/// What a `Retry-After` asked for went beyond: see [`Error::RetryAfter`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum WaitLimit {
+    /// The timeout of one attempt, which is also the longest wait honoured unless
+    /// [`ClientSettings::max_retry_after`](crate::ClientSettings::max_retry_after) says otherwise.
+    Timeout(Duration),
+    /// [`ClientSettings::max_retry_after`](crate::ClientSettings::max_retry_after).
+    MaxRetryAfter(Duration),
+    /// What was left of the call's deadline.
+    Deadline(Duration),
+}
+
+impl fmt::Display for WaitLimit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            WaitLimit::Timeout(limit) => write!(f, "the timeout of {}", Seconds(limit)),
+            WaitLimit::MaxRetryAfter(limit) => write!(f, "the longest wait allowed, {}", Seconds(limit)),
+            WaitLimit::Deadline(left) => write!(f, "the {} left before the call's deadline", Seconds(left)),
+        }
+    }
+}
+
+/// A duration in seconds as a person reads it: `100000 s`, `2.5 s`, `0.25 s` (whole seconds
+/// from 100 s on, milliseconds below).
+struct Seconds(Duration);
+
+impl fmt::Display for Seconds {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let millis = self.0.as_millis();
+        if millis % 1000 == 0 || millis >= 100_000 {
+            write!(f, "{} s", (millis + 500) / 1000)
+        } else {
+            write!(f, "{} s", millis as f64 / 1000.0)
+        }
     }
 }
 
@@ -109,6 +155,22 @@ pub enum Error {
         /// [`Error::is_context_overflow`]. Boxed: most errors are not overflows, and every
         /// `Result` of this crate carries the error's size.
         overflow: Option<Box<ContextOverflow>>,
+    },
+    /// The provider asked to be called again later than the client waits (a `Retry-After`
+    /// beyond the timeout, the longest wait allowed, or the call's deadline): the call fails
+    /// at once instead.
+    #[error("{call}: HTTP {status}: {message}; the server asked to retry after {}, beyond {limit}", Seconds(*asked))]
+    RetryAfter {
+        /// The call that failed (boxed: every `Result` of this crate carries the error's size).
+        call: Box<CallInfo>,
+        /// The HTTP status code.
+        status: u16,
+        /// The provider's error message (or the start of the body), cut short.
+        message: String,
+        /// The wait asked for (`retry-after-ms`, or `retry-after` in seconds or as a date).
+        asked: Duration,
+        /// What it went beyond.
+        limit: WaitLimit,
     },
     /// The call took longer than the connect or total timeout.
     #[error("{call}: timed out")]

@@ -118,6 +118,7 @@ mod join;
 mod openai;
 mod provider;
 mod pyjson;
+mod redact;
 mod responses;
 mod retry;
 mod settings;
@@ -125,7 +126,7 @@ mod spec;
 
 pub use anthropic::{to_anthropic_messages, AnthropicConversation};
 pub use counter::{AnthropicTokenCounter, OpenAITokenCounter};
-pub use error::{BoxError, CallInfo, Error};
+pub use error::{BoxError, CallInfo, Error, WaitLimit};
 pub use generator::{
     AnthropicChatGenerator, OpenAIChatGenerator, ProviderChatGenerator, DEFAULT_ANTHROPIC_MAX_TOKENS,
 };

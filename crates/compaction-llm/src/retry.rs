@@ -2,23 +2,29 @@
 //! try again, or fail), shared by the blocking and the async transport.
 
 use std::hash::{BuildHasher, Hasher};
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use compaction_core::context_overflow;
 use serde_json::Value;
 
-use crate::error::{BoxError, CallInfo, Error};
+use crate::error::{BoxError, CallInfo, Error, WaitLimit};
 use crate::provider::Provider;
+use crate::redact::Secrets;
 use crate::settings::ClientSettings;
 
 /// How much of a provider's error message (or of a body that is not JSON) an error keeps.
 const MESSAGE_CHARS: usize = 400;
+
+/// The longest wait a reply can ask for that is read as a number: past it, any wait is too long.
+const LONGEST_WAIT_READ: Duration = Duration::from_secs(1 << 40);
 
 /// Where a call goes: enough to name it in an error.
 #[derive(Debug, Clone)]
 pub(crate) struct Target {
     pub provider: Provider,
     pub url: String,
+    /// `url` as errors show it: without the password of its user information.
+    pub shown_url: String,
     pub model: String,
 }
 
@@ -53,22 +59,39 @@ pub(crate) enum Step {
     Fail(Error),
 }
 
-/// The attempts of one call.
+/// The attempts of one call, within its deadline.
 #[derive(Debug)]
 pub(crate) struct Attempts<'a> {
     target: &'a Target,
     settings: &'a ClientSettings,
+    secrets: &'a Secrets,
     attempt: u32,
+    started: Instant,
+    deadline: Duration,
 }
 
 impl<'a> Attempts<'a> {
-    pub fn new(target: &'a Target, settings: &'a ClientSettings) -> Self {
-        Attempts { target, settings, attempt: 0 }
+    pub fn new(target: &'a Target, settings: &'a ClientSettings, secrets: &'a Secrets) -> Self {
+        Attempts {
+            target,
+            settings,
+            secrets,
+            attempt: 0,
+            started: Instant::now(),
+            deadline: settings.call_deadline(),
+        }
     }
 
-    /// Call before each attempt.
-    pub fn start(&mut self) {
+    /// Call before each attempt: how long it may take, the timeout or what is left of the
+    /// call's deadline, whichever is shorter.
+    pub fn start(&mut self) -> Duration {
         self.attempt += 1;
+        self.settings.timeout.min(self.left()).max(Duration::from_millis(1))
+    }
+
+    /// What is left of the call's deadline.
+    fn left(&self) -> Duration {
+        self.deadline.saturating_sub(self.started.elapsed())
     }
 
     /// A successful reply read by `read`; what it lacks is an [`Error::UnexpectedReply`].
@@ -77,71 +100,81 @@ impl<'a> Attempts<'a> {
     ///
     /// When `read` finds the reply lacking: an unexpected-reply error naming the call.
     pub fn read<T>(&self, value: &Value, read: fn(&Value) -> Result<T, String>) -> Result<T, Error> {
-        read(value).map_err(|reason| Error::UnexpectedReply { call: self.call(), reason })
+        // The reason may quote the reply, which may echo a key.
+        read(value).map_err(|reason| Error::UnexpectedReply {
+            call: self.call(),
+            reason: self.secrets.redact(&reason),
+        })
     }
 
     fn call(&self) -> CallInfo {
         CallInfo {
             provider: self.target.provider,
-            url: self.target.url.clone(),
+            url: self.target.shown_url.clone(),
             model: self.target.model.clone(),
             attempt: self.attempt,
             attempts_allowed: self.settings.attempts_allowed(),
+            deadline: None,
         }
     }
 
     /// What the outcome of the current attempt means.
     pub fn judge(&mut self, outcome: Result<Reply, TransportFailure>) -> Step {
-        let last = self.attempt >= self.settings.attempts_allowed();
-        match outcome {
-            Ok(reply) if (200..300).contains(&reply.status) => match serde_json::from_slice(&reply.body) {
-                Ok(value) => Step::Done(value),
-                Err(source) => Step::Fail(Error::MalformedReply {
-                    call: self.call(),
-                    start: body_start(&reply.body),
-                    source,
-                }),
-            },
+        let (failure, retry, asked) = match outcome {
+            Ok(reply) if (200..300).contains(&reply.status) => {
+                return match serde_json::from_slice(&reply.body) {
+                    Ok(value) => Step::Done(value),
+                    Err(source) => Step::Fail(Error::MalformedReply {
+                        call: self.call(),
+                        start: body_start(&reply.body, self.secrets),
+                        source,
+                    }),
+                };
+            }
             Ok(reply) => {
                 let overflow = context_overflow(reply.status, &String::from_utf8_lossy(&reply.body));
                 // A request too long for the window is refused however often it is sent (some
                 // servers answer it with a 5xx): only a shorter one can succeed.
                 let retry = overflow.is_none()
                     && reply.should_retry.unwrap_or_else(|| retryable_status(reply.status));
-                if retry && !last {
-                    let wait = match reply.retry_after {
-                        Some(asked) => asked.min(self.settings.max_retry_after),
-                        None => self.backoff(),
-                    };
-                    tracing::debug!(
-                        call = %self.call(),
-                        status = reply.status,
-                        wait_ms = wait.as_millis() as u64,
-                        "retrying"
-                    );
-                    return Step::Wait(wait);
-                }
-                Step::Fail(Error::Status {
-                    call: self.call(),
+                let failure = Failure::Status {
                     status: reply.status,
-                    message: error_message(&reply.body),
+                    message: error_message(&reply.body, self.secrets),
                     overflow: overflow.map(Box::new),
-                })
+                };
+                (failure, retry, reply.retry_after)
             }
             Err(failure) => {
-                if failure.retryable && !last {
-                    let wait = self.backoff();
-                    tracing::debug!(call = %self.call(), error = %failure.source, wait_ms = wait.as_millis() as u64, "retrying");
-                    return Step::Wait(wait);
-                }
-                let call = self.call();
-                Step::Fail(if failure.timeout {
-                    Error::Timeout { call, source: failure.source }
-                } else {
-                    Error::Transport { call, source: failure.source }
-                })
+                let retry = failure.retryable;
+                (Failure::Transport(failure), retry, None)
             }
+        };
+        if !retry || self.attempt >= self.settings.attempts_allowed() {
+            return Step::Fail(failure.into_error(self.call()));
         }
+        let left = self.left();
+        let wait = match asked {
+            Some(asked) => {
+                let (most, is_timeout) = self.settings.retry_after_limit();
+                let limit = match (asked > most, is_timeout) {
+                    (true, true) => Some(WaitLimit::Timeout(most)),
+                    (true, false) => Some(WaitLimit::MaxRetryAfter(most)),
+                    (false, _) if asked >= left => Some(WaitLimit::Deadline(left)),
+                    (false, _) => None,
+                };
+                if let Some(limit) = limit {
+                    return Step::Fail(failure.into_retry_after(self.call(), asked, limit));
+                }
+                asked
+            }
+            None => self.backoff(),
+        };
+        if wait >= left {
+            let call = CallInfo { deadline: Some(self.deadline), ..self.call() };
+            return Step::Fail(failure.into_error(call));
+        }
+        tracing::debug!(call = %self.call(), wait_ms = wait.as_millis() as u64, "retrying");
+        Step::Wait(wait)
     }
 
     /// Exponential backoff with jitter: half the doubled wait, plus a random share of the other
@@ -152,6 +185,35 @@ impl<'a> Attempts<'a> {
             self.settings.initial_backoff.saturating_mul(1 << doublings).min(self.settings.max_backoff);
         let half = base / 2;
         half + half.mul_f64(random_unit())
+    }
+}
+
+/// An attempt that failed, before the call it belongs to is known to have failed.
+enum Failure {
+    Status { status: u16, message: String, overflow: Option<Box<compaction_core::ContextOverflow>> },
+    Transport(TransportFailure),
+}
+
+impl Failure {
+    fn into_error(self, call: CallInfo) -> Error {
+        match self {
+            Failure::Status { status, message, overflow } => {
+                Error::Status { call, status, message, overflow }
+            }
+            Failure::Transport(TransportFailure { timeout: true, source, .. }) => {
+                Error::Timeout { call, source }
+            }
+            Failure::Transport(TransportFailure { source, .. }) => Error::Transport { call, source },
+        }
+    }
+
+    fn into_retry_after(self, call: CallInfo, asked: Duration, limit: WaitLimit) -> Error {
+        match self {
+            Failure::Status { status, message, .. } => {
+                Error::RetryAfter { call: Box::new(call), status, message, asked, limit }
+            }
+            other => other.into_error(call),
+        }
     }
 }
 
@@ -172,14 +234,19 @@ fn random_unit() -> f64 {
 
 /// The wait a reply asks for: `retry-after-ms`, else `retry-after` in seconds or as an HTTP date.
 pub(crate) fn parse_retry_after(retry_after_ms: Option<&str>, retry_after: Option<&str>) -> Option<Duration> {
+    let wait = |seconds: f64| {
+        // NaN and negative waits are no wait asked; a huge one (even infinite) stays huge, so
+        // that it is refused as such, never read as a short one.
+        (seconds >= 0.0).then(|| Duration::try_from_secs_f64(seconds).unwrap_or(LONGEST_WAIT_READ))
+    };
     if let Some(ms) = retry_after_ms.and_then(|v| v.trim().parse::<f64>().ok()) {
-        if ms.is_finite() && ms >= 0.0 {
-            return Some(Duration::from_secs_f64(ms / 1000.0));
+        if let Some(wait) = wait(ms / 1000.0) {
+            return Some(wait.min(LONGEST_WAIT_READ));
         }
     }
     let value = retry_after?.trim();
     if let Ok(seconds) = value.parse::<f64>() {
-        return (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds.min(1e9)));
+        return wait(seconds).map(|wait| wait.min(LONGEST_WAIT_READ));
     }
     let at = httpdate::parse_http_date(value).ok()?;
     Some(at.duration_since(SystemTime::now()).unwrap_or_default())
@@ -196,7 +263,7 @@ pub(crate) fn parse_should_retry(value: Option<&str>) -> Option<bool> {
 
 /// The provider's error message: `error.message` (with `error.type` or `error.code` before it)
 /// as OpenAI and Anthropic both send it, else the start of the body.
-fn error_message(body: &[u8]) -> String {
+fn error_message(body: &[u8], secrets: &Secrets) -> String {
     if let Ok(value) = serde_json::from_slice::<Value>(body) {
         let error = value.get("error").unwrap_or(&value);
         if let Some(message) = error.get("message").and_then(Value::as_str) {
@@ -205,18 +272,20 @@ fn error_message(body: &[u8]) -> String {
                 Some(kind) if !kind.is_empty() => format!("{kind}: {message}"),
                 _ => message.to_owned(),
             };
-            return cut(&text);
+            return cut(&secrets.redact(&text));
         }
     }
-    match body_start(body) {
+    match body_start(body, secrets) {
         start if start.is_empty() => "(empty body)".to_owned(),
         start => start,
     }
 }
 
-fn body_start(body: &[u8]) -> String {
-    let head = &body[..body.len().min(MESSAGE_CHARS * 4)];
-    cut(String::from_utf8_lossy(head).trim())
+/// The start of a body, its secrets hidden. Read a little past what is shown, so that a key that
+/// straddles the cut is hidden whole.
+fn body_start(body: &[u8], secrets: &Secrets) -> String {
+    let head = &body[..body.len().min(MESSAGE_CHARS * 4 + 512)];
+    cut(&secrets.redact(String::from_utf8_lossy(head).trim()))
 }
 
 /// `text` cut to [`MESSAGE_CHARS`] characters, with `…` when something was cut.
@@ -241,6 +310,15 @@ mod tests {
         let later = SystemTime::now() + Duration::from_secs(30);
         let wait = parse_retry_after(None, Some(&httpdate::fmt_http_date(later))).unwrap();
         assert!(wait > Duration::from_secs(25) && wait <= Duration::from_secs(30), "{wait:?}");
+        // Waits too long to hold stay too long, never a panic nor a short wait.
+        let huge = Some(LONGEST_WAIT_READ);
+        assert_eq!(parse_retry_after(Some("1e300"), None), huge);
+        assert_eq!(parse_retry_after(None, Some("inf")), huge);
+        assert_eq!(parse_retry_after(None, Some("NaN")), None);
+        assert!(
+            parse_retry_after(None, Some("Fri, 01 Jan 2100 00:00:00 GMT")).unwrap()
+                > Duration::from_secs(1 << 31)
+        );
         // A date in the past means: now.
         assert_eq!(parse_retry_after(None, Some("Sun, 06 Nov 1994 08:49:37 GMT")), Some(Duration::ZERO));
     }
@@ -248,25 +326,34 @@ mod tests {
     #[test]
     fn error_messages_are_the_providers_and_cut_short() {
         let openai = br#"{"error": {"message": "Rate limit reached", "type": "requests", "code": null}}"#;
-        assert_eq!(error_message(openai), "requests: Rate limit reached");
+        assert_eq!(error_message(openai, &Secrets::default()), "requests: Rate limit reached");
         let anthropic =
             br#"{"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}"#;
-        assert_eq!(error_message(anthropic), "overloaded_error: Overloaded");
-        assert_eq!(error_message(b"<html>bad gateway</html>"), "<html>bad gateway</html>");
-        assert_eq!(error_message(b""), "(empty body)");
+        assert_eq!(error_message(anthropic, &Secrets::default()), "overloaded_error: Overloaded");
+        assert_eq!(
+            error_message(b"<html>bad gateway</html>", &Secrets::default()),
+            "<html>bad gateway</html>"
+        );
+        assert_eq!(error_message(b"", &Secrets::default()), "(empty body)");
         let long = "é".repeat(1000);
-        let message = error_message(long.as_bytes());
+        let message = error_message(long.as_bytes(), &Secrets::default());
         assert_eq!(message.chars().count(), MESSAGE_CHARS + 1);
         assert!(message.ends_with('…'));
     }
 
     #[test]
     fn backoff_doubles_with_jitter_and_stays_under_the_cap() {
-        let target = Target { provider: Provider::OpenAI, url: "http://x".into(), model: "m".into() };
+        let target = Target {
+            provider: Provider::OpenAI,
+            url: "http://x".into(),
+            shown_url: "http://x".into(),
+            model: "m".into(),
+        };
         let settings = ClientSettings::default()
             .with_backoff(Duration::from_millis(100), Duration::from_millis(350))
             .with_max_retries(10);
-        let mut attempts = Attempts::new(&target, &settings);
+        let secrets = Secrets::default();
+        let mut attempts = Attempts::new(&target, &settings, &secrets);
         let mut waits = Vec::new();
         for _ in 0..4 {
             attempts.start();
@@ -288,9 +375,15 @@ mod tests {
 
     #[test]
     fn the_provider_decides_with_x_should_retry() {
-        let target = Target { provider: Provider::Anthropic, url: "http://x".into(), model: "m".into() };
+        let target = Target {
+            provider: Provider::Anthropic,
+            url: "http://x".into(),
+            shown_url: "http://x".into(),
+            model: "m".into(),
+        };
         let settings = ClientSettings::default();
-        let mut attempts = Attempts::new(&target, &settings);
+        let secrets = Secrets::default();
+        let mut attempts = Attempts::new(&target, &settings, &secrets);
         attempts.start();
         let reply = Reply { status: 500, retry_after: None, should_retry: Some(false), body: vec![] };
         assert!(matches!(attempts.judge(Ok(reply)), Step::Fail(Error::Status { status: 500, .. })));

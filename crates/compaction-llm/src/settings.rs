@@ -41,7 +41,7 @@ impl fmt::Debug for ApiKey {
 ///     .with_max_retries(2);
 /// assert_eq!(settings.max_retries, 2);
 /// ```
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Clone, PartialEq)]
 #[non_exhaustive]
 pub struct ClientSettings {
     /// The API key. `None` (the default) reads the provider's environment variable
@@ -54,7 +54,8 @@ pub struct ClientSettings {
     pub base_url: Option<String>,
     /// How long to wait for a connection (10 s).
     pub connect_timeout: Duration,
-    /// How long one attempt may take in all: connecting, sending, waiting and reading (60 s).
+    /// How long one attempt may take in all: connecting, sending, waiting and reading the whole
+    /// reply, however slowly it comes (60 s).
     pub timeout: Duration,
     /// How many times a failed call is tried again (5, as the reference's default): on 408, 409,
     /// 429 and 5xx statuses, timeouts and connection errors, unless the provider says
@@ -64,11 +65,37 @@ pub struct ClientSettings {
     pub initial_backoff: Duration,
     /// The longest wait between two attempts when the provider does not say (8 s).
     pub max_backoff: Duration,
-    /// The longest wait a `Retry-After` header is honoured for (60 s); a longer one is cut to it.
-    pub max_retry_after: Duration,
+    /// The longest wait a `Retry-After` header is honoured for; a provider that asks for a
+    /// longer one fails the call at once ([`Error::RetryAfter`](crate::Error::RetryAfter)),
+    /// rather than being kept waiting or asked again too soon. `None` (the default): the
+    /// `timeout`.
+    pub max_retry_after: Option<Duration>,
+    /// The longest one call may take in all, its attempts and the waits between them included:
+    /// an attempt is cut at what is left of it, and no attempt starts (nor a wait) that could
+    /// not end before it. `None` (the default): `timeout` × the attempts allowed, so that
+    /// `(max_retries + 1) × timeout` is the longest a call can take.
+    pub deadline: Option<Duration>,
     /// How many requests a counter sends at once when it needs several (4): counting each
     /// message of a conversation takes one request per distinct message.
     pub max_concurrent_requests: usize,
+}
+
+// By hand: a base URL's password (`http://user:pw@host`) stays out of logs, as the key does.
+impl fmt::Debug for ClientSettings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClientSettings")
+            .field("api_key", &self.api_key)
+            .field("base_url", &self.base_url.as_deref().map(crate::redact::redact_url))
+            .field("connect_timeout", &self.connect_timeout)
+            .field("timeout", &self.timeout)
+            .field("max_retries", &self.max_retries)
+            .field("initial_backoff", &self.initial_backoff)
+            .field("max_backoff", &self.max_backoff)
+            .field("max_retry_after", &self.max_retry_after)
+            .field("deadline", &self.deadline)
+            .field("max_concurrent_requests", &self.max_concurrent_requests)
+            .finish()
+    }
 }
 
 impl Default for ClientSettings {
@@ -81,7 +108,8 @@ impl Default for ClientSettings {
             max_retries: 5,
             initial_backoff: Duration::from_millis(500),
             max_backoff: Duration::from_secs(8),
-            max_retry_after: Duration::from_secs(60),
+            max_retry_after: None,
+            deadline: None,
             max_concurrent_requests: 4,
         }
     }
@@ -131,10 +159,18 @@ impl ClientSettings {
         self
     }
 
-    /// The same settings with the longest `Retry-After` wait honoured.
+    /// The same settings with the longest `Retry-After` wait honoured (a longer one fails the
+    /// call).
     #[must_use]
     pub fn with_max_retry_after(mut self, max: Duration) -> Self {
-        self.max_retry_after = max;
+        self.max_retry_after = Some(max);
+        self
+    }
+
+    /// The same settings with the longest one call may take, retries and waits included.
+    #[must_use]
+    pub fn with_deadline(mut self, deadline: Duration) -> Self {
+        self.deadline = Some(deadline);
         self
     }
 
@@ -148,5 +184,18 @@ impl ClientSettings {
     /// How many attempts a call gets in all.
     pub(crate) fn attempts_allowed(&self) -> u32 {
         self.max_retries.saturating_add(1)
+    }
+
+    /// The longest one call may take: [`ClientSettings::deadline`], else `timeout` × attempts.
+    pub fn call_deadline(&self) -> Duration {
+        self.deadline.unwrap_or_else(|| self.timeout.saturating_mul(self.attempts_allowed()))
+    }
+
+    /// The longest `Retry-After` honoured, and whether it is the timeout's.
+    pub(crate) fn retry_after_limit(&self) -> (Duration, bool) {
+        match self.max_retry_after {
+            Some(max) => (max, false),
+            None => (self.timeout, true),
+        }
     }
 }

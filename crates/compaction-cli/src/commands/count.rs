@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Result};
 
 use crate::input::{read_tools, InputArgs};
+use crate::strategy::ProviderCalls;
 
 /// Print a conversation's token count, a bare integer, on standard output.
 ///
@@ -21,7 +22,8 @@ use crate::input::{read_tools, InputArgs};
     after_help = "Example:\n  compaction count session.json --counter tiktoken:o200k_base --tools tools.json\n  \
                   compaction count gpt-4o-airline.json --conversation 3\n  \
                   compaction count ~/.claude/projects/p/session.jsonl --provider\n  \
-                  compaction count session.json --counter anthropic:claude-sonnet-4-5"
+                  compaction count session.json --counter anthropic:claude-sonnet-4-5\n  \
+                  compaction count session.json --counter openai:gpt-4o --timeout 20 --max-retries 2"
 )]
 pub struct Args {
     #[command(flatten)]
@@ -39,11 +41,13 @@ pub struct Args {
     /// records it (prompt, cache reads and writes, and the reply), instead of counting locally.
     #[arg(long, conflicts_with_all = ["counter", "tools"])]
     pub provider: bool,
+    #[command(flatten)]
+    pub calls: ProviderCalls,
 }
 
 /// Runs the command.
 pub fn run(args: Args) -> Result<()> {
-    let counter = super::counter(&args.counter)?;
+    let counter = crate::strategy::counter(&args.counter, &args.calls.client_settings())?;
     let given = match &args.tools {
         Some(path) => Some(read_tools(path)?),
         None => None,

@@ -8,6 +8,7 @@ mod faults;
 mod formats;
 mod logs;
 mod offload;
+mod provider_faults;
 mod prune;
 mod real_transcripts;
 mod report_counts;

@@ -6,6 +6,7 @@ mod conformance;
 mod conversions;
 mod counters;
 mod generators;
+mod provider_faults;
 mod recovery;
 mod server;
 

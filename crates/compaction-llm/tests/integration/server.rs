@@ -40,6 +40,11 @@ pub enum Answer {
     After(Duration, Box<Answer>),
     /// Close the connection without a reply.
     HangUp,
+    /// A 200 whose headers promise more body than ever comes: `start`, then nothing until the
+    /// client gives up.
+    Stall { start: String },
+    /// A 200 whose body comes a byte every `every`, for as long as the client reads.
+    Trickle { every: Duration },
 }
 
 impl Answer {
@@ -140,6 +145,33 @@ fn serve(stream: TcpStream, handler: &Handler, recorded: &Mutex<Vec<Recorded>>) 
                 answer = *then;
             }
             Answer::HangUp => return Ok(()),
+            Answer::Stall { start } => {
+                let stream = reader.get_mut();
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+                    start.len() + 1000
+                );
+                stream.write_all(head.as_bytes())?;
+                stream.write_all(start.as_bytes())?;
+                stream.flush()?;
+                // Until the client hangs up (a read returns), or long after any test's bound.
+                let mut byte = [0; 1];
+                stream.set_read_timeout(Some(Duration::from_secs(600)))?;
+                let _ = stream.read(&mut byte);
+                return Ok(());
+            }
+            Answer::Trickle { every } => {
+                let stream = reader.get_mut();
+                stream.write_all(
+                    b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 100000000\r\n\r\n",
+                )?;
+                // Until a write fails: the client hung up.
+                loop {
+                    stream.write_all(b" ")?;
+                    stream.flush()?;
+                    thread::sleep(every);
+                }
+            }
             Answer::Reply { status, headers, body } => {
                 let stream = reader.get_mut();
                 let mut head = format!(
