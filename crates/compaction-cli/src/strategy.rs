@@ -16,8 +16,9 @@ use std::time::Duration;
 
 use anyhow::{anyhow, Result};
 use compaction_core::{
-    ChainCompactor, Compaction, Compactor, SlidingWindowCompactor, SlidingWindowSettings,
-    SummarizationCompactor, SummarizationSettings, SummaryRound, ToolResultPruningCompactor,
+    ChainCompactor, Compaction, Compactor, MaskingSettings, ObservationMaskingCompactor,
+    SlidingWindowCompactor, SlidingWindowSettings, SummarizationCompactor, SummarizationSettings,
+    SummaryRound, ToolResultPruningCompactor,
 };
 use compaction_llm::{ClientSettings, ProviderChatGenerator};
 use compaction_model::{Message, ToolSpec};
@@ -38,10 +39,19 @@ pub enum Stage {
     Summarization,
     /// Old tool results are written to files and leave a pointer.
     Offload,
+    /// All but the first and the newest observations give way to a one-line note (SWE-agent's
+    /// `LastNObservations`).
+    ObservationMasking,
 }
 
 impl Stage {
-    const ALL: [Stage; 4] = [Stage::Pruning, Stage::SlidingWindow, Stage::Summarization, Stage::Offload];
+    const ALL: [Stage; 5] = [
+        Stage::Pruning,
+        Stage::SlidingWindow,
+        Stage::Summarization,
+        Stage::Offload,
+        Stage::ObservationMasking,
+    ];
 
     /// The name `--strategy` takes.
     pub fn name(self) -> &'static str {
@@ -50,6 +60,7 @@ impl Stage {
             Stage::SlidingWindow => "sliding-window",
             Stage::Summarization => "summarization",
             Stage::Offload => "offload",
+            Stage::ObservationMasking => "observation-masking",
         }
     }
 
@@ -57,7 +68,7 @@ impl Stage {
         Stage::ALL.into_iter().find(|stage| stage.name() == name).ok_or_else(|| {
             format!(
                 "unknown strategy {name:?}; expected tool-result-pruning, sliding-window, summarization, \
-                 offload or chain:A,B,... of those"
+                 offload, observation-masking or chain:A,B,... of those"
             )
         })
     }
@@ -131,8 +142,9 @@ impl fmt::Display for Strategy {
 #[derive(Debug, Clone, clap::Args)]
 pub struct StrategyOptions {
     /// How to compact: tool-result-pruning (the default), sliding-window, summarization, offload
-    /// (with --offload-to) or chain:A,B,... (those in order, each only while the target is not
-    /// met). The reference's strategies, exactly.
+    /// (with --offload-to), observation-masking (SWE-agent's LastNObservations) or chain:A,B,...
+    /// (those in order, each only while the target is not met). The reference's strategies,
+    /// exactly.
     #[arg(long, value_name = "STRATEGY")]
     pub strategy: Option<Strategy>,
     /// The user message left where messages were removed; {num_removed} is
@@ -164,6 +176,15 @@ pub struct StrategyOptions {
     /// Without it the failure is named on standard error and the last good result is kept.
     #[arg(long, help_heading = "Summarization")]
     pub raise_on_failure: bool,
+    /// How many of the newest observations (tool results; in a text-action trajectory, the
+    /// user messages carrying an action's output) stay whole; the first, the task, always does
+    /// (SWE-agent's `n`). 5 when absent.
+    #[arg(long, value_name = "N", help_heading = "Observation masking")]
+    pub keep_observations: Option<usize>,
+    /// Mask only every P observations, so the prompt's prefix stays the same for P calls
+    /// (SWE-agent's `polling`). 1 when absent.
+    #[arg(long, value_name = "P", help_heading = "Observation masking")]
+    pub polling: Option<usize>,
     #[command(flatten)]
     pub calls: ProviderCalls,
 }
@@ -250,6 +271,17 @@ impl StrategyOptions {
                 "{option} is a summarization option, and --strategy {strategy} does not summarize"
             ));
         }
+        let masking = [
+            ("--keep-observations", self.keep_observations.is_some()),
+            ("--polling", self.polling.is_some()),
+        ];
+        if let (false, Some((option, _))) =
+            (strategy.has(Stage::ObservationMasking), masking.iter().find(|(_, given)| *given))
+        {
+            return usage(format!(
+                "{option} is an observation-masking option, and --strategy {strategy} masks no observations"
+            ));
+        }
         if self.omission_note.is_some() && !strategy.has(Stage::SlidingWindow) {
             return usage(format!(
                 "--omission-note is a sliding-window option, and --strategy {strategy} has no sliding window"
@@ -291,6 +323,18 @@ impl StrategyOptions {
                         .with_min_keep_steps(prune.min_keep_steps)
                         .with_omission_note(note);
                     Box::new(SlidingWindowCompactor::new(settings))
+                }
+                Stage::ObservationMasking => {
+                    let mut settings = MaskingSettings::default();
+                    if let Some(n) = self.keep_observations {
+                        settings = settings.with_keep_observations(n);
+                    }
+                    if let Some(polling) = self.polling {
+                        settings = settings.with_polling(polling);
+                    }
+                    let compactor =
+                        ObservationMaskingCompactor::new(settings).map_err(|e| UsageError(e.to_string()))?;
+                    Box::new(compactor)
                 }
                 Stage::Summarization => {
                     let summarizer = Arc::new(self.summarizer(prune.min_keep_steps)?);

@@ -6,7 +6,10 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use compaction_core::{CompactionReport, PruningSettings, ToolResultPruningCompactor, STRATEGY_CHAIN};
+use compaction_core::{
+    CompactionReport, MaskingSettings, PruningSettings, ToolResultPruningCompactor, STRATEGY_CHAIN,
+    STRATEGY_OBSERVATION_MASKING,
+};
 use compaction_hook::{AgentState, CompactionHook, CompactionHookSettings, CompactionOutcome};
 use compaction_model::{
     Message, STRATEGY_SLIDING_WINDOW, STRATEGY_SUMMARIZATION, STRATEGY_TOOL_RESULT_OFFLOADING,
@@ -621,7 +624,14 @@ impl Said<'_> {
         } else if self.figures.tools_tokens > 0 {
             reasons.push(format!("{} tokens are tool schemas", thousands(self.figures.tools_tokens)));
         }
-        if self.strategy.rewrites() {
+        if self.strategy.stages == [Stage::ObservationMasking] {
+            let keep =
+                args.strategy.keep_observations.unwrap_or(MaskingSettings::default().keep_observations);
+            reasons.push(format!(
+                "observation masking masks what SWE-agent's processor masks, whatever the target: the first \
+                 observation and the newest {keep} stay whole (--keep-observations)"
+            ));
+        } else if self.strategy.rewrites() {
             let keep = args.prune.min_keep_steps;
             let steps = match keep {
                 0 => String::new(),
@@ -677,6 +687,9 @@ fn did(report: &CompactionReport, would: bool) -> String {
             })
             .collect::<Vec<_>>()
             .join(", then "),
+        STRATEGY_OBSERVATION_MASKING => {
+            format!("{} {}", verbs("masked", "would mask"), plural(report.results.len(), "observation"))
+        }
         STRATEGY_TOOL_RESULT_OFFLOADING => {
             format!("{} {}", verbs("offloaded", "would offload"), plural(report.results.len(), "result"))
         }

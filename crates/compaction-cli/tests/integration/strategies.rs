@@ -10,7 +10,7 @@ use compaction_testkit::python_equal;
 use serde_json::{json, Value};
 
 use crate::standin::{Api, Server, StandIn};
-use crate::{repo, run, run_with_env, sample, Run};
+use crate::{repo, roles, run, run_with_env, sample, Run};
 
 fn fixtures(kind: &str) -> Vec<PathBuf> {
     let dir = repo().join("crates/compaction-core/tests/data").join(kind);
@@ -711,4 +711,58 @@ fn a_failed_summary_keeps_the_last_good_result_or_fails_whole() {
     );
     assert!(done.stderr.contains("nothing was written"), "{}", done.stderr);
     assert!(!Path::new(&output).exists());
+}
+
+/// `--strategy observation-masking` masks all but the first observation (the task) and the
+/// newest `--keep-observations`, each with SWE-agent's note, whatever the target, and says why
+/// the target was not reached; its options are usage errors with another strategy.
+#[test]
+fn observation_masking_keeps_the_task_and_the_newest_observations() {
+    let traj = sample("swe-agent/pandas-excerpt.traj");
+    let done = run(
+        &[
+            "prune",
+            &traj,
+            "--target-tokens",
+            "1",
+            "--strategy",
+            "observation-masking",
+            "--keep-observations",
+            "2",
+        ],
+        None,
+    );
+    let messages = done.json();
+    let masked: Vec<usize> = (0..messages.as_array().unwrap().len())
+        .filter(|&k| {
+            messages[k]["content"].as_str().is_some_and(|c| c.starts_with("Old environment output: ("))
+        })
+        .collect();
+    // The task is the user message; of the three tool observations the oldest is masked.
+    assert_eq!(masked, [3], "{}", roles(messages.as_array().unwrap()));
+    assert_eq!(messages[3]["content"], "Old environment output: (25 lines omitted)");
+    assert!(done.stderr.contains("prune: masked 1 observation:"), "{}", done.stderr);
+    assert!(done.stderr.contains("the newest 2 stay whole (--keep-observations)"), "{}", done.stderr);
+
+    // With every observation kept, nothing changes.
+    let kept = run(&["prune", &traj, "--target-tokens", "1", "--strategy", "observation-masking"], None);
+    assert!(kept.json().to_string().find("Old environment output").is_none());
+
+    let wrong = run(&["prune", &traj, "--target-tokens", "1", "--polling", "2"], None);
+    assert_eq!(wrong.code, 2, "{}", wrong.stderr);
+    assert!(wrong.stderr.contains("--polling is an observation-masking option"), "{}", wrong.stderr);
+    let zero = run(
+        &[
+            "prune",
+            &traj,
+            "--target-tokens",
+            "1",
+            "--strategy",
+            "observation-masking",
+            "--keep-observations",
+            "0",
+        ],
+        None,
+    );
+    assert_eq!(zero.code, 2, "{}", zero.stderr);
 }
