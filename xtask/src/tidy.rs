@@ -496,7 +496,7 @@ fn visit(dir: &std::path::Path, f: &mut dyn FnMut(&std::path::Path)) {
 /// change that removes some, so the next addition is seen.
 const PUBLIC_ITEM_BUDGET: &[(&str, usize)] = &[
     ("compaction-model", 93),
-    ("compaction-formats", 50),
+    ("compaction-formats", 52),
     ("compaction-tokens", 63),
     ("compaction-core", 124),
     ("compaction-llm", 71),
