@@ -254,3 +254,82 @@ fn a_log_without_provider_counts_says_what_its_counts_leave_out() {
     let table = String::from_utf8(done.stdout).unwrap();
     assert!(table.contains("counted locally") && table.contains("tool schemas"), "{table}");
 }
+
+#[test]
+fn the_cost_section_prices_the_calls_by_the_model_given() {
+    let input = sample("haystack/agent-run.json");
+    let done = run(&["simulate", &input, "--context-window", "12000"], None);
+    assert_eq!(done.code, 0, "{}", done.stderr);
+    let table = String::from_utf8(done.stdout).unwrap();
+    assert!(
+        table.contains("cost                 not estimated: the log names no model (--price-model NAME"),
+        "{table}"
+    );
+
+    let args = ["simulate", &input, "--context-window", "12000", "--price-model", "claude-sonnet-4-5"];
+    let done = run(&args, None);
+    assert_eq!(done.code, 0, "{}", done.stderr);
+    let table = String::from_utf8(done.stdout).unwrap();
+    let section = &table[table.find("\ncost (anthropic prompt cache)\n").expect(&table)..];
+    assert!(section.contains("uncached  cache read  cache write  output  dollars"), "{section}");
+    assert!(section.lines().any(|l| l.trim_start().starts_with("without ")), "{section}");
+    assert!(section.lines().any(|l| l.trim_start().starts_with("with ")), "{section}");
+    // The log records no usage: nothing to check against, no recorded row.
+    assert!(!section.contains("recorded"), "{section}");
+    assert!(section.contains("compaction "), "{section}");
+    assert!(section.contains("the log gives no time for 12 calls"), "{section}");
+
+    let args = [
+        "simulate",
+        &input,
+        "--context-window",
+        "12000",
+        "--price-model",
+        "claude-sonnet-4-5",
+        "--cache",
+        "none",
+    ];
+    let table = String::from_utf8(run(&args, None).stdout).unwrap();
+    assert!(table.contains("cost (no prompt cache)"), "{table}");
+    assert!(table.contains("without a prompt cache"), "{table}");
+}
+
+#[test]
+fn a_price_table_that_is_not_one_is_named() {
+    let dir = scratch("prices");
+    let prices = dir.join("prices.json");
+    std::fs::write(&prices, r#"{"models": [{"match": "x", "input": -1, "output": 1, "cache": "none"}]}"#)
+        .unwrap();
+    let input = sample("haystack/agent-run.json");
+    let args = ["simulate", &input, "--context-window", "12000", "--prices", prices.to_str().unwrap()];
+    let done = run(&args, None);
+    assert_ne!(done.code, 0);
+    assert!(done.stderr.contains("prices.json") && done.stderr.contains("negative"), "{}", done.stderr);
+}
+
+#[test]
+fn claude_code_costs_follow_what_the_log_records() {
+    // Without compaction the replay is the logged conversation: its cost is what the log records,
+    // within 5%, and the cache model priced on the log's own calls is within 5% too.
+    let Some(dir) = crate::corpus() else { return };
+    for entry in std::fs::read_dir(dir.join("spotter-claude-code")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "jsonl") {
+            continue;
+        }
+        let path = path.display().to_string();
+        let done = run(&["simulate", &path, "--context-window", "1000000"], None);
+        assert_eq!(done.code, 0, "{path}: {}", done.stderr);
+        let table = String::from_utf8(done.stdout).unwrap();
+        let dollars = |name: &str| -> f64 {
+            let line = table.lines().find(|l| l.trim_start().starts_with(name)).expect(&table);
+            line.split_whitespace().last().unwrap().parse().unwrap()
+        };
+        let (without, recorded) = (dollars("without "), dollars("recorded "));
+        assert!(
+            (without - recorded).abs() / recorded < 0.05,
+            "{path}: {without} against {recorded}\n{table}"
+        );
+        assert!(table.contains("cache model vs log"), "{table}");
+    }
+}
