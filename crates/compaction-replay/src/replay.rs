@@ -3,7 +3,7 @@
 
 use compaction_core::CompactionReport;
 use compaction_hook::{AgentState, CompactionHook};
-use compaction_model::{Message, Role, ToolSpec};
+use compaction_model::{Message, Role, ToolSpec, STRATEGY_TOOL_RESULT_OFFLOADING};
 use compaction_offload::{OffloadFailure, ToolResultOffloadHook};
 use compaction_tokens::RunningCount;
 
@@ -162,12 +162,16 @@ impl<'a> Replay<'a> {
                     changed: &mut Option<usize>,
                     overhead: usize,
                     pruned: &mut usize,
-                    offloaded: usize,
+                    offloaded: &mut usize,
                     anchor: Option<(usize, usize)>,
                     recorded: Option<&Recorded>,
                     after_provider_compaction: bool| {
             let outcome = hook.run(state);
-            *pruned += outcome.report.as_ref().map_or(0, |r| r.results.len());
+            if let Some(report) = &outcome.report {
+                let (cut, moved) = rewritten(report);
+                *pruned += cut;
+                *offloaded += moved;
+            }
             if outcome.compacted {
                 let first = outcome.report.as_ref().and_then(first_changed).unwrap_or(0);
                 *changed = Some(changed.map_or(first, |c| c.min(first)));
@@ -211,7 +215,7 @@ impl<'a> Replay<'a> {
                 provider: recorded.map(|r| usize::try_from(r.prompt_tokens()).unwrap_or(usize::MAX)),
                 anchored: anchor.is_some(),
                 pruned: *pruned,
-                offloaded,
+                offloaded: *offloaded,
                 shared,
                 first_changed: changed.take(),
                 output,
@@ -253,7 +257,7 @@ impl<'a> Replay<'a> {
                     &mut changed,
                     overhead,
                     &mut pruned,
-                    offloaded,
+                    &mut offloaded,
                     anchor,
                     seen,
                     std::mem::take(&mut compacted_by_provider),
@@ -293,7 +297,7 @@ impl<'a> Replay<'a> {
                 &mut changed,
                 overhead,
                 &mut pruned,
-                offloaded,
+                &mut offloaded,
                 anchor,
                 None,
                 compacted_by_provider,
@@ -301,6 +305,19 @@ impl<'a> Replay<'a> {
             steps.push(step);
         }
         Replayed { steps, failures }
+    }
+}
+
+/// The tool results a compaction rewrote: `(pruned, offloaded)`, by the strategy that rewrote
+/// them (a chain's by its stages).
+fn rewritten(report: &CompactionReport) -> (usize, usize) {
+    if !report.stages.is_empty() {
+        return report.stages.iter().map(rewritten).fold((0, 0), |(a, b), (c, d)| (a + c, b + d));
+    }
+    if report.strategy == STRATEGY_TOOL_RESULT_OFFLOADING {
+        (0, report.results.len())
+    } else {
+        (report.results.len(), 0)
     }
 }
 

@@ -215,11 +215,20 @@ pub fn run(args: Args) -> Result<()> {
         }
         _ => {}
     }
+    let declined = steps.iter().filter(|s| s.triggered && !s.compacted).count();
+    if declined > 0 && !conversation.messages.iter().any(Message::has_tool_call_result) {
+        let _ = writeln!(
+            out,
+            "note                 declined {declined} times: no tool results in this conversation (its format holds \
+             tool output as plain messages)"
+        );
+    }
     out.push_str(&costs(&steps, &pricing));
     crate::output::write_output(None, out.as_bytes())?;
 
     if let Some(path) = &args.csv {
-        crate::output::write_atomic(path, csv(&steps).as_bytes()).context("writing the CSV")?;
+        crate::output::write_atomic(path, csv(&steps, settings.context_window).as_bytes())
+            .context("writing the CSV")?;
         crate::progress::say(&format!("wrote the table to {}", path.display()));
     }
     if let Some(path) = &args.svg {
@@ -584,17 +593,30 @@ fn accuracy(steps: &[Step]) -> Option<String> {
     Some(line)
 }
 
-/// One row per call, with a header.
-pub fn csv(steps: &[Step]) -> String {
+/// One row per call, with a header. `over_window` says whether the request as sent (with
+/// compaction) is over the `window`; `first_changed` is the first message a compaction (or an
+/// offload) changed since the previous call, where the prompt cache breaks, empty when none.
+pub fn csv(steps: &[Step], window: usize) -> String {
     let mut out = String::from(
-        "step,message,tokens_without,estimated_tokens,tokens_with,triggered,compacted,pruned,offloaded,provider_tokens\n",
+        "step,message,tokens_without,estimated_tokens,tokens_with,triggered,compacted,pruned,offloaded,provider_tokens,\
+         over_window,first_changed\n",
     );
     for s in steps {
         let provider = s.provider.map(|p| p.to_string()).unwrap_or_default();
+        let first = s.first_changed.map(|f| f.to_string()).unwrap_or_default();
         let _ = writeln!(
             out,
-            "{},{},{},{},{},{},{},{},{},{provider}",
-            s.step, s.message, s.without, s.estimate, s.with, s.triggered, s.compacted, s.pruned, s.offloaded
+            "{},{},{},{},{},{},{},{},{},{provider},{},{first}",
+            s.step,
+            s.message,
+            s.without,
+            s.estimate,
+            s.with,
+            s.triggered,
+            s.compacted,
+            s.pruned,
+            s.offloaded,
+            s.with > window
         );
     }
     out
