@@ -131,9 +131,18 @@ impl Pricing {
         self
     }
 
-    fn row(&self, step: usize, call: &Call) -> Result<&PriceRow, Error> {
-        let model = call.recorded.as_ref().and_then(|r| r.model.as_deref()).or(self.model.as_deref());
+    /// The row for call `step`: its model is the log's, else the one given, else the previous
+    /// call's (a final call the log does not record is the same agent's).
+    fn row<'a>(
+        &'a self,
+        step: usize,
+        call: &'a Call,
+        previous: &mut Option<&'a str>,
+    ) -> Result<&'a PriceRow, Error> {
+        let model =
+            call.recorded.as_ref().and_then(|r| r.model.as_deref()).or(self.model.as_deref()).or(*previous);
         let model = model.ok_or(Error::NoModel { step })?;
+        *previous = Some(model);
         self.table.find(model).ok_or_else(|| Error::NoPrice { model: model.to_owned(), step })
     }
 }
@@ -170,6 +179,11 @@ impl Cost {
     pub fn prompt(&self) -> u64 {
         self.uncached + self.cache_read + self.cache_write
     }
+}
+
+/// The first model the log names, for calls before it.
+fn first_model(calls: &[Call]) -> Option<&str> {
+    calls.iter().find_map(|c| c.recorded.as_ref()?.model.as_deref())
 }
 
 /// A cache entry: a prefix of `len` tokens, last used at `at`, living `lifetime`.
@@ -222,8 +236,9 @@ pub fn estimate(calls: &[Call], pricing: &Pricing) -> Result<Cost, Error> {
     let mut entries: Vec<Entry> = Vec::new();
     let mut lifetime = Lifetime::FiveMinutes;
     let mut lifetime_known = false;
+    let mut model = first_model(calls);
     for (i, call) in calls.iter().enumerate() {
-        let row = pricing.row(i + 1, call)?;
+        let row = pricing.row(i + 1, call, &mut model)?;
         let kind = pricing.cache.unwrap_or(row.cache);
         cost.cache = Some(kind);
         let at = call.recorded.as_ref().and_then(|r| r.timestamp_ms);
@@ -316,8 +331,9 @@ pub fn recorded(calls: &[Call], pricing: &Pricing) -> Option<Result<Cost, Error>
         return None;
     }
     let mut cost = Cost::default();
+    let mut model = first_model(calls);
     for (i, call) in calls.iter().enumerate() {
-        let row = match pricing.row(i + 1, call) {
+        let row = match pricing.row(i + 1, call, &mut model) {
             Ok(row) => row,
             Err(error) => return Some(Err(error)),
         };

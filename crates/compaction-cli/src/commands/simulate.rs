@@ -322,7 +322,7 @@ fn costs(steps: &[Step], pricing: &Pricing) -> String {
             c.cache_read.to_string(),
             c.cache_write.to_string(),
             c.output.to_string(),
-            format!("{:.2}", c.dollars),
+            if c.dollars >= 1.0 { format!("{:.2}", c.dollars) } else { format!("{:.4}", c.dollars) },
         ]
     };
     let mut rows = vec![header.map(str::to_owned), row("without", &cost_without), row("with", &cost_with)];
@@ -394,26 +394,34 @@ fn costs(steps: &[Step], pricing: &Pricing) -> String {
     if cached && cost_without.unexplained_breaks > 0 {
         let _ = writeln!(
             out,
-            "note                 the log shows the cache broken at {} calls for reasons the messages do not hold \
+            "note                 the log shows the cache broken at {} for reasons the messages do not hold \
              (the agent changed its system prompt or tools); both replays keep those breaks",
-            cost_without.unexplained_breaks
+            calls(cost_without.unexplained_breaks)
         );
     }
     if cost_without.lifetime_assumed > 0 {
         let _ = writeln!(
             out,
-            "note                 the log does not show the cache's lifetime for {} calls: five minutes assumed",
-            cost_without.lifetime_assumed
+            "note                 the log does not show the cache's lifetime for {}: five minutes assumed",
+            calls(cost_without.lifetime_assumed)
         );
     }
     if cached && cost_without.untimed > 0 {
         let _ = writeln!(
             out,
-            "note                 the log gives no time for {} calls: the cache is assumed warm between calls",
-            cost_without.untimed
+            "note                 the log gives no time for {}: the cache is assumed warm between calls",
+            calls(cost_without.untimed)
         );
     }
     out
+}
+
+fn calls(n: usize) -> String {
+    if n == 1 {
+        "1 call".to_owned()
+    } else {
+        format!("{n} calls")
+    }
 }
 
 fn percent_of(part: f64, whole: f64) -> String {

@@ -49,6 +49,9 @@ fn calls_pair_by_call_id_and_usage_follows_each_call() {
     let second = conversation.usage[1].clone();
     assert_eq!((second.usage.input_tokens, second.usage.cache_read_input_tokens), (7_800 - 6_144, 6_144));
     assert_eq!(second.usage.prompt_tokens(), 7_800);
+    // The call's time is its `token_count` line's; its model the latest `turn_context`'s.
+    assert_eq!(first.timestamp_ms, Some(1_759_568_449_000));
+    assert_eq!(first.model.as_deref(), Some("gpt-5-codex"));
 }
 
 #[test]

@@ -117,8 +117,15 @@ fn a_model_without_a_price_or_a_name_is_an_error_naming_the_call() {
     assert!(matches!(estimate(&unknown, &pricing), Err(Error::NoPrice { step: 1, .. })));
     let unnamed = [Call::new(1_000, 0, 10)];
     assert!(matches!(estimate(&unnamed, &pricing), Err(Error::NoModel { step: 1 })));
-    let named = estimate(&unnamed, &pricing.with_model(Some("gpt-4o".into()))).unwrap();
+    let named = estimate(&unnamed, &pricing.clone().with_model(Some("gpt-4o".into()))).unwrap();
     assert_eq!(named.uncached, 1_000);
+    // Calls the log does not record (the first request, the final one) are the same agent's.
+    let mut mixed = vec![Call::new(1_000, 0, 10)];
+    mixed.extend(calls("gpt-4o", 60_000, &[(1_100, 1_000)]));
+    mixed.push(Call::new(1_200, 1_100, 10));
+    let mixed = estimate(&mixed, &pricing).unwrap();
+    // The third call reads the second's 1,024 cached tokens (1,100 in 128-token steps).
+    assert_eq!((mixed.uncached, mixed.cache_read), (1_000 + 1_100 + 176, 1_024));
 }
 
 #[test]
