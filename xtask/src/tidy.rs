@@ -17,6 +17,7 @@ const LAYERS: &[&str] = &[
     "compaction-llm",
     "compaction-hook",
     "compaction-offload",
+    "compaction-replay",
     "compaction-adapters",
     "compaction-cli",
 ];
@@ -38,6 +39,7 @@ const NO_NETWORK: &[&str] = &[
     "compaction-core",
     "compaction-hook",
     "compaction-offload",
+    "compaction-replay",
 ];
 
 /// HTTP clients and TLS stacks: pulling one in is doing network I/O.
@@ -57,8 +59,14 @@ const NETWORK_LIBRARIES: &[&str] = &[
 ];
 
 /// Library crates that do no I/O: they decide, and whoever calls them reads and writes.
-const NO_IO: &[&str] =
-    &["compaction-model", "compaction-formats", "compaction-tokens", "compaction-core", "compaction-hook"];
+const NO_IO: &[&str] = &[
+    "compaction-model",
+    "compaction-formats",
+    "compaction-tokens",
+    "compaction-core",
+    "compaction-hook",
+    "compaction-replay",
+];
 
 /// The one place in a no-I/O crate allowed to read a file, and why.
 const IO_EXCEPTIONS: &[(&str, &str)] = &[(
@@ -496,12 +504,13 @@ fn visit(dir: &std::path::Path, f: &mut dyn FnMut(&std::path::Path)) {
 /// change that removes some, so the next addition is seen.
 const PUBLIC_ITEM_BUDGET: &[(&str, usize)] = &[
     ("compaction-model", 93),
-    ("compaction-formats", 50),
+    ("compaction-formats", 52),
     ("compaction-tokens", 63),
     ("compaction-core", 140),
     ("compaction-llm", 74),
     ("compaction-hook", 66),
     ("compaction-offload", 110),
+    ("compaction-replay", 49),
     ("compaction-adapters", 40),
 ];
 

@@ -16,6 +16,8 @@
 //! sees only the summary and what follows; that is what is read, unless the full history is
 //! asked for.
 
+use std::sync::Arc;
+
 use compaction_model::{JsonSource, Role};
 use serde::de::{self, Deserialize, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::value::RawValue;
@@ -29,7 +31,7 @@ use crate::eventlog::{LogDecoded, MessageSlots, Slot, Style};
 use crate::notes::{plural, thousands, Note, NoteKind, Tally};
 use crate::pairing::OpenCalls;
 use crate::splice::{self, Seg};
-use crate::usage::{MessageUsage, Usage};
+use crate::usage::{rfc3339_millis, MessageUsage, Usage};
 use crate::values::ResultsFound;
 use crate::Event;
 use crate::ProviderCompaction;
@@ -129,7 +131,11 @@ impl Reader {
             return Err(self.invalid(number, format!("a {kind} event without `message`")));
         };
         let id = member(&message, "id").and_then(Value::as_str).map(str::to_owned);
-        let usage = usage(&message);
+        let usage = usage(&message).map(|usage| {
+            let at = member_of(&object, "timestamp").and_then(Value::as_str).and_then(rfc3339_millis);
+            let model = member(&message, "model").and_then(Value::as_str).map(Arc::from);
+            MessageUsage::new(0, usage).with_call(at, model)
+        });
         let read = anthropic::read_blocks(message, &mut self.calls, &mut self.opaque, &mut found)
             .map_err(|error| self.invalid(number, format!("`message`: {error}")))?;
         let id = id.as_deref();
@@ -159,14 +165,14 @@ impl Reader {
                     let position = *position;
                     self.decoded.messages[position].parts.extend(message.parts);
                     self.decoded.slots[position].calls.extend(call_slots);
-                    self.set_usage(position, usage);
+                    self.set_usage(position, usage.clone());
                     continue;
                 }
             }
             let position = self.decoded.messages.len();
             if let (Some(id), Role::Assistant) = (id, message.role) {
                 self.last_turn = Some((id.to_owned(), position));
-                self.set_usage(position, usage);
+                self.set_usage(position, usage.clone());
             }
             self.decoded
                 .push(message, MessageSlots { results: result_slots, calls: call_slots, fingerprint: 0 });
@@ -176,11 +182,16 @@ impl Reader {
 
     /// The usage of the reply at `position`: each line of it repeats the usage, the last one
     /// with the final output count.
-    fn set_usage(&mut self, position: usize, usage: Option<Usage>) {
+    /// The call's time is its first line's.
+    fn set_usage(&mut self, position: usize, usage: Option<MessageUsage>) {
         let Some(usage) = usage else { return };
         match self.decoded.usage.last_mut() {
-            Some(last) if last.message == position => last.usage = usage,
-            _ => self.decoded.usage.push(MessageUsage::new(position, usage)),
+            Some(last) if last.message == position => {
+                last.usage = usage.usage;
+                last.timestamp_ms = last.timestamp_ms.or(usage.timestamp_ms);
+                last.model = last.model.take().or(usage.model);
+            }
+            _ => self.decoded.usage.push(MessageUsage { message: position, ..usage }),
         }
     }
 
@@ -251,8 +262,12 @@ fn slot(base: u32, content: &[Seg], block: usize, key: &'static str, style: Styl
 fn usage(message: &Value) -> Option<Usage> {
     let usage = member(message, "usage")?;
     let count = |key: &str| member(usage, key).and_then(Value::as_u64).unwrap_or(0);
+    let lifetime = |key: &str| {
+        member(usage, "cache_creation").and_then(|c| member(c, key)).and_then(Value::as_u64).unwrap_or(0)
+    };
     let usage = Usage::new(count("input_tokens"), count("output_tokens"))
-        .with_cache(count("cache_read_input_tokens"), count("cache_creation_input_tokens"));
+        .with_cache(count("cache_read_input_tokens"), count("cache_creation_input_tokens"))
+        .with_cache_lifetimes(lifetime("ephemeral_5m_input_tokens"), lifetime("ephemeral_1h_input_tokens"));
     (!usage.is_zero()).then_some(usage)
 }
 
@@ -310,7 +325,7 @@ pub(crate) fn lean_event_by(
     let kind = parse(fields.kind).ok()?;
     let chat = matches!(kind.as_ref().and_then(Value::as_str), Some("user" | "assistant"));
     let wanted: &[(&str, Option<&RawValue>)] = match kind.as_ref().and_then(Value::as_str) {
-        Some("user" | "assistant") => &[("isSidechain", fields.sidechain)],
+        Some("user" | "assistant") => &[("isSidechain", fields.sidechain), ("timestamp", fields.timestamp)],
         Some("system") => &[("subtype", fields.subtype), ("compactMetadata", fields.compact)],
         _ => &[("subtype", fields.subtype)],
     };
@@ -381,12 +396,13 @@ pub(crate) fn walk_fields<'t>(text: &'t str, mut left: Option<&mut values::Left<
             at = skip::whitespace(bytes, at + 1);
             let raw = |end: usize| serde_json::from_str::<&RawValue>(text.get(at..end)?).ok();
             at = match name {
-                "type" | "subtype" | "isSidechain" | "compactMetadata" => {
+                "type" | "subtype" | "isSidechain" | "compactMetadata" | "timestamp" => {
                     let end = skip::value_end(bytes, at)?;
                     let slot = match name {
                         "type" => &mut fields.kind,
                         "subtype" => &mut fields.subtype,
                         "isSidechain" => &mut fields.sidechain,
+                        "timestamp" => &mut fields.timestamp,
                         _ => &mut fields.compact,
                     };
                     *slot = Some(raw(end)?);
@@ -437,6 +453,8 @@ pub(crate) struct Fields<'a> {
     /// How many times `message` was given.
     messages: usize,
     compact: Option<&'a RawValue>,
+    /// When the event was logged (the time of a reply's call).
+    timestamp: Option<&'a RawValue>,
     /// The repeated keys of the `message` built, which count only if it is read: a later
     /// `type` can make the event one that is not, or a later `message` replace it.
     message_keys: Keys,
@@ -458,6 +476,7 @@ enum Key {
     Sidechain,
     Message,
     Compact,
+    Timestamp,
     Other,
 }
 
@@ -490,6 +509,7 @@ impl<'de> Deserialize<'de> for NamedKey<'de> {
                 "isSidechain" => Key::Sidechain,
                 "message" => Key::Message,
                 "compactMetadata" => Key::Compact,
+                "timestamp" => Key::Timestamp,
                 _ => Key::Other,
             }
         }
@@ -548,6 +568,7 @@ impl<'de> Visitor<'de> for FieldsSeed<'_> {
                     continue;
                 }
                 Key::Compact => &mut fields.compact,
+                Key::Timestamp => &mut fields.timestamp,
                 Key::Other => {
                     map.next_value::<IgnoredAny>()?;
                     continue;

@@ -20,7 +20,7 @@ use crate::eventlog::LogDecoded;
 use crate::notes::{plural, Note, NoteKind};
 use crate::responses::{is_item, Items};
 use crate::splice::Seg;
-use crate::usage::{MessageUsage, Usage};
+use crate::usage::{rfc3339_millis, MessageUsage, Usage};
 use crate::ProviderCompaction;
 
 /// Record types of a rollout line's envelope (for detection).
@@ -36,6 +36,8 @@ pub(crate) struct Reader {
     lines: usize,
     compactions: Vec<(usize, bool)>,
     rolled_back: usize,
+    /// The model of the latest `turn_context`, for the usage of the calls that follow.
+    model: Option<std::sync::Arc<str>>,
 }
 
 impl Reader {
@@ -47,6 +49,7 @@ impl Reader {
             lines: 0,
             compactions: Vec::new(),
             rolled_back: 0,
+            model: None,
         }
     }
 
@@ -79,7 +82,10 @@ impl Reader {
                 .map_err(|e| self.invalid(number, format!("`payload`: {e}")))?,
             "compacted" => self.compacted(number, base, payload)?,
             "event_msg" => match payload.get("type").and_then(Value::as_str) {
-                Some("token_count") => self.token_count(payload),
+                Some("token_count") => {
+                    let at = object.get("timestamp").and_then(Value::as_str).and_then(rfc3339_millis);
+                    self.token_count(payload, at);
+                }
                 Some("thread_rolled_back") => {
                     let turns = payload.get("num_turns").and_then(Value::as_u64).unwrap_or(0);
                     self.roll_back(usize::try_from(turns).unwrap_or(usize::MAX));
@@ -87,13 +93,19 @@ impl Reader {
                 Some(other) => self.items.skipped.add(&format!("event_msg/{other}")),
                 None => self.items.skipped.add("event_msg"),
             },
-            other => self.items.skipped.add(other),
+            other => {
+                if other == "turn_context" {
+                    let model = payload.get("model").and_then(Value::as_str);
+                    self.model = model.map(std::sync::Arc::from).or(self.model.take());
+                }
+                self.items.skipped.add(other);
+            }
         }
         Ok(())
     }
 
     /// The provider's count of the call that just ended belongs to the latest assistant message.
-    fn token_count(&mut self, payload: &Value) {
+    fn token_count(&mut self, payload: &Value, at: Option<i64>) {
         self.items.end_turn();
         let Some(last) = payload.get("info").and_then(|i| i.get("last_token_usage")) else { return };
         let Some(message) = self.items.last_assistant else { return };
@@ -107,7 +119,7 @@ impl Reader {
         let list = &mut self.items.decoded.usage;
         match list.last_mut() {
             Some(entry) if entry.message == message => entry.usage = usage,
-            _ => list.push(MessageUsage::new(message, usage)),
+            _ => list.push(MessageUsage::new(message, usage).with_call(at, self.model.clone())),
         }
     }
 

@@ -312,7 +312,7 @@ impl Conversation {
     /// one (the reference's `context_tokens`), with that message's index; `None` when the log
     /// records no usage.
     pub fn last_usage(&self) -> Option<MessageUsage> {
-        self.usage.last().copied()
+        self.usage.last().cloned()
     }
 }
 

@@ -6,10 +6,11 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use compaction_formats::MessageUsage;
-use compaction_hook::{AgentState, CompactionHook, CompactionHookSettings};
+use compaction_hook::{CompactionHook, CompactionHookSettings};
 use compaction_model::{Message, Role};
-use compaction_offload::{OffloadFailure, ToolResultOffloadHook};
-use compaction_tokens::RunningCount;
+use compaction_offload::ToolResultOffloadHook;
+pub use compaction_replay::Step;
+use compaction_replay::{CacheKind, Call, Cost, PriceTable, Pricing, Recorded, Recording, Replay};
 
 use super::offload::Policies;
 use super::prune::PruneOptions;
@@ -32,7 +33,7 @@ use crate::UsageError;
 /// anything is read; a write that fails is named on standard error, its result stays, and the
 /// exit status is 3). Each model call is a step: the table on standard output shows
 /// its context without compaction (the recorded prefix) and with it (as sent, after the hook),
-/// then totals: peaks, and the tokens sent over the whole run, which is what a user pays for.
+/// then totals: peaks, and the tokens sent over the whole run.
 /// The recorded replies are replayed as they were: the simulation shows what compaction would
 /// have sent, not what the model would have answered.
 ///
@@ -49,6 +50,14 @@ use crate::UsageError;
 /// below the target: every result it may prune is already pruned, protected in the newest
 /// --min-keep-steps steps, or under --min-tokens), or `-` (below the threshold). The chart marks
 /// declined calls with a cross and the provider's own compactions with a vertical line.
+///
+/// Then what the calls cost, without and with compaction, with the provider's prompt cache:
+/// tokens billed as input, read from the cache, written to it, and of the reply, and dollars,
+/// by the price table (a bundled one, or --prices FILE) row matching each call's model (from
+/// the log, or --price-model). A compaction rewrites the conversation from the first message it
+/// changes, so the cache serves only what comes before it: a run can send fewer tokens and cost
+/// more, and the command says so. Where the log records each call's usage (Claude Code), the
+/// cost it records is shown beside the estimate.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:\n  \
     compaction simulate session.jsonl --context-window 200000\n  \
@@ -102,34 +111,17 @@ pub struct Args {
     /// Write one row per model call as CSV.
     #[arg(long, value_name = "FILE")]
     pub csv: Option<PathBuf>,
-}
-
-/// One model call of the replay.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Step {
-    /// 1 for the first call.
-    pub step: usize,
-    /// The index of the recorded message the call produced; the message count for the final
-    /// call the transcript does not record.
-    pub message: usize,
-    /// Tokens of the request without compaction: the recorded conversation so far.
-    pub without: usize,
-    /// The hook's estimate of the request with compaction, before it ran.
-    pub estimate: usize,
-    /// Tokens of the request with compaction, as sent (after the hook).
-    pub with: usize,
-    /// Whether the estimate reached the threshold.
-    pub triggered: bool,
-    /// Whether the compactor rewrote the conversation.
-    pub compacted: bool,
-    /// What the provider counted for this call's prompt, when the log records it.
-    pub provider: Option<usize>,
-    /// Whether `without` is anchored on a count the provider made of this same conversation.
-    pub anchored: bool,
-    /// Tool results pruned so far.
-    pub pruned: usize,
-    /// Tool results offloaded so far.
-    pub offloaded: usize,
+    /// A price table (JSON: {"models": [{"match": "claude-sonnet-4*", "input": 3.0, "output": 15.0,
+    /// "cache_read": 0.3, "cache_write_5m": 3.75, "cache_write_1h": 6.0, "cache": "anthropic"}]},
+    /// dollars per million tokens) in place of the bundled one.
+    #[arg(long, value_name = "FILE", help_heading = "Cost")]
+    pub prices: Option<PathBuf>,
+    /// The model the calls are priced by where the log names none.
+    #[arg(long, value_name = "NAME", help_heading = "Cost")]
+    pub price_model: Option<String>,
+    /// The prompt cache to price with: anthropic, openai or none; the price row's when absent.
+    #[arg(long, value_name = "KIND", value_parser = ["anthropic", "openai", "none"], help_heading = "Cost")]
+    pub cache: Option<String>,
 }
 
 /// Runs the command.
@@ -165,19 +157,23 @@ pub fn run(args: Args) -> Result<()> {
     };
 
     let left_out = crate::provider::left_out(&conversation.messages, !tools.is_empty());
+    let pricing = pricing(&args)?;
+    let calls = recorded_calls(&conversation.usage);
     // Read with its full history, a log's provider counts after the provider's own compaction
     // are of the compacted conversation, not of the one replayed: they are shown, not used.
-    let until = conversation.compactions.iter().map(|c| c.message).filter(|&m| m > 0).min();
-    let mut failures = Vec::new();
-    let steps = replay(
-        &conversation.messages,
-        &conversation.usage,
-        until,
-        tools,
-        &hook,
-        offload.as_ref(),
-        &mut failures,
-    );
+    let compacted_at: Vec<usize> =
+        conversation.compactions.iter().map(|c| c.message).filter(|&m| m > 0).collect();
+    let mut replay = Replay::new(&hook).with_tools(tools);
+    if let Some(offload) = &offload {
+        replay = replay.with_offload(offload);
+    }
+    let recording =
+        Recording::new(&conversation.messages).with_calls(&calls).with_provider_compactions(&compacted_at);
+    let bar = crate::progress::bar(conversation.messages.len() as u64, "simulating");
+    let replayed = replay.run(recording, &mut || bar.inc(1));
+    bar.finish_and_clear();
+    let steps = replayed.steps;
+    let mut failures = replayed.failures;
     // A count a provider could not make, or a summary that failed with --raise-on-failure,
     // fails the command before any table is shown.
     crate::strategy::counting_failed()?;
@@ -219,12 +215,22 @@ pub fn run(args: Args) -> Result<()> {
         }
         _ => {}
     }
+    let declined = steps.iter().filter(|s| s.triggered && !s.compacted).count();
+    if declined > 0 && !conversation.messages.iter().any(Message::has_tool_call_result) {
+        let _ = writeln!(
+            out,
+            "note                 declined {declined} times: no tool results in this conversation (its format holds \
+             tool output as plain messages)"
+        );
+    }
+    out.push_str(&costs(&steps, &pricing));
     crate::output::write_output(None, out.as_bytes())?;
 
     // Both files are put in place together, once both are written.
     let mut ready = Vec::new();
     if let Some(path) = &args.csv {
-        let staged = crate::output::stage(path).and_then(|s| s.write(csv(&steps).as_bytes()));
+        let staged =
+            crate::output::stage(path).and_then(|s| s.write(csv(&steps, settings.context_window).as_bytes()));
         ready.push(staged.context("writing the CSV")?);
     }
     if let Some(path) = &args.svg {
@@ -249,6 +255,199 @@ pub fn run(args: Args) -> Result<()> {
     ending
 }
 
+/// The price table and options --prices, --price-model and --cache give.
+fn pricing(args: &Args) -> Result<Pricing> {
+    let table = match &args.prices {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading the price table {}", path.display()))?;
+            PriceTable::from_json(&path.display().to_string(), &text)?
+        }
+        None => PriceTable::bundled(),
+    };
+    Ok(Pricing::new(table)
+        .with_model(args.price_model.clone())
+        .with_cache(args.cache.as_deref().and_then(CacheKind::from_name)))
+}
+
+/// The log's records of its calls, as the replay takes them.
+fn recorded_calls(usage: &[MessageUsage]) -> Vec<Recorded> {
+    usage
+        .iter()
+        .map(|u| {
+            let v = u.usage;
+            Recorded::new(
+                u.message,
+                v.input_tokens,
+                v.cache_read_input_tokens,
+                v.cache_creation_input_tokens,
+                v.output_tokens,
+            )
+            .with_write_lifetimes(v.cache_creation_5m_input_tokens, v.cache_creation_1h_input_tokens)
+            .with_call(u.timestamp_ms, u.model.as_deref().map(str::to_owned))
+        })
+        .collect()
+}
+
+/// The cost section: the calls without and with compaction, priced with the prompt cache, and
+/// what the log records; a plain line when compaction saves tokens but costs more.
+fn costs(steps: &[Step], pricing: &Pricing) -> String {
+    let mut out = String::new();
+    let without = Call::without_compaction(steps);
+    let with = Call::with_compaction(steps);
+    let (cost_without, cost_with) = match (
+        compaction_replay::estimate(&without, pricing),
+        compaction_replay::estimate(&with, pricing),
+    ) {
+        (Ok(a), Ok(b)) => (a, b),
+        (Err(compaction_replay::Error::NoModel { .. }), _) => {
+            let _ = writeln!(
+                    out,
+                    "cost                 not estimated: the log names no model (--price-model NAME prices the calls)"
+                );
+            return out;
+        }
+        (Err(error), _) | (_, Err(error)) => {
+            let _ = writeln!(out, "cost                 not estimated: {error}");
+            return out;
+        }
+    };
+    // The log's own calls, priced as it records them and by the cache model: the model's check.
+    let logged = Call::as_recorded(steps);
+    let complete = logged.len() == steps.len();
+    let recorded = compaction_replay::recorded(&logged, pricing).and_then(Result::ok);
+    let modelled = compaction_replay::estimate(&logged, pricing).ok();
+    let cached = cost_without.cache.is_some_and(|c| c != CacheKind::None);
+    let cache = match cost_without.cache {
+        Some(kind) if cached => format!("{} prompt cache", kind.name()),
+        _ => "no prompt cache".to_owned(),
+    };
+    let with_cache = if cached { "with the prompt cache" } else { "without a prompt cache" };
+    let _ = writeln!(out, "\ncost ({cache})");
+    let header = ["", "uncached", "cache read", "cache write", "output", "dollars"];
+    let row = |name: &str, c: &Cost| {
+        [
+            name.to_owned(),
+            c.uncached.to_string(),
+            c.cache_read.to_string(),
+            c.cache_write.to_string(),
+            c.output.to_string(),
+            if c.dollars >= 1.0 { format!("{:.2}", c.dollars) } else { format!("{:.4}", c.dollars) },
+        ]
+    };
+    let mut rows = vec![header.map(str::to_owned), row("without", &cost_without), row("with", &cost_with)];
+    if let Some(recorded) = &recorded {
+        rows.push(row("recorded", recorded));
+    }
+    let mut widths = [0; 6];
+    for r in &rows {
+        for (w, cell) in widths.iter_mut().zip(r) {
+            *w = (*w).max(cell.len());
+        }
+    }
+    for r in &rows {
+        let cells: Vec<String> = r
+            .iter()
+            .zip(widths)
+            .enumerate()
+            .map(|(i, (cell, w))| if i == 0 { format!("{cell:<w$}") } else { format!("{cell:>w$}") })
+            .collect();
+        let _ = writeln!(out, "  {}", cells.join("  ").trim_end());
+    }
+    // The log's usage is its provider's cache at work: the model is checked against it only
+    // when it prices with the rows' own cache.
+    let checked = pricing.cache.is_none() && cached;
+    if let (Some(recorded), Some(modelled), true) = (&recorded, &modelled, checked) {
+        let off = |a: u64, b: u64| percent_signed(a as f64, b as f64);
+        let _ = writeln!(
+            out,
+            "cache model vs log  the log's {} calls priced by the model: cost {}, cache read {}, cache write {}{}",
+            logged.len(),
+            percent_signed(modelled.dollars, recorded.dollars),
+            off(modelled.cache_read, recorded.cache_read),
+            off(modelled.cache_write, recorded.cache_write),
+            if complete { "" } else { " (the calls the log records usage for)" }
+        );
+        if steps.iter().any(|s| s.after_provider_compaction) {
+            let _ = writeln!(
+                out,
+                "note                 the provider compacted the recorded conversation: `recorded` is what it cost \
+                 so, `without` what it would have cost uncompacted"
+            );
+        }
+    }
+    let tokens_without: u64 = without.iter().map(|c| c.prompt).sum();
+    let tokens_with: u64 = with.iter().map(|c| c.prompt).sum();
+    if tokens_with < tokens_without && cost_with.dollars > cost_without.dollars {
+        let _ = writeln!(
+            out,
+            "compaction saves {} of tokens but costs {} more {with_cache}",
+            percent(
+                usize::try_from(tokens_without - tokens_with).unwrap_or(usize::MAX),
+                tokens_without as usize
+            ),
+            percent_of(cost_with.dollars - cost_without.dollars, cost_without.dollars)
+        );
+    } else if cost_with.dollars > cost_without.dollars {
+        let _ = writeln!(
+            out,
+            "compaction costs {} more {with_cache}",
+            percent_of(cost_with.dollars - cost_without.dollars, cost_without.dollars)
+        );
+    } else if cost_without.dollars > 0.0 {
+        let _ = writeln!(
+            out,
+            "compaction saves {} of the cost {with_cache}",
+            percent_of(cost_without.dollars - cost_with.dollars, cost_without.dollars)
+        );
+    }
+    if cached && cost_without.unexplained_breaks > 0 {
+        let _ = writeln!(
+            out,
+            "note                 the log shows the cache broken at {} for reasons the messages do not hold \
+             (the agent changed its system prompt or tools); both replays keep those breaks",
+            calls(cost_without.unexplained_breaks)
+        );
+    }
+    if cost_without.lifetime_assumed > 0 {
+        let _ = writeln!(
+            out,
+            "note                 the log does not show the cache's lifetime for {}: five minutes assumed",
+            calls(cost_without.lifetime_assumed)
+        );
+    }
+    if cached && cost_without.untimed > 0 {
+        let _ = writeln!(
+            out,
+            "note                 the log gives no time for {}: the cache is assumed warm between calls",
+            calls(cost_without.untimed)
+        );
+    }
+    out
+}
+
+fn calls(n: usize) -> String {
+    if n == 1 {
+        "1 call".to_owned()
+    } else {
+        format!("{n} calls")
+    }
+}
+
+fn percent_of(part: f64, whole: f64) -> String {
+    if whole == 0.0 {
+        return "-".to_owned();
+    }
+    format!("{:.1}%", 100.0 * part / whole)
+}
+
+fn percent_signed(estimate: f64, recorded: f64) -> String {
+    if recorded == 0.0 {
+        return "-".to_owned();
+    }
+    format!("{:+.1}%", 100.0 * (estimate / recorded - 1.0))
+}
+
 /// The steps (model calls, 1 for the first) at which the provider compacted, for the chart: the
 /// call that first saw the compacted conversation.
 fn provider_compactions(
@@ -259,133 +458,6 @@ fn provider_compactions(
         .iter()
         .map(|c| messages.iter().take(c.message).filter(|m| m.role == Role::Assistant).count() + 1)
         .collect()
-}
-
-/// Replays `messages`: the hooks run where an agent loop would run them, and each model call is
-/// recorded as a [`Step`]. The provider's counts in `usage` anchor the estimates up to message
-/// `until` (a provider compaction in a full history), and are only shown after it. Store writes
-/// the offload hook could not make are added to `failures`.
-pub fn replay(
-    messages: &[Message],
-    usage: &[MessageUsage],
-    until: Option<usize>,
-    tools: Vec<compaction_model::ToolSpec>,
-    hook: &CompactionHook,
-    offload: Option<&ToolResultOffloadHook>,
-    failures: &mut Vec<OffloadFailure>,
-) -> Vec<Step> {
-    let counter = hook.counter();
-    let mut state = AgentState::new(Vec::with_capacity(messages.len())).with_tools(tools);
-    // The recorded prefix only grows, so its count is kept incrementally too.
-    let mut baseline = RunningCount::default();
-    let mut steps = Vec::new();
-    let (mut pruned, mut offloaded) = (0, 0);
-    let bar = crate::progress::bar(messages.len() as u64, "simulating");
-    let mut usage = usage.iter().peekable();
-    // The provider's latest count of the recorded conversation: `(next, tokens)`, where `tokens`
-    // covers the messages before `next`.
-    let mut anchor: Option<(usize, usize)> = None;
-
-    let call = |baseline: &mut RunningCount,
-                step: usize,
-                index: usize,
-                state: &mut AgentState,
-                pruned: &mut usize,
-                offloaded: usize,
-                anchor: Option<(usize, usize)>,
-                provider: Option<usize>| {
-        let outcome = hook.run(state);
-        *pruned += outcome.report.as_ref().map_or(0, |r| r.results.len());
-        // Without compaction the request is the recorded conversation so far: the provider's
-        // count after the latest reply it counted, plus what came since; or all of it, locally.
-        let without = match anchor {
-            Some((next, tokens)) => tokens + counter.count(&messages[next..index], &[]),
-            None => baseline.count(counter, &messages[..index], &state.tools),
-        };
-        Step {
-            step,
-            message: index,
-            without,
-            estimate: outcome.estimated_tokens,
-            with: hook.estimate(state),
-            triggered: outcome.triggered,
-            compacted: outcome.compacted,
-            provider,
-            anchored: anchor.is_some(),
-            pruned: *pruned,
-            offloaded,
-        }
-    };
-
-    for (index, message) in messages.iter().enumerate() {
-        let seen = usage.next_if(|u| u.message == index).map(|u| u.usage);
-        if until == Some(index) {
-            // From here the provider counted a conversation it had compacted: no anchor.
-            anchor = None;
-            state.context_tokens = 0;
-        }
-        let recorded = seen.filter(|_| until.is_none_or(|until| index < until));
-        if message.role == Role::Assistant {
-            let provider = seen.map(|u| usize::try_from(u.prompt_tokens()).unwrap_or(usize::MAX));
-            // The first request: the provider counted what the log does not hold (the system
-            // prompt, the tool schemas) beside the messages, so its count of this request
-            // stands for the request, as the agent, which sends them, would know it.
-            if let (None, true, Some(first)) =
-                (anchor, steps.is_empty(), provider.filter(|_| recorded.is_some()))
-            {
-                if !messages[..index].iter().any(|m| m.role == Role::Assistant) {
-                    anchor = Some((index, first));
-                    state.context_tokens = first;
-                }
-            }
-            let step = call(
-                &mut baseline,
-                steps.len() + 1,
-                index,
-                &mut state,
-                &mut pruned,
-                offloaded,
-                anchor,
-                provider,
-            );
-            steps.push(step);
-            state.step_count += 1;
-        }
-        state.push(message.clone());
-        if let Some(recorded) = recorded {
-            // The provider counted the recorded conversation; the simulated one is smaller by
-            // what compaction has removed so far, measured locally.
-            let tokens = usize::try_from(recorded.context_tokens()).unwrap_or(usize::MAX);
-            let without = baseline.count(counter, &messages[..=index], &state.tools);
-            let removed = without.saturating_sub(state.count_with_tools(counter));
-            state.context_tokens = tokens.saturating_sub(removed).max(1);
-            anchor = Some((index + 1, tokens));
-        }
-        let batch_ends = message.has_tool_call_result()
-            && !messages.get(index + 1).is_some_and(Message::has_tool_call_result);
-        if let (true, Some(offload)) = (batch_ends, offload) {
-            let outcome = offload.run(&mut state);
-            offloaded += outcome.results.len();
-            failures.extend(outcome.failures);
-        }
-        bar.inc(1);
-    }
-    let answered = messages.last().is_none_or(|m| m.role == Role::Assistant || m.role == Role::System);
-    if !answered {
-        let step = call(
-            &mut baseline,
-            steps.len() + 1,
-            messages.len(),
-            &mut state,
-            &mut pruned,
-            offloaded,
-            anchor,
-            None,
-        );
-        steps.push(step);
-    }
-    bar.finish_and_clear();
-    steps
 }
 
 const COLUMNS: [&str; 10] = [
@@ -539,17 +611,30 @@ fn accuracy(steps: &[Step]) -> Option<String> {
     Some(line)
 }
 
-/// One row per call, with a header.
-pub fn csv(steps: &[Step]) -> String {
+/// One row per call, with a header. `over_window` says whether the request as sent (with
+/// compaction) is over the `window`; `first_changed` is the first message a compaction (or an
+/// offload) changed since the previous call, where the prompt cache breaks, empty when none.
+pub fn csv(steps: &[Step], window: usize) -> String {
     let mut out = String::from(
-        "step,message,tokens_without,estimated_tokens,tokens_with,triggered,compacted,pruned,offloaded,provider_tokens\n",
+        "step,message,tokens_without,estimated_tokens,tokens_with,triggered,compacted,pruned,offloaded,provider_tokens,\
+         over_window,first_changed\n",
     );
     for s in steps {
         let provider = s.provider.map(|p| p.to_string()).unwrap_or_default();
+        let first = s.first_changed.map(|f| f.to_string()).unwrap_or_default();
         let _ = writeln!(
             out,
-            "{},{},{},{},{},{},{},{},{},{provider}",
-            s.step, s.message, s.without, s.estimate, s.with, s.triggered, s.compacted, s.pruned, s.offloaded
+            "{},{},{},{},{},{},{},{},{},{provider},{},{first}",
+            s.step,
+            s.message,
+            s.without,
+            s.estimate,
+            s.with,
+            s.triggered,
+            s.compacted,
+            s.pruned,
+            s.offloaded,
+            s.with > window
         );
     }
     out

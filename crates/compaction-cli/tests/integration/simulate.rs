@@ -18,6 +18,8 @@ struct Row {
     with: u64,
     compacted: bool,
     provider: Option<u64>,
+    over_window: bool,
+    first_changed: Option<usize>,
 }
 
 fn rows(csv: &str) -> Vec<Row> {
@@ -25,20 +27,23 @@ fn rows(csv: &str) -> Vec<Row> {
     assert_eq!(
         lines.next(),
         Some(
-            "step,message,tokens_without,estimated_tokens,tokens_with,triggered,compacted,pruned,offloaded,provider_tokens"
+            "step,message,tokens_without,estimated_tokens,tokens_with,triggered,compacted,pruned,offloaded,provider_tokens,\
+             over_window,first_changed"
         )
     );
     lines
         .enumerate()
         .map(|(i, line)| {
             let cells: Vec<&str> = line.split(',').collect();
-            assert_eq!(cells.len(), 10, "{line}");
+            assert_eq!(cells.len(), 12, "{line}");
             assert_eq!(cells[0], (i + 1).to_string(), "steps count from 1");
             Row {
                 without: cells[2].parse().unwrap(),
                 with: cells[4].parse().unwrap(),
                 compacted: cells[6] == "true",
                 provider: cells[9].parse().ok(),
+                over_window: cells[10] == "true",
+                first_changed: cells[11].parse().ok(),
             }
         })
         .collect()
@@ -74,6 +79,9 @@ fn a_small_window_compacts_and_writes_the_table_csv_and_chart() {
     let rows = rows(&std::fs::read_to_string(&csv).unwrap());
     assert_eq!(rows.len(), 12);
     assert!(rows.iter().any(|r| r.compacted));
+    // Each compaction breaks the prompt cache at a message it changed; the flag follows the window.
+    assert!(rows.iter().all(|r| r.compacted == r.first_changed.is_some()));
+    assert!(rows.iter().all(|r| r.over_window == (r.with > 12_000)));
     let peak_without = rows.iter().map(|r| r.without).max().unwrap();
     let peak_with = rows.iter().map(|r| r.with).max().unwrap();
     assert!(peak_with < peak_without, "{peak_with} < {peak_without}");
@@ -253,4 +261,131 @@ fn a_log_without_provider_counts_says_what_its_counts_leave_out() {
     assert_eq!(done.code, 0, "{}", done.stderr);
     let table = String::from_utf8(done.stdout).unwrap();
     assert!(table.contains("counted locally") && table.contains("tool schemas"), "{table}");
+}
+
+#[test]
+fn the_cost_section_prices_the_calls_by_the_model_given() {
+    let input = sample("haystack/agent-run.json");
+    let done = run(&["simulate", &input, "--context-window", "12000"], None);
+    assert_eq!(done.code, 0, "{}", done.stderr);
+    let table = String::from_utf8(done.stdout).unwrap();
+    assert!(
+        table.contains("cost                 not estimated: the log names no model (--price-model NAME"),
+        "{table}"
+    );
+
+    let args = ["simulate", &input, "--context-window", "12000", "--price-model", "claude-sonnet-4-5"];
+    let done = run(&args, None);
+    assert_eq!(done.code, 0, "{}", done.stderr);
+    let table = String::from_utf8(done.stdout).unwrap();
+    let section = &table[table.find("\ncost (anthropic prompt cache)\n").expect(&table)..];
+    assert!(section.contains("uncached  cache read  cache write  output  dollars"), "{section}");
+    assert!(section.lines().any(|l| l.trim_start().starts_with("without ")), "{section}");
+    assert!(section.lines().any(|l| l.trim_start().starts_with("with ")), "{section}");
+    // The log records no usage: nothing to check against, no recorded row.
+    assert!(!section.contains("recorded"), "{section}");
+    assert!(section.contains("compaction "), "{section}");
+    assert!(section.contains("the log gives no time for 12 calls"), "{section}");
+
+    let args = [
+        "simulate",
+        &input,
+        "--context-window",
+        "12000",
+        "--price-model",
+        "claude-sonnet-4-5",
+        "--cache",
+        "none",
+    ];
+    let table = String::from_utf8(run(&args, None).stdout).unwrap();
+    assert!(table.contains("cost (no prompt cache)"), "{table}");
+    assert!(table.contains("without a prompt cache"), "{table}");
+}
+
+#[test]
+fn a_price_table_that_is_not_one_is_named() {
+    let dir = scratch("prices");
+    let prices = dir.join("prices.json");
+    std::fs::write(&prices, r#"{"models": [{"match": "x", "input": -1, "output": 1, "cache": "none"}]}"#)
+        .unwrap();
+    let input = sample("haystack/agent-run.json");
+    let args = ["simulate", &input, "--context-window", "12000", "--prices", prices.to_str().unwrap()];
+    let done = run(&args, None);
+    assert_ne!(done.code, 0);
+    assert!(done.stderr.contains("prices.json") && done.stderr.contains("negative"), "{}", done.stderr);
+}
+
+#[test]
+fn claude_code_costs_follow_what_the_log_records() {
+    // Without compaction the replay is the logged conversation: its cost is what the log records,
+    // within 5%, and the cache model priced on the log's own calls is within 5% too.
+    let Some(dir) = crate::corpus() else { return };
+    for entry in std::fs::read_dir(dir.join("spotter-claude-code")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "jsonl") {
+            continue;
+        }
+        let path = path.display().to_string();
+        let done = run(&["simulate", &path, "--context-window", "1000000"], None);
+        assert_eq!(done.code, 0, "{path}: {}", done.stderr);
+        let table = String::from_utf8(done.stdout).unwrap();
+        let dollars = |name: &str| -> f64 {
+            let line = table.lines().find(|l| l.trim_start().starts_with(name)).expect(&table);
+            line.split_whitespace().last().unwrap().parse().unwrap()
+        };
+        let (without, recorded) = (dollars("without "), dollars("recorded "));
+        assert!(
+            (without - recorded).abs() / recorded < 0.05,
+            "{path}: {without} against {recorded}\n{table}"
+        );
+        assert!(table.contains("cache model vs log"), "{table}");
+    }
+}
+
+#[test]
+fn results_the_offload_strategy_moves_are_counted_as_offloaded() {
+    let dir = scratch("offload-strategy");
+    let store = dir.join("store");
+    let input = sample("haystack/agent-run.json");
+    let args = [
+        "simulate",
+        &input,
+        "--context-window",
+        "12000",
+        "--strategy",
+        "offload",
+        "--offload-to",
+        store.to_str().unwrap(),
+    ];
+    let done = run(&args, None);
+    assert_eq!(done.code, 0, "{}", done.stderr);
+    let table = String::from_utf8(done.stdout).unwrap();
+    let written = std::fs::read_dir(&store).unwrap().count();
+    assert!(written > 0);
+    assert!(table.contains(&format!("results offloaded    {written}\n")), "{written} files\n{table}");
+    assert!(table.contains("results pruned       0\n"), "{table}");
+}
+
+#[test]
+fn a_conversation_without_tool_results_says_why_every_compaction_is_declined() {
+    // Tool output as plain user messages, as text-action trajectories log it.
+    let dir = scratch("text-actions");
+    let path = dir.join("run.json");
+    let message = |role: &str, text: String| serde_json::json!({"role": role, "content": [{"text": text}]});
+    let mut messages = vec![message("user", "Fix the bug.".into())];
+    for i in 0..6 {
+        messages.push(message("assistant", format!("```bash\ncat file{i}.py\n```")));
+        messages.push(message("user", format!("OBSERVATION: line of file {i}\n").repeat(100)));
+    }
+    std::fs::write(&path, serde_json::to_string(&messages).unwrap()).unwrap();
+    let done = run(&["simulate", path.to_str().unwrap(), "--context-window", "3000"], None);
+    assert_eq!(done.code, 0, "{}", done.stderr);
+    let table = String::from_utf8(done.stdout).unwrap();
+    assert!(table.contains("declined"), "{table}");
+    assert!(
+        table.contains(
+            "times: no tool results in this conversation (its format holds tool output as plain messages)"
+        ),
+        "{table}"
+    );
 }

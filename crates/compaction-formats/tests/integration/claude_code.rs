@@ -271,3 +271,31 @@ fn roles_come_from_the_events() {
     let conversation = read(&lines(&session()));
     assert!(conversation.messages.iter().all(|m| m.role != Role::System));
 }
+
+#[test]
+fn usage_keeps_the_calls_time_model_and_cache_lifetimes() {
+    // One reply logged as two lines: the call's time is its first line's, the usage its last's.
+    let reply = |uuid: &str, at: &str, output: u64| {
+        json!({"type": "assistant", "uuid": uuid, "sessionId": "s1", "isSidechain": false, "timestamp": at,
+               "message": {"id": "msg_1", "role": "assistant", "model": "claude-sonnet-4-5",
+                           "content": [{"type": "text", "text": "Done."}],
+                           "usage": {"input_tokens": 3, "cache_read_input_tokens": 17_842,
+                                     "cache_creation_input_tokens": 8_037, "output_tokens": output,
+                                     "cache_creation": {"ephemeral_5m_input_tokens": 37,
+                                                        "ephemeral_1h_input_tokens": 8_000}}}})
+    };
+    let text = lines(&[
+        user("u1", json!("Go.")),
+        reply("a1", "2026-02-11T20:36:47.925Z", 10),
+        reply("a2", "2026-02-11T20:36:49.680Z", 60),
+    ]);
+    let conversation = read(&text);
+    let [call] = &conversation.usage[..] else { panic!("one call: {:?}", conversation.usage) };
+    assert_eq!(call.timestamp_ms, Some(1_770_842_207_925));
+    assert_eq!(call.model.as_deref(), Some("claude-sonnet-4-5"));
+    let usage = call.usage;
+    assert_eq!(
+        (usage.output_tokens, usage.cache_creation_5m_input_tokens, usage.cache_creation_1h_input_tokens),
+        (60, 37, 8_000)
+    );
+}

@@ -40,15 +40,18 @@ fn calls_pair_by_call_id_and_usage_follows_each_call() {
         (Some("call_A3"), "local_shell")
     );
     // `token_count` belongs to the reply before it; OpenAI counts cached tokens inside the input.
-    let first = conversation.usage[0];
+    let first = conversation.usage[0].clone();
     assert_eq!(first.message, 2);
     assert_eq!(
         (first.usage.input_tokens, first.usage.cache_read_input_tokens, first.usage.context_tokens()),
         (6_210, 0, 6_390)
     );
-    let second = conversation.usage[1];
+    let second = conversation.usage[1].clone();
     assert_eq!((second.usage.input_tokens, second.usage.cache_read_input_tokens), (7_800 - 6_144, 6_144));
     assert_eq!(second.usage.prompt_tokens(), 7_800);
+    // The call's time is its `token_count` line's; its model the latest `turn_context`'s.
+    assert_eq!(first.timestamp_ms, Some(1_759_568_449_000));
+    assert_eq!(first.model.as_deref(), Some("gpt-5-codex"));
 }
 
 #[test]

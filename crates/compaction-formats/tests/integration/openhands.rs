@@ -116,7 +116,7 @@ fn a_logged_model_response_gives_the_providers_count() {
         action, observation(3, "toolu_01", "src tests"),
     ]);
     let conversation = read(&events.to_string());
-    let usage = conversation.usage[0];
+    let usage = conversation.usage[0].clone();
     assert_eq!(usage.message, 1);
     assert_eq!(
         (usage.usage.input_tokens, usage.usage.cache_read_input_tokens, usage.usage.context_tokens()),
