@@ -1,7 +1,7 @@
 //! The replay: the hooks run where an agent loop would run them, and each model call becomes a
 //! [`Step`], with what it shares with the call before it (where the prompt cache breaks).
 
-use compaction_core::CompactionReport;
+use compaction_core::{CompactionReport, STRATEGY_OBSERVATION_MASKING};
 use compaction_hook::{AgentState, CompactionHook};
 use compaction_model::{Message, Role, ToolSpec, STRATEGY_TOOL_RESULT_OFFLOADING};
 use compaction_offload::{OffloadFailure, ToolResultOffloadHook};
@@ -36,6 +36,8 @@ pub struct Step {
     pub pruned: usize,
     /// Tool results offloaded so far.
     pub offloaded: usize,
+    /// Observations masked so far (observation masking), counted apart from `pruned`.
+    pub masked: usize,
     /// Tokens of the request with compaction that are the previous call's request unchanged:
     /// everything before the first message a compaction (or an offload) changed since then.
     /// The prompt cache can serve at most these.
@@ -143,7 +145,7 @@ impl<'a> Replay<'a> {
         let mut baseline = RunningCount::default();
         let mut steps: Vec<Step> = Vec::new();
         let mut failures = Vec::new();
-        let (mut pruned, mut offloaded) = (0, 0);
+        let mut tally = Tally::default();
         let mut records = calls.iter().peekable();
         // The provider's latest count of the recorded conversation: `(next, tokens)`, where
         // `tokens` covers the messages before `next`.
@@ -161,16 +163,13 @@ impl<'a> Replay<'a> {
                     state: &mut AgentState,
                     changed: &mut Option<usize>,
                     overhead: usize,
-                    pruned: &mut usize,
-                    offloaded: &mut usize,
+                    tally: &mut Tally,
                     anchor: Option<(usize, usize)>,
                     recorded: Option<&Recorded>,
                     after_provider_compaction: bool| {
             let outcome = hook.run(state);
             if let Some(report) = &outcome.report {
-                let (cut, moved) = rewritten(report);
-                *pruned += cut;
-                *offloaded += moved;
+                tally.add(rewritten(report));
             }
             if outcome.compacted {
                 let first = outcome.report.as_ref().and_then(first_changed).unwrap_or(0);
@@ -214,8 +213,9 @@ impl<'a> Replay<'a> {
                 compacted: outcome.compacted,
                 provider: recorded.map(|r| usize::try_from(r.prompt_tokens()).unwrap_or(usize::MAX)),
                 anchored: anchor.is_some(),
-                pruned: *pruned,
-                offloaded: *offloaded,
+                pruned: tally.pruned,
+                offloaded: tally.offloaded,
+                masked: tally.masked,
                 shared,
                 first_changed: changed.take(),
                 output,
@@ -256,8 +256,7 @@ impl<'a> Replay<'a> {
                     &mut state,
                     &mut changed,
                     overhead,
-                    &mut pruned,
-                    &mut offloaded,
+                    &mut tally,
                     anchor,
                     seen,
                     std::mem::take(&mut compacted_by_provider),
@@ -279,7 +278,7 @@ impl<'a> Replay<'a> {
                 && !messages.get(index + 1).is_some_and(Message::has_tool_call_result);
             if let (true, Some(offload)) = (batch_ends, self.offload) {
                 let outcome = offload.run(&mut state);
-                offloaded += outcome.results.len();
+                tally.offloaded += outcome.results.len();
                 if let Some(&first) = outcome.offloaded.first() {
                     changed = Some(changed.map_or(first, |c| c.min(first)));
                 }
@@ -296,8 +295,7 @@ impl<'a> Replay<'a> {
                 &mut state,
                 &mut changed,
                 overhead,
-                &mut pruned,
-                &mut offloaded,
+                &mut tally,
                 anchor,
                 None,
                 compacted_by_provider,
@@ -308,17 +306,36 @@ impl<'a> Replay<'a> {
     }
 }
 
-/// The tool results a compaction rewrote: `(pruned, offloaded)`, by the strategy that rewrote
-/// them (a chain's by its stages).
-fn rewritten(report: &CompactionReport) -> (usize, usize) {
+/// What compactions rewrote so far, by the strategy that rewrote it.
+#[derive(Debug, Clone, Copy, Default)]
+struct Tally {
+    pruned: usize,
+    offloaded: usize,
+    masked: usize,
+}
+
+impl Tally {
+    fn add(&mut self, other: Tally) {
+        self.pruned += other.pruned;
+        self.offloaded += other.offloaded;
+        self.masked += other.masked;
+    }
+}
+
+/// What one compaction rewrote, by the strategy that rewrote it (a chain's by its stages).
+fn rewritten(report: &CompactionReport) -> Tally {
+    let mut tally = Tally::default();
     if !report.stages.is_empty() {
-        return report.stages.iter().map(rewritten).fold((0, 0), |(a, b), (c, d)| (a + c, b + d));
+        report.stages.iter().for_each(|stage| tally.add(rewritten(stage)));
+        return tally;
     }
-    if report.strategy == STRATEGY_TOOL_RESULT_OFFLOADING {
-        (0, report.results.len())
-    } else {
-        (report.results.len(), 0)
+    let n = report.results.len();
+    match report.strategy.as_str() {
+        STRATEGY_TOOL_RESULT_OFFLOADING => tally.offloaded = n,
+        STRATEGY_OBSERVATION_MASKING => tally.masked = n,
+        _ => tally.pruned = n,
     }
+    tally
 }
 
 /// The first message of the conversation a compaction was given that it changed: a rewritten

@@ -571,6 +571,9 @@ pub fn totals(steps: &[Step], settings: &CompactionHookSettings) -> String {
     let _ = writeln!(out, "compaction           triggered {triggered} times, compacted {compacted}");
     let _ = writeln!(out, "results pruned       {}", last.map_or(0, |s| s.pruned));
     let _ = writeln!(out, "results offloaded    {}", last.map_or(0, |s| s.offloaded));
+    if let Some(masked) = last.map(|s| s.masked).filter(|&m| m > 0) {
+        let _ = writeln!(out, "observations masked  {masked}");
+    }
     if let Some(line) = accuracy(steps) {
         out.push_str(&line);
     }

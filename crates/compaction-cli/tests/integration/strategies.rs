@@ -748,6 +748,25 @@ fn observation_masking_keeps_the_task_and_the_newest_observations() {
     let kept = run(&["prune", &traj, "--target-tokens", "1", "--strategy", "observation-masking"], None);
     assert!(kept.json().to_string().find("Old environment output").is_none());
 
+    // simulate counts masked observations apart from pruned results.
+    let replay = run(
+        &[
+            "simulate",
+            &traj,
+            "--context-window",
+            "2000",
+            "--strategy",
+            "observation-masking",
+            "--keep-observations",
+            "1",
+        ],
+        None,
+    );
+    assert_eq!(replay.code, 0, "{}", replay.stderr);
+    let table = String::from_utf8(replay.stdout).unwrap();
+    assert!(table.contains("results pruned       0\n"), "{table}");
+    assert!(table.contains("observations masked  "), "{table}");
+
     let wrong = run(&["prune", &traj, "--target-tokens", "1", "--polling", "2"], None);
     assert_eq!(wrong.code, 2, "{}", wrong.stderr);
     assert!(wrong.stderr.contains("--polling is an observation-masking option"), "{}", wrong.stderr);
