@@ -324,7 +324,7 @@ fn lean_message(
     let mut apart = Apart::default();
     let mut place = None;
     let end = object(bytes, at, |key, at| {
-        if key == "content" && bytes[at] == b'"' {
+        if key == "content" && bytes.get(at) == Some(&b'"') {
             let (content, end) = source.string_at(at)?;
             apart.text = Some(content);
             place = Some(at..end);
