@@ -263,13 +263,15 @@ pub(crate) fn write_back(
             let results = message.tool_call_results();
             for (result, slot) in results.zip(&slots.results) {
                 let Some(slot) = slot else { continue };
-                if let Some(edit) = edit_result(source, log, slot, &result.result)? {
+                if let Some(edit) =
+                    edit_result(source, log, slot, &result.result).map_err(|e| of_message(e, index))?
+                {
                     edits.push(edit);
                 }
             }
             for (call, slot) in message.tool_calls().zip(&slots.calls) {
                 let Some(slot) = slot else { continue };
-                if let Some(edit) = edit_call(source, log, slot, call)? {
+                if let Some(edit) = edit_call(source, log, slot, call).map_err(|e| of_message(e, index))? {
                     edits.push(edit);
                 }
             }
@@ -290,7 +292,9 @@ const PARALLEL_EDITS: usize = 1 << 20;
 
 /// The bytes of the value at `slot`.
 fn locate(source: &[u8], log: &EventLog, slot: &Slot) -> Result<Range<usize>, Error> {
-    let lost = || Error::WriteBack { reason: "a tool result is no longer where it was read".into() };
+    let lost = || Error::WriteBack {
+        reason: format!("the value at {} is no longer where it was read", path_text(&slot.path)),
+    };
     let base = log.bases.get(slot.base as usize).ok_or_else(lost)?;
     if let Some([start, end]) = slot.span {
         let span = base.start + start as usize..base.start + end as usize;
@@ -299,6 +303,34 @@ fn locate(source: &[u8], log: &EventLog, slot: &Slot) -> Result<Range<usize>, Er
     let line = &source[..base.end];
     let found = if log.unique_keys { splice::find_unique } else { splice::find };
     found(line, base.start, &slot.path).ok_or_else(lost)
+}
+
+/// A path inside a line as a reader would write it: `payload.output`, `[3].output`.
+fn path_text(path: &[Seg]) -> String {
+    let mut text = String::new();
+    for seg in path {
+        match seg {
+            Seg::Key(key) if text.is_empty() => text.push_str(key),
+            Seg::Key(key) => {
+                text.push('.');
+                text.push_str(key);
+            }
+            Seg::Index(index) => text.push_str(&format!("[{index}]")),
+            Seg::At(offset) => text.push_str(&format!("byte {offset}")),
+        }
+    }
+    if text.is_empty() {
+        text.push_str("the line's top");
+    }
+    text
+}
+
+/// `error` said of message `index`, when it is about writing back.
+fn of_message(error: Error, index: usize) -> Error {
+    match error {
+        Error::WriteBack { reason } => Error::WriteBack { reason: format!("message {index}: {reason}") },
+        other => other,
+    }
 }
 
 fn edit_result(

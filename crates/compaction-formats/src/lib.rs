@@ -899,7 +899,9 @@ pub(crate) fn read_tree(bytes: &[u8], options: &ReadOptions) -> Result<Conversat
             .ok_or_else(|| Error::Unrecognized { name: name.to_owned(), reason: unrecognized(&top) })?,
     };
     if format == Format::Responses {
-        return responses::read_tree(top, bytes.len(), name);
+        // Items are found by their path from where the JSON starts: past a byte-order mark.
+        let body = if bytes.starts_with(b"\xEF\xBB\xBF") { 3 } else { 0 };
+        return responses::read_tree(top, body..bytes.len(), name);
     }
     let (place, conversations) = locate(&top, format, name)?;
     let index = options.conversation.unwrap_or(0);

@@ -417,7 +417,7 @@ impl LinesReader {
 /// `input` is one (a request body).
 pub(crate) fn read_tree(
     top: crate::document::Top,
-    len: usize,
+    body: std::ops::Range<usize>,
     name: &str,
 ) -> Result<crate::Conversation, crate::Error> {
     use crate::document::Top;
@@ -459,8 +459,8 @@ pub(crate) fn read_tree(
     let mut decoded = std::mem::take(&mut reader.decoded);
     decoded.notes = notes;
     decoded.seal();
-    // One base: the whole file, whose items are found by their index.
-    let whole = std::iter::once(0..len).collect();
+    // One base: the whole JSON value, whose items are found by their index.
+    let whole = std::iter::once(body).collect();
     let log = crate::eventlog::EventLog { bases: whole, slots: Vec::new(), unique_keys: false };
     Ok(crate::from_log(crate::Format::Responses, decoded, log, crate::Layout::Array))
 }
