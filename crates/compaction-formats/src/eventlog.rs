@@ -86,6 +86,16 @@ pub(crate) enum Style {
     ResponsesOutput,
     /// A Responses/Codex `function_call`'s `arguments`: JSON text in a string.
     ArgumentsText,
+    /// A `local_shell_call`'s `action`: a JSON object, written as [`cleared_shell_action`]
+    /// when the call's arguments were cleared.
+    ShellAction,
+}
+
+/// What a `local_shell_call` whose arguments were cleared holds as its `action`: an `exec` of
+/// no command, the least action Codex reads (its `LocalShellAction` is a tagged `exec` with a
+/// required `command`), where `{}` would make the line one Codex cannot read.
+pub(crate) fn cleared_shell_action() -> Value {
+    json!({"type": "exec", "command": []})
 }
 
 /// Where a tool result or a tool call's input sits in the file.
@@ -405,6 +415,9 @@ fn edit_call(source: &[u8], log: &EventLog, slot: &Slot, call: &ToolCall) -> Res
                 }
             };
             Value::String(text)
+        }
+        Style::ShellAction if call.arguments.is_empty() && call.raw_arguments.is_none() => {
+            cleared_shell_action()
         }
         _ => Value::Object(call.arguments.clone()),
     };

@@ -121,8 +121,15 @@ impl Items {
                 self.decoded.slots[turn].calls.push(slot);
             }
             "local_shell_call" | "computer_call" => {
-                let name = if kind == "local_shell_call" { "local_shell" } else { "computer" };
-                let arguments = object.get("action").and_then(Value::as_object).cloned().unwrap_or_default();
+                let shell = kind == "local_shell_call";
+                let name = if shell { "local_shell" } else { "computer" };
+                let mut arguments =
+                    object.get("action").and_then(Value::as_object).cloned().unwrap_or_default();
+                // A shell action cleared is written as the least action Codex reads; it reads
+                // back as the cleared call it was written from.
+                if shell && Value::Object(arguments.clone()) == crate::eventlog::cleared_shell_action() {
+                    arguments.clear();
+                }
                 let mut call = ToolCall::new(name, arguments);
                 call.id = object
                     .get("call_id")
@@ -132,7 +139,15 @@ impl Items {
                 self.calls.push(&call);
                 let turn = self.turn();
                 self.decoded.messages[turn].parts.push(Part::ToolCall(call));
-                self.decoded.slots[turn].calls.push(None);
+                // A shell call's action can be cleared in place; a computer call's cannot (no
+                // action of it means nothing), so changing one is refused on writing back.
+                let slot = (shell && object.get("action").is_some_and(Value::is_object)).then(|| Slot {
+                    base,
+                    path: at("action"),
+                    style: Style::ShellAction,
+                    span: None,
+                });
+                self.decoded.slots[turn].calls.push(slot);
             }
             "function_call_output" | "custom_tool_call_output" | "local_shell_call_output" => {
                 self.turn = None;
