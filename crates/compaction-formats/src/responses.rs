@@ -110,9 +110,11 @@ impl Items {
                         Some(Slot { base, path: at("arguments"), style: Style::ArgumentsText, span: None }),
                     )
                 } else {
-                    let input = string(object, "input")?;
-                    let mut call = ToolCall::with_raw_arguments(string(object, "name")?, input);
-                    call.id = Some(string(object, "call_id")?);
+                    // Freeform text, read as `arguments` are: a JSON object is the call's
+                    // arguments, anything else its text. So an input written back from
+                    // arguments (cleared ones: `{}`) reads as the message that was written.
+                    let input = Value::String(string(object, "input")?);
+                    let call = function_call(object, Some(&input))?;
                     (call, Some(Slot { base, path: at("input"), style: Style::ArgumentsText, span: None }))
                 };
                 self.calls.push(&call);

@@ -211,6 +211,24 @@ fn a_cleared_shell_action_is_written_as_an_exec_of_nothing_and_reads_back_cleare
 }
 
 #[test]
+fn a_custom_tool_input_reads_as_arguments_only_when_it_is_a_json_object() {
+    let conversation = full();
+    let patch =
+        conversation.messages.iter().flat_map(|m| m.tool_calls()).find(|c| c.tool_name == "apply_patch");
+    assert!(patch.unwrap().raw_arguments.as_deref().unwrap().starts_with("*** Begin Patch"));
+    // Cleared, it is written as `{}`, which reads back as the cleared call.
+    let text = lines(&[
+        json!({"type": "response_item", "payload": {"type": "custom_tool_call", "call_id": "c1",
+        "name": "apply_patch", "input": "{}"}}),
+        json!({"type": "response_item", "payload":
+        {"type": "custom_tool_call_output", "call_id": "c1", "output": "ok"}}),
+    ]);
+    let conversation = read(&text);
+    let call = conversation.messages[0].tool_calls().next().unwrap();
+    assert!(call.arguments.is_empty() && call.raw_arguments.is_none(), "{call:?}");
+}
+
+#[test]
 fn a_computer_call_whose_action_changed_is_refused_not_lost() {
     let text = lines(&[
         json!({"type": "computer_call", "call_id": "c1", "action": {"type": "click", "x": 1, "y": 2}}),
