@@ -7,6 +7,7 @@ mod formats;
 mod logs;
 mod offload;
 mod prune;
+mod readers_faults;
 mod real_transcripts;
 mod report_counts;
 mod roundtrip;
