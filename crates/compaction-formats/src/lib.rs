@@ -394,8 +394,10 @@ fn read_without_tree(bytes: Vec<u8>, options: &ReadOptions) -> Result<Conversati
     let array = matches!(format, None | Some(Format::Haystack))
         .then(|| haystack::first_message(&bytes, format.is_some()))
         .flatten();
+    // An object, or an array of messages no Haystack message starts: an OpenAI request, or its
+    // messages alone.
     let object = matches!(format, None | Some(Format::OpenAi))
-        && bytes.iter().find(|b| !b.is_ascii_whitespace()).is_some_and(|&b| b == b'{' || b == 0xEF);
+        && bytes.iter().find(|b| !b.is_ascii_whitespace()).is_some_and(|&b| matches!(b, b'{' | b'[' | 0xEF));
     if array.is_none() && !object {
         return Err(bytes);
     }
