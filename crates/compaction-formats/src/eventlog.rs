@@ -86,6 +86,16 @@ pub(crate) enum Style {
     ResponsesOutput,
     /// A Responses/Codex `function_call`'s `arguments`: JSON text in a string.
     ArgumentsText,
+    /// A `local_shell_call`'s `action`: a JSON object, written as [`cleared_shell_action`]
+    /// when the call's arguments were cleared.
+    ShellAction,
+}
+
+/// What a `local_shell_call` whose arguments were cleared holds as its `action`: an `exec` of
+/// no command, the least action Codex reads (its `LocalShellAction` is a tagged `exec` with a
+/// required `command`), where `{}` would make the line one Codex cannot read.
+pub(crate) fn cleared_shell_action() -> Value {
+    json!({"type": "exec", "command": []})
 }
 
 /// Where a tool result or a tool call's input sits in the file.
@@ -263,13 +273,15 @@ pub(crate) fn write_back(
             let results = message.tool_call_results();
             for (result, slot) in results.zip(&slots.results) {
                 let Some(slot) = slot else { continue };
-                if let Some(edit) = edit_result(source, log, slot, &result.result)? {
+                if let Some(edit) =
+                    edit_result(source, log, slot, &result.result).map_err(|e| of_message(e, index))?
+                {
                     edits.push(edit);
                 }
             }
             for (call, slot) in message.tool_calls().zip(&slots.calls) {
                 let Some(slot) = slot else { continue };
-                if let Some(edit) = edit_call(source, log, slot, call)? {
+                if let Some(edit) = edit_call(source, log, slot, call).map_err(|e| of_message(e, index))? {
                     edits.push(edit);
                 }
             }
@@ -290,7 +302,9 @@ const PARALLEL_EDITS: usize = 1 << 20;
 
 /// The bytes of the value at `slot`.
 fn locate(source: &[u8], log: &EventLog, slot: &Slot) -> Result<Range<usize>, Error> {
-    let lost = || Error::WriteBack { reason: "a tool result is no longer where it was read".into() };
+    let lost = || Error::WriteBack {
+        reason: format!("the value at {} is no longer where it was read", path_text(&slot.path)),
+    };
     let base = log.bases.get(slot.base as usize).ok_or_else(lost)?;
     if let Some([start, end]) = slot.span {
         let span = base.start + start as usize..base.start + end as usize;
@@ -299,6 +313,34 @@ fn locate(source: &[u8], log: &EventLog, slot: &Slot) -> Result<Range<usize>, Er
     let line = &source[..base.end];
     let found = if log.unique_keys { splice::find_unique } else { splice::find };
     found(line, base.start, &slot.path).ok_or_else(lost)
+}
+
+/// A path inside a line as a reader would write it: `payload.output`, `[3].output`.
+fn path_text(path: &[Seg]) -> String {
+    let mut text = String::new();
+    for seg in path {
+        match seg {
+            Seg::Key(key) if text.is_empty() => text.push_str(key),
+            Seg::Key(key) => {
+                text.push('.');
+                text.push_str(key);
+            }
+            Seg::Index(index) => text.push_str(&format!("[{index}]")),
+            Seg::At(offset) => text.push_str(&format!("byte {offset}")),
+        }
+    }
+    if text.is_empty() {
+        text.push_str("the line's top");
+    }
+    text
+}
+
+/// `error` said of message `index`, when it is about writing back.
+fn of_message(error: Error, index: usize) -> Error {
+    match error {
+        Error::WriteBack { reason } => Error::WriteBack { reason: format!("message {index}: {reason}") },
+        other => other,
+    }
 }
 
 fn edit_result(
@@ -373,6 +415,9 @@ fn edit_call(source: &[u8], log: &EventLog, slot: &Slot, call: &ToolCall) -> Res
                 }
             };
             Value::String(text)
+        }
+        Style::ShellAction if call.arguments.is_empty() && call.raw_arguments.is_none() => {
+            cleared_shell_action()
         }
         _ => Value::Object(call.arguments.clone()),
     };

@@ -394,8 +394,10 @@ fn read_without_tree(bytes: Vec<u8>, options: &ReadOptions) -> Result<Conversati
     let array = matches!(format, None | Some(Format::Haystack))
         .then(|| haystack::first_message(&bytes, format.is_some()))
         .flatten();
+    // An object, or an array of messages no Haystack message starts: an OpenAI request, or its
+    // messages alone.
     let object = matches!(format, None | Some(Format::OpenAi))
-        && bytes.iter().find(|b| !b.is_ascii_whitespace()).is_some_and(|&b| b == b'{' || b == 0xEF);
+        && bytes.iter().find(|b| !b.is_ascii_whitespace()).is_some_and(|&b| matches!(b, b'{' | b'[' | 0xEF));
     if array.is_none() && !object {
         return Err(bytes);
     }
@@ -899,7 +901,9 @@ pub(crate) fn read_tree(bytes: &[u8], options: &ReadOptions) -> Result<Conversat
             .ok_or_else(|| Error::Unrecognized { name: name.to_owned(), reason: unrecognized(&top) })?,
     };
     if format == Format::Responses {
-        return responses::read_tree(top, bytes.len(), name);
+        // Items are found by their path from where the JSON starts: past a byte-order mark.
+        let body = if bytes.starts_with(b"\xEF\xBB\xBF") { 3 } else { 0 };
+        return responses::read_tree(top, body..bytes.len(), name);
     }
     let (place, conversations) = locate(&top, format, name)?;
     let index = options.conversation.unwrap_or(0);

@@ -66,6 +66,9 @@ const OTHER_FORMATS: &[&str] = &["input", "history", "traj", "payload", "system"
 pub(crate) fn read(source: &JsonSource, name: &str) -> Option<Read> {
     let bytes = source.as_bytes();
     let start = skip_whitespace(bytes, if bytes.starts_with(b"\xEF\xBB\xBF") { 3 } else { 0 });
+    if bytes.get(start) == Some(&b'[') {
+        return read_bare(source, start);
+    }
     // The envelope's members in order, the messages' place among them marked by `None`.
     let mut members: Vec<Option<(String, Range<usize>)>> = Vec::new();
     let mut prepared = Vec::new();
@@ -119,6 +122,78 @@ pub(crate) fn read(source: &JsonSource, name: &str) -> Option<Read> {
     }
     let tools = read_tools(&envelope, &Locator::messages(name)).ok()?;
     Some(Read { messages, tools, spans: Spans { object: start..end, messages: spans, contents }, repeated })
+}
+
+/// How many items of a bare array the tree path's detection looks at for a Responses item.
+const LOOK: usize = 50;
+
+/// Reads `source` as a bare array of Chat Completions messages (no envelope, as tau-bench's
+/// trajectories and many logs hold them), the array at `start`; `None` for anything the tree
+/// path would not read as one, such as an array with a Responses item among its first.
+fn read_bare(source: &JsonSource, start: usize) -> Option<Read> {
+    let bytes = source.as_bytes();
+    if has_responses_item(bytes, start) {
+        return None;
+    }
+    let (mut prepared, mut spans, mut contents, mut repeated) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let end = messages(source, start, &mut prepared, &mut spans, &mut contents, &mut repeated)?;
+    if skip_whitespace(bytes, end) != bytes.len() || spans.is_empty() {
+        return None;
+    }
+    let mut calls = OpenCalls::default();
+    let mut messages = Vec::with_capacity(prepared.iter().map(Vec::len).sum());
+    for message in prepared.into_iter().flatten() {
+        let message = message.pair(&mut calls, &messages).ok()?;
+        messages.push(message);
+    }
+    let spans = Spans { object: start..end, messages: spans, contents };
+    Some(Read { messages, tools: Vec::new(), spans, repeated })
+}
+
+/// Whether one of the first [`LOOK`] items of the array at `start` is a Responses item, as
+/// [`crate::responses::is_item`] tells one (by its `type`), which makes the tree path read the
+/// array as Responses items; also `true` when that cannot be told.
+fn has_responses_item(bytes: &[u8], start: usize) -> bool {
+    let mut at = skip_whitespace(bytes, start + 1);
+    for _ in 0..LOOK {
+        match bytes.get(at) {
+            Some(b'{') => {}
+            Some(b']') => return false,
+            _ => return true,
+        }
+        let Some(end) = value_end(bytes, at) else { return true };
+        let mut kind = None;
+        let mut role = false;
+        let walked = object(bytes, at, |key, at| {
+            let end = value_end(bytes, at)?;
+            match key {
+                "type" => kind = Some(serde_json::from_slice::<Value>(&bytes[at..end]).ok()?),
+                "role" => role = true,
+                _ => {}
+            }
+            Some(end)
+        });
+        if walked != Some(end) {
+            return true;
+        }
+        let mut item = Map::new();
+        if let Some(kind) = kind {
+            item.insert("type".to_owned(), kind);
+        }
+        if role {
+            item.insert("role".to_owned(), Value::Null);
+        }
+        if crate::responses::is_item(&item) {
+            return true;
+        }
+        at = skip_whitespace(bytes, end);
+        match bytes.get(at) {
+            Some(b',') => at = skip_whitespace(bytes, at + 1),
+            _ => return false,
+        }
+    }
+    false
 }
 
 /// The JSON value `json`, with the objects in it that repeat a key added to `repeated`.
@@ -324,7 +399,7 @@ fn lean_message(
     let mut apart = Apart::default();
     let mut place = None;
     let end = object(bytes, at, |key, at| {
-        if key == "content" && bytes[at] == b'"' {
+        if key == "content" && bytes.get(at) == Some(&b'"') {
             let (content, end) = source.string_at(at)?;
             apart.text = Some(content);
             place = Some(at..end);

@@ -110,9 +110,11 @@ impl Items {
                         Some(Slot { base, path: at("arguments"), style: Style::ArgumentsText, span: None }),
                     )
                 } else {
-                    let input = string(object, "input")?;
-                    let mut call = ToolCall::with_raw_arguments(string(object, "name")?, input);
-                    call.id = Some(string(object, "call_id")?);
+                    // Freeform text, read as `arguments` are: a JSON object is the call's
+                    // arguments, anything else its text. So an input written back from
+                    // arguments (cleared ones: `{}`) reads as the message that was written.
+                    let input = Value::String(string(object, "input")?);
+                    let call = function_call(object, Some(&input))?;
                     (call, Some(Slot { base, path: at("input"), style: Style::ArgumentsText, span: None }))
                 };
                 self.calls.push(&call);
@@ -121,8 +123,15 @@ impl Items {
                 self.decoded.slots[turn].calls.push(slot);
             }
             "local_shell_call" | "computer_call" => {
-                let name = if kind == "local_shell_call" { "local_shell" } else { "computer" };
-                let arguments = object.get("action").and_then(Value::as_object).cloned().unwrap_or_default();
+                let shell = kind == "local_shell_call";
+                let name = if shell { "local_shell" } else { "computer" };
+                let mut arguments =
+                    object.get("action").and_then(Value::as_object).cloned().unwrap_or_default();
+                // A shell action cleared is written as the least action Codex reads; it reads
+                // back as the cleared call it was written from.
+                if shell && Value::Object(arguments.clone()) == crate::eventlog::cleared_shell_action() {
+                    arguments.clear();
+                }
                 let mut call = ToolCall::new(name, arguments);
                 call.id = object
                     .get("call_id")
@@ -132,7 +141,15 @@ impl Items {
                 self.calls.push(&call);
                 let turn = self.turn();
                 self.decoded.messages[turn].parts.push(Part::ToolCall(call));
-                self.decoded.slots[turn].calls.push(None);
+                // A shell call's action can be cleared in place; a computer call's cannot (no
+                // action of it means nothing), so changing one is refused on writing back.
+                let slot = (shell && object.get("action").is_some_and(Value::is_object)).then(|| Slot {
+                    base,
+                    path: at("action"),
+                    style: Style::ShellAction,
+                    span: None,
+                });
+                self.decoded.slots[turn].calls.push(slot);
             }
             "function_call_output" | "custom_tool_call_output" | "local_shell_call_output" => {
                 self.turn = None;
@@ -417,7 +434,7 @@ impl LinesReader {
 /// `input` is one (a request body).
 pub(crate) fn read_tree(
     top: crate::document::Top,
-    len: usize,
+    body: std::ops::Range<usize>,
     name: &str,
 ) -> Result<crate::Conversation, crate::Error> {
     use crate::document::Top;
@@ -459,8 +476,8 @@ pub(crate) fn read_tree(
     let mut decoded = std::mem::take(&mut reader.decoded);
     decoded.notes = notes;
     decoded.seal();
-    // One base: the whole file, whose items are found by their index.
-    let whole = std::iter::once(0..len).collect();
+    // One base: the whole JSON value, whose items are found by their index.
+    let whole = std::iter::once(body).collect();
     let log = crate::eventlog::EventLog { bases: whole, slots: Vec::new(), unique_keys: false };
     Ok(crate::from_log(crate::Format::Responses, decoded, log, crate::Layout::Array))
 }

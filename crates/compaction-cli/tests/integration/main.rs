@@ -10,6 +10,7 @@ mod logs;
 mod offload;
 mod provider_faults;
 mod prune;
+mod readers_faults;
 mod real_transcripts;
 mod report_counts;
 mod roundtrip;

@@ -188,16 +188,63 @@ fn read_line_by_line_it_is_the_same_conversation() {
 }
 
 #[test]
-fn an_input_that_has_no_place_in_the_rollout_cannot_change() {
+fn a_cleared_shell_action_is_written_as_an_exec_of_nothing_and_reads_back_cleared() {
     let conversation = full();
     let mut messages = conversation.messages.clone();
-    // The local shell call's `action` is not written back; changing it is refused, not lost.
+    // Message 4 holds a function call and a local shell call: both cleared, as
+    // `--clear-tool-inputs` clears them.
     for part in &mut messages[4].parts {
+        if let compaction_model::Part::ToolCall(call) = part {
+            call.arguments = compaction_model::JsonObject::new();
+            call.raw_arguments = None;
+        }
+    }
+    let out = String::from_utf8(written_back(&conversation, &messages, &[4])).unwrap();
+    let changed: Vec<&str> =
+        ROLLOUT.lines().zip(out.lines()).filter(|(a, b)| a != b).map(|(_, b)| b).collect();
+    assert_eq!(changed.len(), 2, "{changed:?}");
+    // Codex's `LocalShellAction` is a tagged `exec` with a required `command`: `{}` would not read.
+    let shell: Value = serde_json::from_str(changed[1]).unwrap();
+    assert_eq!(shell["payload"]["action"], json!({"type": "exec", "command": []}));
+    // Read again, the output is the conversation written: what is counted is what was written.
+    let again = read_with(&out, ReadOptions::named("r").with_full_history(true)).unwrap();
+    assert_eq!(again.messages[4].parts, messages[4].parts);
+    // Unchanged, the cleared file is written back as it is.
+    assert_eq!(written_back(&again, &again.messages, &[4]), out.as_bytes());
+}
+
+#[test]
+fn a_custom_tool_input_reads_as_arguments_only_when_it_is_a_json_object() {
+    let conversation = full();
+    let patch =
+        conversation.messages.iter().flat_map(|m| m.tool_calls()).find(|c| c.tool_name == "apply_patch");
+    assert!(patch.unwrap().raw_arguments.as_deref().unwrap().starts_with("*** Begin Patch"));
+    // Cleared, it is written as `{}`, which reads back as the cleared call.
+    let text = lines(&[
+        json!({"type": "response_item", "payload": {"type": "custom_tool_call", "call_id": "c1",
+        "name": "apply_patch", "input": "{}"}}),
+        json!({"type": "response_item", "payload":
+        {"type": "custom_tool_call_output", "call_id": "c1", "output": "ok"}}),
+    ]);
+    let conversation = read(&text);
+    let call = conversation.messages[0].tool_calls().next().unwrap();
+    assert!(call.arguments.is_empty() && call.raw_arguments.is_none(), "{call:?}");
+}
+
+#[test]
+fn a_computer_call_whose_action_changed_is_refused_not_lost() {
+    let text = lines(&[
+        json!({"type": "computer_call", "call_id": "c1", "action": {"type": "click", "x": 1, "y": 2}}),
+        json!({"type": "computer_call_output", "call_id": "c1", "output": "done"}),
+    ]);
+    let conversation = read_with(&text, ReadOptions::named("r").with_format(Format::Responses)).unwrap();
+    let mut messages = conversation.messages.clone();
+    for part in &mut messages[0].parts {
         if let compaction_model::Part::ToolCall(call) = part {
             call.arguments = compaction_model::JsonObject::new();
         }
     }
     let mut out = Vec::new();
-    let error = compaction_formats::write(&conversation, &messages, None, Some(&[4]), &mut out).unwrap_err();
-    assert!(error.to_string().contains("message 4 changed in more than"), "{error}");
+    let error = compaction_formats::write(&conversation, &messages, None, Some(&[0]), &mut out).unwrap_err();
+    assert!(error.to_string().contains("message 0 changed in more than"), "{error}");
 }

@@ -1,10 +1,11 @@
 //! OpenAI Chat Completions messages: each result paired with the call it answers, whichever
 //! reader takes the file.
 
+use compaction_formats::Format;
 use compaction_model::{Message, ToolCall};
 use serde_json::{json, Value};
 
-use crate::read;
+use crate::{read, written_back};
 
 fn call(id: &str, city: &str) -> Value {
     json!({"id": id, "type": "function", "function": {"name": "weather", "arguments": format!("{{\"city\": \"{city}\"}}")}})
@@ -117,4 +118,25 @@ fn many_changed_messages_of_a_large_request_are_written_back_in_their_places() {
         }
         assert_eq!(written, &expected, "message {index}");
     }
+}
+
+#[test]
+fn a_bare_array_of_messages_is_read_lean_and_keeps_its_bytes() {
+    let text = "[\n  {\"role\": \"user\", \"content\": \"Run ls \\u00e9\"},\n  {\"role\": \"assistant\", \"content\": null, \
+                \"tool_calls\": [{\"id\": \"c1\", \"type\": \"function\", \"function\": {\"name\": \"sh\", \
+                \"arguments\": \"{}\"}}]},\n  {\"role\": \"tool\", \"tool_call_id\": \"c1\", \"content\": \"a\\nb\"}\n]\n";
+    let conversation = read(text);
+    assert_eq!(conversation.format, Format::OpenAi);
+    // Read without a tree, as a request is: every unchanged message is written as its bytes.
+    assert_eq!(written_back(&conversation, &conversation.messages, &[]), text.as_bytes());
+    let mut messages = conversation.messages.clone();
+    crate::prune(&mut messages, 2, "[pruned]");
+    messages[2].meta.insert("compaction".into(), json!({"strategy": "test"}));
+    let out = String::from_utf8(written_back(&conversation, &messages, &[2])).unwrap();
+    let (kept, _) = text.split_at(text.find(",\n  {\"role\": \"tool\"").unwrap());
+    assert!(out.starts_with(kept), "{out}");
+    assert!(out.contains("[pruned]") && !out.contains("a\\nb"), "{out}");
+    // An array with a Responses item among its first is left to the tree path's detection.
+    let items = r#"[{"role": "user", "content": "hi"}, {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "yo"}]}]"#;
+    assert_eq!(read(items).format, Format::Responses);
 }

@@ -74,3 +74,17 @@ fn items_one_a_line_are_read_and_written_back() {
     let openai = crate::converted(&conversation, Target::OpenAi);
     assert!(openai.contains("gAAAAB-opaque-summary"));
 }
+
+#[test]
+fn a_list_after_a_byte_order_mark_is_written_back_with_it() {
+    for text in [items().to_string(), json!({"model": "gpt-5", "input": items()}).to_string()] {
+        let text = format!("\u{FEFF}{text}");
+        let conversation = read(&text);
+        assert_eq!(written_back(&conversation, &conversation.messages, &[]), text.as_bytes());
+        let mut messages = conversation.messages.clone();
+        crate::prune(&mut messages, 3, "[pruned]");
+        let out = String::from_utf8(written_back(&conversation, &messages, &[3])).unwrap();
+        let expected = text.replace(&json!("Paris: 21C, sunny. ".repeat(50)).to_string(), "\"[pruned]\"");
+        assert_eq!(out, expected);
+    }
+}
