@@ -824,6 +824,23 @@ impl CompactionReport {
         indices
     }
 
+    /// The first message (an index into the conversation the compactor was given) that the
+    /// compaction changed: a rewritten result, a cleared input, a removed or an inserted
+    /// message; `None` when it changed none. Every message before it is sent as it was, so a
+    /// provider's prompt cache can still serve them. A chain's stages each describe the
+    /// conversation their stage was given, whose messages before its own first change are the
+    /// original's, so the smallest over the stages holds.
+    pub fn first_changed(&self) -> Option<usize> {
+        let own = self
+            .results
+            .iter()
+            .map(|r| r.index)
+            .chain(self.inputs_cleared.iter().map(|i| i.index))
+            .chain(self.removed.first().copied())
+            .chain(self.inserted.first().copied());
+        own.chain(self.stages.iter().filter_map(CompactionReport::first_changed)).min()
+    }
+
     /// Tokens freed in all: by rewritten results and cleared inputs together (each message
     /// counted on its own, as the estimate goes) when there are any, otherwise (strategies that
     /// remove or merge messages, chains) the drop from `tokens_before` to `tokens_after`.

@@ -128,6 +128,11 @@ impl CompactionHook {
         let Some(compaction) = compaction.filter(|_| outcome.triggered) else {
             return outcome;
         };
+        if let Some(why) = self.declined_for_cache(state, &outcome, &compaction) {
+            tracing::debug!(reason = why.as_str(), "compaction declined under the cache-aware rule");
+            outcome.declined = Some(why);
+            return outcome;
+        }
         let before = state.messages().len();
         let changed = compaction.replaced_indices();
         match state.apply(compaction) {
@@ -160,6 +165,31 @@ impl CompactionHook {
             "compacted the conversation"
         );
         outcome
+    }
+
+    /// Why `compaction` should not be applied under the settings' cache-aware rule, if it should
+    /// not: never when the rule is off, or when the request as it stands would not fit the
+    /// window. The prompt before is the estimate; after, the estimate less what the compaction
+    /// freed; the part kept is the overhead and the messages before the first changed one.
+    fn declined_for_cache(
+        &self,
+        state: &AgentState,
+        outcome: &CompactionOutcome,
+        compaction: &Compaction,
+    ) -> Option<String> {
+        let rule = self.settings().cache?;
+        let before = outcome.estimated_tokens;
+        if before > self.settings().context_window {
+            return None;
+        }
+        let report = &compaction.report;
+        let after = before.saturating_sub(report.tokens_before.saturating_sub(report.tokens_after));
+        let first = report.first_changed().unwrap_or(state.messages().len()).min(state.messages().len());
+        // The prefix before the first change, counted as the running count measured it; a
+        // counter that cannot count here gives up the rule rather than the compaction.
+        let prefix = self.counting(state).try_count(&state.messages()[..first], &[]).ok()?;
+        let overhead = usize::try_from(outcome.overhead.unwrap_or(0).max(0)).unwrap_or(0);
+        rule.declines(before, after, (overhead + prefix).min(after), state.idle)
     }
 
     /// The provider-accounted part of the compacted conversation (through its last assistant
@@ -228,6 +258,7 @@ impl CompactionOutcome {
             report: None,
             changed: None,
             failure: None,
+            declined: None,
         }
     }
 }

@@ -52,6 +52,9 @@ pub enum Error {
     /// `max_total_tokens` of the budget hook was below 1.
     #[error("`max_total_tokens` must be a positive number of tokens, got {0}")]
     BudgetTooSmall(i128),
+    /// The cache-aware rule's prices or horizon are out of range.
+    #[error("cache rule: {0}")]
+    InvalidCacheRule(String),
 }
 
 /// An error and every cause under it, joined with `: `, for a one-line report (an outcome's

@@ -11,6 +11,7 @@ use compaction_tokens::{ApproximateTokenCounter, TokenCounter};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
+use crate::cache::CacheRule;
 use crate::counting::StateCounter;
 use crate::error::Error;
 use crate::serial::{component, float, init_parameters, integer, invalid, Integer};
@@ -33,12 +34,16 @@ pub struct CompactionHookSettings {
     pub compact_at: f64,
     /// The fraction of the window compaction aims for (default 0.4).
     pub compact_to: f64,
+    /// Compact only when it pays for itself under the provider's prompt cache (see
+    /// [`CacheRule`]); off (`None`) by default, as in the reference. Not part of Haystack's form.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache: Option<CacheRule>,
 }
 
 impl CompactionHookSettings {
     /// Settings for a window of `context_window` tokens with the reference's fractions, 0.7 and 0.4.
     pub fn new(context_window: usize) -> Self {
-        CompactionHookSettings { context_window, compact_at: 0.7, compact_to: 0.4 }
+        CompactionHookSettings { context_window, compact_at: 0.7, compact_to: 0.4, cache: None }
     }
 
     /// The same settings starting compaction at this fraction of the window.
@@ -55,7 +60,15 @@ impl CompactionHookSettings {
         self
     }
 
-    /// Checks `context_window >= 1` and `0 < compact_to < compact_at <= 1`.
+    /// The same settings with the cache-aware rule: a compaction that would cost more than it
+    /// saves under the prompt cache is not applied (see [`CacheRule`]).
+    #[must_use]
+    pub fn with_cache(mut self, rule: CacheRule) -> Self {
+        self.cache = Some(rule);
+        self
+    }
+
+    /// Checks `context_window >= 1` and `0 < compact_to < compact_at <= 1`, and the cache rule.
     ///
     /// # Errors
     ///
@@ -69,7 +82,10 @@ impl CompactionHookSettings {
         if !(0.0 < to && to < at && at <= 1.0) {
             return Err(Error::InvalidFractions { compact_at: at, compact_to: to });
         }
-        Ok(())
+        match &self.cache {
+            Some(rule) => rule.validate(),
+            None => Ok(()),
+        }
     }
 
     /// Reads settings in the plain form or Haystack's `to_dict` form; missing fractions take
@@ -135,6 +151,9 @@ pub struct CompactionOutcome {
     /// as it was), or could not re-anchor the provider's count after compacting. `None` when
     /// nothing failed. [`CompactionHook::try_run`] returns such failures as errors instead.
     pub failure: Option<String>,
+    /// Why the compaction was not applied under the cache-aware rule (it would have cost more
+    /// than it saves with the prompt cache), when that is why; the conversation is as it was.
+    pub declined: Option<String>,
 }
 
 /// Compacts an agent's conversation once it fills too much of the model's context window.
@@ -348,6 +367,7 @@ impl CompactionHook {
                 report: None,
                 changed: None,
                 failure: None,
+                declined: None,
             },
         };
         outcome.failure = Some(crate::error::chain(&error));

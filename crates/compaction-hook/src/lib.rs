@@ -72,6 +72,7 @@
 #![deny(missing_docs)]
 
 mod budget;
+mod cache;
 mod counting;
 mod decision;
 mod error;
@@ -84,6 +85,7 @@ mod usage;
 pub use budget::{
     BudgetOutcome, TokenBudgetHook, BUDGET_FINAL_MESSAGE, HAYSTACK_BUDGET_HOOK_TYPE, TOKEN_BUDGET_EXCEEDED,
 };
+pub use cache::CacheRule;
 pub use compaction_core::{context_overflow, Compactor, ContextOverflow};
 pub use decision::HookDecision;
 pub use error::Error;

@@ -39,6 +39,11 @@ pub struct AgentState {
     /// Set by a hook that asks the run to stop before the next model call, to the reason (the
     /// run's exit reason), such as `token_budget_exceeded`. The agent loop checks it.
     pub stop_run: Option<String>,
+    /// How long it has been since the previous model call, when the agent loop knows it: with a
+    /// hook's cache-aware rule ([`CacheRule`](crate::CacheRule)), a pause past the cache's
+    /// lifetime means the prompt is written to the cache again anyway, so compacting costs
+    /// nothing extra. `None` (unknown) is taken as a warm cache.
+    pub idle: Option<std::time::Duration>,
 }
 
 impl Clone for AgentState {
@@ -52,6 +57,7 @@ impl Clone for AgentState {
             step_count: self.step_count,
             token_usage: self.token_usage.clone(),
             stop_run: self.stop_run.clone(),
+            idle: self.idle,
         }
     }
 }
@@ -65,6 +71,7 @@ impl PartialEq for AgentState {
             && self.step_count == other.step_count
             && self.token_usage == other.token_usage
             && self.stop_run == other.stop_run
+            && self.idle == other.idle
     }
 }
 

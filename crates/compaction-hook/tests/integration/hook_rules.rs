@@ -135,3 +135,62 @@ fn not_triggered_leaves_everything() {
     assert!(!outcome.triggered && !outcome.compacted && outcome.target_tokens.is_none());
     assert_eq!(state, before);
 }
+
+/// The cache-aware rule: a compaction that rewrites more at the cache-write price than the
+/// calls to come save at the cache-read price is not applied, and the outcome says why; a cold
+/// cache (a pause past its lifetime) or a request over the window compacts anyway; off, the
+/// hook is the reference's.
+#[test]
+fn the_cache_aware_rule_compacts_only_when_it_pays() {
+    use compaction_hook::CacheRule;
+    use std::time::Duration;
+    let messages = conversation(6, 400);
+    let counter = ApproximateTokenCounter::default();
+    let size = counter.count(&messages, &[]);
+    let window = size * 11 / 10;
+    let hook = |rule: Option<CacheRule>| {
+        let mut settings = CompactionHookSettings::new(window);
+        if let Some(rule) = rule {
+            settings = settings.with_cache(rule);
+        }
+        CompactionHook::new(pruning(), settings).expect("valid")
+    };
+
+    // Off: the reference's hook compacts.
+    let mut state = AgentState::new(messages.clone());
+    let outcome = hook(None).run(&mut state);
+    assert!(outcome.compacted && outcome.declined.is_none());
+    let compacted = state.messages().to_vec();
+
+    // One call to come: rewriting the tail after the first pruned result costs more.
+    let short = CacheRule::default().with_expected_calls(1);
+    let mut state = AgentState::new(messages.clone());
+    let outcome = hook(Some(short)).run(&mut state);
+    assert!(outcome.triggered && !outcome.compacted, "{outcome:?}");
+    let why = outcome.declined.expect("said why");
+    assert!(why.contains("cache-write price"), "{why}");
+    assert_eq!(state.messages(), &messages[..], "the conversation is as it was");
+
+    // The same after a pause past the cache's lifetime: written again anyway, so it compacts.
+    let mut state = AgentState::new(messages.clone());
+    state.idle = Some(Duration::from_secs(600));
+    let outcome = hook(Some(short)).run(&mut state);
+    assert!(outcome.compacted && outcome.declined.is_none(), "{outcome:?}");
+    assert_eq!(state.messages(), &compacted[..]);
+
+    // Many calls to come: the freed tokens pay for the rewrite.
+    let mut state = AgentState::new(messages.clone());
+    let outcome = hook(Some(CacheRule::default().with_expected_calls(50))).run(&mut state);
+    assert!(outcome.compacted, "{outcome:?}");
+
+    // Over the window, it compacts whatever it costs.
+    let mut state = AgentState::new(messages.clone()).with_context_tokens(window * 2);
+    let outcome = hook(Some(short)).run(&mut state);
+    assert!(outcome.compacted && outcome.declined.is_none(), "{outcome:?}");
+
+    // The rule is checked with the settings, and stays out of Haystack's form.
+    let bad = CompactionHookSettings::new(100).with_cache(CacheRule::default().with_expected_calls(0));
+    assert!(matches!(CompactionHook::new(pruning(), bad), Err(Error::InvalidCacheRule(_))));
+    let written = serde_json::to_value(CompactionHookSettings::new(1000)).expect("serialize");
+    assert_eq!(written, json!({"context_window": 1000, "compact_at": 0.7, "compact_to": 0.4}));
+}
