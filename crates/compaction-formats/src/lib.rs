@@ -1024,7 +1024,12 @@ fn escaping_lone_surrogates<T>(
     write: impl FnOnce(&mut dyn Write) -> Result<T, Error>,
 ) -> Result<T, Error> {
     let source = conversation.source();
-    if memchr::memmem::find(source, b"\\ud").is_none() && memchr::memmem::find(source, b"\\uD").is_none() {
+    // A log read line by line keeps no input to look in.
+    let streamed = matches!(conversation.back, Back::Streamed);
+    if !streamed
+        && memchr::memmem::find(source, b"\\ud").is_none()
+        && memchr::memmem::find(source, b"\\uD").is_none()
+    {
         return write(out);
     }
     let mut escapes = SurrogateEscapes::new(out);

@@ -1,6 +1,7 @@
 //! Integration tests of the `compaction` binary: formats read, round trips, real transcripts, errors,
 //! prune, offload, simulate and the bytes the JSON-tree path writes.
 
+mod dialect;
 mod errors;
 mod faults;
 mod formats;
