@@ -21,6 +21,7 @@
 
 use std::io::{self, Write};
 
+use serde::Serialize;
 use serde_json::{Number, Value};
 
 /// The stand-in of surrogate `0xD800`; surrogate `0xD800 + k` stands as this plus `k`.
@@ -76,6 +77,27 @@ pub(crate) fn non_finite(word: &str) -> Number {
 /// ```
 pub fn value_from_slice(json: &[u8]) -> Result<Value, serde_json::Error> {
     serde_json::from_slice(json).or_else(|error| crate::prefix::python_value(json).ok_or(error))
+}
+
+/// `serde_json::to_value`, for values that may hold Python's non-finite floats: serde_json builds
+/// a number of a `Value` by parsing its text, which refuses `NaN`, so such a value is written and
+/// read back in Python's dialect instead.
+///
+/// # Errors
+///
+/// serde_json's, when `value` cannot be written as JSON.
+///
+/// ```
+/// let value = compaction_model::value_from_slice(br#"{"x": [NaN]}"#)?;
+/// assert!(serde_json::to_value(&value).is_err());
+/// assert_eq!(compaction_model::to_value(&value)?, value);
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+pub fn to_value<T: Serialize + ?Sized>(value: &T) -> Result<Value, serde_json::Error> {
+    serde_json::to_value(value).or_else(|error| {
+        let written = serde_json::to_vec(value)?;
+        crate::prefix::python_value(&written).ok_or(error)
+    })
 }
 
 /// A writer that writes every stand-in of a lone surrogate as the escape it was read from

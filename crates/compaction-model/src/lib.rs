@@ -77,7 +77,7 @@ mod text;
 mod tool;
 mod wire;
 
-pub use dialect::{lone_surrogate, value_from_slice, SurrogateEscapes};
+pub use dialect::{lone_surrogate, to_value, value_from_slice, SurrogateEscapes};
 pub use error::Error;
 pub use message::{
     FilePart, ImagePart, JsonObject, Message, Part, ReasoningPart, ResultPart, Role, TextPart, ToolCall,

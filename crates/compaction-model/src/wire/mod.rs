@@ -217,7 +217,7 @@ impl Message {
 
     /// Writes the message as Haystack's `ChatMessage.to_dict` does.
     pub fn to_value(&self) -> Value {
-        serde_json::to_value(self).unwrap_or(Value::Null)
+        crate::dialect::to_value(self).unwrap_or(Value::Null)
     }
 }
 
