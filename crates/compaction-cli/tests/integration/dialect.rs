@@ -80,3 +80,18 @@ fn files_in_pythons_dialect_pruned_keep_their_escapes_and_floats() {
         assert_eq!(again.code, 0, "{path}: the output does not count: {}", again.stderr);
     }
 }
+
+/// Converted to every format, each file gives output that reads (its stand-ins written as
+/// escapes, its floats kept: `json!` would have panicked on them in the Anthropic writer).
+#[test]
+fn files_in_pythons_dialect_convert_to_every_format() {
+    for (path, _) in files() {
+        for target in ["haystack", "openai", "anthropic"] {
+            let out = run(&["convert", "-q", &path, "--to", target], None);
+            assert_eq!(out.code, 0, "{path} to {target}: {}", out.stderr);
+            assert!(!holds_a_stand_in(&out.stdout), "{path} to {target}: a stand-in written as a character");
+            let again = run(&["count", "-q", "--format", target], Some(&out.stdout));
+            assert_eq!(again.code, 0, "{path} to {target}: the output does not count: {}", again.stderr);
+        }
+    }
+}
