@@ -503,7 +503,7 @@ fn visit(dir: &std::path::Path, f: &mut dyn FnMut(&std::path::Path)) {
 /// in the change that adds items (and say what they are in CHANGELOG.md), or lower it in the
 /// change that removes some, so the next addition is seen.
 const PUBLIC_ITEM_BUDGET: &[(&str, usize)] = &[
-    ("compaction-model", 93),
+    ("compaction-model", 99),
     ("compaction-formats", 52),
     ("compaction-tokens", 63),
     ("compaction-core", 141),

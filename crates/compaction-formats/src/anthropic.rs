@@ -464,7 +464,12 @@ pub(crate) fn encode_group(group: &[&Message], prefer_string: bool) -> Value {
         }
     }
     let blocks: Vec<Value> = group.iter().flat_map(|m| m.parts.iter()).filter_map(block_value).collect();
-    json!({"role": role, "content": blocks})
+    // Built by hand: `json!` passes its values through `serde_json::to_value`, which refuses
+    // (panics, in `json!`) the non-finite floats Python writes in tool-call arguments.
+    let mut object = Map::new();
+    object.insert("role".into(), role.into());
+    object.insert("content".into(), Value::Array(blocks));
+    Value::Object(object)
 }
 
 fn block_value(part: &Part) -> Option<Value> {

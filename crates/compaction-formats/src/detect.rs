@@ -99,7 +99,7 @@ pub(crate) fn detect_lines(bytes: &[u8], name: &str) -> Result<Option<Format>, E
     }
     let mut objects = Vec::new();
     for range in std::iter::once(first).chain(lines.map(|(_, range)| range)) {
-        match serde_json::from_slice::<Value>(&bytes[range]) {
+        match compaction_model::value_from_slice(&bytes[range]) {
             Ok(Value::Object(object)) => objects.push(object),
             Ok(_) => return Ok(None),
             // One pretty-printed value, or a broken line: the tree reader words it.
@@ -157,7 +157,7 @@ pub(crate) fn detect_lines(bytes: &[u8], name: &str) -> Result<Option<Format>, E
 pub(crate) fn first_types(bytes: &[u8]) -> Vec<String> {
     json_lines(bytes)
         .take(20)
-        .filter_map(|(_, range)| serde_json::from_slice::<Value>(&bytes[range]).ok())
+        .filter_map(|(_, range)| compaction_model::value_from_slice(&bytes[range]).ok())
         .map(|value| value.get("type").and_then(Value::as_str).unwrap_or("(none)").to_owned())
         .collect()
 }

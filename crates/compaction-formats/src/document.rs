@@ -81,7 +81,7 @@ pub(crate) fn parse_top(bytes: &[u8], name: &str) -> Result<Top, Error> {
     };
     let json = |line: Option<usize>, source| Error::Json { name: name.to_owned(), line, source };
     let whole = |bytes: &[u8]| -> Result<Top, Error> {
-        serde_json::from_slice(bytes).map(Top::Value).map_err(|source| json(None, source))
+        compaction_model::value_from_slice(bytes).map(Top::Value).map_err(|source| json(None, source))
     };
     if bytes[start] == b'[' {
         return whole(bytes);
@@ -95,7 +95,7 @@ pub(crate) fn parse_top(bytes: &[u8], name: &str) -> Result<Top, Error> {
         return Err(empty());
     };
     let second = lines.next();
-    match serde_json::from_slice::<Value>(first) {
+    match compaction_model::value_from_slice(first) {
         Ok(value) => {
             let Some(second) = second else {
                 return Ok(match value {
@@ -174,7 +174,7 @@ fn parse_run(text: &[u8], first_number: usize) -> (Parsed, usize) {
             continue;
         }
         let number = first_number + index;
-        match serde_json::from_slice(line) {
+        match compaction_model::value_from_slice(line) {
             Ok(value) => lines.push(Line { number, value }),
             Err(error) => return ((lines, Some((number, error))), count),
         }

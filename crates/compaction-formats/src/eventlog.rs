@@ -354,7 +354,7 @@ fn edit_result(
         let value = encode_result(result, slot.style, was_string);
         return Ok(Some(Edit { range, bytes: serde_json::to_vec(&value)? }));
     }
-    let original: Value = serde_json::from_slice(&source[range.clone()])
+    let original: Value = compaction_model::value_from_slice(&source[range.clone()])
         .map_err(|e| Error::WriteBack { reason: format!("a tool result no longer parses: {e}") })?;
     if decode_result(&original, slot.style).as_ref() == Some(result) {
         return Ok(None);
@@ -396,7 +396,7 @@ fn surely_replaced(original: &[u8], result: &ToolResultContent) -> Option<bool> 
 
 fn edit_call(source: &[u8], log: &EventLog, slot: &Slot, call: &ToolCall) -> Result<Option<Edit>, Error> {
     let range = locate(source, log, slot)?;
-    let original: Value = serde_json::from_slice(&source[range.clone()])
+    let original: Value = compaction_model::value_from_slice(&source[range.clone()])
         .map_err(|e| Error::WriteBack { reason: format!("a tool input no longer parses: {e}") })?;
     let value = match slot.style {
         Style::ArgumentsText => {
@@ -406,7 +406,7 @@ fn edit_call(source: &[u8], log: &EventLog, slot: &Slot, call: &ToolCall) -> Res
                     // Unchanged when the text still means these arguments: spacing is kept.
                     let same = original
                         .as_str()
-                        .and_then(|t| serde_json::from_str::<Value>(t).ok())
+                        .and_then(|t| compaction_model::value_from_slice(t.as_bytes()).ok())
                         .is_some_and(|v| v.as_object() == Some(&call.arguments));
                     if same {
                         return Ok(None);

@@ -111,7 +111,7 @@ fn is_haystack(bytes: &[u8], mut at: usize) -> bool {
     let mut first = true;
     loop {
         let Some(end) = value_end(bytes, at) else { return false };
-        let Ok(value) = serde_json::from_slice::<Value>(&bytes[at..end]) else { return false };
+        let Ok(value) = compaction_model::value_from_slice(&bytes[at..end]) else { return false };
         if first && !value.as_object().is_some_and(|o| o.contains_key("role") || o.contains_key("_role")) {
             // The tree path looks further for an object; rare enough to leave to it.
             return false;
@@ -236,7 +236,7 @@ pub(crate) fn write_spans(
             // encoding over it gives the encoding.
             return Ok(serde_json::to_vec(message)?);
         }
-        let original: Value = serde_json::from_slice(&source[spans.spans[index].clone()])?;
+        let original: Value = compaction_model::value_from_slice(&source[spans.spans[index].clone()])?;
         Ok(serde_json::to_vec(&overlay::overlay(&original, message.to_value(), &SHAPE))?)
     };
     let parallel = threads::two_cores() && source.len() >= PARALLEL_BYTES;
@@ -289,7 +289,7 @@ fn tree_native(source: &[u8], spans: &Spans) -> Result<Native, Error> {
         let raw = &source[span.clone()];
         // These bytes were read as this very message before; failing now would be a bug.
         let again = |reason: String| Error::WriteBack { reason: format!("message {index}: {reason}") };
-        originals.push(serde_json::from_slice::<Value>(raw).map_err(|e| again(e.to_string()))?);
+        originals.push(compaction_model::value_from_slice(raw).map_err(|e| again(e.to_string()))?);
         read.push(Message::from_slice(raw, index).map_err(|e| again(e.to_string()))?);
     }
     Ok(Native {

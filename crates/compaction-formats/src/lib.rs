@@ -126,7 +126,7 @@ mod write;
 use std::io::Write;
 use std::ops::Range;
 
-use compaction_model::{JsonObject, JsonSource, Message, Part, Role, TextPart, ToolSpec};
+use compaction_model::{JsonObject, JsonSource, Message, Part, Role, SurrogateEscapes, TextPart, ToolSpec};
 use serde_json::{Map, Value};
 
 use crate::detect::{detect, unrecognized};
@@ -476,7 +476,7 @@ fn looks_like_lines(bytes: &[u8]) -> bool {
     match (first, second) {
         (Some((_, first)), Some(_)) => {
             bytes[first.clone()].first() == Some(&b'{')
-                && serde_json::from_slice::<Value>(&bytes[first]).is_ok()
+                && compaction_model::value_from_slice(&bytes[first]).is_ok()
         }
         _ => false,
     }
@@ -530,7 +530,7 @@ fn parse_ahead(format: Format, input: Lines<'_>, line: Range<usize>) -> Ahead {
     let line = &bytes[line];
     let event = match format {
         Format::ClaudeCode => None,
-        _ => serde_json::from_slice(line).ok().map(Event::whole),
+        _ => compaction_model::value_from_slice(line).ok().map(Event::whole),
     };
     (event, dupkeys::scan_keys(line))
 }
@@ -852,7 +852,7 @@ impl LogReader {
     /// Reads line `number` of file `name` from its bytes, parsed whole: a line [`parse_ahead`]
     /// could not read, which this reads, or whose error it words.
     fn read_line(&mut self, name: &str, number: usize, base: u32, line: &[u8]) -> Result<(), Error> {
-        let value: Value = serde_json::from_slice(line).map_err(|source| Error::Json {
+        let value: Value = compaction_model::value_from_slice(line).map_err(|source| Error::Json {
             name: name.to_owned(),
             line: Some(number),
             source,
@@ -1018,6 +1018,43 @@ pub fn write(
     changed: Option<&[usize]>,
     out: &mut dyn Write,
 ) -> Result<Vec<Note>, Error> {
+    escaping_lone_surrogates(conversation, out, |out| {
+        write_unescaped(conversation, messages, target, changed, out)
+    })
+}
+
+/// Runs `write` on `out`, through [`SurrogateEscapes`] when the input may hold a lone surrogate
+/// escape (`\ud83d`, read as a stand-in character: see `compaction_model::lone_surrogate`), so
+/// that every message written gives it back as the escape it was; an input without one (no `\ud`
+/// or `\uD` in it) cannot have given a stand-in, and its output is passed on as it is made.
+fn escaping_lone_surrogates<T>(
+    conversation: &Conversation,
+    out: &mut dyn Write,
+    write: impl FnOnce(&mut dyn Write) -> Result<T, Error>,
+) -> Result<T, Error> {
+    let source = conversation.source();
+    // A log read line by line keeps no input to look in.
+    let streamed = matches!(conversation.back, Back::Streamed);
+    if !streamed
+        && memchr::memmem::find(source, b"\\ud").is_none()
+        && memchr::memmem::find(source, b"\\uD").is_none()
+    {
+        return write(out);
+    }
+    let mut escapes = SurrogateEscapes::new(out);
+    let written = write(&mut escapes)?;
+    escapes.into_inner()?;
+    Ok(written)
+}
+
+/// [`write()`], its output as it is made.
+fn write_unescaped(
+    conversation: &Conversation,
+    messages: &[Message],
+    target: Option<Target>,
+    changed: Option<&[usize]>,
+    out: &mut dyn Write,
+) -> Result<Vec<Note>, Error> {
     let format = conversation.format;
     let own = match target {
         None => format.writes_back(),
@@ -1090,6 +1127,19 @@ pub fn write_rewritten(
     origin: &[Option<usize>],
     out: &mut dyn Write,
 ) -> Result<Vec<Note>, Error> {
+    escaping_lone_surrogates(conversation, out, |out| {
+        write_rewritten_unescaped(conversation, messages, target, origin, out)
+    })
+}
+
+/// [`write_rewritten`], its output as it is made.
+fn write_rewritten_unescaped(
+    conversation: &Conversation,
+    messages: &[Message],
+    target: Option<Target>,
+    origin: &[Option<usize>],
+    out: &mut dyn Write,
+) -> Result<Vec<Note>, Error> {
     let format = conversation.format;
     let own = match target {
         None => format.writes_back(),
@@ -1122,7 +1172,7 @@ pub fn write_rewritten(
                 format.label()
             ),
         }),
-        _ => write(conversation, messages, target, None, out),
+        _ => write_unescaped(conversation, messages, target, None, out),
     }
 }
 

@@ -245,7 +245,7 @@ pub(crate) fn tool_call(value: &Value) -> Result<ToolCall, String> {
     match member_of(function, "arguments") {
         None | Some(Value::Null) => {}
         Some(Value::Object(arguments)) => call.arguments = arguments.clone(),
-        Some(Value::String(text)) => match serde_json::from_str::<Value>(text) {
+        Some(Value::String(text)) => match compaction_model::value_from_slice(text.as_bytes()) {
             Ok(Value::Object(arguments)) => call.arguments = arguments,
             // Not a JSON object (truncated by the model, or nested past the parser's limit):
             // kept as the provider sent it, counted and written back as that text.

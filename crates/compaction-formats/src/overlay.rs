@@ -81,7 +81,8 @@ fn merge_value(key: &str, old: &Value, new: Value, shape: &Shape) -> Value {
 }
 
 fn same_json(a: &str, b: &str) -> bool {
-    match (serde_json::from_str::<Value>(a), serde_json::from_str::<Value>(b)) {
+    match (compaction_model::value_from_slice(a.as_bytes()), compaction_model::value_from_slice(b.as_bytes()))
+    {
         (Ok(a), Ok(b)) => a == b,
         _ => false,
     }

@@ -198,7 +198,7 @@ fn has_responses_item(bytes: &[u8], start: usize) -> bool {
 
 /// The JSON value `json`, with the objects in it that repeat a key added to `repeated`.
 fn parse(json: &[u8], repeated: &mut Vec<Keys>) -> Option<Value> {
-    let value = serde_json::from_slice(json).ok()?;
+    let value = compaction_model::value_from_slice(json).ok()?;
     // Only objects can repeat a key.
     if json.first() == Some(&b'{') || json.first() == Some(&b'[') {
         let keys = scan_keys(json);
@@ -227,7 +227,9 @@ fn object(bytes: &[u8], at: usize, mut value: impl FnMut(&str, usize) -> Option<
             return None;
         }
         let key_end = value_end(bytes, at)?;
-        let key: String = serde_json::from_slice(&bytes[at..key_end]).ok()?;
+        let Value::String(key) = compaction_model::value_from_slice(&bytes[at..key_end]).ok()? else {
+            return None;
+        };
         if keys.contains(&key) {
             return None;
         }
@@ -525,7 +527,7 @@ fn skeleton(bytes: &[u8], at: usize, content: Option<Range<usize>>) -> Option<Va
             return Some(content.end);
         }
         let end = value_end(bytes, at)?;
-        let value = serde_json::from_slice(&bytes[at..end]).ok()?;
+        let value = compaction_model::value_from_slice(&bytes[at..end]).ok()?;
         members.insert(key.to_owned(), value);
         Some(end)
     })?;

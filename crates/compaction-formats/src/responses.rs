@@ -284,7 +284,7 @@ fn function_call(object: &Map<String, Value>, arguments: Option<&Value>) -> Resu
     let name = string(object, "name")?;
     let mut call = match arguments {
         None | Some(Value::Null) => ToolCall::new(name, JsonObject::new()),
-        Some(Value::String(text)) => match serde_json::from_str::<Value>(text) {
+        Some(Value::String(text)) => match compaction_model::value_from_slice(text.as_bytes()) {
             Ok(Value::Object(arguments)) => ToolCall::new(name, arguments),
             _ => ToolCall::with_raw_arguments(name, text.clone()),
         },

@@ -108,7 +108,7 @@ fn key_is(bytes: &[u8], range: Range<usize>, key: &str) -> bool {
     if !inner.contains(&b'\\') {
         return inner == key.as_bytes();
     }
-    serde_json::from_slice::<String>(&bytes[range]).is_ok_and(|decoded| decoded == key)
+    compaction_model::value_from_slice(&bytes[range]).is_ok_and(|decoded| decoded.as_str() == Some(key))
 }
 
 /// The bytes of the value at `path` in the JSON value starting at or after `start` (whitespace

@@ -488,3 +488,34 @@ fn a_large_log_is_written_back_as_a_small_one_is() {
     let error = write(&conversation, &messages, None, Some(&changed), &mut out).unwrap_err();
     assert!(error.to_string().contains(&format!("message {last} changed")), "{error}");
 }
+
+/// A Haystack file as Python's `json.dump` writes one holding lone surrogates and non-finite
+/// floats: read alike without a tree and as a tree, and written back alike, with the surrogates
+/// as their escapes and the floats as Python spells them.
+#[test]
+fn a_haystack_file_in_pythons_dialect_reads_and_writes_alike_on_both_paths() {
+    let call = r#"{"tool_name": "run", "arguments": {"q": "x\ud83d", "k\udc00": NaN, "i": [Infinity, -Infinity]}, "id": "c1", "extra": null}"#;
+    let input = format!(
+        r#"[{{"role": "user", "meta": {{"v": NaN}}, "name": null, "content": [{{"text": "a\ud83db \ude00 \ud83d\u0041 \ud83d"}}]}}, {{"role": "assistant", "meta": {{}}, "name": null, "content": [{{"tool_call": {call}}}]}}, {{"role": "tool", "meta": {{"w": -Infinity}}, "name": null, "content": [{{"tool_call_result": {{"result": "out \ud83d end", "origin": {call}, "error": false}}}}]}}]"#
+    );
+    let conversation = read(input.clone().into_bytes(), &ReadOptions::named("t")).unwrap();
+    assert!(matches!(conversation.back, crate::Back::Spans(_)), "read without a tree");
+    let tree = crate::read_tree(input.as_bytes(), &ReadOptions::named("t")).unwrap();
+    assert_eq!(conversation.messages, tree.messages);
+    assert_eq!(conversation.messages[0].text().map(|t| t.chars().count()), Some(10));
+    let mut out = Vec::new();
+    write(&conversation, &conversation.messages, Some(Target::Haystack), Some(&[]), &mut out).unwrap();
+    assert_eq!(String::from_utf8(out).unwrap().trim_end(), input, "written back as it was");
+    let mut messages = conversation.messages.clone();
+    prune(&mut messages, 2);
+    let mut out = Vec::new();
+    write(&conversation, &messages, Some(Target::Haystack), Some(&[2]), &mut out).unwrap();
+    let by_tree = written_by_tree(input.as_bytes(), &messages);
+    let value =
+        |bytes: &[u8]| serde_json::to_string(&compaction_model::value_from_slice(bytes).unwrap()).unwrap();
+    assert_eq!(value(&out), value(&by_tree));
+    let text = String::from_utf8(out).unwrap();
+    assert!(text.contains(r#"{"q":"x\ud83d","k\udc00":NaN,"i":[Infinity,-Infinity]}"#), "{text}");
+    assert!(text.contains(r#""meta":{"w":-Infinity}"#), "{text}");
+    assert!(!text.contains('\u{10F03D}'), "{text}");
+}

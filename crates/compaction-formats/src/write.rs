@@ -21,7 +21,7 @@ use crate::{anthropic, haystack, openai, overlay, Target};
 /// A part of a kind a writer has no spelling for, written as Haystack's JSON for it: kept as
 /// data rather than left out. The model's parts serialize to JSON without fail.
 pub(crate) fn haystack_form<T: Serialize + ?Sized>(part: &T) -> Value {
-    serde_json::to_value(part).unwrap_or_else(|e| Value::String(e.to_string()))
+    compaction_model::to_value(part).unwrap_or_else(|e| Value::String(e.to_string()))
 }
 
 /// What writing back in the input's own format needs.

@@ -67,6 +67,7 @@
 //! (0.1 → 0.2), never in a patch release, and the changelog says so.
 #![deny(missing_docs)]
 
+mod dialect;
 mod error;
 mod message;
 mod meta;
@@ -76,6 +77,7 @@ mod text;
 mod tool;
 mod wire;
 
+pub use dialect::{lone_surrogate, to_value, value_from_slice, SurrogateEscapes};
 pub use error::Error;
 pub use message::{
     FilePart, ImagePart, JsonObject, Message, Part, ReasoningPart, ResultPart, Role, TextPart, ToolCall,

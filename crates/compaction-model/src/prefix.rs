@@ -64,7 +64,8 @@ impl Message {
     /// # Ok::<(), serde_json::Error>(())
     /// ```
     pub fn read_prefix(json: &str) -> Option<Prefix> {
-        let mut reader = Reader { bytes: json.as_bytes(), at: 0, canonical: true, source: None };
+        let mut reader =
+            Reader { bytes: json.as_bytes(), at: 0, canonical: true, source: None, whole: false };
         let message = reader.message()?;
         Some(Prefix { message, len: reader.at, canonical: reader.canonical })
     }
@@ -83,7 +84,8 @@ impl Message {
     /// assert!(matches!(&read.message.parts[0], Part::Text(part) if part.text.char_len() == 4 && part.text == "café"));
     /// ```
     pub fn read_prefix_in(source: &JsonSource, at: usize) -> Option<Prefix> {
-        let mut reader = Reader { bytes: source.as_bytes(), at, canonical: true, source: Some(source) };
+        let mut reader =
+            Reader { bytes: source.as_bytes(), at, canonical: true, source: Some(source), whole: false };
         let message = reader.message()?;
         Some(Prefix { message, len: reader.at - at, canonical: reader.canonical })
     }
@@ -111,7 +113,8 @@ impl JsonSource {
         if self.as_bytes().get(at) != Some(&b'"') {
             return None;
         }
-        let mut reader = Reader { bytes: self.as_bytes(), at, canonical: true, source: Some(self) };
+        let mut reader =
+            Reader { bytes: self.as_bytes(), at, canonical: true, source: Some(self), whole: false };
         let text = reader.text()?;
         Some((text, reader.at))
     }
@@ -130,6 +133,9 @@ struct Reader<'a> {
     canonical: bool,
     /// Where texts are left undecoded, when reading from a shared source.
     source: Option<&'a JsonSource>,
+    /// Reading a whole document as Python's `json.loads` does ([`python_value`]): a key given
+    /// twice keeps its last value, as there, where a message read here refuses it.
+    whole: bool,
 }
 
 impl<'a> Reader<'a> {
@@ -377,7 +383,7 @@ impl<'a> Reader<'a> {
                 }
                 let mut object = JsonObject::with_capacity(pairs.len());
                 for (key, value) in pairs {
-                    if object.insert(key, value).is_some() {
+                    if object.insert(key, value).is_some() && !self.whole {
                         return None;
                     }
                 }
@@ -402,6 +408,13 @@ impl<'a> Reader<'a> {
             b't' if self.word(b"true") => Value::Bool(true),
             b'f' if self.word(b"false") => Value::Bool(false),
             b'n' if self.word(b"null") => Value::Null,
+            // Python's non-finite floats, which `json.dumps` writes and serde_json cannot.
+            b'N' | b'I' | b'-' if self.non_finite().is_some() => {
+                let word = self.non_finite()?;
+                self.at += word.len();
+                self.canonical = false;
+                Value::Number(crate::dialect::non_finite(word))
+            }
             b'-' | b'0'..=b'9' => {
                 let rest = &self.bytes[self.at..];
                 let len = rest
@@ -420,6 +433,12 @@ impl<'a> Reader<'a> {
             }
             _ => return None,
         })
+    }
+
+    /// `NaN`, `Infinity` or `-Infinity`, when one comes next.
+    fn non_finite(&self) -> Option<&'static str> {
+        let rest = self.bytes.get(self.at..)?;
+        ["NaN", "Infinity", "-Infinity"].into_iter().find(|word| rest.starts_with(word.as_bytes()))
     }
 
     fn string_or_null(&mut self) -> Option<Option<String>> {
@@ -494,18 +513,10 @@ impl<'a> Reader<'a> {
                 if !(lowercase && unit < 0x20 && !matches!(unit, 0x08..=0x0a | 0x0c | 0x0d)) {
                     self.canonical = false;
                 }
-                match unit {
-                    0xD800..=0xDBFF => {
-                        if self.bytes.get(self.at..self.at + 2)? != b"\\u" {
-                            return None;
-                        }
-                        self.at += 2;
-                        let (low, _) = self.hex4()?;
-                        (0xDC00..=0xDFFF).contains(&low).then_some(())
-                    }
-                    0xDC00..=0xDFFF => None,
-                    _ => Some(()),
+                if (0xD800..=0xDFFF).contains(&unit) {
+                    self.surrogate(unit);
                 }
+                Some(())
             }
             _ => None,
         }
@@ -536,24 +547,32 @@ impl<'a> Reader<'a> {
                     self.canonical = false;
                 }
                 match unit {
-                    0xD800..=0xDBFF => {
-                        // A high surrogate must come with its low one; alone it is no character,
-                        // and the other readers refuse it.
-                        if self.bytes.get(self.at..self.at + 2)? != b"\\u" {
-                            return None;
-                        }
-                        self.at += 2;
-                        let (low, _) = self.hex4()?;
-                        if !(0xDC00..=0xDFFF).contains(&low) {
-                            return None;
-                        }
-                        char::from_u32(0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00))?
-                    }
+                    0xD800..=0xDFFF => self.surrogate(unit),
                     unit => char::from_u32(unit)?,
                 }
             }
             _ => return None,
         })
+    }
+
+    /// The character a surrogate escape `unit` (taken) stands for: with the low surrogate escape
+    /// that follows a high one (taken too), the character the pair encodes; alone, as Python's
+    /// `json.loads` keeps it, its stand-in (see `dialect.rs`), which serde_json cannot write.
+    fn surrogate(&mut self, unit: u32) -> char {
+        if unit < 0xDC00 && self.bytes.get(self.at..self.at + 2) == Some(b"\\u") {
+            let before = self.at;
+            self.at += 2;
+            match self.hex4() {
+                Some((low @ 0xDC00..=0xDFFF, _)) => {
+                    return char::from_u32(0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00))
+                        .unwrap_or(char::REPLACEMENT_CHARACTER);
+                }
+                // Not its low half: the next escape is read on its own.
+                _ => self.at = before,
+            }
+        }
+        self.canonical = false;
+        crate::dialect::stand_in(unit)
     }
 
     /// Four hex digits, and whether all its letters were lowercase.
@@ -592,10 +611,24 @@ static HEX: [u8; 256] = {
     table
 };
 
+/// How deep [`python_value`] reads nesting: serde_json's limit, so that the dialect refuses no
+/// text for depth that serde_json would read.
+const DOCUMENT_NESTING: usize = 128;
+
+/// The value of the whole JSON text `json` as Python's `json.loads` reads it (see `dialect.rs`):
+/// strict JSON, lone surrogate escapes and `NaN` / `Infinity` / `-Infinity`; `None` for anything
+/// else, whose error serde_json words.
+pub(crate) fn python_value(json: &[u8]) -> Option<Value> {
+    let mut reader = Reader { bytes: json, at: 0, canonical: true, source: None, whole: true };
+    let value = reader.value(DOCUMENT_NESTING)?;
+    reader.space();
+    (reader.at == json.len()).then_some(value)
+}
+
 /// The characters of `raw`, the contents of a JSON string (what lies between its quotes) that
 /// the reader has checked.
 pub(crate) fn unescape(raw: &str) -> String {
-    let mut reader = Reader { bytes: raw.as_bytes(), at: 0, canonical: true, source: None };
+    let mut reader = Reader { bytes: raw.as_bytes(), at: 0, canonical: true, source: None, whole: false };
     // No escape is shorter than what it stands for.
     let mut out = String::with_capacity(raw.len());
     loop {
@@ -707,21 +740,58 @@ mod tests {
     /// how many characters the contents stand for.
     fn counted(text: &[u8]) -> Option<(usize, usize)> {
         let quoted = [b"\"", text].concat();
-        let mut reader = Reader { bytes: &quoted, at: 0, canonical: true, source: None };
+        let mut reader = Reader { bytes: &quoted, at: 0, canonical: true, source: None, whole: false };
         let (contents, chars, _) = reader.raw_string()?;
         Some((contents.end - 1, chars))
     }
 
-    /// What serde_json reads of the same: where the contents end and their characters.
+    /// What Python's `json.loads` reads of the same: where the contents end and their
+    /// characters. serde_json's reading where it reads the string; where it refuses one, the
+    /// string decoded to UTF-16 code units by hand and counted as Python's `len` counts them (a
+    /// lone surrogate is one character, as is a pair).
     fn serde_counted(text: &[u8]) -> Option<(usize, usize)> {
         let quoted = [b"\"", text].concat();
         let mut stream = serde_json::Deserializer::from_slice(&quoted).into_iter::<String>();
-        let decoded = stream.next()?.ok()?;
-        Some((stream.byte_offset() - 2, decoded.chars().count()))
+        if let Some(Ok(decoded)) = stream.next() {
+            return Some((stream.byte_offset() - 2, decoded.chars().count()));
+        }
+        let mut units: Vec<u16> = Vec::new();
+        let mut at = 0;
+        loop {
+            let rest = std::str::from_utf8(text.get(at..)?)
+                .unwrap_or_else(|e| std::str::from_utf8(&text[at..at + e.valid_up_to()]).unwrap_or_default());
+            let c = rest.chars().next()?;
+            match c {
+                '"' => break,
+                '\\' => {
+                    let escape = *text.get(at + 1)?;
+                    at += 2;
+                    match escape {
+                        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => units.push(1),
+                        b'u' => {
+                            let hex = std::str::from_utf8(text.get(at..at + 4)?).ok()?;
+                            if !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+                                return None;
+                            }
+                            units.push(u16::from_str_radix(hex, 16).ok()?);
+                            at += 4;
+                        }
+                        _ => return None,
+                    }
+                }
+                c if u32::from(c) < 0x20 => return None,
+                c => {
+                    let mut buf = [0; 2];
+                    units.extend_from_slice(c.encode_utf16(&mut buf));
+                    at += c.len_utf8();
+                }
+            }
+        }
+        Some((at, char::decode_utf16(units).count()))
     }
 
     #[test]
-    fn strings_end_and_are_counted_as_serde_json_reads_them() {
+    fn strings_end_and_are_counted_as_python_reads_them() {
         let long = "x".repeat(70);
         let mixed = "日本語😀 and more text than one word holds, ok\\n and on\"";
         let cases = [
@@ -739,6 +809,9 @@ mod tests {
             "\\ud83d\\ude00x\"",
             "\\ud83dx\"",
             "\\ude00\"",
+            "\\ud83d\\ud83d\\u0041\"",
+            "\\ude00\\ud83d\\ude00\\ud83d\"",
+            "\\udbff\\udfff\\udbff\"",
             "\\x\"",
             "日本語\\t😀 the rest of it, long enough for eight at a time\\/\"",
         ];
@@ -750,7 +823,7 @@ mod tests {
     /// Strings of stops close together, escapes across the eight bytes looked at together, and
     /// what JSON refuses, at every offset: ended and counted as serde_json reads them.
     #[test]
-    fn strings_of_many_stops_end_and_are_counted_as_serde_json_reads_them() {
+    fn strings_of_many_stops_end_and_are_counted_as_python_reads_them() {
         let pieces: [&str; 18] = [
             "a",
             "bcdefg",

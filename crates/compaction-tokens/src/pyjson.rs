@@ -101,7 +101,10 @@ pub fn write_python_json_str(s: &str, out: &mut String) {
             // `i` is at a UTF-8 lead byte, hence on a char boundary.
             let c = s[i..].chars().next().unwrap_or('\u{fffd}');
             let code = u32::from(c);
-            if code < 0x1_0000 {
+            if let Some(unit) = compaction_model::lone_surrogate(c) {
+                // A lone surrogate read from JSON: Python escapes it alone.
+                push_u_escape(u32::from(unit), out);
+            } else if code < 0x1_0000 {
                 push_u_escape(code, out);
             } else {
                 let v = code - 0x1_0000;
@@ -141,8 +144,14 @@ pub fn write_python_json_object(map: &Map<String, Value>, out: &mut String) {
     } else {
         let mut entries: Vec<(&String, &Value)> = map.iter().collect();
         // Keys are unique, so an unstable sort is deterministic. `str`
-        // ordering is byte-wise on UTF-8, which equals code point order.
-        entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        // ordering is byte-wise on UTF-8, which equals code point order, but for the stand-ins
+        // of lone surrogates (U+10F000 on, after everything else), which Python orders as the
+        // surrogates they are: only keys holding one (a `0xF4` byte) are compared by hand.
+        if entries.iter().any(|(key, _)| key.as_bytes().contains(&0xF4)) {
+            entries.sort_unstable_by(|a, b| python_order(a.0, b.0));
+        } else {
+            entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        }
         for (i, (k, v)) in entries.into_iter().enumerate() {
             if i > 0 {
                 out.push_str(", ");
@@ -151,6 +160,12 @@ pub fn write_python_json_object(map: &Map<String, Value>, out: &mut String) {
         }
     }
     out.push('}');
+}
+
+/// How Python orders two strings: by code point, a lone surrogate's stand-in as the surrogate.
+fn python_order(a: &str, b: &str) -> std::cmp::Ordering {
+    let point = |c: char| compaction_model::lone_surrogate(c).map_or(u32::from(c), u32::from);
+    a.chars().map(point).cmp(b.chars().map(point))
 }
 
 /// Appends `"key": value`.
@@ -163,7 +178,14 @@ fn write_member(key: &str, value: &Value, out: &mut String) {
 /// Returns the number of characters [`write_python_json_str`] would append
 /// for `s` (quotes included), without building the text.
 pub fn python_json_str_len(s: &str) -> usize {
-    s.as_bytes().iter().fold(2, |acc, &b| acc + usize::from(ESCAPED_LEN[usize::from(b)]))
+    let len = s.as_bytes().iter().fold(2, |acc, &b| acc + usize::from(ESCAPED_LEN[usize::from(b)]));
+    // A lone surrogate's stand-in is a four-byte character, counted as a pair of escapes (12);
+    // Python writes the surrogate as one (6). Only text with a `0xF4` byte can hold one.
+    if s.as_bytes().contains(&0xF4) {
+        len - 6 * s.chars().filter(|&c| compaction_model::lone_surrogate(c).is_some()).count()
+    } else {
+        len
+    }
 }
 
 /// How Python's `json.loads` would read a number token.

@@ -176,8 +176,43 @@ impl TiktokenCounter {
 
     /// Tokens of a piece of text, special-token strings counted as ordinary text.
     pub fn count_text(&self, text: &str) -> usize {
-        self.bpe.count(text)
+        // Only text with a `0xF4` byte can hold the stand-in of a lone surrogate.
+        match text.as_bytes().contains(&0xF4).then(|| as_tiktoken_encodes(text)).flatten() {
+            Some(text) => self.bpe.count(&text),
+            None => self.bpe.count(text),
+        }
     }
+}
+
+/// `text` as Python's tiktoken encodes it when it holds the stand-ins of lone surrogates (see
+/// `compaction_model::lone_surrogate`); `None` when it holds none. tiktoken cannot encode a
+/// surrogate as UTF-8, so it passes the text through UTF-16 (`surrogatepass`) and back
+/// (`replace`): a high surrogate followed by a low one becomes the character they encode, and
+/// every other surrogate U+FFFD.
+fn as_tiktoken_encodes(text: &str) -> Option<String> {
+    use compaction_model::lone_surrogate;
+    if !text.chars().any(|c| lone_surrogate(c).is_some()) {
+        return None;
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        let Some(unit) = lone_surrogate(c) else {
+            out.push(c);
+            continue;
+        };
+        let low =
+            chars.peek().copied().and_then(lone_surrogate).filter(|low| (0xDC00..=0xDFFF).contains(low));
+        match low {
+            Some(low) if unit < 0xDC00 => {
+                chars.next();
+                let code = 0x1_0000 + ((u32::from(unit) - 0xD800) << 10) + (u32::from(low) - 0xDC00);
+                out.push(char::from_u32(code).unwrap_or(char::REPLACEMENT_CHARACTER));
+            }
+            _ => out.push(char::REPLACEMENT_CHARACTER),
+        }
+    }
+    Some(out)
 }
 
 /// What follows a message that is not the last: the joining newline and the `[` that opens

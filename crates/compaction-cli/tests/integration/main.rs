@@ -3,6 +3,7 @@
 //! outputs.
 
 mod commit_point;
+mod dialect;
 mod errors;
 mod faults;
 mod formats;

@@ -70,7 +70,7 @@ pub fn messages_from_slice(json: &[u8]) -> Result<Vec<Message>, Error> {
     match std::str::from_utf8(json).ok().and_then(read_array) {
         Some(messages) => Ok(messages),
         None => {
-            let value: Value = serde_json::from_slice(json).map_err(json_error)?;
+            let value: Value = crate::dialect::value_from_slice(json).map_err(json_error)?;
             messages_from_value(value)
         }
     }
@@ -197,7 +197,7 @@ impl Message {
         if let Ok(Quick(message)) = serde_json::from_slice::<Quick>(json) {
             return Ok(message);
         }
-        let value: Value = serde_json::from_slice(json).map_err(json_error)?;
+        let value: Value = crate::dialect::value_from_slice(json).map_err(json_error)?;
         Message::from_value(value, index)
     }
 
@@ -209,7 +209,7 @@ impl Message {
         if encodes_as(self, raw) {
             return true;
         }
-        let Ok(value) = serde_json::from_slice::<Value>(raw) else { return false };
+        let Ok(value) = crate::dialect::value_from_slice(raw) else { return false };
         // Parsing keeps the last of a key given twice, which a copy of the bytes would not.
         let Ok(canonical) = serde_json::to_vec(&value) else { return false };
         encodes_as(self, &canonical) && pairs_in(raw) == pairs_of(&value)
@@ -217,7 +217,7 @@ impl Message {
 
     /// Writes the message as Haystack's `ChatMessage.to_dict` does.
     pub fn to_value(&self) -> Value {
-        serde_json::to_value(self).unwrap_or(Value::Null)
+        crate::dialect::to_value(self).unwrap_or(Value::Null)
     }
 }
 

@@ -14,7 +14,8 @@ fn conformance_counts_match_reference() {
     let mut checked = 0;
     for (root, path) in &files {
         let name = path.file_name().unwrap_or_default().to_string_lossy().into_owned();
-        let fixture: Value = serde_json::from_slice(&std::fs::read(path).expect("readable")).expect("JSON");
+        let fixture: Value =
+            compaction_model::value_from_slice(&std::fs::read(path).expect("readable")).expect("JSON");
         let messages = match messages_from_value(fixture["messages"].clone()) {
             Ok(m) => m,
             Err(error) => {
@@ -24,7 +25,9 @@ fn conformance_counts_match_reference() {
         };
         let tools: Vec<ToolSpec> = serde_json::from_value(fixture["tools"].clone()).unwrap_or_default();
         let rendered = rendered_text(&messages, &tools);
-        if rendered != fixture["rendered"].as_str().unwrap_or_default() {
+        // A fixture whose rendering joins two lone surrogates into a pair (`x\ud83d` + `\ude00y`)
+        // cannot hold that rendering in JSON, which reads the pair as one character: it has none.
+        if !fixture["rendered"].is_null() && rendered != fixture["rendered"].as_str().unwrap_or_default() {
             failures.push(format!(
                 "{name}: rendering differs\n ours: {rendered:?}\n  ref: {:?}",
                 fixture["rendered"]
