@@ -107,6 +107,7 @@ mod error;
 mod eventlog;
 mod format;
 mod haystack;
+mod ids;
 mod notes;
 mod openai;
 mod openhands;
@@ -1039,22 +1040,34 @@ pub fn write(
             ),
             })
         }
-        _ => match target {
-            Target::Haystack => haystack::write_messages(messages, conversation.layout, out),
-            Target::OpenAi => write_line(&Value::Array(openai::encode(messages)), out),
-            Target::Anthropic => {
-                let (system, rest): (Vec<&Message>, Vec<&Message>) =
-                    messages.iter().partition(|m| m.role == Role::System);
-                let mut object = Map::new();
-                if !system.is_empty() {
-                    object.insert("system".into(), anthropic::encode_system(&system));
-                }
-                object.insert("messages".into(), Value::Array(anthropic::encode(&rest)));
-                write_line(&Value::Object(object), out)
-            }
-        },
+        _ => {
+            // Checked before a byte is written: an output the target's readers refuse is not made.
+            let (messages, made) = ids::complete(messages, target)?;
+            let mut notes: Vec<Note> = made.into_iter().collect();
+            convert(&messages, target, conversation.layout, out)?;
+            notes.extend(losses(&messages, target));
+            return Ok(notes);
+        }
     };
     written.map(|()| if own { Vec::new() } else { losses(messages, target) })
+}
+
+/// `messages` written as `target`, nothing of a file read kept.
+fn convert(messages: &[Message], target: Target, layout: Layout, out: &mut dyn Write) -> Result<(), Error> {
+    match target {
+        Target::Haystack => haystack::write_messages(messages, layout, out),
+        Target::OpenAi => write_line(&Value::Array(openai::encode(messages)), out),
+        Target::Anthropic => {
+            let (system, rest): (Vec<&Message>, Vec<&Message>) =
+                messages.iter().partition(|m| m.role == Role::System);
+            let mut object = Map::new();
+            if !system.is_empty() {
+                object.insert("system".into(), anthropic::encode_system(&system));
+            }
+            object.insert("messages".into(), Value::Array(anthropic::encode(&rest)));
+            write_line(&Value::Object(object), out)
+        }
+    }
 }
 
 /// [`write()`] for messages a command dropped, added or moved (a sliding window's omission note, a
