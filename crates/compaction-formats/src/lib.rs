@@ -108,6 +108,7 @@ mod eventlog;
 mod format;
 mod haystack;
 mod ids;
+mod inplace;
 mod notes;
 mod openai;
 mod openhands;
@@ -117,6 +118,7 @@ mod request;
 mod responses;
 mod skip;
 mod splice;
+mod style;
 #[cfg(test)]
 mod tests;
 mod threads;
@@ -134,7 +136,7 @@ use crate::detect::{detect, unrecognized};
 use crate::document::{container, locate, locator, parse_top, read_tools, take_messages, Place, Top};
 use crate::eventlog::{json_lines, EventLog, JsonLines, LogDecoded};
 use crate::values::ResultsFound;
-use crate::write::{write_native_rewritten, write_native_to, Native};
+use crate::write::{write_tree_rewritten, write_tree_to, Native};
 
 pub use error::{Error, Location};
 pub use format::{Format, Target, UnknownFormat};
@@ -1020,12 +1022,21 @@ pub fn write(
         Back::Spans(spans) if own => {
             haystack::write_spans(conversation.source(), spans, messages, changed, out)
         }
-        Back::Tree(native) if own => write_native_to(native, target, messages, changed, out),
+        Back::Tree(native) if own => {
+            write_tree_to(conversation.source(), native, target, messages, changed, out)
+        }
         Back::Request(spans) if own => {
             if request::write(conversation.source(), spans, messages, changed, out)? {
                 Ok(())
             } else {
-                write_native_to(&*request_tree(conversation)?, target, messages, changed, out)
+                write_tree_to(
+                    conversation.source(),
+                    &*request_tree(conversation)?,
+                    target,
+                    messages,
+                    changed,
+                    out,
+                )
             }
         }
         Back::Log(log) if own => {
@@ -1108,12 +1119,19 @@ pub fn write_rewritten(
         }
         Back::Tree(native) if own => {
             let target = target.unwrap_or_else(|| format.default_target());
-            write_native_rewritten(native, target, messages, origin, out)?;
+            write_tree_rewritten(conversation.source(), native, target, messages, origin, out)?;
             Ok(Vec::new())
         }
         Back::Request(_) if own => {
             let target = target.unwrap_or_else(|| format.default_target());
-            write_native_rewritten(&*request_tree(conversation)?, target, messages, origin, out)?;
+            write_tree_rewritten(
+                conversation.source(),
+                &*request_tree(conversation)?,
+                target,
+                messages,
+                origin,
+                out,
+            )?;
             Ok(Vec::new())
         }
         Back::Log(_) if own && !in_place => Err(Error::WriteBack {

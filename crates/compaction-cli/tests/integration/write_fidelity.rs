@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
-use crate::run;
+use crate::{corpus, run};
 
 /// A temporary directory of this test, empty.
 fn scratch(name: &str) -> std::path::PathBuf {
@@ -21,6 +21,169 @@ fn write(dir: &Path, name: &str, text: &str) -> String {
     let path = dir.join(name);
     std::fs::write(&path, text).unwrap();
     path.display().to_string()
+}
+
+/// `value` as Python's `json.dumps(value, indent=2)` writes it: characters beyond ASCII escaped.
+fn python_indented(value: &Value) -> String {
+    let formatter = serde_json::ser::PrettyFormatter::with_indent(b"  ");
+    let mut out = Vec::new();
+    serde::Serialize::serialize(value, &mut serde_json::Serializer::with_formatter(&mut out, formatter))
+        .unwrap();
+    let mut text = String::new();
+    for c in String::from_utf8(out).unwrap().chars() {
+        if c.is_ascii() {
+            text.push(c);
+        } else {
+            let mut units = [0u16; 2];
+            for unit in c.encode_utf16(&mut units) {
+                text.push_str(&format!("\\u{unit:04x}"));
+            }
+        }
+    }
+    text + "\n"
+}
+
+fn listing() -> String {
+    (0..150).map(|i| format!("entrée {i} — \"fichier\"\n")).collect()
+}
+
+const PLACEHOLDER: &str = "[Tool result removed to free up context. Call `ls` again if you need it.]";
+
+/// A 2-space-indented Anthropic file with escapes: `prune` changes the pruned result's text and
+/// nothing else, every other message byte for byte.
+#[test]
+fn an_indented_anthropic_file_is_pruned_in_place() {
+    let file = json!({
+        "model": "claude-sonnet-4-5",
+        "system": "Tu listes des fichiers — vite.",
+        "messages": [
+            {"role": "user", "content": "Liste les fichiers."},
+            {"role": "assistant", "content": [{"type": "text", "text": "Je regarde."},
+                {"type": "tool_use", "id": "t1", "name": "ls", "input": {"path": "."}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": listing(), "cache_control": {"type": "ephemeral"}}]},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "t2", "name": "ls", "input": {"path": "src"}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t2", "content": "main.rs"}]},
+            {"role": "assistant", "content": "Voilà, café compris."}
+        ],
+        "max_tokens": 1024
+    });
+    let input = python_indented(&file);
+    let dir = scratch("anthropic");
+    let path = write(&dir, "in.json", &input);
+    let out = run(&["prune", &path, "--target-tokens", "100", "--min-tokens", "0"], None);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let escaped_listing = python_indented(&Value::String(listing()));
+    let expected = input.replace(escaped_listing.trim_end(), &Value::String(PLACEHOLDER.into()).to_string());
+    assert_ne!(expected, input);
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), expected);
+    // Read back, the same conversation but for the pruned text.
+    let count = run(&["count", "--counter", "approximate", "-"], Some(expected.as_bytes()));
+    assert_eq!(count.code, 0, "{}", count.stderr);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// An OpenAI request indented with escapes: untouched messages keep their `\u` escapes.
+#[test]
+fn an_indented_openai_request_keeps_its_escapes() {
+    let file = json!({
+        "model": "gpt-4o",
+        "messages": [
+            {"role": "system", "content": "Réponds en français."},
+            {"role": "user", "content": "Liste — vite 🎉"},
+            {"role": "assistant", "content": null, "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{\"path\": \".\"}"}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": listing()},
+            {"role": "assistant", "content": null, "tool_calls": [
+                {"id": "c2", "type": "function", "function": {"name": "ls", "arguments": "{\"path\": \"src\"}"}}]},
+            {"role": "tool", "tool_call_id": "c2", "content": "main.rs"},
+            {"role": "assistant", "content": "Voilà."}
+        ]
+    });
+    let input = python_indented(&file);
+    let escaped_listing = python_indented(&Value::String(listing()));
+    let expected = input.replace(escaped_listing.trim_end(), &Value::String(PLACEHOLDER.into()).to_string());
+    assert_ne!(expected, input);
+    for extra in [&[][..], &["--format", "openai"], &["--to", "openai"]] {
+        let mut args = vec!["prune", "--target-tokens", "100", "--min-tokens", "0"];
+        args.extend_from_slice(extra);
+        let out = run(&args, Some(input.as_bytes()));
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        assert_eq!(String::from_utf8(out.stdout).unwrap(), expected, "{extra:?}");
+    }
+    // A sliding window drops messages: those it keeps, and the envelope, keep their bytes.
+    let out =
+        run(&["prune", "--strategy", "sliding-window", "--target-tokens", "150"], Some(input.as_bytes()));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_ne!(text, input);
+    let head = &input[..input.find("{\n      \"role\": \"system\"").unwrap()];
+    let last = &input[input.rfind("{\n      \"role\": \"assistant\"").unwrap()..];
+    assert!(text.starts_with(head) && text.ends_with(last), "{text}");
+    assert!(text.is_ascii(), "{text}");
+    let count = run(&["count", "-"], Some(text.as_bytes()));
+    assert_eq!(count.code, 0, "{}", count.stderr);
+}
+
+/// The real tau-bench file: pruning one conversation (the fourth, which has tool results)
+/// changes bytes inside that trajectory's messages only; every other trajectory is its input
+/// bytes.
+#[test]
+fn a_tau_bench_file_changes_only_the_chosen_trajectory() {
+    let Some(corpus) = corpus() else { return };
+    let path = corpus.join("tau-bench/gpt-4o-airline.json");
+    if !path.exists() {
+        eprintln!("skipped: no {}", path.display());
+        return;
+    }
+    let input = std::fs::read_to_string(&path).unwrap();
+    let out = run(
+        &[
+            "prune",
+            &path.display().to_string(),
+            "--conversation",
+            "3",
+            "--target-tokens",
+            "500",
+            "--min-tokens",
+            "0",
+        ],
+        None,
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let output = String::from_utf8(out.stdout).unwrap();
+    assert_ne!(output, input, "nothing was pruned: {}", out.stderr);
+    let (before, after) = (trajectories(&input), trajectories(&output));
+    assert_eq!(before.len(), after.len());
+    for (k, (a, b)) in before.iter().zip(&after).enumerate() {
+        if k != 3 {
+            assert_eq!(a, b, "trajectory {k} changed");
+        }
+    }
+    // Outside its `traj`, trajectory 3 is as it was too.
+    let (a, b) = (&before[3], &after[3]);
+    let (ta, tb) = (a.find("\"traj\": [").unwrap(), b.find("\"traj\": [").unwrap());
+    assert_eq!(a[..ta], b[..tb]);
+    let count = run(&["count", "--conversation", "3", "-"], Some(output.as_bytes()));
+    assert_eq!(count.code, 0, "{}", count.stderr);
+}
+
+/// The top-level elements of a JSON array, as their text.
+fn trajectories(text: &str) -> Vec<String> {
+    let bytes = text.as_bytes();
+    let mut at = text.find('[').unwrap() + 1;
+    let mut out = Vec::new();
+    loop {
+        while bytes[at].is_ascii_whitespace() || bytes[at] == b',' {
+            at += 1;
+        }
+        if bytes[at] == b']' {
+            return out;
+        }
+        let mut values = serde_json::Deserializer::from_str(&text[at..]).into_iter::<Value>();
+        values.next().unwrap().unwrap();
+        out.push(text[at..at + values.byte_offset()].to_owned());
+        at += values.byte_offset();
+    }
 }
 
 fn haystack_call(name: &str, id: Value) -> Value {

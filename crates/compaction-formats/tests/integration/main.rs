@@ -4,6 +4,7 @@ mod anthropic;
 mod claude_code;
 mod codex;
 mod detection;
+mod fidelity;
 mod openai;
 mod openhands;
 mod responses;
