@@ -419,20 +419,20 @@ fn encode_changed(
             (None, Some(after)) => &source[span.end..after.start],
             (None, None) => b",".as_slice(),
         };
+    let values: Vec<Value> = fresh
+        .into_iter()
+        .map(|value| match &original {
+            Some(original) => overlay::overlay(original, value, &openai::SHAPE),
+            None => value,
+        })
+        .collect();
     let write = |style: &Style| -> Result<Vec<u8>, Error> {
         let mut bytes = Vec::new();
-        for (k, value) in fresh.iter().enumerate() {
+        for (k, value) in values.iter().enumerate() {
             if k > 0 {
                 bytes.extend_from_slice(separator);
             }
-            match &original {
-                Some(original) => style.write(
-                    &overlay::overlay(original, value.clone(), &openai::SHAPE),
-                    margin,
-                    &mut bytes,
-                )?,
-                None => style.write(value, margin, &mut bytes)?,
-            }
+            style.write(value, margin, &mut bytes)?;
         }
         Ok(bytes)
     };

@@ -52,6 +52,10 @@ impl Style {
         margin: &[u8],
         out: &mut Vec<u8>,
     ) -> io::Result<()> {
+        if self.indent.is_none() && !self.spaced && !self.ascii {
+            // serde_json's own compact writing: the same bytes, without a formatter to consult.
+            return serde_json::to_writer(out, value).map_err(io::Error::other);
+        }
         let formatter = Styled { style: self, margin, level: 0, has_value: false };
         let mut serializer = serde_json::Serializer::with_formatter(out, formatter);
         value.serialize(&mut serializer).map_err(io::Error::other)
