@@ -96,7 +96,7 @@ pub enum Error {
     },
     /// The messages cannot be written as `target` in a form its readers accept (a tool result
     /// before its call); nothing was written.
-    #[error("cannot write as {target}: {problem}")]
+    #[error("{target} cannot hold the conversation: {problem}")]
     Unwritable {
         /// The format asked for.
         target: crate::Target,

@@ -176,11 +176,11 @@ fn unpaired(messages: &[Message], index: usize, origin: &ToolCall, target: Targe
     let problem = match later {
         Some(later) => format!(
             "message {index} holds the result of tool {call}, which comes after it, in message {later}; \
-             {target} needs each result after its call (move the result after the call, or write haystack)"
+             each result must follow its call (move the result after the call, or write haystack)"
         ),
         None => format!(
-            "message {index} holds the result of tool {call}, which no message before it makes; {target} \
-             pairs each result with a call before it (write haystack to keep it)"
+            "message {index} holds the result of tool {call}, which no message before it makes; each \
+             result must follow its call (write haystack to keep it)"
         ),
     };
     Error::Unwritable { target, problem }
