@@ -94,6 +94,15 @@ pub enum Error {
         /// Why.
         reason: String,
     },
+    /// The messages cannot be written as `target` in a form its readers accept (a tool result
+    /// before its call); nothing was written.
+    #[error("{target} cannot hold the conversation: {problem}")]
+    Unwritable {
+        /// The format asked for.
+        target: crate::Target,
+        /// What stands in the way, naming the messages.
+        problem: String,
+    },
 }
 
 fn line_prefix(name: &str, line: Option<usize>) -> String {

@@ -107,6 +107,8 @@ mod error;
 mod eventlog;
 mod format;
 mod haystack;
+mod ids;
+mod inplace;
 mod notes;
 mod openai;
 mod openhands;
@@ -116,6 +118,7 @@ mod request;
 mod responses;
 mod skip;
 mod splice;
+mod style;
 #[cfg(test)]
 mod tests;
 mod threads;
@@ -133,7 +136,7 @@ use crate::detect::{detect, unrecognized};
 use crate::document::{container, locate, locator, parse_top, read_tools, take_messages, Place, Top};
 use crate::eventlog::{json_lines, EventLog, JsonLines, LogDecoded};
 use crate::values::ResultsFound;
-use crate::write::{write_native_rewritten, write_native_to, Native};
+use crate::write::{write_tree_rewritten, write_tree_to, Native};
 
 pub use error::{Error, Location};
 pub use format::{Format, Target, UnknownFormat};
@@ -1065,12 +1068,21 @@ fn write_unescaped(
         Back::Spans(spans) if own => {
             haystack::write_spans(conversation.source(), spans, messages, changed, out)
         }
-        Back::Tree(native) if own => write_native_to(native, target, messages, changed, out),
+        Back::Tree(native) if own => {
+            write_tree_to(conversation.source(), native, target, messages, changed, out)
+        }
         Back::Request(spans) if own => {
             if request::write(conversation.source(), spans, messages, changed, out)? {
                 Ok(())
             } else {
-                write_native_to(&*request_tree(conversation)?, target, messages, changed, out)
+                write_tree_to(
+                    conversation.source(),
+                    &*request_tree(conversation)?,
+                    target,
+                    messages,
+                    changed,
+                    out,
+                )
             }
         }
         Back::Log(log) if own => {
@@ -1085,22 +1097,34 @@ fn write_unescaped(
             ),
             })
         }
-        _ => match target {
-            Target::Haystack => haystack::write_messages(messages, conversation.layout, out),
-            Target::OpenAi => write_line(&Value::Array(openai::encode(messages)), out),
-            Target::Anthropic => {
-                let (system, rest): (Vec<&Message>, Vec<&Message>) =
-                    messages.iter().partition(|m| m.role == Role::System);
-                let mut object = Map::new();
-                if !system.is_empty() {
-                    object.insert("system".into(), anthropic::encode_system(&system));
-                }
-                object.insert("messages".into(), Value::Array(anthropic::encode(&rest)));
-                write_line(&Value::Object(object), out)
-            }
-        },
+        _ => {
+            // Checked before a byte is written: an output the target's readers refuse is not made.
+            let (messages, made) = ids::complete(messages, target)?;
+            let mut notes: Vec<Note> = made.into_iter().collect();
+            convert(&messages, target, conversation.layout, out)?;
+            notes.extend(losses(&messages, target));
+            return Ok(notes);
+        }
     };
     written.map(|()| if own { Vec::new() } else { losses(messages, target) })
+}
+
+/// `messages` written as `target`, nothing of a file read kept.
+fn convert(messages: &[Message], target: Target, layout: Layout, out: &mut dyn Write) -> Result<(), Error> {
+    match target {
+        Target::Haystack => haystack::write_messages(messages, layout, out),
+        Target::OpenAi => write_line(&Value::Array(openai::encode(messages)), out),
+        Target::Anthropic => {
+            let (system, rest): (Vec<&Message>, Vec<&Message>) =
+                messages.iter().partition(|m| m.role == Role::System);
+            let mut object = Map::new();
+            if !system.is_empty() {
+                object.insert("system".into(), anthropic::encode_system(&system));
+            }
+            object.insert("messages".into(), Value::Array(anthropic::encode(&rest)));
+            write_line(&Value::Object(object), out)
+        }
+    }
 }
 
 /// [`write()`] for messages a command dropped, added or moved (a sliding window's omission note, a
@@ -1154,12 +1178,19 @@ fn write_rewritten_unescaped(
         }
         Back::Tree(native) if own => {
             let target = target.unwrap_or_else(|| format.default_target());
-            write_native_rewritten(native, target, messages, origin, out)?;
+            write_tree_rewritten(conversation.source(), native, target, messages, origin, out)?;
             Ok(Vec::new())
         }
         Back::Request(_) if own => {
             let target = target.unwrap_or_else(|| format.default_target());
-            write_native_rewritten(&*request_tree(conversation)?, target, messages, origin, out)?;
+            write_tree_rewritten(
+                conversation.source(),
+                &*request_tree(conversation)?,
+                target,
+                messages,
+                origin,
+                out,
+            )?;
             Ok(Vec::new())
         }
         Back::Log(_) if own && !in_place => Err(Error::WriteBack {

@@ -33,6 +33,8 @@ pub enum NoteKind {
     Dropped,
     /// A JSON object repeated a key; the last value was read.
     DuplicateKey,
+    /// Something the target format requires that the input lacks was made up (tool-call ids).
+    Added,
 }
 
 impl Note {

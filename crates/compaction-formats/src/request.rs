@@ -15,6 +15,7 @@
 use std::io::Write;
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
 
 use compaction_model::{JsonSource, Message};
 use serde_json::{Map, Value};
@@ -27,14 +28,13 @@ use crate::openai::{Apart, Prepared};
 use crate::pairing::OpenCalls;
 use crate::skip::whitespace as skip_whitespace;
 use crate::splice::value_end;
+use crate::style::{margin, Style};
 use crate::threads;
 use crate::{haystack, openai, overlay, Format};
 
 /// Where a request's parts sit in its bytes.
 #[derive(Debug)]
 pub(crate) struct Spans {
-    /// The request object, from its `{` to just past its `}`.
-    object: Range<usize>,
     /// Each message's bytes.
     messages: Vec<Range<usize>>,
     /// Where each message's string `content` sits (quotes included), if it has one.
@@ -121,7 +121,7 @@ pub(crate) fn read(source: &JsonSource, name: &str) -> Option<Read> {
         messages.push(message);
     }
     let tools = read_tools(&envelope, &Locator::messages(name)).ok()?;
-    Some(Read { messages, tools, spans: Spans { object: start..end, messages: spans, contents }, repeated })
+    Some(Read { messages, tools, spans: Spans { messages: spans, contents }, repeated })
 }
 
 /// How many items of a bare array the tree path's detection looks at for a Responses item.
@@ -147,7 +147,7 @@ fn read_bare(source: &JsonSource, start: usize) -> Option<Read> {
         let message = message.pair(&mut calls, &messages).ok()?;
         messages.push(message);
     }
-    let spans = Spans { object: start..end, messages: spans, contents };
+    let spans = Spans { messages: spans, contents };
     Some(Read { messages, tools: Vec::new(), spans, repeated })
 }
 
@@ -424,8 +424,8 @@ fn lean_message(
 
 /// Writes the request back with `messages` in place of those read, when `changed` says which
 /// of them a command changed and each of those carries the marker a rewrite leaves in its meta:
-/// the envelope and each unchanged message as their input bytes, each changed message encoded
-/// over its original. `false`, with nothing written, when that cannot be told: then the tree
+/// every byte of the input but those of the changed messages, each encoded over its original
+/// in its style. `false`, with nothing written, when that cannot be told: then the tree
 /// path writes the file.
 pub(crate) fn write(
     source: &[u8],
@@ -448,72 +448,78 @@ pub(crate) fn write(
             _ => return Ok(false),
         }
     }
-    // The envelope up to the first message, and after the last, as they were.
-    let (first_message, last_message) = match (spans.messages.first(), spans.messages.last()) {
-        (Some(first), Some(last)) => (first.start, last.end),
-        _ => return Ok(false),
-    };
     // The changed messages are encoded ahead of their turn on another thread when the file is
-    // large, and written in their turn; each run of messages left alone between them is one
-    // piece of the input, separators and all.
+    // large, and written in their turn, each in its own message's place and style; every other
+    // byte of the request is copied from the input, separators and all.
     let parallel = threads::two_cores() && source.len() >= PARALLEL_BYTES;
-    let encode = |&index: &usize| encode_changed(source, spans, &messages[index], index);
+    let ascii = OnceLock::new();
+    let encode = |&index: &usize| encode_changed(source, spans, &messages[index], index, &ascii);
     threads::made_ahead(&changed, parallel, encode, |made| -> Result<(), Error> {
-        out.write_all(&source[spans.object.start..first_message])?;
-        let mut first = true;
-        let mut piece = |bytes: &[u8], out: &mut dyn Write| -> std::io::Result<()> {
-            if !std::mem::take(&mut first) {
-                out.write_all(b",")?;
-            }
-            out.write_all(bytes)
-        };
-        let mut next = 0;
+        let mut at = 0;
         for (&index, bytes) in changed.iter().zip(made) {
-            if next < index {
-                piece(&source[spans.messages[next].start..spans.messages[index - 1].end], out)?;
-            }
-            // A message that encodes to none (nothing of it is left) writes nothing.
-            let bytes = bytes?;
-            if !bytes.is_empty() {
-                piece(&bytes, out)?;
-            }
-            next = index + 1;
+            let span = &spans.messages[index];
+            out.write_all(&source[at..span.start])?;
+            out.write_all(&bytes?)?;
+            at = span.end;
         }
-        if next < messages.len() {
-            piece(&source[spans.messages[next].start..last_message], out)?;
-        }
+        out.write_all(&source[at..])?;
         Ok(())
     })?;
-    out.write_all(&source[last_message..spans.object.end])?;
-    out.write_all(b"\n")?;
     Ok(true)
 }
 
 /// The JSON of the changed message `message`, the `index`-th of the request: each message it
 /// encodes to (one, but for a message the format splits), laid over the original when it is
-/// one, separated by commas.
-fn encode_changed(source: &[u8], spans: &Spans, message: &Message, index: usize) -> Result<Vec<u8>, Error> {
+/// one, in the original's style (see [`Style`]), separated as the request separates messages.
+/// `ascii` is whether the whole request is ASCII, found once when needed.
+fn encode_changed(
+    source: &[u8],
+    spans: &Spans,
+    message: &Message,
+    index: usize,
+    ascii: &OnceLock<bool>,
+) -> Result<Vec<u8>, Error> {
     let fresh = openai::encode(std::slice::from_ref(message));
+    let span = &spans.messages[index];
     let original = match fresh.len() {
         1 => Some(
-            skeleton(source, spans.messages[index].start, spans.contents[index].clone())
+            skeleton(source, span.start, spans.contents[index].clone())
                 .ok_or_else(|| Error::WriteBack { reason: "a message no longer reads as it did".into() })?,
         ),
         _ => None,
     };
-    let mut bytes = Vec::new();
-    for value in fresh {
-        if !bytes.is_empty() {
-            bytes.push(b',');
-        }
-        match &original {
-            Some(original) => {
-                serde_json::to_writer(&mut bytes, &overlay::overlay(original, value, &openai::SHAPE))?
+    let mut style = Style::of(source, span.start);
+    let margin = if style.indent.is_some() { margin(source, span.start) } else { &[] };
+    let separator =
+        match (index.checked_sub(1).and_then(|k| spans.messages.get(k)), spans.messages.get(index + 1)) {
+            (Some(before), _) => &source[before.end..span.start],
+            (None, Some(after)) => &source[span.end..after.start],
+            (None, None) => b",".as_slice(),
+        };
+    let values: Vec<Value> = fresh
+        .into_iter()
+        .map(|value| match &original {
+            Some(original) => overlay::overlay(original, value, &openai::SHAPE),
+            None => value,
+        })
+        .collect();
+    let write = |style: &Style| -> Result<Vec<u8>, Error> {
+        let mut bytes = Vec::new();
+        for (k, value) in values.iter().enumerate() {
+            if k > 0 {
+                bytes.extend_from_slice(separator);
             }
-            None => serde_json::to_writer(&mut bytes, &value)?,
+            style.write(value, margin, &mut bytes)?;
         }
+        Ok(bytes)
+    };
+    let bytes = write(&style)?;
+    // Characters beyond ASCII are escaped in a request that escapes every one of them.
+    if bytes.is_ascii() || !*ascii.get_or_init(|| source.is_ascii()) {
+        return Ok(bytes);
     }
-    Ok(bytes)
+    style.ascii = true;
+    write(&style)
 }
 
 /// The original of a changed message, to lay its encoding over: its members parsed, but for its

@@ -199,6 +199,60 @@ pub(crate) fn first_member(json: &[u8], at: usize, key: &str) -> Option<usize> {
     }
 }
 
+/// Each member of the object at `at`: its key's bytes (quotes included) and its value's; `None`
+/// when the scan is not sure (see [`value_end`]).
+pub(crate) fn members(json: &[u8], at: usize) -> Option<Vec<(Range<usize>, Range<usize>)>> {
+    if json.get(at) != Some(&b'{') {
+        return None;
+    }
+    let mut out = Vec::new();
+    let mut at = skip_whitespace(json, at + 1);
+    if json.get(at) == Some(&b'}') {
+        return Some(out);
+    }
+    loop {
+        if json.get(at)? != &b'"' {
+            return None;
+        }
+        let key = at..value_end(json, at)?;
+        at = skip_whitespace(json, key.end);
+        if json.get(at) != Some(&b':') {
+            return None;
+        }
+        let value = skip_whitespace(json, at + 1);
+        let value = value..value_end(json, value)?;
+        at = skip_whitespace(json, value.end);
+        out.push((key, value));
+        match json.get(at)? {
+            b',' => at = skip_whitespace(json, at + 1),
+            b'}' => return Some(out),
+            _ => return None,
+        }
+    }
+}
+
+/// The elements of the array at `at`, each as its bytes; `None` when the scan is not sure.
+pub(crate) fn elements(json: &[u8], at: usize) -> Option<Vec<Range<usize>>> {
+    if json.get(at) != Some(&b'[') {
+        return None;
+    }
+    let mut out = Vec::new();
+    let mut at = skip_whitespace(json, at + 1);
+    if json.get(at) == Some(&b']') {
+        return Some(out);
+    }
+    loop {
+        let end = value_end(json, at)?;
+        out.push(at..end);
+        at = skip_whitespace(json, end);
+        match json.get(at)? {
+            b',' => at = skip_whitespace(json, at + 1),
+            b']' => return Some(out),
+            _ => return None,
+        }
+    }
+}
+
 /// Where element `index` starts in the array at `at`.
 fn element(json: &[u8], at: usize, index: usize) -> Option<usize> {
     if json.get(at) != Some(&b'[') {

@@ -16,6 +16,7 @@ use serde_json::{Map, Value};
 
 use crate::document::{Line, Locator, Place, Top};
 use crate::error::Error;
+use crate::inplace::{self, Element, System};
 use crate::{anthropic, haystack, openai, overlay, Target};
 
 /// A part of a kind a writer has no spelling for, written as Haystack's JSON for it: kept as
@@ -333,17 +334,17 @@ struct Elements<'a> {
 }
 
 impl<'a> Elements<'a> {
-    fn iter(&self) -> impl Iterator<Item = Cow<'a, Value>> + '_ {
-        let hidden = self.native.originals.iter().take(self.native.hidden).map(Cow::Borrowed);
+    fn iter(&self) -> impl Iterator<Item = Element> + '_ {
+        let hidden = (0..self.native.hidden).map(Element::Original);
         hidden.chain(self.plan.groups.iter().flat_map(|group| self.group(group)))
     }
 
     /// A group's elements: the original when unchanged, else the fresh encoding laid over the
     /// original when there is one to lay it over.
-    fn group(&self, group: &Group) -> Vec<Cow<'a, Value>> {
+    fn group(&self, group: &Group) -> Vec<Element> {
         let originals = &self.native.originals;
         if let (Some(unit), true) = (group.unit, group.verbatim) {
-            return vec![Cow::Borrowed(&originals[unit])];
+            return vec![Element::Original(unit)];
         }
         let messages: Vec<&Message> =
             self.plan.order[group.range.clone()].iter().map(|&index| &self.messages[index]).collect();
@@ -368,16 +369,25 @@ impl<'a> Elements<'a> {
         match group.unit {
             Some(unit) if fresh.len() == 1 => {
                 let fresh = fresh.into_iter().next().unwrap_or(Value::Null);
-                vec![Cow::Owned(overlay::overlay(&originals[unit], fresh, shape))]
+                let value = overlay::overlay(&originals[unit], fresh, shape);
+                vec![Element::Fresh { unit: Some(unit), value }]
             }
-            _ => fresh.into_iter().map(Cow::Owned).collect(),
+            // Only the first takes the original's place among its neighbours.
+            unit => fresh
+                .into_iter()
+                .enumerate()
+                .map(|(k, value)| Element::Fresh { unit: unit.filter(|_| k == 0), value })
+                .collect(),
         }
     }
 }
 
 impl Serialize for Elements<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_seq(self.iter())
+        serializer.collect_seq(self.iter().map(|element| match element {
+            Element::Original(unit) => Cow::Borrowed(&self.native.originals[unit]),
+            Element::Fresh { value, .. } => Cow::Owned(value),
+        }))
     }
 }
 
@@ -466,6 +476,58 @@ pub(crate) fn write_native_rewritten(
     emit(native, target, messages, &plan, out)
 }
 
+/// [`write_native_to`] over `source`, the bytes the tree was read from: every byte outside the
+/// messages that changed is copied from it (see [`crate::inplace`]). Haystack output is always
+/// re-encoded, so it goes to [`write_native_to`].
+pub(crate) fn write_tree_to(
+    source: &[u8],
+    native: &Native,
+    target: Target,
+    messages: &[Message],
+    changed: Option<&[usize]>,
+    out: &mut dyn Write,
+) -> Result<(), Error> {
+    let plan = plan_write(native, target, messages, changed)?;
+    emit_over(source, native, target, messages, &plan, out)
+}
+
+/// [`write_native_rewritten`] over `source`, as [`write_tree_to`].
+pub(crate) fn write_tree_rewritten(
+    source: &[u8],
+    native: &Native,
+    target: Target,
+    messages: &[Message],
+    origin: &[Option<usize>],
+    out: &mut dyn Write,
+) -> Result<(), Error> {
+    let plan = plan_rewritten(native, target, messages, origin)?;
+    emit_over(source, native, target, messages, &plan, out)
+}
+
+/// Writes the file as `plan` says over `source` when the messages can be found in it, else
+/// from the tree.
+fn emit_over(
+    source: &[u8],
+    native: &Native,
+    target: Target,
+    messages: &[Message],
+    plan: &Plan<'_>,
+    out: &mut dyn Write,
+) -> Result<(), Error> {
+    if target != Target::Haystack {
+        let elements: Vec<Element> = Elements { native, target, messages, plan }.iter().collect();
+        let system = match &plan.system {
+            SystemEdit::Keep | SystemEdit::Set(Cow::Borrowed(_)) => System::Keep,
+            SystemEdit::Set(Cow::Owned(value)) => System::Set(value),
+            SystemEdit::Remove => System::Remove,
+        };
+        if inplace::write(source, native, &elements, system, out)? {
+            return Ok(());
+        }
+    }
+    emit(native, target, messages, plan, out)
+}
+
 /// Writes the file as `plan` says.
 fn emit(
     native: &Native,
@@ -478,7 +540,10 @@ fn emit(
     match (&native.top, &native.place) {
         (Top::Lines(_), Place::Root) => {
             for element in elements.iter() {
-                line(out, &*element)?;
+                match element {
+                    Element::Original(unit) => line(out, &native.originals[unit])?,
+                    Element::Fresh { value, .. } => line(out, &value)?,
+                }
             }
         }
         (Top::Lines(lines), Place::Item { index, key }) => {

@@ -19,6 +19,7 @@ mod simulate;
 mod standin;
 mod strategies;
 mod tree_writes;
+mod write_fidelity;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

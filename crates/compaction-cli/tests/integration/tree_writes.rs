@@ -101,33 +101,25 @@ fn a_json_lines_file_of_conversations_changes_only_the_one_chosen() {
 #[test]
 fn an_anthropic_system_is_set_where_insert_puts_it_and_removed_when_null() {
     // A system message among the messages moves to the envelope: to the end of an envelope
-    // without `system`, in place of one that has it.
+    // without `system`, in place of one that has it. The rest is the input's bytes, which end
+    // without a line break here.
     let tools = r#""tools":[{"name":"x","input_schema":{}}]"#;
     let input = format!(
         r#"{{"model":"m","messages":[{{"role":"system","content":"Be brief."}},{{"role":"user","content":"hi"}},{{"role":"assistant","content":"hello"}}],{tools}}}"#
     );
     assert_eq!(
         converted(&input, &[]),
-        format!(
-            "{}\n",
-            r#"{"model":"m","messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"hello"}],"tools":[{"name":"x","input_schema":{}}],"system":"Be brief."}"#
-        )
+        r#"{"model":"m","messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"hello"}],"tools":[{"name":"x","input_schema":{}}],"system":"Be brief."}"#
     );
     let input = r#"{"model":"m","system":"old","messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"hi"},{"role":"assistant","content":"hello"}]}"#;
     assert_eq!(
         converted(input, &[]),
-        format!(
-            "{}\n",
-            r#"{"model":"m","system":[{"type":"text","text":"old"},{"type":"text","text":"Be brief."}],"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"hello"}]}"#
-        )
+        r#"{"model":"m","system":[{"type":"text","text":"old"},{"type":"text","text":"Be brief."}],"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"hello"}]}"#
     );
     let input = r#"{"system":null,"model":"m","messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"hello"}]}"#;
     assert_eq!(
         converted(input, &["--format", "anthropic"]),
-        format!(
-            "{}\n",
-            r#"{"model":"m","messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"hello"}]}"#
-        )
+        r#"{"model":"m","messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"hello"}]}"#
     );
 }
 

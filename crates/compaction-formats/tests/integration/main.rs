@@ -4,6 +4,7 @@ mod anthropic;
 mod claude_code;
 mod codex;
 mod detection;
+mod fidelity;
 mod fuzz;
 mod openai;
 mod openhands;
