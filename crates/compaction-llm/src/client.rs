@@ -122,7 +122,7 @@ impl Client {
         body: &Value,
         read: fn(&Value) -> Result<T, String>,
     ) -> Result<T, Error> {
-        let bytes = serde_json::to_vec(body).expect("a JSON value always serializes");
+        let bytes = bytes_of(body);
         let headers = self.headers();
         let mut attempts = Attempts::new(target, &self.settings, &self.secrets);
         loop {
@@ -221,9 +221,14 @@ impl Client {
     }
 }
 
-#[cfg(feature = "async")]
+/// The request body's bytes: a lone surrogate read from a transcript (held as its stand-in, see
+/// compaction-model's `dialect`) goes out as the `\uXXXX` escape it was read from, as Python's
+/// `json.dumps` would send it, never as the stand-in character.
 fn bytes_of(body: &Value) -> Vec<u8> {
-    serde_json::to_vec(body).expect("a JSON value always serializes")
+    let mut out = compaction_model::SurrogateEscapes::new(Vec::new());
+    // Neither serializing a JSON value nor writing to a vector can fail.
+    serde_json::to_writer(&mut out, body).expect("a JSON value always serializes");
+    out.into_inner().expect("a vector takes every byte")
 }
 
 /// The base URL without its trailing slashes, if it is an `http://` or `https://` URL with a host.
@@ -292,6 +297,14 @@ fn reqwest_failure(error: reqwest::Error) -> TransportFailure {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_lone_surrogate_is_sent_as_its_escape() {
+        // A high surrogate alone, as compaction-model reads `"\ud83d"` from a transcript.
+        let body = compaction_model::value_from_slice(br#"{"t": "a\ud83d b"}"#).expect("Python's JSON");
+        let sent = String::from_utf8(bytes_of(&body)).expect("UTF-8");
+        assert_eq!(sent, r#"{"t":"a\ud83d b"}"#);
+    }
 
     #[test]
     fn base_urls_are_checked_and_trimmed() {
