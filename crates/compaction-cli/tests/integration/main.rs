@@ -11,6 +11,7 @@ mod offload;
 mod provider_faults;
 mod prune;
 mod real_transcripts;
+mod refetch;
 mod report_counts;
 mod roundtrip;
 mod simulate;
