@@ -1,6 +1,7 @@
 //! The `simulate --svg` chart: context per model call with and without compaction, against the
 //! window and the hook's two thresholds; the provider's own count where the log records it,
-//! declined compactions as crosses, the provider's own compactions as vertical lines.
+//! declined compactions as crosses, the provider's own compactions as vertical lines, refetches
+//! (calls repeated after their result was taken out) as triangles.
 
 use anyhow::{anyhow, Result};
 use compaction_hook::CompactionHookSettings;
@@ -35,6 +36,7 @@ const COMPACT_AT: RGBColor = RGBColor(230, 140, 0);
 const COMPACT_TO: RGBColor = RGBColor(44, 160, 44);
 const PROVIDER: RGBColor = RGBColor(148, 103, 189);
 const DECLINED: RGBColor = RGBColor(120, 120, 120);
+const REFETCH: RGBColor = RGBColor(227, 119, 194);
 
 /// The chart as an SVG document.
 pub fn svg(chart: &Chart<'_>) -> Result<String> {
@@ -124,6 +126,10 @@ fn draw(
     // target.
     let declined = chart.steps.iter().filter(|s| s.triggered && !s.compacted);
     context.draw_series(declined.map(|s| Cross::new((s.step, s.estimate), 6, DECLINED.stroke_width(2))))?;
+    // Calls that repeated an earlier call whose result had been taken out, on the line sent.
+    let refetched: Vec<&Step> = refetches(chart.steps).collect();
+    context
+        .draw_series(refetched.iter().map(|s| TriangleMarker::new((s.step, s.with), 6, REFETCH.filled())))?;
     // The provider's (or agent's) own compactions.
     for &step in &chart.compactions {
         let line = vec![(step, 0), (step, top)];
@@ -165,11 +171,24 @@ fn draw(
             dashed: false,
         });
     }
+    if !refetched.is_empty() {
+        entries.push(Entry {
+            label: "\u{25b2} refetch (result taken out before)".into(),
+            color: REFETCH,
+            dashed: false,
+        });
+    }
     if !chart.compactions.is_empty() {
         entries.push(Entry { label: "| provider compacted".into(), color: PROVIDER, dashed: true });
     }
     draw_legend(&legend, &entries, chart.steps)?;
     Ok(())
+}
+
+/// The steps whose reply repeated a call whose result had been taken out.
+fn refetches(steps: &[Step]) -> impl Iterator<Item = &Step> {
+    let before = std::iter::once(0).chain(steps.iter().map(|s| s.refetches));
+    steps.iter().zip(before).filter(|(s, before)| s.refetches > *before).map(|(s, _)| s)
 }
 
 fn draw_legend(

@@ -1,11 +1,13 @@
 //! The replay: the hooks run where an agent loop would run them, and each model call becomes a
 //! [`Step`], with what it shares with the call before it (where the prompt cache breaks).
 
+use std::collections::{BTreeMap, HashMap, HashSet};
+
 use compaction_core::{CompactionReport, STRATEGY_OBSERVATION_MASKING};
 use compaction_hook::{AgentState, CompactionHook};
-use compaction_model::{Message, Role, ToolSpec, STRATEGY_TOOL_RESULT_OFFLOADING};
+use compaction_model::{Message, Role, ToolCall, ToolSpec, STRATEGY_TOOL_RESULT_OFFLOADING};
 use compaction_offload::{OffloadFailure, ToolResultOffloadHook};
-use compaction_tokens::RunningCount;
+use compaction_tokens::{RunningCount, TokenCounter};
 
 use crate::recorded::Recorded;
 
@@ -38,6 +40,13 @@ pub struct Step {
     pub offloaded: usize,
     /// Observations masked so far (observation masking), counted apart from `pruned`.
     pub masked: usize,
+    /// Refetches so far: calls the recorded agent made (up to and including this one's) with the
+    /// same tool name and arguments as an earlier call whose result a compaction or an offload
+    /// had rewritten (pruned, masked, offloaded) or removed before this call.
+    pub refetches: usize,
+    /// Tokens of the refetches' results so far, counted with the hook's counter: what the agent
+    /// paid again for what compaction took out.
+    pub refetch_tokens: usize,
     /// Tokens of the request with compaction that are the previous call's request unchanged:
     /// everything before the first message a compaction (or an offload) changed since then.
     /// The prompt cache can serve at most these.
@@ -146,6 +155,7 @@ impl<'a> Replay<'a> {
         let mut steps: Vec<Step> = Vec::new();
         let mut failures = Vec::new();
         let mut tally = Tally::default();
+        let mut refetches = Refetches::default();
         let mut records = calls.iter().peekable();
         // The provider's latest count of the recorded conversation: `(next, tokens)`, where
         // `tokens` covers the messages before `next`.
@@ -164,12 +174,14 @@ impl<'a> Replay<'a> {
                     changed: &mut Option<usize>,
                     overhead: usize,
                     tally: &mut Tally,
+                    refetches: &mut Refetches,
                     anchor: Option<(usize, usize)>,
                     recorded: Option<&Recorded>,
                     after_provider_compaction: bool| {
             let outcome = hook.run(state);
             if let Some(report) = &outcome.report {
                 tally.add(rewritten(report));
+                refetches.rewritten(report, state.messages());
             }
             if outcome.compacted {
                 let first = outcome.report.as_ref().and_then(first_changed).unwrap_or(0);
@@ -216,6 +228,8 @@ impl<'a> Replay<'a> {
                 pruned: tally.pruned,
                 offloaded: tally.offloaded,
                 masked: tally.masked,
+                refetches: refetches.count,
+                refetch_tokens: refetches.tokens,
                 shared,
                 first_changed: changed.take(),
                 output,
@@ -257,6 +271,7 @@ impl<'a> Replay<'a> {
                     &mut changed,
                     overhead,
                     &mut tally,
+                    &mut refetches,
                     anchor,
                     seen,
                     std::mem::take(&mut compacted_by_provider),
@@ -265,6 +280,12 @@ impl<'a> Replay<'a> {
                 state.step_count += 1;
             }
             state.push(message.clone());
+            if message.has_tool_call_result() && refetches.arrived(message, counter) {
+                // The results answer the calls of the latest step's reply.
+                if let Some(last) = steps.last_mut() {
+                    (last.refetches, last.refetch_tokens) = (refetches.count, refetches.tokens);
+                }
+            }
             if let Some(recorded) = recorded {
                 // The provider counted the recorded conversation; the simulated one is smaller
                 // by what compaction has removed so far, measured locally.
@@ -279,6 +300,10 @@ impl<'a> Replay<'a> {
             if let (true, Some(offload)) = (batch_ends, self.offload) {
                 let outcome = offload.run(&mut state);
                 tally.offloaded += outcome.results.len();
+                for result in &outcome.results {
+                    let at = (result.at.index, result.at.position);
+                    refetches.lose(result.call_id.as_deref(), at, &result.tool_name, state.messages());
+                }
                 if let Some(&first) = outcome.offloaded.first() {
                     changed = Some(changed.map_or(first, |c| c.min(first)));
                 }
@@ -296,6 +321,7 @@ impl<'a> Replay<'a> {
                 &mut changed,
                 overhead,
                 &mut tally,
+                &mut refetches,
                 anchor,
                 None,
                 compacted_by_provider,
@@ -304,6 +330,118 @@ impl<'a> Replay<'a> {
         }
         Replayed { steps, failures }
     }
+}
+
+/// A tool call as a refetch recognises it: its tool name and its arguments, the raw ones when
+/// the provider sent no JSON object, else the object's compact JSON with its keys sorted.
+type CallKey = (String, String);
+
+fn call_key(call: &ToolCall) -> CallKey {
+    let arguments = match &call.raw_arguments {
+        Some(raw) => raw.clone(),
+        None => {
+            let sorted: BTreeMap<&String, &serde_json::Value> = call.arguments.iter().collect();
+            serde_json::to_string(&sorted).unwrap_or_default()
+        }
+    };
+    (call.tool_name.clone(), arguments)
+}
+
+/// What the replay keeps to find refetches: which calls' results are in context as the tool
+/// returned them, and which a compaction or an offload has taken out since.
+#[derive(Debug, Default)]
+struct Refetches {
+    /// The call each call id names, for the reports, which name results by id.
+    by_id: HashMap<String, CallKey>,
+    /// Calls whose latest result is in context as the tool returned it.
+    in_context: HashSet<CallKey>,
+    /// Calls whose latest result was rewritten or removed.
+    lost: HashSet<CallKey>,
+    /// Refetches so far.
+    count: usize,
+    /// Tokens of their results.
+    tokens: usize,
+}
+
+impl Refetches {
+    /// Takes in the results of `message`, just added to the conversation; whether one of them
+    /// answers a refetch.
+    fn arrived(&mut self, message: &Message, counter: &dyn TokenCounter) -> bool {
+        let mut found = false;
+        let single = message.tool_call_results().nth(1).is_none();
+        for result in message.tool_call_results() {
+            let key = call_key(&result.origin);
+            if let Some(id) = &result.origin.id {
+                self.by_id.insert(id.clone(), key.clone());
+            }
+            if self.lost.remove(&key) {
+                found = true;
+                self.count += 1;
+                self.tokens += if single {
+                    counter.count(std::slice::from_ref(message), &[])
+                } else {
+                    let alone = Message::tool(result.result.clone(), result.origin.clone(), result.error);
+                    counter.count(&[alone], &[])
+                };
+            }
+            self.in_context.insert(key);
+        }
+        found
+    }
+
+    /// Notes a result rewritten: by its call id, or else by where it sits in `messages` (the
+    /// conversation it was rewritten in) when the tool there has its name.
+    fn lose(
+        &mut self,
+        call_id: Option<&str>,
+        (index, position): (usize, usize),
+        tool: &str,
+        messages: &[Message],
+    ) {
+        let key = call_id.and_then(|id| self.by_id.get(id).cloned()).or_else(|| {
+            let result = messages.get(index)?.tool_call_results().nth(position)?;
+            (result.origin.tool_name == tool).then(|| call_key(&result.origin))
+        });
+        if let Some(key) = key {
+            self.in_context.remove(&key);
+            self.lost.insert(key);
+        }
+    }
+
+    /// Notes what a compaction rewrote or removed; `messages` is the conversation after it.
+    fn rewritten(&mut self, report: &CompactionReport, messages: &[Message]) {
+        self.lose_results(report, messages);
+        if removes(report) {
+            // The results no longer in the conversation, whatever index they had.
+            let present: HashSet<CallKey> =
+                messages.iter().flat_map(Message::tool_call_results).map(|r| call_key(&r.origin)).collect();
+            let gone: Vec<CallKey> =
+                self.in_context.iter().filter(|k| !present.contains(*k)).cloned().collect();
+            for key in gone {
+                self.in_context.remove(&key);
+                self.lost.insert(key);
+            }
+        }
+    }
+
+    fn lose_results(&mut self, report: &CompactionReport, messages: &[Message]) {
+        for result in &report.results {
+            self.lose(
+                result.call_id.as_deref(),
+                (result.index, result.position),
+                &result.tool_name,
+                messages,
+            );
+        }
+        for stage in &report.stages {
+            self.lose_results(stage, messages);
+        }
+    }
+}
+
+/// Whether a compaction removed messages (a sliding window, a summary), in any of its stages.
+fn removes(report: &CompactionReport) -> bool {
+    !report.removed.is_empty() || report.stages.iter().any(removes)
 }
 
 /// What compactions rewrote so far, by the strategy that rewrote it.

@@ -33,7 +33,10 @@ use crate::UsageError;
 /// anything is read; a write that fails is named on standard error, its result stays, and the
 /// exit status is 3). Each model call is a step: the table on standard output shows
 /// its context without compaction (the recorded prefix) and with it (as sent, after the hook),
-/// then totals: peaks, and the tokens sent over the whole run.
+/// then totals: peaks, and the tokens sent over the whole run; when something was taken out, the
+/// refetches: calls the agent made again, with the same tool and arguments, after the result of
+/// an earlier one was pruned, masked, offloaded or dropped, and the tokens of their results (the
+/// chart marks them with a triangle).
 /// The recorded replies are replayed as they were: the simulation shows what compaction would
 /// have sent, not what the model would have answered.
 ///
@@ -574,6 +577,11 @@ pub fn totals(steps: &[Step], settings: &CompactionHookSettings) -> String {
     if let Some(masked) = last.map(|s| s.masked).filter(|&m| m > 0) {
         let _ = writeln!(out, "observations masked  {masked}");
     }
+    // What was lost: calls the agent made again after their result was taken out. Said only
+    // when something was taken out.
+    if let Some(last) = last.filter(|s| compacted > 0 || s.pruned + s.offloaded + s.masked > 0) {
+        let _ = writeln!(out, "refetches            {} ({} tokens)", last.refetches, last.refetch_tokens);
+    }
     if let Some(line) = accuracy(steps) {
         out.push_str(&line);
     }
@@ -616,18 +624,19 @@ fn accuracy(steps: &[Step]) -> Option<String> {
 
 /// One row per call, with a header. `over_window` says whether the request as sent (with
 /// compaction) is over the `window`; `first_changed` is the first message a compaction (or an
-/// offload) changed since the previous call, where the prompt cache breaks, empty when none.
+/// offload) changed since the previous call, where the prompt cache breaks, empty when none;
+/// `refetches` is the refetches so far (calls repeated after their result was taken out).
 pub fn csv(steps: &[Step], window: usize) -> String {
     let mut out = String::from(
         "step,message,tokens_without,estimated_tokens,tokens_with,triggered,compacted,pruned,offloaded,provider_tokens,\
-         over_window,first_changed\n",
+         over_window,first_changed,refetches\n",
     );
     for s in steps {
         let provider = s.provider.map(|p| p.to_string()).unwrap_or_default();
         let first = s.first_changed.map(|f| f.to_string()).unwrap_or_default();
         let _ = writeln!(
             out,
-            "{},{},{},{},{},{},{},{},{},{provider},{},{first}",
+            "{},{},{},{},{},{},{},{},{},{provider},{},{first},{}",
             s.step,
             s.message,
             s.without,
@@ -637,7 +646,8 @@ pub fn csv(steps: &[Step], window: usize) -> String {
             s.compacted,
             s.pruned,
             s.offloaded,
-            s.with > window
+            s.with > window,
+            s.refetches
         );
     }
     out

@@ -13,6 +13,7 @@ mod provider_faults;
 mod prune;
 mod readers_faults;
 mod real_transcripts;
+mod refetch;
 mod report_counts;
 mod roundtrip;
 mod simulate;

@@ -28,14 +28,14 @@ fn rows(csv: &str) -> Vec<Row> {
         lines.next(),
         Some(
             "step,message,tokens_without,estimated_tokens,tokens_with,triggered,compacted,pruned,offloaded,provider_tokens,\
-             over_window,first_changed"
+             over_window,first_changed,refetches"
         )
     );
     lines
         .enumerate()
         .map(|(i, line)| {
             let cells: Vec<&str> = line.split(',').collect();
-            assert_eq!(cells.len(), 12, "{line}");
+            assert_eq!(cells.len(), 13, "{line}");
             assert_eq!(cells[0], (i + 1).to_string(), "steps count from 1");
             Row {
                 without: cells[2].parse().unwrap(),

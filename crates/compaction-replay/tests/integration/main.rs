@@ -3,4 +3,5 @@
 
 mod cost;
 mod logs;
+mod refetch;
 mod replay;
