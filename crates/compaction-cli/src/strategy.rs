@@ -20,6 +20,7 @@ use compaction_core::{
     SlidingWindowCompactor, SlidingWindowSettings, SummarizationCompactor, SummarizationSettings,
     SummaryRound, ToolResultPruningCompactor,
 };
+use compaction_hook::CacheRule;
 use compaction_llm::{ClientSettings, ProviderChatGenerator};
 use compaction_model::{Message, ToolSpec};
 use compaction_offload::{OffloadCompactorSettings, OffloadFailure, ToolResultOffloadCompactor};
@@ -187,6 +188,47 @@ pub struct StrategyOptions {
     pub polling: Option<usize>,
     #[command(flatten)]
     pub calls: ProviderCalls,
+}
+
+/// The hook's cache-aware rule as options, shared by `prune --context-window` and `simulate`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct CacheAwareOptions {
+    /// Compact only when it pays for itself with the provider's prompt cache: the tokens freed,
+    /// read at the cache-read price (0.1x the input price) on the calls expected to follow,
+    /// must outweigh writing the prompt again from the first changed message at the cache-write
+    /// price (1.25x for a five-minute cache, 2x for a one-hour one, as the log shows; 1x with
+    /// --cache openai). A compaction is always made when the request would not fit the window,
+    /// or (simulate, from the log's times) after a pause longer than the cache lives.
+    #[arg(long, help_heading = "Prompt cache")]
+    pub cache_aware: bool,
+    /// With --cache-aware: how many calls, this one included, the freed tokens are expected to
+    /// be saved on.
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 10,
+        requires = "cache_aware",
+        help_heading = "Prompt cache"
+    )]
+    pub expected_calls: usize,
+}
+
+impl CacheAwareOptions {
+    /// The rule asked for, if any: a one-hour cache (writes at 2x, living an hour) or a
+    /// five-minute one, writes at the input price for a cache without a write surcharge.
+    pub fn rule(&self, one_hour: bool, no_write_surcharge: bool) -> Option<CacheRule> {
+        if !self.cache_aware {
+            return None;
+        }
+        let mut rule = CacheRule::default().with_expected_calls(self.expected_calls);
+        if one_hour {
+            rule = rule.with_write(2.0).with_lifetime(Duration::from_secs(3600));
+        }
+        if no_write_surcharge {
+            rule = rule.with_write(1.0);
+        }
+        Some(rule)
+    }
 }
 
 /// How long a call to a provider may take (summaries, `--counter openai:MODEL` or

@@ -124,10 +124,13 @@ impl CacheRule {
         (with >= without).then(|| {
             format!(
                 "compacting {before} to {after} tokens rewrites the {} tokens after the first change at the \
-                 cache-write price: over the next {} calls it would cost {with:.0} input-price tokens against \
+                 cache-write price: over the next {} it would cost {with:.0} input-price tokens against \
                  {without:.0} without",
                 after.saturating_sub(kept),
-                self.expected_calls
+                match self.expected_calls {
+                    1 => "call".to_owned(),
+                    n => format!("{n} calls"),
+                }
             )
         })
     }

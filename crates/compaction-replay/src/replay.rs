@@ -2,6 +2,7 @@
 //! [`Step`], with what it shares with the call before it (where the prompt cache breaks).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::time::Duration;
 
 use compaction_core::{CompactionReport, STRATEGY_OBSERVATION_MASKING};
 use compaction_hook::{AgentState, CompactionHook};
@@ -163,6 +164,9 @@ impl<'a> Replay<'a> {
         // The first message changed since the previous call (by an offload after it).
         let mut changed: Option<usize> = None;
         let mut compacted_by_provider = false;
+        // When the previous call was made, as the log records it: the pause before a call tells
+        // a hook's cache-aware rule whether the prompt cache has gone cold.
+        let mut last_call_ms: Option<i64> = None;
         // What the provider counted beyond the messages the log holds (system prompt, tool
         // schemas), measured at the first call: it comes first in every prompt.
         let mut overhead = 0;
@@ -250,6 +254,14 @@ impl<'a> Replay<'a> {
             }
             let recorded = seen.filter(|_| until.is_none_or(|until| index < until));
             if message.role == Role::Assistant {
+                let at = seen.and_then(|r| r.timestamp_ms);
+                state.idle = match (last_call_ms, at) {
+                    (Some(last), Some(at)) => {
+                        Some(Duration::from_millis(u64::try_from(at - last).unwrap_or(0)))
+                    }
+                    _ => None,
+                };
+                last_call_ms = at.or(last_call_ms);
                 let provider = seen.map(|r| usize::try_from(r.prompt_tokens()).unwrap_or(usize::MAX));
                 // The first request: the provider counted what the log does not hold (the
                 // system prompt, the tool schemas) beside the messages, so its count of this

@@ -121,6 +121,8 @@ pub struct Args {
     pub strategy: StrategyOptions,
     #[command(flatten)]
     pub prune: PruneOptions,
+    #[command(flatten)]
+    pub cache_aware: crate::strategy::CacheAwareOptions,
     /// Write a JSON report of what was done to this file: tokens before and after as `count`
     /// counts the input and the output, the target and whether it was reached, what changed.
     #[arg(long, value_name = "FILE")]
@@ -191,6 +193,14 @@ pub fn list(text: &str) -> Vec<String> {
 /// Runs the command.
 pub fn run(args: Args) -> Result<()> {
     let strategy = args.strategy.resolve(args.offload_to.is_some())?;
+    if args.cache_aware.cache_aware && args.context_window.is_none() {
+        return Err(UsageError(
+            "--cache-aware is a rule of the compaction hook: give --context-window N (a fixed --target-tokens \
+             always compacts)"
+                .into(),
+        )
+        .into());
+    }
     if args.dry_run && args.offload_to.is_some() {
         return Err(
             UsageError("--dry-run cannot be combined with --offload-to, which writes files".into()).into()
@@ -300,9 +310,12 @@ pub fn run(args: Args) -> Result<()> {
             }
         }
         (None, Some(window)) => {
-            let settings = CompactionHookSettings::new(window)
+            let mut settings = CompactionHookSettings::new(window)
                 .with_compact_at(args.compact_at)
                 .with_compact_to(args.compact_to);
+            if let Some(rule) = args.cache_aware.rule(false, false) {
+                settings = settings.with_cache(rule);
+            }
             let hook = CompactionHook::new(built.take_compactor(), settings)
                 .map_err(|e| UsageError(e.to_string()))?
                 .with_counter(Box::new(counter.clone()));
@@ -410,6 +423,9 @@ pub fn run(args: Args) -> Result<()> {
             document["compactor_target_tokens"] = json!(hooked.outcome.target_tokens);
             document["context_tokens"] = json!(hooked.context_tokens);
             document["changed"] = json!(hooked.outcome.compacted);
+            if let Some(why) = &hooked.outcome.declined {
+                document["declined"] = json!(why);
+            }
         } else if let Some(report) = report.as_ref().filter(|_| tools_tokens > 0) {
             document["compactor_target_tokens"] = json!(report.target_tokens);
         }
@@ -545,6 +561,9 @@ impl Said<'_> {
                     n(window),
                     n(at)
                 );
+            }
+            if let Some(why) = &outcome.declined {
+                return format!("{head}: not compacted under --cache-aware: {why}");
             }
             let done = match self.report {
                 Some(report) => did(report, self.dry_run),

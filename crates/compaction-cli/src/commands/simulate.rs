@@ -10,7 +10,7 @@ use compaction_hook::{CompactionHook, CompactionHookSettings};
 use compaction_model::{Message, Role};
 use compaction_offload::ToolResultOffloadHook;
 pub use compaction_replay::Step;
-use compaction_replay::{CacheKind, Call, Cost, PriceTable, Pricing, Recorded, Recording, Replay};
+use compaction_replay::{CacheKind, Call, Cost, Lifetime, PriceTable, Pricing, Recorded, Recording, Replay};
 
 use super::offload::Policies;
 use super::prune::PruneOptions;
@@ -125,6 +125,8 @@ pub struct Args {
     /// The prompt cache to price with: anthropic, openai or none; the price row's when absent.
     #[arg(long, value_name = "KIND", value_parser = ["anthropic", "openai", "none"], help_heading = "Cost")]
     pub cache: Option<String>,
+    #[command(flatten)]
+    pub cache_aware: crate::strategy::CacheAwareOptions,
 }
 
 /// Runs the command.
@@ -133,16 +135,20 @@ pub fn run(args: Args) -> Result<()> {
     if policies_given && args.offload_store.is_none() {
         return Err(UsageError("--policy needs --offload-store DIR".into()).into());
     }
-    let settings = CompactionHookSettings::new(args.context_window)
+    let mut settings = CompactionHookSettings::new(args.context_window)
         .with_compact_at(args.compact_at)
         .with_compact_to(args.compact_to);
     let strategy = args.strategy.resolve(args.offload_to.is_some())?;
     let counter = crate::strategy::counter(&args.counter, &args.strategy.client_settings())?;
     let offload_to = args.offload_to.as_deref().map(|dir| (dir, args.preview_chars));
     let mut built = args.strategy.build(&strategy, &args.prune, offload_to)?;
-    let hook = CompactionHook::new(built.take_compactor(), settings)
-        .map_err(|e| UsageError(e.to_string()))?
-        .with_counter(counter);
+    // Checked before anything is read; built once the log says how long its cache lived.
+    let checked = match args.cache_aware.rule(false, false) {
+        Some(rule) => settings.with_cache(rule),
+        None => settings,
+    };
+    CompactionHook::new(Box::new(compaction_core::ChainCompactor::new()), checked)
+        .map_err(|e| UsageError(e.to_string()))?;
     let offload = match &args.offload_store {
         Some(dir) => {
             let store = Arc::new(super::offload::open_store(dir)?);
@@ -162,6 +168,13 @@ pub fn run(args: Args) -> Result<()> {
     let left_out = crate::provider::left_out(&conversation.messages, !tools.is_empty());
     let pricing = pricing(&args)?;
     let calls = recorded_calls(&conversation.usage);
+    let one_hour = calls.iter().any(|c| c.lifetime() == Some(Lifetime::OneHour));
+    if let Some(rule) = args.cache_aware.rule(one_hour, args.cache.as_deref() == Some("openai")) {
+        settings = settings.with_cache(rule);
+    }
+    let hook = CompactionHook::new(built.take_compactor(), settings)
+        .map_err(|e| UsageError(e.to_string()))?
+        .with_counter(counter);
     // Read with its full history, a log's provider counts after the provider's own compaction
     // are of the compacted conversation, not of the one replayed: they are shown, not used.
     let compacted_at: Vec<usize> =
