@@ -18,7 +18,18 @@
 //! - a store that cannot be made or written, and writes failing midway: `offload.rs` and
 //!   compaction-offload's `safety.rs`;
 //! - interrupted store writes leaving nothing, with and without names: compaction-offload's
-//!   `fs_unix.rs` unit tests.
+//!   `fs_unix.rs` unit tests;
+//! - failures after the output is written (a report that cannot be written, a full disk, a
+//!   signal after the commit point), links as outputs, and one conversation of several written
+//!   over its file: `commit_point.rs`;
+//! - a provider that never finishes its reply, asks to wait for days, or echoes secrets:
+//!   `provider_faults.rs` (and compaction-llm's own `provider_faults.rs`);
+//! - inputs cut at every byte, a byte-order mark, Codex shell calls cleared: `readers_faults.rs`,
+//!   and every reader fuzzed from a committed corpus: compaction-formats' `fuzz.rs`;
+//! - Python's JSON dialect (lone surrogates, `NaN`, `Infinity`) read, counted and written back:
+//!   `dialect.rs`;
+//! - outputs a reader would reject (tool calls without ids, a result before its call) and bytes
+//!   kept outside the changed messages: `write_fidelity.rs`.
 //!
 //! All of it runs in `cargo test` (CI's `.ci/run`), in a few seconds.
 
