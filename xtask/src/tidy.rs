@@ -510,7 +510,7 @@ const PUBLIC_ITEM_BUDGET: &[(&str, usize)] = &[
     ("compaction-llm", 74),
     ("compaction-hook", 75),
     ("compaction-offload", 110),
-    ("compaction-replay", 49),
+    ("compaction-replay", 48),
     ("compaction-adapters", 40),
 ];
 

@@ -63,4 +63,4 @@ pub use cost::{estimate, recorded, Call, Cost, Pricing};
 pub use error::Error;
 pub use prices::{CacheKind, PriceRow, PriceTable};
 pub use recorded::{Lifetime, Recorded};
-pub use replay::{first_changed, Recording, Replay, Replayed, Step};
+pub use replay::{Recording, Replay, Replayed, Step};

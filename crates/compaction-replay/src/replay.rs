@@ -188,7 +188,7 @@ impl<'a> Replay<'a> {
                 refetches.rewritten(report, state.messages());
             }
             if outcome.compacted {
-                let first = outcome.report.as_ref().and_then(first_changed).unwrap_or(0);
+                let first = outcome.report.as_ref().and_then(CompactionReport::first_changed).unwrap_or(0);
                 *changed = Some(changed.map_or(first, |c| c.min(first)));
             }
             // Without compaction the request is the recorded conversation so far: the
@@ -486,19 +486,4 @@ fn rewritten(report: &CompactionReport) -> Tally {
         _ => tally.pruned = n,
     }
     tally
-}
-
-/// The first message of the conversation a compaction was given that it changed: a rewritten
-/// result, a cleared input, a removed or an inserted message. A chain's stages each describe
-/// the conversation their stage was given, whose messages before its own first change are the
-/// original's, so the smallest over the stages holds.
-pub fn first_changed(report: &CompactionReport) -> Option<usize> {
-    let own = report
-        .results
-        .iter()
-        .map(|r| r.index)
-        .chain(report.inputs_cleared.iter().map(|i| i.index))
-        .chain(report.removed.first().copied())
-        .chain(report.inserted.first().copied());
-    own.chain(report.stages.iter().filter_map(first_changed)).min()
 }
