@@ -113,15 +113,21 @@ pub(crate) fn read(source: &JsonSource, name: &str) -> Option<Read> {
     if anthropic_tools {
         return None;
     }
-    // Paired in message order; the rest of each message was read on the thread that read it.
+    let messages = paired(prepared)?;
+    let tools = read_tools(&envelope, &Locator::messages(name)).ok()?;
+    Some(Read { messages, tools, spans: Spans { messages: spans, contents }, repeated })
+}
+
+/// The messages read, each tool result paired with its call in message order (the rest of each
+/// message was read on the thread that read it); `None` when one cannot be paired.
+fn paired(prepared: PreparedRuns) -> Option<Vec<Message>> {
     let mut calls = OpenCalls::default();
     let mut messages = Vec::with_capacity(prepared.iter().map(Vec::len).sum());
     for message in prepared.into_iter().flatten() {
         let message = message.pair(&mut calls, &messages).ok()?;
         messages.push(message);
     }
-    let tools = read_tools(&envelope, &Locator::messages(name)).ok()?;
-    Some(Read { messages, tools, spans: Spans { messages: spans, contents }, repeated })
+    Some(messages)
 }
 
 /// How many items of a bare array the tree path's detection looks at for a Responses item.
@@ -141,12 +147,7 @@ fn read_bare(source: &JsonSource, start: usize) -> Option<Read> {
     if skip_whitespace(bytes, end) != bytes.len() || spans.is_empty() {
         return None;
     }
-    let mut calls = OpenCalls::default();
-    let mut messages = Vec::with_capacity(prepared.iter().map(Vec::len).sum());
-    for message in prepared.into_iter().flatten() {
-        let message = message.pair(&mut calls, &messages).ok()?;
-        messages.push(message);
-    }
+    let messages = paired(prepared)?;
     let spans = Spans { messages: spans, contents };
     Some(Read { messages, tools: Vec::new(), spans, repeated })
 }
