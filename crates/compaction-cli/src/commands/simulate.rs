@@ -114,6 +114,13 @@ pub struct Args {
     /// Write one row per model call as CSV.
     #[arg(long, value_name = "FILE")]
     pub csv: Option<PathBuf>,
+    #[command(flatten)]
+    pub cost: CostOptions,
+}
+
+/// How the calls are priced: the options `simulate` and `bench` share.
+#[derive(Debug, Clone, clap::Args)]
+pub struct CostOptions {
     /// A price table (JSON: {"models": [{"match": "claude-sonnet-4*", "input": 3.0, "output": 15.0,
     /// "cache_read": 0.3, "cache_write_5m": 3.75, "cache_write_1h": 6.0, "cache": "anthropic"}]},
     /// dollars per million tokens) in place of the bundled one.
@@ -160,7 +167,7 @@ pub fn run(args: Args) -> Result<()> {
     };
 
     let left_out = crate::provider::left_out(&conversation.messages, !tools.is_empty());
-    let pricing = pricing(&args)?;
+    let pricing = pricing(&args.cost)?;
     let calls = recorded_calls(&conversation.usage);
     // Read with its full history, a log's provider counts after the provider's own compaction
     // are of the compacted conversation, not of the one replayed: they are shown, not used.
@@ -259,7 +266,7 @@ pub fn run(args: Args) -> Result<()> {
 }
 
 /// The price table and options --prices, --price-model and --cache give.
-fn pricing(args: &Args) -> Result<Pricing> {
+pub(crate) fn pricing(args: &CostOptions) -> Result<Pricing> {
     let table = match &args.prices {
         Some(path) => {
             let text = std::fs::read_to_string(path)
@@ -274,7 +281,7 @@ fn pricing(args: &Args) -> Result<Pricing> {
 }
 
 /// The log's records of its calls, as the replay takes them.
-fn recorded_calls(usage: &[MessageUsage]) -> Vec<Recorded> {
+pub(crate) fn recorded_calls(usage: &[MessageUsage]) -> Vec<Recorded> {
     usage
         .iter()
         .map(|u| {
