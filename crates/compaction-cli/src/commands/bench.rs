@@ -328,7 +328,7 @@ pub fn run(args: Args) -> Result<()> {
     crate::strategy::counting_failed()?;
     let totals = totals(&grid, &transcripts);
     let cached = pricing.cache.is_none_or(|c| c != CacheKind::None);
-    let out = table(&grid, &totals, benchmarked, failed, cached);
+    let out = table(&grid, &totals, benchmarked, failed, cached, recorded_total(&transcripts));
     crate::output::write_output(None, out.as_bytes())?;
     let mut ready = Vec::new();
     if let Some(path) = &args.json {
@@ -574,6 +574,10 @@ struct Total {
     figures: Figures,
     median_tokens_sent: u64,
     median_cost: Option<f64>,
+    /// The median over transcripts of each one's tokens sent against its own `none`.
+    median_tokens_vs_none: Option<f64>,
+    /// The median over transcripts of each one's cost against its own `none`.
+    median_cost_vs_none: Option<f64>,
     /// Tokens sent against `none`: -0.42 sends 42% fewer.
     tokens_vs_none: Option<f64>,
     /// Cost against `none`, over the transcripts priced in both.
@@ -615,6 +619,24 @@ fn totals(grid: &[Configuration], transcripts: &[Transcript]) -> Vec<Total> {
         tokens.sort_unstable();
         let mut costs: Vec<f64> = rows.iter().filter_map(|f| f.cost).collect();
         costs.sort_by(f64::total_cmp);
+        // Each transcript against its own `none` (the first result), where both are above 0.
+        let ratio = |a: f64, b: f64| (b > 0.0).then(|| a / b - 1.0);
+        let mut token_ratios: Vec<f64> = transcripts
+            .iter()
+            .filter_map(|t| {
+                let (this, none) = (&t.results.get(k)?.figures, &t.results.first()?.figures);
+                ratio(this.tokens_sent as f64, none.tokens_sent as f64)
+            })
+            .collect();
+        token_ratios.sort_by(f64::total_cmp);
+        let mut cost_ratios: Vec<f64> = transcripts
+            .iter()
+            .filter_map(|t| {
+                let (this, none) = (&t.results.get(k)?.figures, &t.results.first()?.figures);
+                ratio(this.cost?, none.cost?)
+            })
+            .collect();
+        cost_ratios.sort_by(f64::total_cmp);
         let (tokens_vs_none, cost_vs_none) = match totals.first() {
             Some(none) => {
                 let tokens = (none.figures.tokens_sent > 0)
@@ -633,11 +655,35 @@ fn totals(grid: &[Configuration], transcripts: &[Transcript]) -> Vec<Total> {
             figures: sum,
             median_tokens_sent: median(&tokens).unwrap_or(0),
             median_cost: median(&costs),
+            median_tokens_vs_none: median(&token_ratios),
+            median_cost_vs_none: median(&cost_ratios),
             tokens_vs_none,
             cost_vs_none,
         });
     }
     totals
+}
+
+/// What the logs record against `none`'s estimate, over the transcripts that have both.
+struct Recorded {
+    transcripts: usize,
+    logged: f64,
+    estimated: f64,
+}
+
+fn recorded_total(transcripts: &[Transcript]) -> Option<Recorded> {
+    let pairs: Vec<(f64, f64)> = transcripts
+        .iter()
+        .filter_map(|t| {
+            let none = &t.results.first()?.figures;
+            Some((none.recorded_cost?, none.cost?))
+        })
+        .collect();
+    (!pairs.is_empty()).then(|| Recorded {
+        transcripts: pairs.len(),
+        logged: pairs.iter().map(|p| p.0).sum(),
+        estimated: pairs.iter().map(|p| p.1).sum(),
+    })
 }
 
 /// The middle value (the upper of the two middle ones), `None` of nothing.
@@ -657,14 +703,15 @@ fn signed(f: Option<f64>) -> String {
     f.map_or_else(|| "-".into(), |f| format!("{:+.1}%", 100.0 * f))
 }
 
-/// The terminal table, the counts, and a line for each configuration that saves tokens but
-/// costs more.
+/// The terminal table, the counts, the logs' own cost beside the estimate, and a line for each
+/// configuration that saves tokens but costs more.
 fn table(
     grid: &[Configuration],
     totals: &[Total],
     benchmarked: usize,
     failed: usize,
     cached: bool,
+    recorded: Option<Recorded>,
 ) -> String {
     let header = [
         "configuration",
@@ -719,6 +766,18 @@ fn table(
         "\n{benchmarked} transcripts benchmarked, {failed} failed, {} configurations",
         grid.len()
     );
+    // The log's own cost beside `none`'s estimate, over the transcripts whose logs record usage.
+    if let Some(recorded) = recorded {
+        let _ = writeln!(
+            out,
+            "recorded cost        ${} over the {} transcripts whose logs record usage; none's estimate for them ${} \
+             ({})",
+            dollars(Some(recorded.logged)),
+            recorded.transcripts,
+            dollars(Some(recorded.estimated)),
+            signed((recorded.logged > 0.0).then(|| recorded.estimated / recorded.logged - 1.0))
+        );
+    }
     let with_cache = if cached { "with the prompt cache" } else { "without a prompt cache" };
     for t in totals.iter().skip(1) {
         if let (Some(tokens), Some(cost)) = (t.tokens_vs_none, t.cost_vs_none) {

@@ -118,6 +118,14 @@ fn a_folder_is_benchmarked_with_every_configuration() {
             assert!((total["cost"].as_f64().unwrap() - sum).abs() < 1e-9, "{} cost", names[k]);
         }
     }
+    // Each against none: the baseline is 0, pruning sends fewer tokens over the whole and on
+    // the median transcript.
+    assert_eq!(totals[0]["tokens_vs_none"], 0.0);
+    assert_eq!(totals[0]["median_tokens_vs_none"], 0.0);
+    assert!(totals[1]["tokens_vs_none"].as_f64().unwrap() < 0.0);
+    assert!(totals[1]["median_tokens_vs_none"].as_f64().unwrap() <= 0.0);
+    // The Claude Code excerpt records its usage: its cost is said beside none's estimate.
+    assert!(table.contains("recorded cost        $") && table.contains("over the 1 transcripts"), "{table}");
     // A configuration's figures for one transcript are what `simulate` says with its options.
     let run_json = good.iter().find(|t| t["path"].as_str().unwrap().ends_with("agent-run.json")).unwrap();
     let input = root.join("agent-run.json");
