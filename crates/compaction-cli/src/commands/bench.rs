@@ -93,6 +93,11 @@ pub struct Args {
     /// Write one row per transcript and configuration as CSV.
     #[arg(long, value_name = "FILE")]
     pub csv: Option<PathBuf>,
+    /// Write a chart of cost against tokens sent, each against none, as SVG: a large dot per
+    /// configuration (over all transcripts), a small one per transcript (the spread), the
+    /// cheapest configuration ringed.
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
 }
 
 /// The settings `--set` takes, with the strategies each applies to (`None`: all).
@@ -348,8 +353,14 @@ pub fn run(args: Args) -> Result<()> {
             crate::output::stage(path).and_then(|s| s.write(text.as_bytes())).context("writing the CSV")?,
         );
     }
+    if let Some(path) = &args.svg {
+        let svg = chart(&totals, &transcripts)?;
+        ready.push(
+            crate::output::stage(path).and_then(|s| s.write(svg.as_bytes())).context("writing the SVG")?,
+        );
+    }
     crate::output::commit_run(ready, 0)?;
-    for (path, what) in [(&args.json, "the JSON"), (&args.csv, "the CSV")] {
+    for (path, what) in [(&args.json, "the JSON"), (&args.csv, "the CSV"), (&args.svg, "the chart")] {
         if let Some(path) = path {
             crate::progress::say(&format!("wrote {what} to {}", path.display()));
         }
@@ -846,4 +857,99 @@ fn quote(field: &str) -> String {
     } else {
         field.to_owned()
     }
+}
+
+const PALETTE: [plotters::style::RGBColor; 8] = [
+    plotters::style::RGBColor(80, 80, 80),
+    plotters::style::RGBColor(31, 119, 180),
+    plotters::style::RGBColor(214, 39, 40),
+    plotters::style::RGBColor(44, 160, 44),
+    plotters::style::RGBColor(255, 127, 14),
+    plotters::style::RGBColor(148, 103, 189),
+    plotters::style::RGBColor(140, 86, 75),
+    plotters::style::RGBColor(227, 119, 194),
+];
+
+/// The `--svg` chart: each configuration's cost against its tokens sent, both as a change
+/// against `none` (in %), over all transcripts (a large dot, labelled) and per transcript (small
+/// dots, the spread); the cheapest configuration over all is ringed. Transcripts without a cost
+/// (no known model) are left out.
+fn chart(totals: &[Total], transcripts: &[Transcript]) -> Result<String> {
+    use plotters::prelude::*;
+    let mut points: Vec<Vec<(f64, f64)>> = vec![Vec::new(); totals.len()];
+    for t in transcripts {
+        let Some(none) = t.results.first().map(|r| &r.figures) else { continue };
+        for (k, r) in t.results.iter().enumerate() {
+            let f = &r.figures;
+            if let (Some(cost), Some(base)) = (f.cost, none.cost) {
+                if base > 0.0 && none.tokens_sent > 0 {
+                    let tokens = 100.0 * (f.tokens_sent as f64 / none.tokens_sent as f64 - 1.0);
+                    points[k].push((tokens, 100.0 * (cost / base - 1.0)));
+                }
+            }
+        }
+    }
+    let totals_at: Vec<Option<(f64, f64)>> =
+        totals.iter().map(|t| Some((100.0 * t.tokens_vs_none?, 100.0 * t.cost_vs_none?))).collect();
+    let cheapest = totals
+        .iter()
+        .enumerate()
+        .filter_map(|(k, t)| Some((k, t.figures.cost?)))
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(k, _)| k);
+    let all = points.iter().flatten().copied().chain(totals_at.iter().flatten().copied());
+    let (mut x0, mut x1, mut y0, mut y1) = (-10.0f64, 10.0f64, -10.0f64, 10.0f64);
+    for (x, y) in all {
+        (x0, x1, y0, y1) = (x0.min(x), x1.max(x), y0.min(y), y1.max(y));
+    }
+    let pad = |a: f64, b: f64| (b - a) * 0.08;
+    let (px, py) = (pad(x0, x1), pad(y0, y1));
+    let mut out = String::new();
+    {
+        let root = SVGBackend::with_string(&mut out, (1000, 700)).into_drawing_area();
+        let drawn = (|| -> Result<(), Box<dyn std::error::Error>> {
+            root.fill(&WHITE)?;
+            let root = root.titled("cost against tokens sent, each against none", ("sans-serif", 22))?;
+            let mut context = ChartBuilder::on(&root)
+                .margin(20)
+                .x_label_area_size(50)
+                .y_label_area_size(70)
+                .build_cartesian_2d((x0 - px)..(x1 + px), (y0 - py)..(y1 + py))?;
+            context
+                .configure_mesh()
+                .x_desc("tokens sent against none (%)")
+                .y_desc("cost against none, with the prompt cache (%)")
+                .axis_desc_style(("sans-serif", 16))
+                .label_style(("sans-serif", 14))
+                .light_line_style(TRANSPARENT)
+                .bold_line_style(RGBColor(225, 225, 225))
+                .draw()?;
+            let axis = RGBColor(160, 160, 160);
+            context.draw_series(LineSeries::new([(x0 - px, 0.0), (x1 + px, 0.0)], axis))?;
+            context.draw_series(LineSeries::new([(0.0, y0 - py), (0.0, y1 + py)], axis))?;
+            for (k, t) in totals.iter().enumerate() {
+                let color = PALETTE[k % PALETTE.len()];
+                context
+                    .draw_series(points[k].iter().map(|&p| Circle::new(p, 3, color.mix(0.35).filled())))?;
+                if let Some(p) = totals_at[k] {
+                    context.draw_series([Circle::new(p, 7, color.filled())])?;
+                    let label = if cheapest == Some(k) {
+                        context.draw_series([Circle::new(p, 13, color.stroke_width(2))])?;
+                        format!("{} (cheapest)", t.configuration)
+                    } else {
+                        t.configuration.clone()
+                    };
+                    context.draw_series([Text::new(
+                        label,
+                        p,
+                        ("sans-serif", 14).into_font().color(&color),
+                    )])?;
+                }
+            }
+            root.present()?;
+            Ok(())
+        })();
+        drawn.map_err(|e| anyhow::anyhow!("drawing the chart: {e}"))?;
+    }
+    Ok(out)
 }

@@ -52,7 +52,7 @@ const SUMMED: [&str; 6] =
 fn a_folder_is_benchmarked_with_every_configuration() {
     let dir = scratch("folder");
     let root = corpus(&dir);
-    let (json, csv) = (dir.join("f.json"), dir.join("g.csv"));
+    let (json, csv, svg) = (dir.join("f.json"), dir.join("g.csv"), dir.join("c.svg"));
     let out = run(
         &[
             "bench",
@@ -67,6 +67,8 @@ fn a_folder_is_benchmarked_with_every_configuration() {
             json.to_str().unwrap(),
             "--csv",
             csv.to_str().unwrap(),
+            "--svg",
+            svg.to_str().unwrap(),
         ],
         None,
     );
@@ -136,6 +138,9 @@ fn a_folder_is_benchmarked_with_every_configuration() {
     assert_eq!(run_json["results"][3]["tokens_sent"].as_u64().unwrap(), with);
     assert!(run_json["results"][1]["compactions"].as_u64().unwrap() > 0);
 
+    // The chart: the configurations priced (the Claude Code excerpt's), the cheapest marked.
+    let svg = std::fs::read_to_string(&svg).unwrap();
+    assert!(svg.starts_with("<svg") && svg.contains("(cheapest)"), "{svg}");
     // The CSV: a header and a row per transcript and configuration (the broken file's one row).
     let csv = std::fs::read_to_string(&csv).unwrap();
     let mut lines = csv.lines();
