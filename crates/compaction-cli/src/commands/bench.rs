@@ -22,7 +22,8 @@ use crate::UsageError;
 /// Replay every transcript of files, folders and datasets with a grid of configurations, and
 /// compare them with no compaction, in tokens and in cost.
 ///
-/// INPUT is a file or a folder (read recursively, in name order); each file's format is
+/// INPUT is a file or a folder (read recursively, in name order: its .json, .jsonl, .ndjson and
+/// .traj files, the others counted as skipped); each file's format is
 /// detected as `count` detects it (or --format). A file that cannot be read is named on
 /// standard error and counted, and the run goes on: the exit status is 0 when at least one
 /// transcript was benchmarked. A file holding several conversations (tau-bench) gives one
@@ -293,7 +294,7 @@ pub fn run(args: Args) -> Result<()> {
     let (done_tx, done_rx) = mpsc::channel::<(usize, Vec<Transcript>)>();
     let spinner = crate::progress::spinner("benchmarking");
     let mut done: Vec<(usize, Vec<Transcript>)> = Vec::new();
-    let walked = std::thread::scope(|scope| -> Result<()> {
+    let skipped = std::thread::scope(|scope| {
         for _ in 0..threads {
             let done_tx = done_tx.clone();
             let (work_rx, grid, pricing, args) = (&work_rx, &grid, &pricing, &args);
@@ -317,7 +318,6 @@ pub fn run(args: Args) -> Result<()> {
         walker.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))
     });
     spinner.finish_and_clear();
-    walked?;
     done.sort_by_key(|(index, _)| *index);
     let transcripts: Vec<Transcript> = done.into_iter().flat_map(|(_, t)| t).collect();
     for t in transcripts.iter().filter(|t| t.error.is_some()) {
@@ -333,7 +333,16 @@ pub fn run(args: Args) -> Result<()> {
     crate::strategy::counting_failed()?;
     let totals = totals(&grid, &transcripts);
     let cached = pricing.cache.is_none_or(|c| c != CacheKind::None);
-    let out = table(&grid, &totals, benchmarked, failed, cached, recorded_total(&transcripts));
+    let unpriced =
+        transcripts.iter().filter(|t| t.results.first().is_some_and(|r| r.figures.cost.is_none())).count();
+    let mut out = table(&grid, &totals, benchmarked, failed, cached, recorded_total(&transcripts), unpriced);
+    if skipped > 0 {
+        let _ = writeln!(
+            out,
+            "skipped              {skipped} file{} in the folders: not .json, .jsonl, .ndjson or .traj",
+            if skipped == 1 { "" } else { "s" }
+        );
+    }
     crate::output::write_output(None, out.as_bytes())?;
     let mut ready = Vec::new();
     if let Some(path) = &args.json {
@@ -369,7 +378,8 @@ pub fn run(args: Args) -> Result<()> {
 }
 
 /// Sends every file of the inputs (every line, with --jsonl) to the workers, in order.
-fn walk(args: &Args, work: mpsc::SyncSender<(usize, Work)>) -> Result<()> {
+fn walk(args: &Args, work: mpsc::SyncSender<(usize, Work)>) -> usize {
+    let mut skipped = 0;
     let mut index = 0;
     let mut send = |item: Work| {
         let sent = work.send((index, item)).is_ok();
@@ -378,7 +388,7 @@ fn walk(args: &Args, work: mpsc::SyncSender<(usize, Work)>) -> Result<()> {
     };
     for input in &args.inputs {
         let mut files = Vec::new();
-        collect_files(input, &mut files);
+        collect_files(input, &mut files, &mut skipped);
         for file in files {
             if !args.jsonl {
                 send(Work::File(file));
@@ -407,12 +417,17 @@ fn walk(args: &Args, work: mpsc::SyncSender<(usize, Work)>) -> Result<()> {
             }
         }
     }
-    Ok(())
+    skipped
 }
 
-/// The files under `path`, recursively, in name order; `path` itself when it is not a folder
-/// (a file that cannot be read then fails on its own, named).
-fn collect_files(path: &Path, files: &mut Vec<PathBuf>) {
+/// The extensions of the files read in a folder; a file named on the command line is read
+/// whatever its name.
+const EXTENSIONS: [&str; 4] = ["json", "jsonl", "ndjson", "traj"];
+
+/// The files under `path`, recursively, in name order, those with a transcript's extension
+/// ([`EXTENSIONS`]; the others counted in `skipped`); `path` itself when it is not a folder (a
+/// file that cannot be read then fails on its own, named).
+fn collect_files(path: &Path, files: &mut Vec<PathBuf>, skipped: &mut usize) {
     let Ok(entries) = std::fs::read_dir(path) else {
         files.push(path.to_owned());
         return;
@@ -421,9 +436,11 @@ fn collect_files(path: &Path, files: &mut Vec<PathBuf>) {
     paths.sort();
     for path in paths {
         if path.is_dir() {
-            collect_files(&path, files);
-        } else {
+            collect_files(&path, files, skipped);
+        } else if path.extension().and_then(|e| e.to_str()).is_some_and(|e| EXTENSIONS.contains(&e)) {
             files.push(path);
+        } else {
+            *skipped += 1;
         }
     }
 }
@@ -723,6 +740,7 @@ fn table(
     failed: usize,
     cached: bool,
     recorded: Option<Recorded>,
+    unpriced: usize,
 ) -> String {
     let header = [
         "configuration",
@@ -777,6 +795,13 @@ fn table(
         "\n{benchmarked} transcripts benchmarked, {failed} failed, {} configurations",
         grid.len()
     );
+    if unpriced > 0 {
+        let _ = writeln!(
+            out,
+            "cost                 not estimated for {unpriced} of the {benchmarked} transcripts: the log names no model, \
+             or one the price table has no row for (--price-model NAME prices them)"
+        );
+    }
     // The log's own cost beside `none`'s estimate, over the transcripts whose logs record usage.
     if let Some(recorded) = recorded {
         let _ = writeln!(

@@ -26,6 +26,8 @@ fn corpus(dir: &Path) -> PathBuf {
         std::fs::copy(sample(from), root.join(to)).unwrap();
     }
     std::fs::write(root.join("sub/broken.json"), b"{\"messages\": [").unwrap();
+    // Not a transcript's extension: skipped in a folder, and said so.
+    std::fs::write(root.join("LICENSE"), b"MIT").unwrap();
     root
 }
 
@@ -76,6 +78,7 @@ fn a_folder_is_benchmarked_with_every_configuration() {
     assert!(out.stderr.contains("broken.json"), "the broken file is named: {}", out.stderr);
     let table = String::from_utf8(out.stdout).unwrap();
     assert!(table.contains("3 transcripts benchmarked, 1 failed, 4 configurations"), "{table}");
+    assert!(table.contains("skipped              1 file in the folders"), "{table}");
 
     let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     // none, pruning with each min_tokens, masking (which takes no min_tokens) once.
