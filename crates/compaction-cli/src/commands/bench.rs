@@ -610,6 +610,8 @@ struct Total {
     tokens_vs_none: Option<f64>,
     /// Cost against `none`, over the transcripts priced in both.
     cost_vs_none: Option<f64>,
+    /// Tokens sent against `none` over the same transcripts as `cost_vs_none` (those priced).
+    priced_tokens_vs_none: Option<f64>,
 }
 
 fn totals(grid: &[Configuration], transcripts: &[Transcript]) -> Vec<Total> {
@@ -687,6 +689,18 @@ fn totals(grid: &[Configuration], transcripts: &[Transcript]) -> Vec<Total> {
             median_cost_vs_none: median(&cost_ratios),
             tokens_vs_none,
             cost_vs_none,
+            priced_tokens_vs_none: {
+                let (mut this, mut none) = (0u64, 0u64);
+                for t in transcripts {
+                    if let (Some(r), Some(n)) = (t.results.get(k), t.results.first()) {
+                        if r.figures.cost.is_some() && n.figures.cost.is_some() {
+                            this += r.figures.tokens_sent;
+                            none += n.figures.tokens_sent;
+                        }
+                    }
+                }
+                ratio(this as f64, none as f64)
+            },
         });
     }
     totals
@@ -798,8 +812,9 @@ fn table(
     if unpriced > 0 {
         let _ = writeln!(
             out,
-            "cost                 not estimated for {unpriced} of the {benchmarked} transcripts: the log names no model, \
-             or one the price table has no row for (--price-model NAME prices them)"
+            "cost                 not estimated for {unpriced} of the {benchmarked} transcripts (the cost columns and \
+             lines are of the others): the log names no model, or one the price table has no row for \
+             (--price-model NAME prices them)"
         );
     }
     // The log's own cost beside `none`'s estimate, over the transcripts whose logs record usage.
@@ -816,7 +831,8 @@ fn table(
     }
     let with_cache = if cached { "with the prompt cache" } else { "without a prompt cache" };
     for t in totals.iter().skip(1) {
-        if let (Some(tokens), Some(cost)) = (t.tokens_vs_none, t.cost_vs_none) {
+        // Tokens and cost over the same transcripts: those priced.
+        if let (Some(tokens), Some(cost)) = (t.priced_tokens_vs_none, t.cost_vs_none) {
             if tokens < 0.0 && cost > 0.0 {
                 let _ = writeln!(
                     out,

@@ -117,6 +117,12 @@ fn a_folder_is_benchmarked_with_every_configuration() {
             let sum: u64 = good.iter().map(|t| t["results"][k][field].as_u64().unwrap()).sum();
             assert_eq!(total[field].as_u64().unwrap(), sum, "{} {field}", names[k]);
         }
+        // Tokens against none over the transcripts priced, as cost is.
+        let priced: Vec<&&Value> = good.iter().filter(|t| t["results"][k]["cost"].is_f64()).collect();
+        let tokens =
+            |j: usize| priced.iter().map(|t| t["results"][j]["tokens_sent"].as_u64().unwrap()).sum::<u64>();
+        let expected = tokens(k) as f64 / tokens(0) as f64 - 1.0;
+        assert!((total["priced_tokens_vs_none"].as_f64().unwrap() - expected).abs() < 1e-12, "{}", names[k]);
         let costs: Vec<f64> = good.iter().filter_map(|t| t["results"][k]["cost"].as_f64()).collect();
         if !costs.is_empty() {
             let sum: f64 = costs.iter().sum();
