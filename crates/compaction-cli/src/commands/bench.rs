@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::BufRead as _;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::Mutex;
 
@@ -484,33 +485,57 @@ fn bench_one(work: Work, args: &Args, grid: &[Configuration], pricing: &Pricing)
         options.format = args.format;
         options
     };
-    let mut transcripts = Vec::new();
-    let mut conversation = 0;
-    loop {
-        // The one conversation of a file is read from the bytes themselves; of several, each
-        // from a copy.
-        let read = compaction_formats::read(bytes.clone(), &options(conversation));
-        let index = line.unwrap_or(conversation);
-        let read = match read {
-            Ok(read) => read,
-            Err(error) => {
-                transcripts.push(failed(name.clone(), Some(index), crate::strategy::chain(&error)));
-                break;
-            }
-        };
-        let count = read.conversations;
-        transcripts.push(Transcript {
-            path: name.clone(),
-            conversation: Some(index),
-            format: Some(read.format.as_str().to_owned()),
-            error: None,
-            results: replay_all(&read, grid, pricing, args.context_window),
-        });
-        conversation += 1;
-        if line.is_some() || conversation >= count {
-            break;
-        }
+    let index = |conversation: usize| line.unwrap_or(conversation);
+    let benched = |conversation: usize, read: &compaction_formats::Conversation| Transcript {
+        path: name.clone(),
+        conversation: Some(index(conversation)),
+        format: Some(read.format.as_str().to_owned()),
+        error: None,
+        results: replay_all(read, grid, pricing, args.context_window),
+    };
+    let first = match compaction_formats::read(bytes, &options(0)) {
+        Ok(read) => read,
+        Err(error) => return vec![failed(name.clone(), Some(index(0)), crate::strategy::chain(&error))],
+    };
+    let mut transcripts = vec![benched(0, &first)];
+    let count = if line.is_some() { 1 } else { first.conversations };
+    if count < 2 {
+        return transcripts;
     }
+    // The file's other conversations (tau-bench), each read from a copy of the bytes, on all
+    // cores: each read parses the whole file.
+    let source = first.source();
+    let next = AtomicUsize::new(1);
+    let threads = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get).min(count - 1);
+    let mut more: Vec<(usize, Transcript)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut done = Vec::new();
+                    loop {
+                        let conversation = next.fetch_add(1, Ordering::Relaxed);
+                        if conversation >= count {
+                            break done;
+                        }
+                        let transcript =
+                            match compaction_formats::read(source.to_vec(), &options(conversation)) {
+                                Ok(read) => benched(conversation, &read),
+                                Err(error) => {
+                                    failed(name.clone(), Some(conversation), crate::strategy::chain(&error))
+                                }
+                            };
+                        done.push((conversation, transcript));
+                    }
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+            .collect()
+    });
+    more.sort_by_key(|(conversation, _)| *conversation);
+    transcripts.extend(more.into_iter().map(|(_, t)| t));
     transcripts
 }
 

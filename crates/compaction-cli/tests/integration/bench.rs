@@ -216,3 +216,23 @@ fn nothing_benchmarked_fails_and_writes_nothing() {
     assert_eq!(out.code, 1, "{}", out.stderr);
     assert!(!json.exists());
 }
+
+#[test]
+fn a_file_of_several_conversations_gives_a_transcript_each_in_order() {
+    let dir = scratch("several");
+    let json = dir.join("f.json");
+    let input = sample("tau-bench/gpt-4o-airline-excerpt.json");
+    let out = run(&["bench", &input, "--context-window", "4000", "--json", json.to_str().unwrap()], None);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let transcripts = report["transcripts"].as_array().unwrap();
+    assert!(transcripts.len() > 1);
+    for (k, t) in transcripts.iter().enumerate() {
+        assert_eq!(t["conversation"], k, "in the file's order");
+        assert!(t["error"].is_null(), "{t}");
+    }
+    let last = transcripts.len() - 1;
+    let (without, with) = simulated_tokens(&input, &["--conversation", &last.to_string()]);
+    assert_eq!(transcripts[last]["results"][0]["tokens_sent"].as_u64().unwrap(), without);
+    assert_eq!(transcripts[last]["results"][1]["tokens_sent"].as_u64().unwrap(), with);
+}
