@@ -45,6 +45,7 @@ enum Command {
     Prune(Box<commands::prune::Args>),
     Offload(Box<commands::offload::Args>),
     Simulate(Box<commands::simulate::Args>),
+    Bench(Box<commands::bench::Args>),
 }
 
 /// An error in how the command was called, as opposed to in what it read (exit status 2).
@@ -86,6 +87,7 @@ fn main() -> ExitCode {
         Command::Prune(args) => commands::prune::run(*args),
         Command::Offload(args) => commands::offload::run(*args),
         Command::Simulate(args) => commands::simulate::run(*args),
+        Command::Bench(args) => commands::bench::run(*args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

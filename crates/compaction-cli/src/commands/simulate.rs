@@ -114,6 +114,15 @@ pub struct Args {
     /// Write one row per model call as CSV.
     #[arg(long, value_name = "FILE")]
     pub csv: Option<PathBuf>,
+    #[command(flatten)]
+    pub cost: CostOptions,
+    #[command(flatten)]
+    pub cache_aware: crate::strategy::CacheAwareOptions,
+}
+
+/// How the calls are priced: the options `simulate` and `bench` share.
+#[derive(Debug, Clone, clap::Args)]
+pub struct CostOptions {
     /// A price table (JSON: {"models": [{"match": "claude-sonnet-4*", "input": 3.0, "output": 15.0,
     /// "cache_read": 0.3, "cache_write_5m": 3.75, "cache_write_1h": 6.0, "cache": "anthropic"}]},
     /// dollars per million tokens) in place of the bundled one.
@@ -125,8 +134,6 @@ pub struct Args {
     /// The prompt cache to price with: anthropic, openai or none; the price row's when absent.
     #[arg(long, value_name = "KIND", value_parser = ["anthropic", "openai", "none"], help_heading = "Cost")]
     pub cache: Option<String>,
-    #[command(flatten)]
-    pub cache_aware: crate::strategy::CacheAwareOptions,
 }
 
 /// Runs the command.
@@ -166,10 +173,10 @@ pub fn run(args: Args) -> Result<()> {
     };
 
     let left_out = crate::provider::left_out(&conversation.messages, !tools.is_empty());
-    let pricing = pricing(&args)?;
+    let pricing = pricing(&args.cost)?;
     let calls = recorded_calls(&conversation.usage);
     let one_hour = calls.iter().any(|c| c.lifetime() == Some(Lifetime::OneHour));
-    if let Some(rule) = args.cache_aware.rule(one_hour, args.cache.as_deref() == Some("openai")) {
+    if let Some(rule) = args.cache_aware.rule(one_hour, args.cost.cache.as_deref() == Some("openai")) {
         settings = settings.with_cache(rule);
     }
     let hook = CompactionHook::new(built.take_compactor(), settings)
@@ -272,7 +279,7 @@ pub fn run(args: Args) -> Result<()> {
 }
 
 /// The price table and options --prices, --price-model and --cache give.
-fn pricing(args: &Args) -> Result<Pricing> {
+pub(crate) fn pricing(args: &CostOptions) -> Result<Pricing> {
     let table = match &args.prices {
         Some(path) => {
             let text = std::fs::read_to_string(path)
@@ -287,7 +294,7 @@ fn pricing(args: &Args) -> Result<Pricing> {
 }
 
 /// The log's records of its calls, as the replay takes them.
-fn recorded_calls(usage: &[MessageUsage]) -> Vec<Recorded> {
+pub(crate) fn recorded_calls(usage: &[MessageUsage]) -> Vec<Recorded> {
     usage
         .iter()
         .map(|u| {

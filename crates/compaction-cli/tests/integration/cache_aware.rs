@@ -83,3 +83,41 @@ fn simulate_replays_the_rule() {
         "compaction           triggered 3 times, compacted 0"
     );
 }
+
+/// `bench --set cache_aware=false,true` runs both as configurations of the grid: with one call
+/// expected, the rule makes no compaction on the Claude Code excerpt, where pruning makes one.
+#[test]
+fn bench_takes_the_rule_as_a_setting() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("bench.json");
+    let done = run(
+        &[
+            "bench",
+            &sample("claude-code/fa812bfe-excerpt.jsonl"),
+            "--context-window",
+            "30000",
+            "--set",
+            "cache_aware=false,true",
+            "--set",
+            "expected_calls=1",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert_eq!(done.code, 0, "{}", done.stderr);
+    let document: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let results = document["transcripts"][0]["results"].as_array().unwrap();
+    let compactions: Vec<(String, u64)> = results
+        .iter()
+        .map(|r| (r["configuration"].as_str().unwrap().to_owned(), r["compactions"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(
+        compactions,
+        [
+            ("none".to_owned(), 0),
+            ("tool-result-pruning cache_aware=false expected_calls=1".to_owned(), 1),
+            ("tool-result-pruning cache_aware=true expected_calls=1".to_owned(), 0),
+        ]
+    );
+}

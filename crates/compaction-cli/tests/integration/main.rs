@@ -2,6 +2,7 @@
 //! prune, offload, simulate, the bytes the JSON-tree path writes, and the commit point of a run's
 //! outputs.
 
+mod bench;
 mod cache_aware;
 mod commit_point;
 mod dialect;

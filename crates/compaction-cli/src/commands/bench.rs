@@ -1,0 +1,1053 @@
+//! `compaction bench`: replay many transcripts with a grid of configurations, and compare them
+//! in tokens and in cost.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::io::BufRead as _;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::sync::Mutex;
+
+use anyhow::{Context, Result};
+use compaction_formats::{Format, ReadOptions};
+use compaction_hook::{CompactionHook, CompactionHookSettings};
+use compaction_replay::{CacheKind, Call, Pricing, Recording, Replay, Step};
+use serde::Serialize;
+
+use super::prune::PruneOptions;
+use super::simulate::CostOptions;
+use crate::strategy::{ProviderCalls, Stage, Strategy, StrategyOptions};
+use crate::UsageError;
+
+/// Replay every transcript of files, folders and datasets with a grid of configurations, and
+/// compare them with no compaction, in tokens and in cost.
+///
+/// INPUT is a file or a folder (read recursively, in name order: its .json, .jsonl, .ndjson and
+/// .traj files, the others counted as skipped); each file's format is
+/// detected as `count` detects it (or --format). A file that cannot be read is named on
+/// standard error and counted, and the run goes on: the exit status is 0 when at least one
+/// transcript was benchmarked. A file holding several conversations (tau-bench) gives one
+/// transcript each. With --jsonl, each file is a JSON Lines dataset with one whole trajectory
+/// a line (its format detected line by line): each line is a transcript. Claude Code and Codex
+/// logs, which are JSON Lines of one event a line, are read without --jsonl. Parquet datasets
+/// are not read yet.
+///
+/// The configurations: every --strategy (a comma list of tool-result-pruning, sliding-window,
+/// observation-masking, or chain:A+B+...; summarization and offload are not benchmarked) crossed
+/// with every value of every --set KEY=V1,V2,... the strategy takes (min_tokens, clear_at_least,
+/// keep_tool_results, min_keep_steps for pruning; min_keep_steps for sliding-window;
+/// keep_observations, polling for observation masking; compact_at, compact_to, and cache_aware
+/// (true or false) with expected_calls for all), each as the option of `simulate` of the same
+/// name sets it. `none`, the conversation as recorded
+/// without compaction, is always the first and the baseline.
+///
+/// For every transcript and configuration: the model calls, the peak context, the calls over
+/// --context-window, the tokens sent, the uncached, cache-read, cache-write and output tokens
+/// and the cost by the price table with its prompt cache (as `simulate` prices them; empty when
+/// the model is unknown: --price-model NAME), the cost the log records where it records usage,
+/// the compactions, and the refetches (calls repeated after their result was taken out) with
+/// their tokens. Then totals and medians per configuration, against `none` in tokens and in
+/// cost, and a line for each configuration that sends fewer tokens but costs more.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:\n  \
+    compaction bench sessions/ --context-window 100000 --full-history --strategy tool-result-pruning,observation-masking\n  \
+    compaction bench runs/ --context-window 32000 --strategy tool-result-pruning --set min_tokens=0,200,1000 --set compact_at=0.5,0.7 --json bench.json --csv bench.csv\n  \
+    compaction bench --jsonl trajectories.jsonl --context-window 32000 --strategy observation-masking --set keep_observations=3,5")]
+pub struct Args {
+    /// Files and folders of transcripts (folders are read recursively).
+    #[arg(required = true, value_name = "INPUT")]
+    pub inputs: Vec<PathBuf>,
+    /// The transcript format of every file (or line, with --jsonl); detected when absent.
+    #[arg(long, value_name = "FORMAT")]
+    pub format: Option<Format>,
+    /// Read each file as a JSON Lines dataset, one whole trajectory a line.
+    #[arg(long)]
+    pub jsonl: bool,
+    /// Read everything the logs hold (as `simulate --full-history`).
+    #[arg(long)]
+    pub full_history: bool,
+    /// The model's context window, in tokens.
+    #[arg(long, value_name = "N")]
+    pub context_window: usize,
+    /// Compact once the request reaches this fraction of the window.
+    #[arg(long, value_name = "F", default_value_t = 0.7)]
+    pub compact_at: f64,
+    /// The fraction of the window to compact down to.
+    #[arg(long, value_name = "F", default_value_t = 0.4)]
+    pub compact_to: f64,
+    /// The counter: approximate, approximate:CHARS_PER_TOKEN, tiktoken, tiktoken:ENCODING_OR_MODEL,
+    /// huggingface:PATH, or a provider's own count: openai:MODEL or anthropic:MODEL.
+    #[arg(long, default_value = "approximate")]
+    pub counter: String,
+    /// The strategies to compare with none: a comma list (chain:A+B+... for a chain).
+    #[arg(long, value_name = "LIST", default_value = "tool-result-pruning")]
+    pub strategy: String,
+    /// KEY=V1,V2,...: the values of a setting to cross the strategies with (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUES")]
+    pub sets: Vec<String>,
+    #[command(flatten)]
+    pub prune: PruneOptions,
+    #[command(flatten)]
+    pub cost: CostOptions,
+    /// Write the figures of every transcript and configuration, and the totals, as JSON.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write one row per transcript and configuration as CSV.
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+    /// Write a chart of cost against tokens sent, each against none, as SVG: a large dot per
+    /// configuration (over all transcripts), a small one per transcript (the spread), the
+    /// cheapest configuration ringed.
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
+}
+
+/// The settings `--set` takes, with the strategies each applies to (`None`: all).
+const KEYS: [(&str, Option<&[Stage]>); 10] = [
+    ("min_tokens", Some(&[Stage::Pruning])),
+    ("clear_at_least", Some(&[Stage::Pruning])),
+    ("keep_tool_results", Some(&[Stage::Pruning])),
+    ("min_keep_steps", Some(&[Stage::Pruning, Stage::SlidingWindow])),
+    ("keep_observations", Some(&[Stage::ObservationMasking])),
+    ("polling", Some(&[Stage::ObservationMasking])),
+    ("compact_at", None),
+    ("compact_to", None),
+    ("cache_aware", None),
+    ("expected_calls", None),
+];
+
+/// One configuration of the grid.
+#[derive(Debug, Serialize)]
+struct Configuration {
+    name: String,
+    strategy: String,
+    settings: BTreeMap<String, String>,
+    #[serde(skip)]
+    hook: Option<CompactionHook>,
+    /// With `cache_aware=true`, the hook whose rule prices a one-hour cache, for the logs that
+    /// show one (as `simulate --cache-aware` reads it from the log).
+    #[serde(skip)]
+    hook_one_hour: Option<CompactionHook>,
+}
+
+/// The grid `--strategy` and `--set` describe, each configuration's hook built.
+fn configurations(args: &Args) -> Result<Vec<Configuration>> {
+    let usage = |text: String| anyhow::Error::new(UsageError(text));
+    let mut sets: Vec<(&str, Vec<String>)> = Vec::new();
+    for set in &args.sets {
+        let (key, values) =
+            set.split_once('=').ok_or_else(|| usage(format!("--set {set}: expected KEY=V1,V2,...")))?;
+        let key = key.trim();
+        let Some((known, _)) = KEYS.iter().find(|(k, _)| *k == key) else {
+            let names: Vec<&str> = KEYS.iter().map(|(k, _)| *k).collect();
+            return Err(usage(format!("--set {set}: unknown setting {key:?}; known: {}", names.join(", "))));
+        };
+        let values: Vec<String> =
+            values.split(',').map(str::trim).filter(|v| !v.is_empty()).map(str::to_owned).collect();
+        if values.is_empty() {
+            return Err(usage(format!("--set {set}: no values")));
+        }
+        sets.retain(|(k, _)| k != known);
+        sets.push((known, values));
+    }
+    let mut grid = vec![Configuration {
+        name: "none".into(),
+        strategy: "none".into(),
+        settings: BTreeMap::new(),
+        hook: None,
+        hook_one_hour: None,
+    }];
+    for name in args.strategy.split(',').map(str::trim).filter(|n| !n.is_empty() && *n != "none") {
+        let strategy: Strategy =
+            name.replace('+', ",").parse().map_err(|e: String| usage(format!("--strategy {name}: {e}")))?;
+        if let Some(why) = strategy.needs_io() {
+            return Err(usage(format!("--strategy {name}: not benchmarked: {why}")));
+        }
+        // The settings this strategy takes, crossed.
+        let taken: Vec<&(&str, Vec<String>)> = sets
+            .iter()
+            .filter(|(key, _)| {
+                KEYS.iter().any(|(k, stages)| {
+                    k == key && stages.is_none_or(|s| s.iter().any(|&st| strategy.has(st)))
+                })
+            })
+            .collect();
+        let mut combinations: Vec<Vec<(&str, &str)>> = vec![Vec::new()];
+        for (key, values) in &taken {
+            combinations = combinations
+                .into_iter()
+                .flat_map(|c| {
+                    values.iter().map(move |v| {
+                        let mut c = c.clone();
+                        c.push((*key, v.as_str()));
+                        c
+                    })
+                })
+                .collect();
+        }
+        for combination in combinations {
+            let label = strategy.to_string().replace(',', "+");
+            let mut full = label.clone();
+            for (key, value) in &combination {
+                let _ = write!(full, " {key}={value}");
+            }
+            let hook = build(args, &strategy, &combination, false)
+                .with_context(|| format!("configuration {full}"))?;
+            let hook_one_hour = match combination.iter().any(|&(k, v)| k == "cache_aware" && v == "true") {
+                true => Some(build(args, &strategy, &combination, true)?),
+                false => None,
+            };
+            grid.push(Configuration {
+                name: full,
+                strategy: label,
+                settings: combination.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect(),
+                hook: Some(hook),
+                hook_one_hour,
+            });
+        }
+    }
+    Ok(grid)
+}
+
+/// The hook of one configuration: `simulate`'s options with the settings set.
+fn build(
+    args: &Args,
+    strategy: &Strategy,
+    settings: &[(&str, &str)],
+    one_hour: bool,
+) -> Result<CompactionHook> {
+    let usage = |key: &str, value: &str, what: &str| {
+        anyhow::Error::new(UsageError(format!("--set {key}={value}: expected {what}")))
+    };
+    let mut prune = args.prune.clone();
+    let (mut compact_at, mut compact_to) = (args.compact_at, args.compact_to);
+    let (mut keep_observations, mut polling) = (None, None);
+    let mut cache_aware = crate::strategy::CacheAwareOptions { cache_aware: false, expected_calls: 10 };
+    for &(key, value) in settings {
+        let count = || value.parse::<usize>().map_err(|_| usage(key, value, "a whole number"));
+        let fraction = || value.parse::<f64>().map_err(|_| usage(key, value, "a fraction such as 0.7"));
+        match key {
+            "min_tokens" => prune.min_tokens = count()?,
+            "clear_at_least" => prune.clear_at_least = Some(count()?),
+            "keep_tool_results" => prune.keep_tool_results = Some(count()?),
+            "min_keep_steps" => prune.min_keep_steps = count()?,
+            "keep_observations" => keep_observations = Some(count()?),
+            "polling" => polling = Some(count()?),
+            "compact_at" => compact_at = fraction()?,
+            "compact_to" => compact_to = fraction()?,
+            "cache_aware" => {
+                cache_aware.cache_aware =
+                    value.parse::<bool>().map_err(|_| usage(key, value, "true or false"))?
+            }
+            "expected_calls" => cache_aware.expected_calls = count()?,
+            _ => {}
+        }
+    }
+    let options = StrategyOptions {
+        strategy: Some(strategy.clone()),
+        omission_note: None,
+        provider: None,
+        model: None,
+        base_url: None,
+        approximate_summary_tokens: None,
+        summary_instruction: None,
+        raise_on_failure: false,
+        keep_observations,
+        polling,
+        calls: ProviderCalls::default(),
+    };
+    let strategy = options.resolve(false)?;
+    let mut built = options.build(&strategy, &prune, None)?;
+    let counter = crate::strategy::counter(&args.counter, &options.client_settings())?;
+    let mut settings = CompactionHookSettings::new(args.context_window)
+        .with_compact_at(compact_at)
+        .with_compact_to(compact_to);
+    if let Some(rule) = cache_aware.rule(one_hour, args.cost.cache.as_deref() == Some("openai")) {
+        settings = settings.with_cache(rule);
+    }
+    Ok(CompactionHook::new(built.take_compactor(), settings)
+        .map_err(|e| UsageError(e.to_string()))?
+        .with_counter(counter))
+}
+
+/// One configuration's figures for one transcript (or, summed, for all).
+#[derive(Debug, Clone, Default, Serialize)]
+struct Figures {
+    calls: usize,
+    peak_tokens: usize,
+    over_window: usize,
+    tokens_sent: u64,
+    uncached_tokens: Option<u64>,
+    cache_read_tokens: Option<u64>,
+    cache_write_tokens: Option<u64>,
+    output_tokens: Option<u64>,
+    cost: Option<f64>,
+    recorded_cost: Option<f64>,
+    compactions: usize,
+    refetches: usize,
+    refetch_tokens: usize,
+}
+
+#[derive(Debug, Serialize)]
+struct ResultRow {
+    configuration: String,
+    #[serde(flatten)]
+    figures: Figures,
+}
+
+/// One transcript: where it is, and its figures per configuration, or why it has none.
+#[derive(Debug, Serialize)]
+struct Transcript {
+    path: String,
+    conversation: Option<usize>,
+    format: Option<String>,
+    error: Option<String>,
+    results: Vec<ResultRow>,
+}
+
+/// A unit of work: a file, or a line of a JSON Lines dataset.
+enum Work {
+    File(PathBuf),
+    Line { path: PathBuf, line: usize, bytes: Vec<u8> },
+}
+
+/// Runs the command.
+pub fn run(args: Args) -> Result<()> {
+    let grid = configurations(&args)?;
+    let pricing = super::simulate::pricing(&args.cost)?;
+    let threads = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+    let (work_tx, work_rx) = mpsc::sync_channel::<(usize, Work)>(threads * 2);
+    let work_rx = Mutex::new(work_rx);
+    let (done_tx, done_rx) = mpsc::channel::<(usize, Vec<Transcript>)>();
+    let spinner = crate::progress::spinner("benchmarking");
+    let mut done: Vec<(usize, Vec<Transcript>)> = Vec::new();
+    let skipped = std::thread::scope(|scope| {
+        for _ in 0..threads {
+            let done_tx = done_tx.clone();
+            let (work_rx, grid, pricing, args) = (&work_rx, &grid, &pricing, &args);
+            scope.spawn(move || loop {
+                let next = work_rx.lock().map_or(None, |rx| rx.recv().ok());
+                let Some((index, work)) = next else { break };
+                let transcripts = bench_one(work, args, grid, pricing);
+                if done_tx.send((index, transcripts)).is_err() {
+                    break;
+                }
+            });
+        }
+        drop(done_tx);
+        let walker = scope.spawn(|| walk(&args, work_tx));
+        let mut count = 0;
+        for item in done_rx {
+            count += item.1.len();
+            spinner.set_message(format!("benchmarking: {count} transcripts"));
+            done.push(item);
+        }
+        walker.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    });
+    spinner.finish_and_clear();
+    done.sort_by_key(|(index, _)| *index);
+    let transcripts: Vec<Transcript> = done.into_iter().flat_map(|(_, t)| t).collect();
+    for t in transcripts.iter().filter(|t| t.error.is_some()) {
+        // The error names the file (and the line, of a dataset).
+        eprintln!("{}", t.error.as_deref().unwrap_or_default());
+    }
+    let benchmarked = transcripts.iter().filter(|t| t.error.is_none()).count();
+    let failed = transcripts.len() - benchmarked;
+    if benchmarked == 0 {
+        anyhow::bail!("no transcript could be benchmarked ({failed} failed)");
+    }
+    // Summaries are asked of no model and counts of a provider only with --counter PROVIDER.
+    crate::strategy::counting_failed()?;
+    let totals = totals(&grid, &transcripts);
+    let cached = pricing.cache.is_none_or(|c| c != CacheKind::None);
+    let unpriced =
+        transcripts.iter().filter(|t| t.results.first().is_some_and(|r| r.figures.cost.is_none())).count();
+    let mut out = table(&grid, &totals, benchmarked, failed, cached, recorded_total(&transcripts), unpriced);
+    if skipped > 0 {
+        let _ = writeln!(
+            out,
+            "skipped              {skipped} file{} in the folders: not .json, .jsonl, .ndjson or .traj",
+            if skipped == 1 { "" } else { "s" }
+        );
+    }
+    crate::output::write_output(None, out.as_bytes())?;
+    let mut ready = Vec::new();
+    if let Some(path) = &args.json {
+        let report = serde_json::json!({
+            "configurations": grid,
+            "transcripts": transcripts,
+            "totals": totals,
+        });
+        let text = serde_json::to_string_pretty(&report)? + "\n";
+        ready.push(
+            crate::output::stage(path).and_then(|s| s.write(text.as_bytes())).context("writing the JSON")?,
+        );
+    }
+    if let Some(path) = &args.csv {
+        let text = csv(&transcripts);
+        ready.push(
+            crate::output::stage(path).and_then(|s| s.write(text.as_bytes())).context("writing the CSV")?,
+        );
+    }
+    if let Some(path) = &args.svg {
+        let svg = chart(&totals, &transcripts)?;
+        ready.push(
+            crate::output::stage(path).and_then(|s| s.write(svg.as_bytes())).context("writing the SVG")?,
+        );
+    }
+    crate::output::commit_run(ready, 0)?;
+    for (path, what) in [(&args.json, "the JSON"), (&args.csv, "the CSV"), (&args.svg, "the chart")] {
+        if let Some(path) = path {
+            crate::progress::say(&format!("wrote {what} to {}", path.display()));
+        }
+    }
+    Ok(())
+}
+
+/// Sends every file of the inputs (every line, with --jsonl) to the workers, in order.
+fn walk(args: &Args, work: mpsc::SyncSender<(usize, Work)>) -> usize {
+    let mut skipped = 0;
+    let mut index = 0;
+    let mut send = |item: Work| {
+        let sent = work.send((index, item)).is_ok();
+        index += 1;
+        sent
+    };
+    for input in &args.inputs {
+        let mut files = Vec::new();
+        collect_files(input, &mut files, &mut skipped);
+        for file in files {
+            if !args.jsonl {
+                send(Work::File(file));
+                continue;
+            }
+            let reader = match std::fs::File::open(&file) {
+                Ok(f) => std::io::BufReader::with_capacity(1 << 20, f),
+                Err(_) => {
+                    send(Work::File(file));
+                    continue;
+                }
+            };
+            for (line, bytes) in reader.split(b'\n').enumerate() {
+                let bytes = match bytes {
+                    Ok(bytes) => bytes,
+                    Err(error) => {
+                        let error = format!("{}: line {}: cannot read: {error}", file.display(), line + 1);
+                        send(Work::Line { path: file.clone(), line: usize::MAX, bytes: error.into_bytes() });
+                        break;
+                    }
+                };
+                if bytes.iter().all(u8::is_ascii_whitespace) {
+                    continue;
+                }
+                send(Work::Line { path: file.clone(), line, bytes });
+            }
+        }
+    }
+    skipped
+}
+
+/// The extensions of the files read in a folder; a file named on the command line is read
+/// whatever its name.
+const EXTENSIONS: [&str; 4] = ["json", "jsonl", "ndjson", "traj"];
+
+/// The files under `path`, recursively, in name order, those with a transcript's extension
+/// ([`EXTENSIONS`]; the others counted in `skipped`); `path` itself when it is not a folder (a
+/// file that cannot be read then fails on its own, named).
+fn collect_files(path: &Path, files: &mut Vec<PathBuf>, skipped: &mut usize) {
+    let Ok(entries) = std::fs::read_dir(path) else {
+        files.push(path.to_owned());
+        return;
+    };
+    let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    paths.sort();
+    for path in paths {
+        if path.is_dir() {
+            collect_files(&path, files, skipped);
+        } else if path.extension().and_then(|e| e.to_str()).is_some_and(|e| EXTENSIONS.contains(&e)) {
+            files.push(path);
+        } else {
+            *skipped += 1;
+        }
+    }
+}
+
+/// Reads one unit of work and replays each of its conversations with every configuration.
+fn bench_one(work: Work, args: &Args, grid: &[Configuration], pricing: &Pricing) -> Vec<Transcript> {
+    let failed = |path: String, conversation: Option<usize>, error: String| Transcript {
+        path,
+        conversation,
+        format: None,
+        error: Some(error),
+        results: Vec::new(),
+    };
+    let (name, bytes, line) = match work {
+        Work::File(path) => {
+            let name = path.display().to_string();
+            match std::fs::read(&path) {
+                Ok(bytes) => (name, bytes, None),
+                Err(error) => {
+                    let error = format!("{name}: cannot read: {error}");
+                    return vec![failed(name, None, error)];
+                }
+            }
+        }
+        Work::Line { path, line: usize::MAX, bytes } => {
+            return vec![failed(
+                path.display().to_string(),
+                None,
+                String::from_utf8_lossy(&bytes).into_owned(),
+            )]
+        }
+        Work::Line { path, line, bytes } => (path.display().to_string(), bytes, Some(line)),
+    };
+    let options = |conversation: usize| {
+        let named = match line {
+            Some(line) => format!("{name}:{}", line + 1),
+            None => name.clone(),
+        };
+        let mut options =
+            ReadOptions::named(named).with_full_history(args.full_history).with_conversation(conversation);
+        options.format = args.format;
+        options
+    };
+    let index = |conversation: usize| line.unwrap_or(conversation);
+    let benched = |conversation: usize, read: &compaction_formats::Conversation| Transcript {
+        path: name.clone(),
+        conversation: Some(index(conversation)),
+        format: Some(read.format.as_str().to_owned()),
+        error: None,
+        results: replay_all(read, grid, pricing, args.context_window),
+    };
+    let first = match compaction_formats::read(bytes, &options(0)) {
+        Ok(read) => read,
+        Err(error) => return vec![failed(name.clone(), Some(index(0)), crate::strategy::chain(&error))],
+    };
+    let mut transcripts = vec![benched(0, &first)];
+    let count = if line.is_some() { 1 } else { first.conversations };
+    if count < 2 {
+        return transcripts;
+    }
+    // The file's other conversations (tau-bench), each read from a copy of the bytes, on all
+    // cores: each read parses the whole file.
+    let source = first.source();
+    let next = AtomicUsize::new(1);
+    let threads = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get).min(count - 1);
+    let mut more: Vec<(usize, Transcript)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut done = Vec::new();
+                    loop {
+                        let conversation = next.fetch_add(1, Ordering::Relaxed);
+                        if conversation >= count {
+                            break done;
+                        }
+                        let transcript =
+                            match compaction_formats::read(source.to_vec(), &options(conversation)) {
+                                Ok(read) => benched(conversation, &read),
+                                Err(error) => {
+                                    failed(name.clone(), Some(conversation), crate::strategy::chain(&error))
+                                }
+                            };
+                        done.push((conversation, transcript));
+                    }
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+            .collect()
+    });
+    more.sort_by_key(|(conversation, _)| *conversation);
+    transcripts.extend(more.into_iter().map(|(_, t)| t));
+    transcripts
+}
+
+/// The figures of one conversation under every configuration.
+fn replay_all(
+    conversation: &compaction_formats::Conversation,
+    grid: &[Configuration],
+    pricing: &Pricing,
+    window: usize,
+) -> Vec<ResultRow> {
+    let calls = super::simulate::recorded_calls(&conversation.usage);
+    let one_hour = calls.iter().any(|c| c.lifetime() == Some(compaction_replay::Lifetime::OneHour));
+    let compacted_at: Vec<usize> =
+        conversation.compactions.iter().map(|c| c.message).filter(|&m| m > 0).collect();
+    let mut rows = Vec::new();
+    let mut baseline: Option<Vec<Step>> = None;
+    for configuration in grid {
+        let Some(hook) = &configuration.hook else { continue };
+        let hook = match (&configuration.hook_one_hour, one_hour) {
+            (Some(longer), true) => longer,
+            _ => hook,
+        };
+        let replay = Replay::new(hook).with_tools(conversation.tools.clone());
+        let recording = Recording::new(&conversation.messages)
+            .with_calls(&calls)
+            .with_provider_compactions(&compacted_at);
+        let steps = replay.run(recording, &mut || {}).steps;
+        rows.push(ResultRow {
+            configuration: configuration.name.clone(),
+            figures: figures(&steps, true, pricing, window),
+        });
+        baseline.get_or_insert(steps);
+    }
+    // `none`: the calls as recorded, from any replay's figures without compaction (they do not
+    // depend on the compactor), or from a replay that never compacts.
+    let steps = match baseline {
+        Some(steps) => steps,
+        None => {
+            let settings = CompactionHookSettings::new(1 << 40);
+            match CompactionHook::new(Box::new(compaction_core::ChainCompactor::new()), settings) {
+                Ok(hook) => {
+                    Replay::new(&hook)
+                        .with_tools(conversation.tools.clone())
+                        .run(
+                            Recording::new(&conversation.messages)
+                                .with_calls(&calls)
+                                .with_provider_compactions(&compacted_at),
+                            &mut || {},
+                        )
+                        .steps
+                }
+                Err(_) => Vec::new(),
+            }
+        }
+    };
+    rows.insert(
+        0,
+        ResultRow { configuration: "none".into(), figures: figures(&steps, false, pricing, window) },
+    );
+    rows
+}
+
+/// One replay's figures: with compaction, or (`with` false) as recorded.
+fn figures(steps: &[Step], with: bool, pricing: &Pricing, window: usize) -> Figures {
+    let size = |s: &Step| if with { s.with } else { s.without };
+    let calls = if with { Call::with_compaction(steps) } else { Call::without_compaction(steps) };
+    let cost = compaction_replay::estimate(&calls, pricing).ok();
+    let recorded = compaction_replay::recorded(&Call::as_recorded(steps), pricing).and_then(Result::ok);
+    let last = steps.last().filter(|_| with);
+    Figures {
+        calls: steps.len(),
+        peak_tokens: steps.iter().map(size).max().unwrap_or(0),
+        over_window: steps.iter().filter(|s| size(s) > window).count(),
+        tokens_sent: steps.iter().map(|s| size(s) as u64).sum(),
+        uncached_tokens: cost.as_ref().map(|c| c.uncached),
+        cache_read_tokens: cost.as_ref().map(|c| c.cache_read),
+        cache_write_tokens: cost.as_ref().map(|c| c.cache_write),
+        output_tokens: cost.as_ref().map(|c| c.output),
+        cost: cost.as_ref().map(|c| c.dollars),
+        recorded_cost: recorded.map(|c| c.dollars),
+        compactions: if with { steps.iter().filter(|s| s.compacted).count() } else { 0 },
+        refetches: last.map_or(0, |s| s.refetches),
+        refetch_tokens: last.map_or(0, |s| s.refetch_tokens),
+    }
+}
+
+/// A configuration's figures over every transcript benchmarked.
+#[derive(Debug, Serialize)]
+struct Total {
+    configuration: String,
+    transcripts: usize,
+    /// The sums (the peak: the largest).
+    #[serde(flatten)]
+    figures: Figures,
+    median_tokens_sent: u64,
+    median_cost: Option<f64>,
+    /// The median over transcripts of each one's tokens sent against its own `none`.
+    median_tokens_vs_none: Option<f64>,
+    /// The median over transcripts of each one's cost against its own `none`.
+    median_cost_vs_none: Option<f64>,
+    /// Tokens sent against `none`: -0.42 sends 42% fewer.
+    tokens_vs_none: Option<f64>,
+    /// Cost against `none`, over the transcripts priced in both.
+    cost_vs_none: Option<f64>,
+    /// Tokens sent against `none` over the same transcripts as `cost_vs_none` (those priced).
+    priced_tokens_vs_none: Option<f64>,
+}
+
+fn totals(grid: &[Configuration], transcripts: &[Transcript]) -> Vec<Total> {
+    let mut totals: Vec<Total> = Vec::new();
+    for (k, configuration) in grid.iter().enumerate() {
+        let rows: Vec<&Figures> =
+            transcripts.iter().filter_map(|t| t.results.get(k)).map(|r| &r.figures).collect();
+        let add = |a: Option<u64>, b: Option<u64>| match (a, b) {
+            (None, None) => None,
+            (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
+        };
+        let mut sum = Figures::default();
+        for f in &rows {
+            sum.calls += f.calls;
+            sum.peak_tokens = sum.peak_tokens.max(f.peak_tokens);
+            sum.over_window += f.over_window;
+            sum.tokens_sent += f.tokens_sent;
+            sum.uncached_tokens = add(sum.uncached_tokens, f.uncached_tokens);
+            sum.cache_read_tokens = add(sum.cache_read_tokens, f.cache_read_tokens);
+            sum.cache_write_tokens = add(sum.cache_write_tokens, f.cache_write_tokens);
+            sum.output_tokens = add(sum.output_tokens, f.output_tokens);
+            sum.cost = match (sum.cost, f.cost) {
+                (None, None) => None,
+                (a, b) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),
+            };
+            sum.recorded_cost = match (sum.recorded_cost, f.recorded_cost) {
+                (None, None) => None,
+                (a, b) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),
+            };
+            sum.compactions += f.compactions;
+            sum.refetches += f.refetches;
+            sum.refetch_tokens += f.refetch_tokens;
+        }
+        let mut tokens: Vec<u64> = rows.iter().map(|f| f.tokens_sent).collect();
+        tokens.sort_unstable();
+        let mut costs: Vec<f64> = rows.iter().filter_map(|f| f.cost).collect();
+        costs.sort_by(f64::total_cmp);
+        // Each transcript against its own `none` (the first result), where both are above 0.
+        let ratio = |a: f64, b: f64| (b > 0.0).then(|| a / b - 1.0);
+        let mut token_ratios: Vec<f64> = transcripts
+            .iter()
+            .filter_map(|t| {
+                let (this, none) = (&t.results.get(k)?.figures, &t.results.first()?.figures);
+                ratio(this.tokens_sent as f64, none.tokens_sent as f64)
+            })
+            .collect();
+        token_ratios.sort_by(f64::total_cmp);
+        let mut cost_ratios: Vec<f64> = transcripts
+            .iter()
+            .filter_map(|t| {
+                let (this, none) = (&t.results.get(k)?.figures, &t.results.first()?.figures);
+                ratio(this.cost?, none.cost?)
+            })
+            .collect();
+        cost_ratios.sort_by(f64::total_cmp);
+        let (tokens_vs_none, cost_vs_none) = match totals.first() {
+            Some(none) => {
+                let tokens = (none.figures.tokens_sent > 0)
+                    .then(|| sum.tokens_sent as f64 / none.figures.tokens_sent as f64 - 1.0);
+                let cost = match (sum.cost, none.figures.cost) {
+                    (Some(c), Some(n)) if n > 0.0 => Some(c / n - 1.0),
+                    _ => None,
+                };
+                (tokens, cost)
+            }
+            None => (Some(0.0), sum.cost.map(|_| 0.0)),
+        };
+        totals.push(Total {
+            configuration: configuration.name.clone(),
+            transcripts: rows.len(),
+            figures: sum,
+            median_tokens_sent: median(&tokens).unwrap_or(0),
+            median_cost: median(&costs),
+            median_tokens_vs_none: median(&token_ratios),
+            median_cost_vs_none: median(&cost_ratios),
+            tokens_vs_none,
+            cost_vs_none,
+            priced_tokens_vs_none: {
+                let (mut this, mut none) = (0u64, 0u64);
+                for t in transcripts {
+                    if let (Some(r), Some(n)) = (t.results.get(k), t.results.first()) {
+                        if r.figures.cost.is_some() && n.figures.cost.is_some() {
+                            this += r.figures.tokens_sent;
+                            none += n.figures.tokens_sent;
+                        }
+                    }
+                }
+                ratio(this as f64, none as f64)
+            },
+        });
+    }
+    totals
+}
+
+/// What the logs record against `none`'s estimate, over the transcripts that have both.
+struct Recorded {
+    transcripts: usize,
+    logged: f64,
+    estimated: f64,
+}
+
+fn recorded_total(transcripts: &[Transcript]) -> Option<Recorded> {
+    let pairs: Vec<(f64, f64)> = transcripts
+        .iter()
+        .filter_map(|t| {
+            let none = &t.results.first()?.figures;
+            Some((none.recorded_cost?, none.cost?))
+        })
+        .collect();
+    (!pairs.is_empty()).then(|| Recorded {
+        transcripts: pairs.len(),
+        logged: pairs.iter().map(|p| p.0).sum(),
+        estimated: pairs.iter().map(|p| p.1).sum(),
+    })
+}
+
+/// The middle value (the upper of the two middle ones), `None` of nothing.
+fn median<T: Copy>(sorted: &[T]) -> Option<T> {
+    sorted.get(sorted.len() / 2).copied()
+}
+
+fn dollars(d: Option<f64>) -> String {
+    match d {
+        Some(d) if d >= 1.0 => format!("{d:.2}"),
+        Some(d) => format!("{d:.4}"),
+        None => "-".into(),
+    }
+}
+
+fn signed(f: Option<f64>) -> String {
+    f.map_or_else(|| "-".into(), |f| format!("{:+.1}%", 100.0 * f))
+}
+
+/// The terminal table, the counts, the logs' own cost beside the estimate, and a line for each
+/// configuration that saves tokens but costs more.
+fn table(
+    grid: &[Configuration],
+    totals: &[Total],
+    benchmarked: usize,
+    failed: usize,
+    cached: bool,
+    recorded: Option<Recorded>,
+    unpriced: usize,
+) -> String {
+    let header = [
+        "configuration",
+        "calls",
+        "over window",
+        "tokens sent",
+        "vs none",
+        "median tokens",
+        "cost $",
+        "vs none",
+        "median cost $",
+        "recorded $",
+        "compactions",
+        "refetches",
+    ];
+    let mut rows: Vec<Vec<String>> = vec![header.iter().map(|h| (*h).to_owned()).collect()];
+    for t in totals {
+        let f = &t.figures;
+        rows.push(vec![
+            t.configuration.clone(),
+            f.calls.to_string(),
+            f.over_window.to_string(),
+            f.tokens_sent.to_string(),
+            signed(t.tokens_vs_none),
+            t.median_tokens_sent.to_string(),
+            dollars(f.cost),
+            signed(t.cost_vs_none),
+            dollars(t.median_cost),
+            dollars(f.recorded_cost),
+            f.compactions.to_string(),
+            format!("{} ({} tokens)", f.refetches, f.refetch_tokens),
+        ]);
+    }
+    let mut widths = vec![0; header.len()];
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for row in &rows {
+        let cells: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .enumerate()
+            .map(|(i, (cell, &w))| if i == 0 { format!("{cell:<w$}") } else { format!("{cell:>w$}") })
+            .collect();
+        let _ = writeln!(out, "{}", cells.join("  ").trim_end());
+    }
+    let _ = writeln!(
+        out,
+        "\n{benchmarked} transcripts benchmarked, {failed} failed, {} configurations",
+        grid.len()
+    );
+    if unpriced > 0 {
+        let _ = writeln!(
+            out,
+            "cost                 not estimated for {unpriced} of the {benchmarked} transcripts (the cost columns and \
+             lines are of the others): the log names no model, or one the price table has no row for \
+             (--price-model NAME prices them)"
+        );
+    }
+    // The log's own cost beside `none`'s estimate, over the transcripts whose logs record usage.
+    if let Some(recorded) = recorded {
+        let _ = writeln!(
+            out,
+            "recorded cost        ${} over the {} transcripts whose logs record usage; none's estimate for them ${} \
+             ({})",
+            dollars(Some(recorded.logged)),
+            recorded.transcripts,
+            dollars(Some(recorded.estimated)),
+            signed((recorded.logged > 0.0).then(|| recorded.estimated / recorded.logged - 1.0))
+        );
+    }
+    let with_cache = if cached { "with the prompt cache" } else { "without a prompt cache" };
+    for t in totals.iter().skip(1) {
+        // Tokens and cost over the same transcripts: those priced.
+        if let (Some(tokens), Some(cost)) = (t.priced_tokens_vs_none, t.cost_vs_none) {
+            if tokens < 0.0 && cost > 0.0 {
+                let _ = writeln!(
+                    out,
+                    "{}: saves {:.1}% of tokens but costs {:.1}% more {with_cache}",
+                    t.configuration,
+                    -100.0 * tokens,
+                    100.0 * cost
+                );
+            }
+        }
+    }
+    out
+}
+
+/// One row per transcript and configuration, with a header.
+fn csv(transcripts: &[Transcript]) -> String {
+    let mut out = String::from(
+        "path,conversation,format,error,configuration,calls,peak_tokens,over_window,tokens_sent,uncached_tokens,\
+         cache_read_tokens,cache_write_tokens,output_tokens,cost,recorded_cost,compactions,refetches,refetch_tokens\n",
+    );
+    let opt = |v: Option<u64>| v.map(|v| v.to_string()).unwrap_or_default();
+    let money = |v: Option<f64>| v.map(|v| format!("{v:.6}")).unwrap_or_default();
+    for t in transcripts {
+        let conversation = t.conversation.map(|c| c.to_string()).unwrap_or_default();
+        let head = format!(
+            "{},{conversation},{},{}",
+            quote(&t.path),
+            t.format.as_deref().unwrap_or_default(),
+            quote(t.error.as_deref().unwrap_or_default())
+        );
+        if t.results.is_empty() {
+            let _ = writeln!(out, "{head},,,,,,,,,,,,,,");
+        }
+        for r in &t.results {
+            let f = &r.figures;
+            let _ = writeln!(
+                out,
+                "{head},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+                quote(&r.configuration),
+                f.calls,
+                f.peak_tokens,
+                f.over_window,
+                f.tokens_sent,
+                opt(f.uncached_tokens),
+                opt(f.cache_read_tokens),
+                opt(f.cache_write_tokens),
+                opt(f.output_tokens),
+                money(f.cost),
+                money(f.recorded_cost),
+                f.compactions,
+                f.refetches,
+                f.refetch_tokens
+            );
+        }
+    }
+    out
+}
+
+/// A CSV field, quoted when it holds a comma, a quote or a line break.
+fn quote(field: &str) -> String {
+    if field.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", field.replace('"', "\"\""))
+    } else {
+        field.to_owned()
+    }
+}
+
+const PALETTE: [plotters::style::RGBColor; 8] = [
+    plotters::style::RGBColor(80, 80, 80),
+    plotters::style::RGBColor(31, 119, 180),
+    plotters::style::RGBColor(214, 39, 40),
+    plotters::style::RGBColor(44, 160, 44),
+    plotters::style::RGBColor(255, 127, 14),
+    plotters::style::RGBColor(148, 103, 189),
+    plotters::style::RGBColor(140, 86, 75),
+    plotters::style::RGBColor(227, 119, 194),
+];
+
+/// The `--svg` chart: each configuration's cost against its tokens sent, both as a change
+/// against `none` (in %), over all transcripts (a large dot, labelled) and per transcript (small
+/// dots, the spread); the cheapest configuration over all is ringed. Transcripts without a cost
+/// (no known model) are left out.
+fn chart(totals: &[Total], transcripts: &[Transcript]) -> Result<String> {
+    use plotters::prelude::*;
+    let mut points: Vec<Vec<(f64, f64)>> = vec![Vec::new(); totals.len()];
+    for t in transcripts {
+        let Some(none) = t.results.first().map(|r| &r.figures) else { continue };
+        for (k, r) in t.results.iter().enumerate() {
+            let f = &r.figures;
+            if let (Some(cost), Some(base)) = (f.cost, none.cost) {
+                if base > 0.0 && none.tokens_sent > 0 {
+                    let tokens = 100.0 * (f.tokens_sent as f64 / none.tokens_sent as f64 - 1.0);
+                    points[k].push((tokens, 100.0 * (cost / base - 1.0)));
+                }
+            }
+        }
+    }
+    let totals_at: Vec<Option<(f64, f64)>> =
+        totals.iter().map(|t| Some((100.0 * t.tokens_vs_none?, 100.0 * t.cost_vs_none?))).collect();
+    let cheapest = totals
+        .iter()
+        .enumerate()
+        .filter_map(|(k, t)| Some((k, t.figures.cost?)))
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(k, _)| k);
+    let all = points.iter().flatten().copied().chain(totals_at.iter().flatten().copied());
+    let (mut x0, mut x1, mut y0, mut y1) = (-10.0f64, 10.0f64, -10.0f64, 10.0f64);
+    for (x, y) in all {
+        (x0, x1, y0, y1) = (x0.min(x), x1.max(x), y0.min(y), y1.max(y));
+    }
+    let pad = |a: f64, b: f64| (b - a) * 0.08;
+    let (px, py) = (pad(x0, x1), pad(y0, y1));
+    let mut out = String::new();
+    {
+        let root = SVGBackend::with_string(&mut out, (1000, 700)).into_drawing_area();
+        let drawn = (|| -> Result<(), Box<dyn std::error::Error>> {
+            root.fill(&WHITE)?;
+            let root = root.titled("cost against tokens sent, each against none", ("sans-serif", 22))?;
+            let mut context = ChartBuilder::on(&root)
+                .margin(20)
+                .x_label_area_size(50)
+                .y_label_area_size(70)
+                .build_cartesian_2d((x0 - px)..(x1 + px), (y0 - py)..(y1 + py))?;
+            context
+                .configure_mesh()
+                .x_desc("tokens sent against none (%)")
+                .y_desc("cost against none, with the prompt cache (%)")
+                .axis_desc_style(("sans-serif", 16))
+                .label_style(("sans-serif", 14))
+                .light_line_style(TRANSPARENT)
+                .bold_line_style(RGBColor(225, 225, 225))
+                .draw()?;
+            let axis = RGBColor(160, 160, 160);
+            context.draw_series(LineSeries::new([(x0 - px, 0.0), (x1 + px, 0.0)], axis))?;
+            context.draw_series(LineSeries::new([(0.0, y0 - py), (0.0, y1 + py)], axis))?;
+            for (k, t) in totals.iter().enumerate() {
+                let color = PALETTE[k % PALETTE.len()];
+                context
+                    .draw_series(points[k].iter().map(|&p| Circle::new(p, 3, color.mix(0.35).filled())))?;
+                if let Some(p) = totals_at[k] {
+                    context.draw_series([Circle::new(p, 7, color.filled())])?;
+                    let label = if cheapest == Some(k) {
+                        context.draw_series([Circle::new(p, 13, color.stroke_width(2))])?;
+                        format!("{} (cheapest)", t.configuration)
+                    } else {
+                        t.configuration.clone()
+                    };
+                    context.draw_series([Text::new(
+                        label,
+                        p,
+                        ("sans-serif", 14).into_font().color(&color),
+                    )])?;
+                }
+            }
+            root.present()?;
+            Ok(())
+        })();
+        drawn.map_err(|e| anyhow::anyhow!("drawing the chart: {e}"))?;
+    }
+    Ok(out)
+}
