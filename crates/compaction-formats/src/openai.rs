@@ -141,6 +141,9 @@ pub(crate) fn prepare(object: &Map<String, Value>, apart: Apart) -> Result<Prepa
         "assistant" => {
             let mut parts = parts_of(content)?;
             let (made, open) = made_calls()?;
+            // Exactly: a `Part` is a few hundred bytes, and `extend` would leave room for four,
+            // which for a long log of calls is more memory than their text.
+            parts.reserve_exact(made.len());
             parts.extend(made.into_iter().map(Part::ToolCall));
             (Role::Assistant, parts, open)
         }

@@ -14,8 +14,25 @@ pub(crate) struct OpenCalls {
 /// A call seen, and whether a result answered it.
 #[derive(Debug)]
 struct Open {
-    call: ToolCall,
+    call: Held,
     answered: Answered,
+}
+
+/// A call as [`OpenCalls`] holds it: boxed, since a `ToolCall` is a few hundred bytes and a long
+/// log has a call every few kilobytes; once taken ([`OpenCalls::take_answer`]), only its id.
+#[derive(Debug)]
+enum Held {
+    Call(Box<ToolCall>),
+    Taken { id: Option<String> },
+}
+
+impl Open {
+    fn id(&self) -> Option<&str> {
+        match &self.call {
+            Held::Call(call) => call.id.as_deref(),
+            Held::Taken { id } => id.as_deref(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,7 +63,7 @@ impl OpenCalls {
 
     /// Records a call, given a copy of it.
     pub(crate) fn push_owned(&mut self, call: ToolCall) {
-        self.calls.push(Open { call, answered: Answered::No });
+        self.calls.push(Open { call: Held::Call(Box::new(call)), answered: Answered::No });
     }
 
     /// The call a result with `id` answers: the nearest unanswered call with that id, else the
@@ -54,10 +71,14 @@ impl OpenCalls {
     /// unanswered call. `None` when no call fits.
     pub(crate) fn answer(&mut self, id: Option<&str>) -> Option<ToolCall> {
         let open = self.find(id)?;
+        let Held::Call(call) = &open.call else {
+            // Only calls answered by `take_answer` are taken, and a reader uses one or the other.
+            return None;
+        };
         if open.answered == Answered::No {
             open.answered = Answered::Yes;
         }
-        Some(open.call.clone())
+        Some(ToolCall::clone(call))
     }
 
     /// As [`OpenCalls::answer`], for a reader that keeps its messages at hand: a call answered
@@ -69,10 +90,13 @@ impl OpenCalls {
         match open.answered {
             Answered::Taken(holder) => Some(Answer::Again(holder)),
             Answered::No | Answered::Yes => {
-                open.answered = Answered::Taken(by);
                 // Only the id is looked at again.
-                let shell = ToolCall { id: open.call.id.clone(), ..ToolCall::default() };
-                Some(Answer::Call(std::mem::replace(&mut open.call, shell)))
+                let taken = Held::Taken { id: open.id().map(str::to_owned) };
+                let Held::Call(call) = std::mem::replace(&mut open.call, taken) else {
+                    return None;
+                };
+                open.answered = Answered::Taken(by);
+                Some(Answer::Call(*call))
             }
         }
     }
@@ -81,7 +105,7 @@ impl OpenCalls {
     fn find(&mut self, id: Option<&str>) -> Option<&mut Open> {
         let position = match id {
             Some(id) => {
-                let same = |open: &Open| open.call.id.as_deref() == Some(id);
+                let same = |open: &Open| open.id() == Some(id);
                 self.calls
                     .iter()
                     .rposition(|open| open.answered == Answered::No && same(open))
@@ -101,5 +125,16 @@ pub(crate) fn unpaired(id: Option<&str>) -> String {
             crate::error::snippet(id)
         ),
         None => "a tool result without a call id, and no unanswered tool call before it".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// Memory: every call a long log makes stays listed to the end of the reading, so a listed
+    /// call is a box and, once its result took it, an id: not a `ToolCall` of a few hundred
+    /// bytes each (issue 31, item 13).
+    #[test]
+    fn a_listed_call_is_small() {
+        assert!(std::mem::size_of::<super::Open>() <= 48, "{}", std::mem::size_of::<super::Open>());
     }
 }

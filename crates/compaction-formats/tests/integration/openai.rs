@@ -140,3 +140,23 @@ fn a_bare_array_of_messages_is_read_lean_and_keeps_its_bytes() {
     let items = r#"[{"role": "user", "content": "hi"}, {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "yo"}]}]"#;
     assert_eq!(read(items).format, Format::Responses);
 }
+
+/// Memory: a message's parts are held without spare room. A `Part` is a few hundred bytes, so
+/// room for four where two are used made a long log of calls (a call and its result every few
+/// kilobytes) take more memory than its text (issue 31, item 13).
+#[test]
+fn an_assistant_message_holds_its_parts_without_spare_room() {
+    for content in [json!("Looking."), Value::Null] {
+        let messages = vec![
+            json!({"role": "assistant", "content": content, "tool_calls": [call("c1", "Paris")]}),
+            json!({"role": "tool", "tool_call_id": "c1", "content": "sunny"}),
+        ];
+        let request = json!({"model": "gpt-4o", "messages": messages}).to_string();
+        let array = Value::Array(messages).to_string();
+        for text in [request, array] {
+            for message in read(&text).messages {
+                assert_eq!(message.parts.capacity(), message.parts.len(), "{message:?}");
+            }
+        }
+    }
+}
