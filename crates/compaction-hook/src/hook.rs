@@ -126,6 +126,7 @@ impl<'de> Deserialize<'de> for CompactionHookSettings {
 /// What one [`CompactionHook::run`] saw and did.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[must_use = "the outcome says whether the run failed (`failure`)"]
+#[non_exhaustive]
 pub struct CompactionOutcome {
     /// The compactor's name ([`Compactor::name`]), such as `ToolResultPruningCompactor`. Not the
     /// strategy marker a compaction leaves in `meta`, which is [`CompactionReport::strategy`].
