@@ -16,7 +16,7 @@ use compaction_replay::{CacheKind, Call, Pricing, Recording, Replay, Step};
 use serde::Serialize;
 
 use super::prune::PruneOptions;
-use super::simulate::CostOptions;
+use super::simulate::{CostOptions, HookOptions};
 use crate::strategy::{ProviderCalls, Stage, Strategy, StrategyOptions};
 use crate::UsageError;
 
@@ -67,19 +67,8 @@ pub struct Args {
     /// Read everything the logs hold (as `simulate --full-history`).
     #[arg(long)]
     pub full_history: bool,
-    /// The model's context window, in tokens.
-    #[arg(long, value_name = "N")]
-    pub context_window: usize,
-    /// Compact once the request reaches this fraction of the window.
-    #[arg(long, value_name = "F", default_value_t = 0.7)]
-    pub compact_at: f64,
-    /// The fraction of the window to compact down to.
-    #[arg(long, value_name = "F", default_value_t = 0.4)]
-    pub compact_to: f64,
-    /// The counter: approximate, approximate:CHARS_PER_TOKEN, tiktoken, tiktoken:ENCODING_OR_MODEL,
-    /// huggingface:PATH, or a provider's own count: openai:MODEL or anthropic:MODEL.
-    #[arg(long, default_value = "approximate")]
-    pub counter: String,
+    #[command(flatten)]
+    pub hook: HookOptions,
     /// The strategies to compare with none: a comma list (chain:A+B+... for a chain).
     #[arg(long, value_name = "LIST", default_value = "tool-result-pruning")]
     pub strategy: String,
@@ -221,7 +210,7 @@ fn build(
         anyhow::Error::new(UsageError(format!("--set {key}={value}: expected {what}")))
     };
     let mut prune = args.prune.clone();
-    let (mut compact_at, mut compact_to) = (args.compact_at, args.compact_to);
+    let (mut compact_at, mut compact_to) = (args.hook.compact_at, args.hook.compact_to);
     let (mut keep_observations, mut polling) = (None, None);
     let mut cache_aware = crate::strategy::CacheAwareOptions { cache_aware: false, expected_calls: 10 };
     for &(key, value) in settings {
@@ -259,10 +248,8 @@ fn build(
     };
     let strategy = options.resolve(false)?;
     let mut built = options.build(&strategy, &prune, None)?;
-    let counter = crate::strategy::counter(&args.counter, &options.client_settings())?;
-    let mut settings = CompactionHookSettings::new(args.context_window)
-        .with_compact_at(compact_at)
-        .with_compact_to(compact_to);
+    let counter = crate::strategy::counter(&args.hook.counter, &options.client_settings())?;
+    let mut settings = args.hook.settings(compact_at, compact_to);
     if let Some(rule) = cache_aware.rule(one_hour, args.cost.cache.as_deref() == Some("openai")) {
         settings = settings.with_cache(rule);
     }
@@ -518,7 +505,7 @@ fn bench_one(work: Work, args: &Args, grid: &[Configuration], pricing: &Pricing)
         conversation: Some(index(conversation)),
         format: Some(read.format.as_str().to_owned()),
         error: None,
-        results: replay_all(read, grid, pricing, args.context_window),
+        results: replay_all(read, grid, pricing, args.hook.context_window),
     };
     let first = match compaction_formats::read(bytes, &options(0)) {
         Ok(read) => read,

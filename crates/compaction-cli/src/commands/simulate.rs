@@ -74,19 +74,8 @@ use crate::UsageError;
 pub struct Args {
     #[command(flatten)]
     pub input: InputArgs,
-    /// The model's context window, in tokens.
-    #[arg(long, value_name = "N")]
-    pub context_window: usize,
-    /// Compact once the request reaches this fraction of the window.
-    #[arg(long, value_name = "F", default_value_t = 0.7)]
-    pub compact_at: f64,
-    /// The fraction of the window to compact down to.
-    #[arg(long, value_name = "F", default_value_t = 0.4)]
-    pub compact_to: f64,
-    /// The counter: approximate, approximate:CHARS_PER_TOKEN, tiktoken, tiktoken:ENCODING_OR_MODEL,
-    /// huggingface:PATH, or a provider's own count: openai:MODEL or anthropic:MODEL.
-    #[arg(long, default_value = "approximate")]
-    pub counter: String,
+    #[command(flatten)]
+    pub hook: HookOptions,
     /// A JSON array of tool specs sent with each request; the file's own tools when absent.
     #[arg(long, value_name = "FILE")]
     pub tools: Option<PathBuf>,
@@ -120,6 +109,33 @@ pub struct Args {
     pub cache_aware: crate::strategy::CacheAwareOptions,
 }
 
+/// The hook a replay runs, and its counter: the options `simulate` and `bench` share.
+#[derive(Debug, Clone, clap::Args)]
+pub struct HookOptions {
+    /// The model's context window, in tokens.
+    #[arg(long, value_name = "N")]
+    pub context_window: usize,
+    /// Compact once the request reaches this fraction of the window.
+    #[arg(long, value_name = "F", default_value_t = 0.7)]
+    pub compact_at: f64,
+    /// The fraction of the window to compact down to.
+    #[arg(long, value_name = "F", default_value_t = 0.4)]
+    pub compact_to: f64,
+    /// The counter: approximate, approximate:CHARS_PER_TOKEN, tiktoken, tiktoken:ENCODING_OR_MODEL,
+    /// huggingface:PATH, or a provider's own count: openai:MODEL or anthropic:MODEL.
+    #[arg(long, default_value = "approximate")]
+    pub counter: String,
+}
+
+impl HookOptions {
+    /// The hook's settings these options give, with `compact_at` and `compact_to` as given.
+    pub fn settings(&self, compact_at: f64, compact_to: f64) -> CompactionHookSettings {
+        CompactionHookSettings::new(self.context_window)
+            .with_compact_at(compact_at)
+            .with_compact_to(compact_to)
+    }
+}
+
 /// How the calls are priced: the options `simulate` and `bench` share.
 #[derive(Debug, Clone, clap::Args)]
 pub struct CostOptions {
@@ -142,11 +158,9 @@ pub fn run(args: Args) -> Result<()> {
     if policies_given && args.offload_store.is_none() {
         return Err(UsageError("--policy needs --offload-store DIR".into()).into());
     }
-    let mut settings = CompactionHookSettings::new(args.context_window)
-        .with_compact_at(args.compact_at)
-        .with_compact_to(args.compact_to);
+    let mut settings = args.hook.settings(args.hook.compact_at, args.hook.compact_to);
     let strategy = args.strategy.resolve(args.offload_to.is_some())?;
-    let counter = crate::strategy::counter(&args.counter, &args.strategy.client_settings())?;
+    let counter = crate::strategy::counter(&args.hook.counter, &args.strategy.client_settings())?;
     let offload_to = args.offload_to.as_deref().map(|dir| (dir, args.preview_chars));
     let mut built = args.strategy.build(&strategy, &args.prune, offload_to)?;
     // Checked before anything is read; built once the log says how long its cache lived.
