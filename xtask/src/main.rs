@@ -6,14 +6,20 @@
 //!   reference, then through this project's conformance tests, and report disagreements.
 //! - `gen-transcript [--size 50MB] [--seed N] [--format haystack|claude-code|openai] [-o FILE]`:
 //!   write a deterministic synthetic agent transcript (default under `target/transcripts/`).
-//! - `bench-vs-reference [--runs N] [--skip-1gb]`: time this project against the reference side
-//!   by side, on every spelling of its transcripts and on the log formats, and write BENCHMARKS.md.
+//!   `--tool-lines MIN-MAX` (OpenAI): every step one call and its result of MIN to MAX lines.
+//! - `gen-dataset [--size 1GB] [--seed N] [--out FILE]`: write a deterministic JSON Lines dataset
+//!   of whole trajectories, one a line, for `compaction bench --jsonl` (see `dataset.rs`).
+//! - `bench-vs-reference [--runs N] [--skip-1gb] [--only SECTIONS]`: time this project against
+//!   the reference side by side, on every spelling of its transcripts and on the log formats, and
+//!   write BENCHMARKS.md; `--only dataset,memory-by-format` runs those sections alone and prints
+//!   them.
 //! - `msrv [--require-all]`: check each published crate with the Rust its `rust-version`
 //!   declares, where that toolchain is installed (the MSRV job of `.ci/run`).
 //!
 //! `cargo test -p xtask` also checks the workspace's architecture invariants (see `tidy.rs`).
 
 mod bench;
+mod dataset;
 mod gen;
 mod logs;
 mod msrv;
@@ -35,6 +41,7 @@ fn main() -> Result<()> {
         "fixtures" => reference::fixtures(rest),
         "differential" => reference::differential(rest),
         "gen-transcript" => gen::gen_transcript(rest),
+        "gen-dataset" => dataset::gen_dataset(rest),
         "bench-vs-reference" => bench::bench_vs_reference(rest),
         "msrv" => msrv::msrv(rest),
         "help" | "--help" | "-h" => {
@@ -50,10 +57,13 @@ fn print_help() {
         "cargo xtask <command>\n\n\
          fixtures [--seed N] [--random-cases K]   regenerate the committed reference fixtures\n\
          differential [--seed N] [--cases K]      compare fresh random cases against the reference\n\
-         gen-transcript [--size 50MB] [--seed N] [--format haystack|claude-code|openai] [-o FILE]\n\
+         gen-transcript [--size 50MB] [--seed N] [--format haystack|claude-code|openai] [--tool-lines MIN-MAX] [-o FILE]\n\
          \x20                                        write a synthetic agent transcript (target/transcripts/)\n\
-         bench-vs-reference [--runs N] [--skip-1gb]\n\
+         gen-dataset [--size 1GB] [--seed N] [--out FILE]\n\
+         \x20                                        write a JSON Lines dataset of whole trajectories, one a line\n\
+         bench-vs-reference [--runs N] [--skip-1gb] [--only dataset,memory-by-format]\n\
          \x20                                        time this project against the reference, write BENCHMARKS.md\n\
+         \x20                                        (--only: run those sections alone, print them)\n\
          msrv [--require-all]                     check each published crate with the Rust it declares"
     );
 }
