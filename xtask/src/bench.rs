@@ -263,6 +263,9 @@ struct DatasetRun {
     /// The same command over the dataset's first lines, for the process's own footprint.
     tiny: ProcessRun,
     tiny_stats: dataset::Stats,
+    /// The same command over the longest line alone, and over that line ten times.
+    longest: ProcessRun,
+    longest_ten: ProcessRun,
     /// The median run by wall time; its peak RSS is the largest of all runs.
     run: ProcessRun,
     runs: Vec<f64>,
@@ -396,12 +399,21 @@ impl Bench {
             std::fs::write(&tiny, text)?;
         }
         let tiny_stats = dataset::stats_of(&tiny)?;
+        let mut longest = dataset::longest_line(&path)?;
+        longest.push(b'\n');
+        let (one, ten) =
+            (self.scratch.join("dataset-longest.jsonl"), self.scratch.join("dataset-longest-x10.jsonl"));
+        std::fs::write(&one, &longest)?;
+        std::fs::write(&ten, longest.repeat(10))?;
         let command = |input: &Path| {
             let mut command = Command::new(&self.cli);
             command.arg("bench").arg("--jsonl").arg(input).args(DATASET_BENCH);
             command
         };
         let (tiny_run, _) = self.timed_stdout(command(&tiny))?;
+        let longest = self.timed(command(&one))?;
+        let longest_ten = self.timed(command(&ten))?;
+        let _ = std::fs::remove_file(&ten);
         let mut all = Vec::new();
         let mut printed = String::new();
         for run in 0..runs {
@@ -430,6 +442,8 @@ impl Bench {
             stats,
             tiny: tiny_run,
             tiny_stats,
+            longest,
+            longest_ten,
             run,
             runs: seconds,
             table,
@@ -1461,18 +1475,20 @@ impl Report {
              ```sh\ntarget/release/compaction bench --jsonl DATASET {}\n```\n\n\
              | | wall | per GB | peak RSS |\n|---|---:|---:|---:|\n\
              | the dataset, {} | {:.2} s | {per_gb:.1} s | {:.0} MB |\n\
-             | its first {} lines, {:.2} MB (the constant: the process's own footprint) | {:.2} s | | {:.0} MB |\n\n\
+             | its first {} lines, {:.2} MB (the constant: the process's own footprint) | {:.2} s | | {:.0} MB |\n\
+             | its longest line alone | {:.2} s | | {:.0} MB |\n\
+             | its longest line ten times over | {:.2} s | | {:.0} MB |\n\n\
              {} transcripts benchmarked, {} failed; wall is the median of {} run(s) ({}), peak RSS \
              the largest. What the command printed (the last run):\n\n\
              ```text\n{}\n```\n\n\
              Wall: **{per_gb:.1} s per GB** (goal ≤ 60 s for 1 GB on this two-core machine: {}). Memory: \
              the peak less the footprint over the first lines is **{:.0} MB**, {:.0}× the longest line, \
              against twice the longest line, {:.1} MB (goal: the peak at most twice the largest \
-             transcript plus a constant: {}). The goal counts one transcript at a time; the command \
-             replays a line on each core (two here) while up to two more a core wait in its queue \
-             (`sync_channel(threads * 2)` in `commands/bench.rs`), and a replay holds the line's bytes, \
-             the conversation read from them and the replay's own copy of its messages (`replay.rs`), \
-             once per configuration in turn.\n",
+             transcript plus a constant: {}). The last two rows show where it goes: the same line \
+             read ten times holds more than once, so the peak grows with the number of lines read, \
+             not only with the longest (the command reads a line on each core, two here, with up to \
+             two more a core waiting in its queue, `sync_channel(threads * 2)` in \
+             `commands/bench.rs`).\n",
             if row.size == "1GB" { "1 GB" } else { "100 MB" },
             row.size,
             row.stats.lines,
@@ -1487,6 +1503,10 @@ impl Report {
             mb(row.tiny_stats.bytes),
             row.tiny.seconds,
             constant / 1e6,
+            row.longest.seconds,
+            row.longest.max_rss_kib as f64 * 1024.0 / 1e6,
+            row.longest_ten.seconds,
+            row.longest_ten.max_rss_kib as f64 * 1024.0 / 1e6,
             row.benchmarked,
             row.failed,
             row.runs.len(),

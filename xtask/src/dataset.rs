@@ -117,6 +117,26 @@ pub fn stats_of(path: &Path) -> Result<Stats> {
     }
 }
 
+/// The longest line of the dataset at `path` (the first of them), without its newline.
+pub fn longest_line(path: &Path) -> Result<Vec<u8>> {
+    use std::io::BufRead as _;
+    let file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let mut reader = std::io::BufReader::with_capacity(1 << 20, file);
+    let (mut longest, mut line) = (Vec::new(), Vec::new());
+    loop {
+        line.clear();
+        if reader.read_until(b'\n', &mut line).with_context(|| format!("reading {}", path.display()))? == 0 {
+            return Ok(longest);
+        }
+        if line.last() == Some(&b'\n') {
+            line.pop();
+        }
+        if line.len() > longest.len() {
+            std::mem::swap(&mut longest, &mut line);
+        }
+    }
+}
+
 /// Writes a dataset of about `bytes` bytes to `path` (whole or not at all).
 pub fn write_dataset(path: &Path, bytes: usize, seed: u64) -> Result<Stats> {
     write_atomically(path, |out| {
@@ -516,6 +536,9 @@ mod tests {
         let text = std::fs::read_to_string(&a).unwrap();
         assert_eq!(text, std::fs::read_to_string(&b).unwrap());
         assert_eq!(stats, stats_of(&a).unwrap());
+        let longest = longest_line(&a).unwrap();
+        assert_eq!(longest.len() as u64, stats.largest_line);
+        assert!(text.lines().any(|line| line.as_bytes() == longest));
         assert!(stats.bytes >= 3_000_000 && stats.lines > 3, "{stats:?}");
         let mut shapes = [0usize; 3];
         for line in text.lines() {
