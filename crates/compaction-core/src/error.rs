@@ -43,9 +43,15 @@ pub enum Error {
         /// What is wrong with its value.
         reason: String,
     },
-    /// The settings named a key this compactor does not have.
-    #[error("unknown setting `{0}`")]
-    UnknownSetting(String),
+    /// The settings named a key their class does not take, as Haystack's constructors reject
+    /// an unexpected keyword argument.
+    #[error("{of} has no setting `{key}`")]
+    UnknownSetting {
+        /// The key.
+        key: String,
+        /// The class whose settings held it, such as `ToolResultPruningCompactor`.
+        of: &'static str,
+    },
     /// The settings were not a JSON object.
     #[error("settings must be a JSON object, got {0}")]
     NotAnObject(&'static str),

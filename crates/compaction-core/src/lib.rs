@@ -89,7 +89,6 @@
 
 mod chain;
 mod compactor;
-mod config;
 mod error;
 mod generator;
 mod masking;
@@ -118,7 +117,10 @@ pub use regions::{
     current_agent_step_groups, historical_turn_groups, is_compaction_message, latest_user_index,
     leading_system_end,
 };
-pub use settings::{PruningSettings, DEFAULT_PLACEHOLDER, HAYSTACK_PRUNING_TYPE};
+pub use settings::{
+    component_type, InitParameters, IntegerSetting, PruningSettings, DEFAULT_PLACEHOLDER,
+    HAYSTACK_PRUNING_TYPE,
+};
 pub use sliding_window::{
     SlidingWindowCompactor, SlidingWindowSettings, DEFAULT_OMISSION_NOTE, HAYSTACK_SLIDING_WINDOW_TYPE,
     NUM_REMOVED_PLACEHOLDER,

@@ -40,9 +40,14 @@ pub enum Error {
         /// The `type` it carried.
         type_name: String,
     },
-    /// The pruning compactor rejected its settings.
+    /// The settings could not be read: not an object, a key the class does not take, a value of
+    /// the wrong kind, a missing required value (compaction-core's reader, which every crate
+    /// shares).
+    #[error(transparent)]
+    Settings(#[from] compaction_core::Error),
+    /// The compactor rejected its settings.
     #[error("compactor settings: {0}")]
-    Compactor(#[from] compaction_core::Error),
+    Compactor(#[source] compaction_core::Error),
     /// The compactor could not compact (see `Compactor::try_compact`).
     #[error("compacting failed")]
     Compaction(#[source] compaction_core::Error),

@@ -31,6 +31,11 @@ pub enum Error {
         /// The `type` it carried.
         type_name: String,
     },
+    /// The settings could not be read: not an object, a key the class does not take, a value of
+    /// the wrong kind, a missing required value (compaction-core's reader, which every crate
+    /// shares).
+    #[error(transparent)]
+    Settings(#[from] compaction_core::Error),
     /// The compaction hook rejected its settings.
     #[error("hook settings: {0}")]
     Hook(#[from] compaction_hook::Error),

@@ -41,7 +41,7 @@ fn window_defaults_and_settings_forms_are_the_references() {
     );
     assert_eq!(
         SlidingWindowSettings::from_value(&json!({"note": "x"})),
-        Err(Error::UnknownSetting("note".into()))
+        Err(Error::UnknownSetting { key: "note".into(), of: "SlidingWindowCompactor" })
     );
     assert!(matches!(
         SlidingWindowSettings::from_value(&json!({"type": "other.Compactor"})),
