@@ -506,7 +506,7 @@ const PUBLIC_ITEM_BUDGET: &[(&str, usize)] = &[
     ("compaction-model", 99),
     ("compaction-formats", 52),
     ("compaction-tokens", 63),
-    ("compaction-core", 156),
+    ("compaction-core", 157),
     ("compaction-llm", 74),
     ("compaction-hook", 76),
     ("compaction-offload", 110),

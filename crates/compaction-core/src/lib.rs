@@ -105,7 +105,7 @@ pub use compactor::{
     CompactFuture, Compaction, CompactionReport, Compactor, InputReport, Memo, PrunedResult, ResultReport,
     Rewrite,
 };
-pub use error::Error;
+pub use error::{error_chain, Error};
 pub use generator::{AsyncChatGenerator, ChatGenerator, GenerateFuture, GeneratorError};
 pub use masking::{
     MaskingSettings, ObservationMaskingCompactor, MASKED_IMAGES_NOTE, MASKED_OBSERVATION_NOTE,

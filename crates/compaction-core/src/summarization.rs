@@ -564,7 +564,7 @@ impl SummarizationSession<'_> {
         let pending = self.pending.take().ok_or(Error::NoPendingRequest)?;
         if let Err(failure) = self.apply(pending, reply) {
             tracing::warn!(
-                error = %failure,
+                error = %crate::error::error_chain(&failure),
                 "summarizing the conversation for context compaction failed; keeping the last successful result"
             );
             self.failure = Some(failure);
@@ -605,7 +605,7 @@ impl SummarizationSession<'_> {
             report.removed = removed_indices(&self.origin, self.original_len);
             report.inserted =
                 self.origin.iter().enumerate().filter(|(_, o)| o.is_none()).map(|(i, _)| i).collect();
-            report.failure = self.failure.as_ref().map(ToString::to_string);
+            report.failure = self.failure.as_ref().map(|failure| crate::error::error_chain(failure));
             Compaction { edits: Edits::Whole(self.conversation.into_owned()), report }
         });
         Ok(Summarized { compaction, rounds: self.rounds, failure: self.failure })

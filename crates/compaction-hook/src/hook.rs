@@ -365,7 +365,7 @@ impl CompactionHook {
                 declined: None,
             },
         };
-        outcome.failure = Some(crate::error::chain(&error));
+        outcome.failure = Some(compaction_core::error_chain(&error));
         outcome
     }
 }

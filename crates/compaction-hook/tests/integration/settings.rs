@@ -12,13 +12,13 @@ fn read(reader: &str, value: &Value) -> Result<Value, String> {
     match reader {
         "CompactionHookSettings" => CompactionHookSettings::from_value(value)
             .map(|settings| serde_json::to_value(settings).expect("serializes"))
-            .map_err(|e| e.to_string()),
+            .map_err(|e| compaction_core::error_chain(&e)),
         "CompactionHook" => CompactionHook::from_value(value)
             .map(|hook| json!({"compactor": hook.compactor().name()}))
-            .map_err(|e| e.to_string()),
+            .map_err(|e| compaction_core::error_chain(&e)),
         "TokenBudgetHook" => TokenBudgetHook::from_value(value)
             .map(|hook| json!({"max_total_tokens": hook.max_total_tokens(), "add_final_message": hook.add_final_message()}))
-            .map_err(|e| e.to_string()),
+            .map_err(|e| compaction_core::error_chain(&e)),
         other => panic!("no reader {other}"),
     }
 }

@@ -26,7 +26,7 @@ fn read(reader: &str, value: &Value) -> Result<Value, String> {
         }
         other => panic!("no reader {other}"),
     };
-    read.map_err(|e| e.to_string())
+    read.map_err(|e| compaction_core::error_chain(&e))
 }
 
 #[test]
