@@ -273,7 +273,12 @@ pub struct HaystackCompactionHook {
 pub fn compaction_hook_from_value(value: &Value) -> Result<HaystackCompactionHook, Error> {
     // The hook's own settings first, so that a form that is not a hook's opens no store.
     compaction_hook::CompactionHookSettings::from_value(value)?;
-    let spec = value.get("init_parameters").unwrap_or(value).get("compactor");
+    // Its parameters: those of Haystack's form, or the plain object (the settings read above).
+    let params = match value.get("type").is_some() || value.get("init_parameters").is_some() {
+        true => value.get("init_parameters"),
+        false => Some(value),
+    };
+    let spec = params.and_then(|params| params.get("compactor"));
     if let Some(spec) =
         spec.filter(|s| component_type("compactor", s).ok() == Some(HAYSTACK_OFFLOAD_COMPACTOR_TYPE))
     {
