@@ -25,9 +25,10 @@ const HOOK_KEYS: &[&str] =
 
 /// When a [`CompactionHook`] compacts and how far down: the model's window and two fractions of it.
 ///
-/// Serializes as `{"context_window", "compact_at", "compact_to"}`; deserializing (and
-/// [`CompactionHookSettings::from_value`]) also reads Haystack's `CompactionHook.to_dict()` form,
-/// taking these three numbers from its `init_parameters` and checking them as the reference does.
+/// Serializes as `{"context_window", "compact_at", "compact_to"}` (and `cache` when set);
+/// deserializing (and [`CompactionHookSettings::from_value`]) reads that back, and also
+/// Haystack's `CompactionHook.to_dict()` form, taking these numbers from its `init_parameters`
+/// and checking them as the reference does.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[non_exhaustive]
 pub struct CompactionHookSettings {
@@ -96,8 +97,9 @@ impl CompactionHookSettings {
     ///
     /// # Errors
     ///
-    /// For a missing `context_window`, a value of the wrong kind, settings that fail
-    /// [`CompactionHookSettings::validate`], or a `type` other than the hook's.
+    /// For a missing `context_window`, a key the hook does not take, a value of the wrong kind,
+    /// settings that fail [`CompactionHookSettings::validate`], or a `type` other than the
+    /// hook's.
     pub fn from_value(value: &Value) -> Result<Self, Error> {
         let params = InitParameters::read(value, HAYSTACK_HOOK_TYPE, HOOK_KEYS)?;
         let window = match params.integer("context_window")? {
