@@ -100,8 +100,8 @@ impl TokenBudgetHook {
     ///
     /// # Errors
     ///
-    /// For a missing or invalid `max_total_tokens`, a value of the wrong kind, or a `type`
-    /// other than the hook's.
+    /// For a missing or invalid `max_total_tokens`, a key the hook does not take, a value of the
+    /// wrong kind, or a `type` other than the hook's.
     pub fn from_value(value: &Value) -> Result<Self, Error> {
         let params = InitParameters::read(
             value,
