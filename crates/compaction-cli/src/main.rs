@@ -92,7 +92,7 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            let message = format!("{error:#}").replace('\n', " ");
+            let message = compaction_core::error_chain(error.as_ref()).replace('\n', " ");
             eprintln!("error: {message}");
             if error.downcast_ref::<UsageError>().is_some() {
                 ExitCode::from(2)

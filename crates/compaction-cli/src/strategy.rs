@@ -554,21 +554,8 @@ impl Compactor for Summarizer {
     }
 }
 
-/// An error and its causes on one line, each cause said once (an error whose message already
-/// ends with its cause's is not followed by it again).
-pub fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let said = cause.to_string();
-        if !text.ends_with(&said) {
-            text.push_str(": ");
-            text.push_str(&said);
-        }
-        source = cause.source();
-    }
-    text
-}
+/// An error and its causes on one line, each cause said once.
+pub use compaction_core::error_chain as chain;
 
 /// Whether a `--counter` spec names a provider's counter (`openai:MODEL`, `anthropic:MODEL`).
 pub fn is_provider_spec(spec: &str) -> bool {

@@ -43,9 +43,15 @@ pub enum Error {
         /// What is wrong with its value.
         reason: String,
     },
-    /// The settings named a key this compactor does not have.
-    #[error("unknown setting `{0}`")]
-    UnknownSetting(String),
+    /// The settings named a key their class does not take, as Haystack's constructors reject
+    /// an unexpected keyword argument.
+    #[error("{of} has no setting `{key}`")]
+    UnknownSetting {
+        /// The key.
+        key: String,
+        /// The class whose settings held it, such as `ToolResultPruningCompactor`.
+        of: &'static str,
+    },
     /// The settings were not a JSON object.
     #[error("settings must be a JSON object, got {0}")]
     NotAnObject(&'static str),
@@ -61,10 +67,10 @@ pub enum Error {
     #[error("option `{0}` is on, and Haystack's ToolResultPruningCompactor has no such parameter")]
     NotInReference(&'static str),
     /// A token counter could not count (a counter that asks a provider over the network).
-    #[error("counting tokens failed: {0}")]
+    #[error("counting tokens failed")]
     Count(#[source] compaction_tokens::Error),
     /// The chat model could not be asked for a summary, or did not answer.
-    #[error("the chat model failed to write a summary: {0}")]
+    #[error("the chat model failed to write a summary")]
     Generate(#[source] GeneratorError),
     /// A compaction was built with two replacements for one message.
     #[error("message {index} is replaced twice in one compaction")]
@@ -116,3 +122,28 @@ impl PartialEq for Error {
 }
 
 impl Eq for Error {}
+
+/// An error and every cause under it on one line, joined with `: `, each said once: the
+/// workspace's errors say only their own part and return their cause from `source()`, and a
+/// cause whose text its error's message already ends with (as some libraries' errors print
+/// their source too, `io: Connection refused (os error 111)` above the I/O error) is not said
+/// again.
+///
+/// ```
+/// let io = std::io::Error::other("disk full");
+/// let error = compaction_core::Error::Generate(Box::new(io));
+/// assert_eq!(compaction_core::error_chain(&error), "the chat model failed to write a summary: disk full");
+/// ```
+pub fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let said = cause.to_string();
+        if !text.ends_with(&said) {
+            text.push_str(": ");
+            text.push_str(&said);
+        }
+        source = cause.source();
+    }
+    text
+}

@@ -89,7 +89,6 @@
 
 mod chain;
 mod compactor;
-mod config;
 mod error;
 mod generator;
 mod masking;
@@ -106,7 +105,7 @@ pub use compactor::{
     CompactFuture, Compaction, CompactionReport, Compactor, InputReport, Memo, PrunedResult, ResultReport,
     Rewrite,
 };
-pub use error::Error;
+pub use error::{error_chain, Error};
 pub use generator::{AsyncChatGenerator, ChatGenerator, GenerateFuture, GeneratorError};
 pub use masking::{
     MaskingSettings, ObservationMaskingCompactor, MASKED_IMAGES_NOTE, MASKED_OBSERVATION_NOTE,
@@ -118,7 +117,10 @@ pub use regions::{
     current_agent_step_groups, historical_turn_groups, is_compaction_message, latest_user_index,
     leading_system_end,
 };
-pub use settings::{PruningSettings, DEFAULT_PLACEHOLDER, HAYSTACK_PRUNING_TYPE};
+pub use settings::{
+    component_type, InitParameters, IntegerSetting, PruningSettings, DEFAULT_PLACEHOLDER,
+    HAYSTACK_PRUNING_TYPE,
+};
 pub use sliding_window::{
     SlidingWindowCompactor, SlidingWindowSettings, DEFAULT_OMISSION_NOTE, HAYSTACK_SLIDING_WINDOW_TYPE,
     NUM_REMOVED_PLACEHOLDER,

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use crate::compactor::{count_rewrites, Compaction, CompactionReport, Compactor, ResultReport, Rewrite};
 use crate::error::Error;
-use crate::settings::{as_object, integer, invalid, strings, Integer};
+use crate::settings::{InitParameters, IntegerSetting};
 use crate::steps::RewrittenResult;
 
 /// Strategy recorded on a masked observation: `context_compaction: {"strategy":
@@ -129,25 +129,37 @@ impl MaskingSettings {
     ///
     /// For an unknown key, a value of the wrong kind, or a count below 1.
     pub fn from_value(value: &Value) -> Result<Self, Error> {
+        const KNOWN: &[&str] =
+            &["keep_observations", "n", "polling", "keep_output_tags", "remove_output_tags"];
+        let params = InitParameters::read_plain(value, "ObservationMaskingCompactor", KNOWN)?;
         let mut settings = MaskingSettings::default();
-        for (key, value) in as_object(value)? {
-            match key.as_str() {
-                "keep_observations" | "n" => settings.keep_observations = count(key, value)?,
-                "polling" => settings.polling = count(key, value)?,
-                "keep_output_tags" => settings.keep_output_tags = strings(key, value)?,
-                "remove_output_tags" => settings.remove_output_tags = strings(key, value)?,
-                _ => return Err(Error::UnknownSetting(key.clone())),
+        // `n` is SWE-agent's name; given both, `n` wins, as it comes later in key order.
+        for key in ["keep_observations", "n"] {
+            if let Some(n) = count(&params, key)? {
+                settings.keep_observations = n;
             }
+        }
+        if let Some(polling) = count(&params, "polling")? {
+            settings.polling = polling;
+        }
+        if let Some(tags) = params.strings("keep_output_tags")? {
+            settings.keep_output_tags = tags;
+        }
+        if let Some(tags) = params.strings("remove_output_tags")? {
+            settings.remove_output_tags = tags;
         }
         settings.validate()?;
         Ok(settings)
     }
 }
 
-fn count(key: &str, value: &Value) -> Result<usize, Error> {
-    match integer(key, value)? {
-        Integer::NonNegative(n) => Ok(n),
-        Integer::Negative(_) => Err(invalid(key, "must be at least 1")),
+fn count(params: &InitParameters<'_>, key: &str) -> Result<Option<usize>, Error> {
+    match params.integer(key)? {
+        None => Ok(None),
+        Some(IntegerSetting::NonNegative(n)) => Ok(Some(n)),
+        Some(IntegerSetting::Negative(_)) => {
+            Err(Error::InvalidSetting { key: key.to_owned(), reason: "must be at least 1".to_owned() })
+        }
     }
 }
 

@@ -169,75 +169,69 @@ impl PruningSettings {
         Ok(())
     }
 
-    /// Reads settings in the plain form or in Haystack's `to_dict` form. Missing keys take their
-    /// defaults; unknown keys, values of the wrong kind and values the reference rejects (such as
-    /// `min_keep_steps: 0` or a negative `min_tokens`) are errors.
+    /// Reads settings in the plain form or in Haystack's `to_dict` form (see [`InitParameters`]).
+    /// Missing keys take their defaults; unknown keys, values of the wrong kind and values the
+    /// reference rejects (such as `min_keep_steps: 0` or a negative `min_tokens`) are errors.
     ///
     /// # Errors
     ///
     /// For an unknown key, a value of the wrong kind, a value the reference rejects, or a
     /// `type` other than the pruning compactor's.
     pub fn from_value(value: &Value) -> Result<Self, Error> {
-        let object = as_object(value)?;
-        let params = if object.contains_key("init_parameters") || object.contains_key("type") {
-            let found = object.get("type").and_then(Value::as_str).unwrap_or_default();
-            if found != HAYSTACK_PRUNING_TYPE {
-                return Err(Error::WrongType { found: found.to_owned(), expected: HAYSTACK_PRUNING_TYPE });
-            }
-            if let Some(extra) = object.keys().find(|k| *k != "type" && *k != "init_parameters") {
-                return Err(Error::UnknownSetting(extra.clone()));
-            }
-            match object.get("init_parameters") {
-                None => return finish(PruningSettings::default()),
-                Some(params) => as_object(params)?,
-            }
-        } else {
-            object
-        };
+        const KNOWN: &[&str] = &[
+            "min_keep_steps",
+            "min_tokens",
+            "placeholder",
+            "skip_meta_keys",
+            "exclude_tools",
+            "clear_at_least",
+            "clear_tool_inputs",
+            "keep_tool_results",
+            "preview_chars",
+        ];
+        let params = InitParameters::read(value, HAYSTACK_PRUNING_TYPE, KNOWN)?;
         let mut settings = PruningSettings::default();
-        for (key, value) in params {
-            match key.as_str() {
-                "min_keep_steps" => {
-                    settings.min_keep_steps = match integer(key, value)? {
-                        Integer::NonNegative(n) if n >= 1 => n,
-                        Integer::NonNegative(_) => return Err(Error::MinKeepStepsTooSmall(0)),
-                        Integer::Negative(n) => return Err(Error::MinKeepStepsTooSmall(n)),
-                    }
-                }
-                "min_tokens" => {
-                    settings.min_tokens = match integer(key, value)? {
-                        Integer::NonNegative(n) => n,
-                        Integer::Negative(n) => return Err(Error::NegativeMinTokens(n)),
-                    }
-                }
-                "placeholder" => settings.placeholder = string(key, value)?,
-                "skip_meta_keys" => settings.skip_meta_keys = strings(key, value)?,
-                "exclude_tools" => settings.exclude_tools = strings(key, value)?,
-                "clear_at_least" => settings.clear_at_least = optional_count(key, value)?,
-                "clear_tool_inputs" => {
-                    settings.clear_tool_inputs =
-                        value.as_bool().ok_or_else(|| invalid(key, "expected true or false"))?
-                }
-                "keep_tool_results" => {
-                    settings.keep_tool_results = match value {
-                        Value::Null => None,
-                        _ => match integer(key, value)? {
-                            Integer::NonNegative(n) if n >= 1 => Some(n),
-                            Integer::NonNegative(_) => return Err(Error::KeepToolResultsTooSmall(0)),
-                            Integer::Negative(n) => return Err(Error::KeepToolResultsTooSmall(n)),
-                        },
-                    }
-                }
-                "preview_chars" => {
-                    settings.preview_chars = match integer(key, value)? {
-                        Integer::NonNegative(n) => n,
-                        Integer::Negative(_) => return Err(invalid(key, "must be at least 0")),
-                    }
-                }
-                _ => return Err(Error::UnknownSetting(key.clone())),
-            }
+        if let Some(n) = params.integer("min_keep_steps")? {
+            settings.min_keep_steps = match n {
+                IntegerSetting::NonNegative(n) if n >= 1 => n,
+                IntegerSetting::NonNegative(_) => return Err(Error::MinKeepStepsTooSmall(0)),
+                IntegerSetting::Negative(n) => return Err(Error::MinKeepStepsTooSmall(n)),
+            };
         }
-        finish(settings)
+        if let Some(n) = params.integer("min_tokens")? {
+            settings.min_tokens = match n {
+                IntegerSetting::NonNegative(n) => n,
+                IntegerSetting::Negative(n) => return Err(Error::NegativeMinTokens(n)),
+            };
+        }
+        if let Some(text) = params.string("placeholder")? {
+            settings.placeholder = text.to_owned();
+        }
+        if let Some(keys) = params.strings("skip_meta_keys")? {
+            settings.skip_meta_keys = keys;
+        }
+        if let Some(tools) = params.strings("exclude_tools")? {
+            settings.exclude_tools = tools;
+        }
+        if params.get("clear_at_least").is_some_and(|v| !v.is_null()) {
+            settings.clear_at_least = params.count("clear_at_least")?;
+        }
+        if let Some(clear) = params.boolean("clear_tool_inputs")? {
+            settings.clear_tool_inputs = clear;
+        }
+        if params.get("keep_tool_results").is_some_and(|v| !v.is_null()) {
+            settings.keep_tool_results = match params.integer("keep_tool_results")? {
+                Some(IntegerSetting::NonNegative(n)) if n >= 1 => Some(n),
+                Some(IntegerSetting::NonNegative(_)) => return Err(Error::KeepToolResultsTooSmall(0)),
+                Some(IntegerSetting::Negative(n)) => return Err(Error::KeepToolResultsTooSmall(n)),
+                None => None,
+            };
+        }
+        if let Some(chars) = params.count("preview_chars")? {
+            settings.preview_chars = chars;
+        }
+        settings.validate()?;
+        Ok(settings)
     }
 
     /// The settings in Haystack's `to_dict` form, which its `from_dict` reads. Fails when an
@@ -284,12 +278,208 @@ impl<'de> Deserialize<'de> for PruningSettings {
     }
 }
 
-fn finish(settings: PruningSettings) -> Result<PruningSettings, Error> {
-    settings.validate()?;
-    Ok(settings)
+/// The parameters of settings read from JSON: a plain object of them, or the `init_parameters`
+/// of Haystack's `to_dict` form, `{"type": CLASS, "init_parameters": {...}}`.
+///
+/// The one reader of serialized settings in the workspace: this crate's compactors, the hooks of
+/// compaction-hook and the store, policies, hook and compactor of compaction-offload all read
+/// through it, with Haystack 3.4.1's rule (`default_from_dict`, then the class's constructor):
+///
+/// - a key the class does not take is an error naming the key and the class
+///   ([`Error::UnknownSetting`]), as the constructor rejects an unexpected keyword argument;
+/// - a missing key takes its default, or is an error when the class requires it;
+/// - a `type` other than the class's is an error ([`Error::WrongType`]); keys beside `type` and
+///   `init_parameters` are ignored, and a missing `init_parameters` means none, as
+///   `default_from_dict` does.
+///
+/// A value of the wrong kind is an error naming the key ([`Error::InvalidSetting`]), where the
+/// reference would hand it to the constructor as it is.
+///
+/// ```
+/// use compaction_core::{Error, InitParameters};
+///
+/// let form = serde_json::json!({"type": "my.Class", "init_parameters": {"size": 3, "colour": "red"}});
+/// let error = InitParameters::read(&form, "my.Class", &["size"]).unwrap_err();
+/// assert_eq!(error.to_string(), "Class has no setting `colour`");
+/// let params = InitParameters::read(&form, "my.Class", &["size", "colour"])?;
+/// assert_eq!(params.count("size")?, Some(3));
+/// assert_eq!(params.count("weight")?, None);
+/// # Ok::<(), Error>(())
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct InitParameters<'v> {
+    params: &'v Map<String, Value>,
 }
 
-pub(crate) fn as_object(value: &Value) -> Result<&Map<String, Value>, Error> {
+/// An integer setting: Python integers have no size limit, so one too large for `usize` is
+/// taken as `usize::MAX`, and one below 0 is kept for the error that names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IntegerSetting {
+    /// 0 or more (`-0` included).
+    NonNegative(usize),
+    /// Below 0; one below `i128::MIN` is taken as `i128::MIN`.
+    Negative(i128),
+}
+
+impl<'v> InitParameters<'v> {
+    /// The parameters of `value`, settings of the Haystack class `class` (its full path, as
+    /// `to_dict` writes it under `type`) that takes the keys `known`.
+    ///
+    /// # Errors
+    ///
+    /// When `value` or its `init_parameters` is not an object, its `type` is not `class`, or a
+    /// parameter is not in `known`.
+    pub fn read(value: &'v Value, class: &'static str, known: &[&str]) -> Result<Self, Error> {
+        static NONE: std::sync::OnceLock<Map<String, Value>> = std::sync::OnceLock::new();
+        let object = as_object(value)?;
+        let params = if object.contains_key("type") || object.contains_key("init_parameters") {
+            let found = object.get("type").and_then(Value::as_str).unwrap_or_default();
+            if found != class {
+                return Err(Error::WrongType { found: found.to_owned(), expected: class });
+            }
+            match object.get("init_parameters") {
+                None => NONE.get_or_init(Map::new),
+                Some(params) => as_object(params)?,
+            }
+        } else {
+            object
+        };
+        Self::check(params, short_name(class), known)?;
+        Ok(InitParameters { params })
+    }
+
+    /// The parameters of `value`, a plain object of settings of `name` that takes the keys
+    /// `known`: for settings that have no Haystack form, a `type` is a key like any other.
+    ///
+    /// # Errors
+    ///
+    /// When `value` is not an object or holds a key not in `known`.
+    pub fn read_plain(value: &'v Value, name: &'static str, known: &[&str]) -> Result<Self, Error> {
+        let params = as_object(value)?;
+        Self::check(params, name, known)?;
+        Ok(InitParameters { params })
+    }
+
+    fn check(params: &Map<String, Value>, name: &'static str, known: &[&str]) -> Result<(), Error> {
+        match params.keys().find(|key| !known.contains(&key.as_str())) {
+            Some(key) => Err(Error::UnknownSetting { key: key.clone(), of: name }),
+            None => Ok(()),
+        }
+    }
+
+    /// The value under `key`, `null` included; `None` when the key is missing.
+    pub fn get(&self, key: &str) -> Option<&'v Value> {
+        self.params.get(key)
+    }
+
+    /// The value under `key`, which the class requires.
+    ///
+    /// # Errors
+    ///
+    /// When `key` is missing.
+    pub fn required(&self, key: &str) -> Result<&'v Value, Error> {
+        self.get(key).ok_or_else(|| Self::missing(key))
+    }
+
+    /// The error for a required `key` that is missing (or `null` where a value is needed).
+    pub fn missing(key: &str) -> Error {
+        invalid(key, "is required")
+    }
+
+    /// The integer under `key`, if any.
+    ///
+    /// # Errors
+    ///
+    /// When the value is not an integer.
+    pub fn integer(&self, key: &str) -> Result<Option<IntegerSetting>, Error> {
+        self.get(key).map(|value| integer(key, value)).transpose()
+    }
+
+    /// The count (an integer of 0 or more) under `key`, if any.
+    ///
+    /// # Errors
+    ///
+    /// When the value is not an integer, or is below 0.
+    pub fn count(&self, key: &str) -> Result<Option<usize>, Error> {
+        match self.integer(key)? {
+            None => Ok(None),
+            Some(IntegerSetting::NonNegative(n)) => Ok(Some(n)),
+            Some(IntegerSetting::Negative(_)) => Err(invalid(key, "must be at least 0")),
+        }
+    }
+
+    /// The number under `key`, if any; an integer is taken as a float, as Python compares them.
+    ///
+    /// # Errors
+    ///
+    /// When the value is not a number.
+    pub fn float(&self, key: &str) -> Result<Option<f64>, Error> {
+        self.get(key).map(|value| float(key, value)).transpose()
+    }
+
+    /// The boolean under `key`, if any.
+    ///
+    /// # Errors
+    ///
+    /// When the value is not `true` or `false`.
+    pub fn boolean(&self, key: &str) -> Result<Option<bool>, Error> {
+        self.get(key)
+            .map(|value| value.as_bool().ok_or_else(|| invalid(key, "expected true or false")))
+            .transpose()
+    }
+
+    /// The string under `key`, if any.
+    ///
+    /// # Errors
+    ///
+    /// When the value is not a string.
+    pub fn string(&self, key: &str) -> Result<Option<&'v str>, Error> {
+        self.get(key).map(|value| value.as_str().ok_or_else(|| invalid(key, "expected a string"))).transpose()
+    }
+
+    /// The list of strings under `key`, if any.
+    ///
+    /// # Errors
+    ///
+    /// When the value is not a list of strings.
+    pub fn strings(&self, key: &str) -> Result<Option<Vec<String>>, Error> {
+        self.get(key).map(|value| strings(key, value)).transpose()
+    }
+
+    /// The component under `key` (a Haystack form with a `type`, such as a hook's compactor) and
+    /// its `type`; `None` when the key is missing or `null`.
+    ///
+    /// # Errors
+    ///
+    /// When the value is not an object with a string `type`.
+    pub fn component(&self, key: &str) -> Result<Option<(&'v str, &'v Value)>, Error> {
+        match self.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(value) => Ok(Some((component_type(key, value)?, value))),
+        }
+    }
+}
+
+/// The `type` of the component `value`, found under `key` (a hook's `compactor`, a policy under
+/// its tool's name).
+///
+/// # Errors
+///
+/// When `value` is not an object with a string `type`.
+pub fn component_type<'v>(key: &str, value: &'v Value) -> Result<&'v str, Error> {
+    value
+        .as_object()
+        .and_then(|object| object.get("type"))
+        .and_then(Value::as_str)
+        .ok_or_else(|| invalid(key, "expected a component with a `type`"))
+}
+
+/// A class's name without its module path, for messages.
+fn short_name(class: &'static str) -> &'static str {
+    class.rsplit('.').next().unwrap_or(class)
+}
+
+fn as_object(value: &Value) -> Result<&Map<String, Value>, Error> {
     match value {
         Value::Object(object) => Ok(object),
         Value::Null => Err(Error::NotAnObject("null")),
@@ -300,48 +490,31 @@ pub(crate) fn as_object(value: &Value) -> Result<&Map<String, Value>, Error> {
     }
 }
 
-pub(crate) fn invalid(key: &str, reason: &str) -> Error {
+fn invalid(key: &str, reason: &str) -> Error {
     Error::InvalidSetting { key: key.to_owned(), reason: reason.to_owned() }
 }
 
-pub(crate) enum Integer {
-    NonNegative(usize),
-    Negative(i128),
-}
-
-/// An integer setting. Python integers have no size limit, so one too large for `usize` is
-/// taken as `usize::MAX`, which behaves the same for every setting here.
-pub(crate) fn integer(key: &str, value: &Value) -> Result<Integer, Error> {
+fn integer(key: &str, value: &Value) -> Result<IntegerSetting, Error> {
     let Value::Number(number) = value else { return Err(invalid(key, "expected an integer")) };
     let text = number.to_string();
     let digits = text.strip_prefix('-').unwrap_or(&text);
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return Err(invalid(key, "expected an integer"));
     }
-    if text.starts_with('-') {
-        if digits.bytes().all(|b| b == b'0') {
-            return Ok(Integer::NonNegative(0));
-        }
-        return Ok(Integer::Negative(text.parse().unwrap_or(i128::MIN)));
+    if text.starts_with('-') && !digits.bytes().all(|b| b == b'0') {
+        return Ok(IntegerSetting::Negative(text.parse().unwrap_or(i128::MIN)));
     }
-    Ok(Integer::NonNegative(text.parse().unwrap_or(usize::MAX)))
+    Ok(IntegerSetting::NonNegative(digits.parse().unwrap_or(usize::MAX)))
 }
 
-fn optional_count(key: &str, value: &Value) -> Result<Option<usize>, Error> {
+fn float(key: &str, value: &Value) -> Result<f64, Error> {
     match value {
-        Value::Null => Ok(None),
-        _ => match integer(key, value)? {
-            Integer::NonNegative(n) => Ok(Some(n)),
-            Integer::Negative(_) => Err(invalid(key, "must be at least 0")),
-        },
+        Value::Number(number) => number.to_string().parse().map_err(|_| invalid(key, "expected a number")),
+        _ => Err(invalid(key, "expected a number")),
     }
 }
 
-pub(crate) fn string(key: &str, value: &Value) -> Result<String, Error> {
-    value.as_str().map(str::to_owned).ok_or_else(|| invalid(key, "expected a string"))
-}
-
-pub(crate) fn strings(key: &str, value: &Value) -> Result<Vec<String>, Error> {
+fn strings(key: &str, value: &Value) -> Result<Vec<String>, Error> {
     let Value::Array(items) = value else { return Err(invalid(key, "expected a list of strings")) };
     items
         .iter()

@@ -7,13 +7,12 @@ use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 
 use crate::compactor::{Compaction, CompactionReport, Compactor, Edits};
-use crate::config::{min_keep_steps, parameters};
 use crate::error::Error;
 use crate::regions::{
     current_agent_step_groups, historical_turn_groups, is_compaction_message, latest_user_index,
     leading_system_end, Sizer,
 };
-use crate::settings::string;
+use crate::settings::{InitParameters, IntegerSetting};
 
 /// The class path Haystack writes as `type` in `SlidingWindowCompactor.to_dict()`.
 pub const HAYSTACK_SLIDING_WINDOW_TYPE: &str =
@@ -76,18 +75,16 @@ impl SlidingWindowSettings {
     /// For an unknown key, a value of the wrong kind, a negative `min_keep_steps`, or a `type`
     /// other than the sliding window's.
     pub fn from_value(value: &Value) -> Result<Self, Error> {
+        let params =
+            InitParameters::read(value, HAYSTACK_SLIDING_WINDOW_TYPE, &["min_keep_steps", "omission_note"])?;
         let mut settings = SlidingWindowSettings::default();
-        for (key, value) in parameters(value, HAYSTACK_SLIDING_WINDOW_TYPE)? {
-            match key.as_str() {
-                "min_keep_steps" => settings.min_keep_steps = min_keep_steps(key, value)?,
-                "omission_note" => {
-                    settings.omission_note = match value {
-                        Value::Null => None,
-                        _ => Some(string(key, value)?),
-                    }
-                }
-                _ => return Err(Error::UnknownSetting(key.clone())),
-            }
+        if let Some(steps) = min_keep_steps(&params)? {
+            settings.min_keep_steps = steps;
+        }
+        match params.get("omission_note") {
+            None => {}
+            Some(Value::Null) => settings.omission_note = None,
+            Some(_) => settings.omission_note = params.string("omission_note")?.map(str::to_owned),
         }
         Ok(settings)
     }
@@ -330,5 +327,14 @@ impl Serialize for SlidingWindowCompactor {
 impl<'de> Deserialize<'de> for SlidingWindowCompactor {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         Ok(SlidingWindowCompactor { settings: SlidingWindowSettings::deserialize(deserializer)? })
+    }
+}
+
+/// `min_keep_steps` of a strategy that allows 0 (the sliding window and the summarizer).
+pub(crate) fn min_keep_steps(params: &InitParameters<'_>) -> Result<Option<usize>, Error> {
+    match params.integer("min_keep_steps")? {
+        None => Ok(None),
+        Some(IntegerSetting::NonNegative(n)) => Ok(Some(n)),
+        Some(IntegerSetting::Negative(n)) => Err(Error::NegativeMinKeepSteps(n)),
     }
 }

@@ -15,14 +15,14 @@ use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 
 use crate::compactor::{CompactFuture, Compaction, CompactionReport, Compactor, Edits};
-use crate::config::{boolean, min_keep_steps, parameters};
 use crate::error::Error;
 use crate::generator::{AsyncChatGenerator, ChatGenerator, GeneratorError};
 use crate::regions::{
     current_agent_step_groups, historical_turn_groups, is_compaction_message, latest_user_index,
     leading_system_end, Sizer,
 };
-use crate::settings::{integer, string, Integer};
+use crate::settings::{InitParameters, IntegerSetting};
+use crate::sliding_window::min_keep_steps;
 
 /// The class path Haystack writes as `type` in `SummarizationCompactor.to_dict()`.
 pub const HAYSTACK_SUMMARIZATION_TYPE: &str =
@@ -159,22 +159,30 @@ impl SummarizationSettings {
     /// For an unknown key, a value of the wrong kind, a value the reference rejects, or a
     /// `type` other than the summarizer's.
     pub fn from_value(value: &Value) -> Result<Self, Error> {
+        const KNOWN: &[&str] = &[
+            "chat_generator",
+            "min_keep_steps",
+            "approximate_summary_tokens",
+            "summary_instruction",
+            "raise_on_failure",
+        ];
+        let params = InitParameters::read(value, HAYSTACK_SUMMARIZATION_TYPE, KNOWN)?;
         let mut settings = SummarizationSettings::default();
-        for (key, value) in parameters(value, HAYSTACK_SUMMARIZATION_TYPE)? {
-            match key.as_str() {
-                "min_keep_steps" => settings.min_keep_steps = min_keep_steps(key, value)?,
-                "approximate_summary_tokens" => {
-                    settings.approximate_summary_tokens = match integer(key, value)? {
-                        Integer::NonNegative(n) if n >= 1 => n,
-                        Integer::NonNegative(n) => return Err(Error::SummaryTokensTooSmall(n as i128)),
-                        Integer::Negative(n) => return Err(Error::SummaryTokensTooSmall(n)),
-                    }
-                }
-                "summary_instruction" => settings.summary_instruction = string(key, value)?,
-                "raise_on_failure" => settings.raise_on_failure = boolean(key, value)?,
-                "chat_generator" => {}
-                _ => return Err(Error::UnknownSetting(key.clone())),
-            }
+        if let Some(steps) = min_keep_steps(&params)? {
+            settings.min_keep_steps = steps;
+        }
+        if let Some(n) = params.integer("approximate_summary_tokens")? {
+            settings.approximate_summary_tokens = match n {
+                IntegerSetting::NonNegative(n) if n >= 1 => n,
+                IntegerSetting::NonNegative(n) => return Err(Error::SummaryTokensTooSmall(n as i128)),
+                IntegerSetting::Negative(n) => return Err(Error::SummaryTokensTooSmall(n)),
+            };
+        }
+        if let Some(text) = params.string("summary_instruction")? {
+            settings.summary_instruction = text.to_owned();
+        }
+        if let Some(raise) = params.boolean("raise_on_failure")? {
+            settings.raise_on_failure = raise;
         }
         settings.validate()?;
         Ok(settings)
@@ -556,7 +564,7 @@ impl SummarizationSession<'_> {
         let pending = self.pending.take().ok_or(Error::NoPendingRequest)?;
         if let Err(failure) = self.apply(pending, reply) {
             tracing::warn!(
-                error = %failure,
+                error = %crate::error::error_chain(&failure),
                 "summarizing the conversation for context compaction failed; keeping the last successful result"
             );
             self.failure = Some(failure);
@@ -597,7 +605,7 @@ impl SummarizationSession<'_> {
             report.removed = removed_indices(&self.origin, self.original_len);
             report.inserted =
                 self.origin.iter().enumerate().filter(|(_, o)| o.is_none()).map(|(i, _)| i).collect();
-            report.failure = self.failure.as_ref().map(ToString::to_string);
+            report.failure = self.failure.as_ref().map(|failure| crate::error::error_chain(failure));
             Compaction { edits: Edits::Whole(self.conversation.into_owned()), report }
         });
         Ok(Summarized { compaction, rounds: self.rounds, failure: self.failure })

@@ -1,12 +1,11 @@
 //! [`TokenBudgetHook`]: stops an agent run once its cumulative token usage reaches a budget.
 
+use compaction_core::{InitParameters, IntegerSetting};
 use compaction_model::Message;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::error::Error;
-use crate::serial::{init_parameters, invalid};
-use crate::serial::{integer, Integer};
 use crate::state::AgentState;
 use crate::usage::total_tokens;
 
@@ -101,29 +100,21 @@ impl TokenBudgetHook {
     ///
     /// # Errors
     ///
-    /// For a missing or invalid `max_total_tokens`, a value of the wrong kind, or a `type`
-    /// other than the hook's.
+    /// For a missing or invalid `max_total_tokens`, a key the hook does not take, a value of the
+    /// wrong kind, or a `type` other than the hook's.
     pub fn from_value(value: &Value) -> Result<Self, Error> {
-        let params = init_parameters(value, HAYSTACK_BUDGET_HOOK_TYPE)?;
-        let budget = match params.get("max_total_tokens") {
-            None => return Err(invalid("max_total_tokens", "is required")),
-            Some(v) => match integer("max_total_tokens", v)? {
-                Integer::NonNegative(n) => n,
-                Integer::Negative(n) => return Err(Error::BudgetTooSmall(n)),
-            },
+        let params = InitParameters::read(
+            value,
+            HAYSTACK_BUDGET_HOOK_TYPE,
+            &["max_total_tokens", "add_final_message"],
+        )?;
+        let budget = match params.integer("max_total_tokens")? {
+            None => return Err(InitParameters::missing("max_total_tokens").into()),
+            Some(IntegerSetting::NonNegative(n)) => n,
+            Some(IntegerSetting::Negative(n)) => return Err(Error::BudgetTooSmall(n)),
         };
-        let mut hook = TokenBudgetHook::new(budget)?;
-        for (key, value) in params {
-            match key.as_str() {
-                "max_total_tokens" => {}
-                "add_final_message" => {
-                    hook.add_final_message =
-                        value.as_bool().ok_or_else(|| invalid(key, "expected true or false"))?;
-                }
-                _ => return Err(invalid(key, "is not a setting of TokenBudgetHook")),
-            }
-        }
-        Ok(hook)
+        let hook = TokenBudgetHook::new(budget)?;
+        Ok(hook.with_final_message(params.boolean("add_final_message")?.unwrap_or(false)))
     }
 
     /// The hook in Haystack's `to_dict` form.

@@ -19,7 +19,9 @@
 
 use std::time::Duration;
 
+use compaction_core::InitParameters;
 use serde::Serialize;
+use serde_json::Value;
 
 use crate::error::Error;
 
@@ -73,6 +75,31 @@ impl CacheRule {
     pub fn with_expected_calls(mut self, calls: usize) -> Self {
         self.expected_calls = calls;
         self
+    }
+
+    /// Reads a rule in the form it serializes to, `{"read", "write", "lifetime": {"secs",
+    /// "nanos"}, "expected_calls"}`; missing keys take their defaults.
+    ///
+    /// # Errors
+    ///
+    /// For an unknown key or a value of the wrong kind; the values are checked by
+    /// [`CacheRule::validate`] where the rule is used.
+    pub fn from_value(value: &Value) -> Result<Self, Error> {
+        const KEYS: &[&str] = &["read", "write", "lifetime", "expected_calls"];
+        let params = InitParameters::read_plain(value, "CacheRule", KEYS)?;
+        let mut rule = CacheRule::default();
+        rule.read = params.float("read")?.unwrap_or(rule.read);
+        rule.write = params.float("write")?.unwrap_or(rule.write);
+        if let Some(lifetime) = params.get("lifetime") {
+            let time = InitParameters::read_plain(lifetime, "Duration", &["secs", "nanos"])?;
+            let secs = Duration::from_secs(time.count("secs")?.unwrap_or(0) as u64);
+            let nanos = Duration::from_nanos(time.count("nanos")?.unwrap_or(0) as u64);
+            rule.lifetime = secs.checked_add(nanos).ok_or_else(|| {
+                Error::InvalidCacheRule("lifetime is longer than a duration can hold".into())
+            })?;
+        }
+        rule.expected_calls = params.count("expected_calls")?.unwrap_or(rule.expected_calls);
+        Ok(rule)
     }
 
     /// Checks that the prices are finite and not negative and that at least one call is

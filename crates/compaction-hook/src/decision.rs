@@ -140,7 +140,7 @@ impl CompactionHook {
             Err(error) => {
                 let error = Error::Compaction(error);
                 tracing::warn!(%error, "the compaction does not fit the conversation; it is unchanged");
-                outcome.failure = Some(crate::error::chain(&error));
+                outcome.failure = Some(compaction_core::error_chain(&error));
                 return outcome;
             }
         }
@@ -153,7 +153,7 @@ impl CompactionHook {
                 Err(error) => {
                     tracing::warn!(%error, "could not count the compacted conversation; the next estimate counts it all");
                     state.context_tokens = 0;
-                    outcome.failure = Some(crate::error::chain(&error));
+                    outcome.failure = Some(compaction_core::error_chain(&error));
                 }
             }
         }

@@ -40,9 +40,14 @@ pub enum Error {
         /// The `type` it carried.
         type_name: String,
     },
-    /// The pruning compactor rejected its settings.
-    #[error("compactor settings: {0}")]
-    Compactor(#[from] compaction_core::Error),
+    /// The settings could not be read: not an object, a key the class does not take, a value of
+    /// the wrong kind, a missing required value (compaction-core's reader, which every crate
+    /// shares).
+    #[error(transparent)]
+    Settings(#[from] compaction_core::Error),
+    /// The compactor rejected its settings.
+    #[error("compactor settings")]
+    Compactor(#[source] compaction_core::Error),
     /// The compactor could not compact (see `Compactor::try_compact`).
     #[error("compacting failed")]
     Compaction(#[source] compaction_core::Error),
@@ -55,17 +60,4 @@ pub enum Error {
     /// The cache-aware rule's prices or horizon are out of range.
     #[error("cache rule: {0}")]
     InvalidCacheRule(String),
-}
-
-/// An error and every cause under it, joined with `: `, for a one-line report (an outcome's
-/// `failure`): the message of each level says only its own part.
-pub(crate) fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }

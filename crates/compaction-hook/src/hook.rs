@@ -4,8 +4,8 @@
 use std::fmt;
 
 use compaction_core::{
-    last_assistant_index, CompactionReport, Compactor, SlidingWindowCompactor, ToolResultPruningCompactor,
-    HAYSTACK_SLIDING_WINDOW_TYPE,
+    last_assistant_index, CompactionReport, Compactor, InitParameters, IntegerSetting,
+    SlidingWindowCompactor, ToolResultPruningCompactor, HAYSTACK_SLIDING_WINDOW_TYPE,
 };
 use compaction_tokens::{ApproximateTokenCounter, TokenCounter};
 use serde::{Deserialize, Deserializer, Serialize};
@@ -14,17 +14,21 @@ use serde_json::Value;
 use crate::cache::CacheRule;
 use crate::counting::StateCounter;
 use crate::error::Error;
-use crate::serial::{component, float, init_parameters, integer, invalid, Integer};
 
 /// The class path Haystack writes as `type` in `CompactionHook.to_dict()`.
 pub const HAYSTACK_HOOK_TYPE: &str = "haystack.hooks.compaction.hooks.CompactionHook";
 const HAYSTACK_APPROXIMATE_TYPE: &str = "haystack.token_counters.approximate_counter.ApproximateTokenCounter";
 
+/// The keys of `CompactionHook`'s settings: the reference's five and `cache`, beyond it.
+const HOOK_KEYS: &[&str] =
+    &["compactor", "context_window", "compact_at", "compact_to", "token_counter", "cache"];
+
 /// When a [`CompactionHook`] compacts and how far down: the model's window and two fractions of it.
 ///
-/// Serializes as `{"context_window", "compact_at", "compact_to"}`; deserializing (and
-/// [`CompactionHookSettings::from_value`]) also reads Haystack's `CompactionHook.to_dict()` form,
-/// taking these three numbers from its `init_parameters` and checking them as the reference does.
+/// Serializes as `{"context_window", "compact_at", "compact_to"}` (and `cache` when set);
+/// deserializing (and [`CompactionHookSettings::from_value`]) reads that back, and also
+/// Haystack's `CompactionHook.to_dict()` form, taking these numbers from its `init_parameters`
+/// and checking them as the reference does.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[non_exhaustive]
 pub struct CompactionHookSettings {
@@ -93,23 +97,25 @@ impl CompactionHookSettings {
     ///
     /// # Errors
     ///
-    /// For a missing `context_window`, a value of the wrong kind, settings that fail
-    /// [`CompactionHookSettings::validate`], or a `type` other than the hook's.
+    /// For a missing `context_window`, a key the hook does not take, a value of the wrong kind,
+    /// settings that fail [`CompactionHookSettings::validate`], or a `type` other than the
+    /// hook's.
     pub fn from_value(value: &Value) -> Result<Self, Error> {
-        let params = init_parameters(value, HAYSTACK_HOOK_TYPE)?;
-        let window = match params.get("context_window") {
-            None => return Err(invalid("context_window", "is required")),
-            Some(v) => match integer("context_window", v)? {
-                Integer::NonNegative(n) => n,
-                Integer::Negative(n) => return Err(Error::ContextWindowTooSmall(n)),
-            },
+        let params = InitParameters::read(value, HAYSTACK_HOOK_TYPE, HOOK_KEYS)?;
+        let window = match params.integer("context_window")? {
+            None => return Err(InitParameters::missing("context_window").into()),
+            Some(IntegerSetting::NonNegative(n)) => n,
+            Some(IntegerSetting::Negative(n)) => return Err(Error::ContextWindowTooSmall(n)),
         };
         let mut settings = CompactionHookSettings::new(window);
-        if let Some(v) = params.get("compact_at") {
-            settings.compact_at = float("compact_at", v)?;
+        if let Some(at) = params.float("compact_at")? {
+            settings.compact_at = at;
         }
-        if let Some(v) = params.get("compact_to") {
-            settings.compact_to = float("compact_to", v)?;
+        if let Some(to) = params.float("compact_to")? {
+            settings.compact_to = to;
+        }
+        if let Some(rule) = params.get("cache").filter(|v| !v.is_null()) {
+            settings.cache = Some(CacheRule::from_value(rule)?);
         }
         settings.validate()?;
         Ok(settings)
@@ -227,21 +233,18 @@ impl CompactionHook {
     /// When the form is not the hook's, its settings are invalid, or its compactor or counter
     /// is one this crate cannot build.
     pub fn from_value(value: &Value) -> Result<Self, Error> {
-        let params = init_parameters(value, HAYSTACK_HOOK_TYPE)?;
-        let compactor: Box<dyn Compactor> = match params.get("compactor") {
-            None | Some(Value::Null) => return Err(invalid("compactor", "is required")),
-            Some(spec) => match component("compactor", spec)? {
-                compaction_core::HAYSTACK_PRUNING_TYPE => {
-                    Box::new(ToolResultPruningCompactor::from_value(spec)?)
-                }
-                HAYSTACK_SLIDING_WINDOW_TYPE => Box::new(SlidingWindowCompactor::from_value(spec)?),
-                other => {
-                    return Err(Error::UnsupportedComponent {
-                        key: "compactor".into(),
-                        type_name: other.into(),
-                    })
-                }
-            },
+        let params = InitParameters::read(value, HAYSTACK_HOOK_TYPE, HOOK_KEYS)?;
+        let compactor: Box<dyn Compactor> = match params.component("compactor")? {
+            None => return Err(InitParameters::missing("compactor").into()),
+            Some((compaction_core::HAYSTACK_PRUNING_TYPE, spec)) => {
+                Box::new(ToolResultPruningCompactor::from_value(spec).map_err(Error::Compactor)?)
+            }
+            Some((HAYSTACK_SLIDING_WINDOW_TYPE, spec)) => {
+                Box::new(SlidingWindowCompactor::from_value(spec).map_err(Error::Compactor)?)
+            }
+            Some((other, _)) => {
+                return Err(Error::UnsupportedComponent { key: "compactor".into(), type_name: other.into() })
+            }
         };
         Self::from_value_with_compactor(value, compactor)
     }
@@ -256,31 +259,24 @@ impl CompactionHook {
     /// crate cannot build.
     pub fn from_value_with_compactor(value: &Value, compactor: Box<dyn Compactor>) -> Result<Self, Error> {
         let settings = CompactionHookSettings::from_value(value)?;
-        let params = init_parameters(value, HAYSTACK_HOOK_TYPE)?;
+        let params = InitParameters::read(value, HAYSTACK_HOOK_TYPE, HOOK_KEYS)?;
         let mut hook = CompactionHook::new(compactor, settings)?;
-        if let Some(spec) = params.get("token_counter").filter(|v| !v.is_null()) {
-            let kind = component("token_counter", spec)?;
+        if let Some((kind, spec)) = params.component("token_counter")? {
             if kind != HAYSTACK_APPROXIMATE_TYPE {
                 return Err(Error::UnsupportedComponent {
                     key: "token_counter".into(),
                     type_name: kind.into(),
                 });
             }
-            let p = init_parameters(spec, HAYSTACK_APPROXIMATE_TYPE)?;
-            let ratio =
-                p.get("chars_per_token").map(|v| float("chars_per_token", v)).transpose()?.unwrap_or(4.0);
-            let count = |key: &str, default: usize| -> Result<usize, Error> {
-                match p.get(key) {
-                    None => Ok(default),
-                    Some(v) => match integer(key, v)? {
-                        Integer::NonNegative(n) => Ok(n),
-                        Integer::Negative(_) => Err(invalid(key, "must be at least 0")),
-                    },
-                }
-            };
+            const KEYS: &[&str] = &["chars_per_token", "tokens_per_image", "tokens_per_file"];
+            let p = InitParameters::read(spec, HAYSTACK_APPROXIMATE_TYPE, KEYS)?;
+            let ratio = p.float("chars_per_token")?.unwrap_or(4.0);
             let counter = ApproximateTokenCounter::new(ratio)
-                .map_err(|e| invalid("chars_per_token", &e.to_string()))?
-                .with_charges(count("tokens_per_image", 85)?, count("tokens_per_file", 1000)?);
+                .map_err(|e| Error::InvalidSetting { key: "chars_per_token".into(), reason: e.to_string() })?
+                .with_charges(
+                    p.count("tokens_per_image")?.unwrap_or(85),
+                    p.count("tokens_per_file")?.unwrap_or(1000),
+                );
             hook = hook.with_counter(Box::new(counter));
         }
         Ok(hook)
@@ -371,7 +367,7 @@ impl CompactionHook {
                 declined: None,
             },
         };
-        outcome.failure = Some(crate::error::chain(&error));
+        outcome.failure = Some(compaction_core::error_chain(&error));
         outcome
     }
 }

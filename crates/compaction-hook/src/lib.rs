@@ -78,7 +78,6 @@ mod decision;
 mod error;
 mod hook;
 mod recovery;
-mod serial;
 mod state;
 mod usage;
 

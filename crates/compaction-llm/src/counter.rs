@@ -307,7 +307,7 @@ macro_rules! counter_api {
         impl compaction_tokens::TokenCounter for $ty {
             fn count(&self, messages: &[Message], tools: &[ToolSpec]) -> usize {
                 Endpoint::count_blocking(self, messages, tools).unwrap_or_else(|error| {
-                    tracing::warn!(counter = %self.describe(), error = %error_chain(&error),
+                    tracing::warn!(counter = %self.describe(), error = %compaction_core::error_chain(&error),
                         "provider count failed; using the approximate estimate");
                     ApproximateTokenCounter::default().count(messages, tools)
                 })
@@ -315,7 +315,7 @@ macro_rules! counter_api {
 
             fn count_each(&self, messages: &[Message]) -> Counts {
                 Endpoint::count_each_blocking(self, messages).unwrap_or_else(|error| {
-                    tracing::warn!(counter = %self.describe(), error = %error_chain(&error),
+                    tracing::warn!(counter = %self.describe(), error = %compaction_core::error_chain(&error),
                         "provider count failed; using the approximate estimate");
                     ApproximateTokenCounter::default().count_each(messages)
                 })
@@ -345,16 +345,3 @@ macro_rules! counter_api {
 
 counter_api!(OpenAITokenCounter, Provider::OpenAI, "OPENAI_API_KEY");
 counter_api!(AnthropicTokenCounter, Provider::Anthropic, "ANTHROPIC_API_KEY");
-
-/// An error and its sources on one line, for a log.
-#[cfg(feature = "blocking")]
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
-}

@@ -92,7 +92,7 @@ pub enum Error {
         reason: String,
     },
     /// The text is not JSON (reading from bytes with [`messages_from_slice`](crate::messages_from_slice)).
-    #[error("invalid JSON: {source}")]
+    #[error("invalid JSON")]
     Json {
         /// serde_json's error, with its [`line`](serde_json::Error::line),
         /// [`column`](serde_json::Error::column) and [`classify`](serde_json::Error::classify).

@@ -31,8 +31,13 @@ pub enum Error {
         /// The `type` it carried.
         type_name: String,
     },
+    /// The settings could not be read: not an object, a key the class does not take, a value of
+    /// the wrong kind, a missing required value (compaction-core's reader, which every crate
+    /// shares).
+    #[error(transparent)]
+    Settings(#[from] compaction_core::Error),
     /// The compaction hook rejected its settings.
-    #[error("hook settings: {0}")]
+    #[error("hook settings")]
     Hook(#[from] compaction_hook::Error),
     /// A store key resolved to a location outside the store root.
     #[error("result key {key:?} resolves outside the store root {}", root.display())]
@@ -59,7 +64,7 @@ pub enum Error {
         reason: &'static str,
     },
     /// A file-system operation of the store failed.
-    #[error("{action} {}: {source}", path.display())]
+    #[error("{action} {}", path.display())]
     Io {
         /// What the store was doing, such as `writing`.
         action: &'static str,
@@ -95,7 +100,7 @@ pub enum Error {
     #[error("no stored result at {0:?}")]
     NotFound(String),
     /// An image or file part's base64 payload could not be decoded.
-    #[error("part {position} of the result of `{tool_name}` is not valid base64: {source}")]
+    #[error("part {position} of the result of `{tool_name}` is not valid base64")]
     InvalidBase64 {
         /// The tool that produced the result.
         tool_name: String,
@@ -120,7 +125,7 @@ pub enum Error {
     },
     /// A store implemented outside this crate failed, with its own error (a message will do:
     /// `"disk full".into()`).
-    #[error("store failed to write or read {key:?}: {source}")]
+    #[error("store failed to write or read {key:?}")]
     Store {
         /// The key or reference involved.
         key: String,

@@ -6,6 +6,7 @@
 
 use std::sync::Arc;
 
+use compaction_core::{component_type, InitParameters, IntegerSetting};
 use compaction_hook::CompactionHook;
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
@@ -15,7 +16,6 @@ use crate::fs_store::FileSystemToolResultStore;
 use crate::offload_compactor::{OffloadCompactorSettings, ToolResultOffloadCompactor};
 use crate::offload_hook::ToolResultOffloadHook;
 use crate::policy::{BuiltinPolicy, OffloadStrategies, PolicyKey};
-use crate::serial::{component, count, init_parameters, integer, invalid, Integer};
 
 /// The class path Haystack writes as `type` in `FileSystemToolResultStore.to_dict()`.
 pub const HAYSTACK_FILE_SYSTEM_STORE_TYPE: &str =
@@ -28,6 +28,9 @@ pub const HAYSTACK_OFFLOAD_HOOK_TYPE: &str =
 /// The class path Haystack writes as `type` in `ToolResultOffloadCompactor.to_dict()`.
 pub const HAYSTACK_OFFLOAD_COMPACTOR_TYPE: &str =
     "haystack.hooks.compaction.tool_result_offloading.ToolResultOffloadCompactor";
+
+/// The keys of `ToolResultOffloadCompactor`'s settings.
+const OFFLOAD_COMPACTOR_KEYS: &[&str] = &["store", "min_keep_steps", "min_tokens", "preview_chars"];
 
 const ALWAYS_TYPE: &str = "haystack.hooks.tool_result_offloading.policies.AlwaysOffload";
 const NEVER_TYPE: &str = "haystack.hooks.tool_result_offloading.policies.NeverOffload";
@@ -42,9 +45,8 @@ impl FileSystemToolResultStore {
     /// For a missing `root`, a `type` other than the file-system store's, or a root the store
     /// cannot use.
     pub fn from_value(value: &Value) -> Result<Self, Error> {
-        let params = init_parameters(value, HAYSTACK_FILE_SYSTEM_STORE_TYPE)?;
-        let root =
-            params.get("root").and_then(Value::as_str).ok_or_else(|| invalid("root", "expected a path"))?;
+        let params = InitParameters::read(value, HAYSTACK_FILE_SYSTEM_STORE_TYPE, &["root"])?;
+        let root = params.string("root")?.ok_or_else(|| InitParameters::missing("root"))?;
         FileSystemToolResultStore::new(root)
     }
 
@@ -76,13 +78,14 @@ impl BuiltinPolicy {
     /// When the form is none of the reference's three policies, or a threshold is missing or
     /// not a count.
     pub fn from_value(key: &str, value: &Value) -> Result<Self, Error> {
-        match component(key, value)? {
-            ALWAYS_TYPE => Ok(BuiltinPolicy::Always),
-            NEVER_TYPE => Ok(BuiltinPolicy::Never),
+        match component_type(key, value)? {
+            ALWAYS_TYPE => Ok(InitParameters::read(value, ALWAYS_TYPE, &[]).map(|_| BuiltinPolicy::Always)?),
+            NEVER_TYPE => Ok(InitParameters::read(value, NEVER_TYPE, &[]).map(|_| BuiltinPolicy::Never)?),
             OVER_CHARS_TYPE => {
-                let params = init_parameters(value, OVER_CHARS_TYPE)?;
-                let threshold = params.get("threshold").ok_or_else(|| invalid("threshold", "is required"))?;
-                Ok(BuiltinPolicy::OverChars(count("threshold", threshold)?))
+                let params = InitParameters::read(value, OVER_CHARS_TYPE, &["threshold"])?;
+                let threshold =
+                    params.count("threshold")?.ok_or_else(|| InitParameters::missing("threshold"))?;
+                Ok(BuiltinPolicy::OverChars(threshold))
             }
             other => Err(Error::UnsupportedComponent { key: key.to_owned(), type_name: other.to_owned() }),
         }
@@ -114,8 +117,10 @@ impl PolicyKey {
             return Ok(PolicyKey::Any);
         }
         if key.starts_with('[') {
-            let names: Vec<String> = serde_json::from_str(key)
-                .map_err(|e| invalid(key, &format!("expected a JSON list of names: {e}")))?;
+            let names: Vec<String> = serde_json::from_str(key).map_err(|e| Error::InvalidSetting {
+                key: key.to_owned(),
+                reason: format!("expected a JSON list of names: {e}"),
+            })?;
             return Ok(PolicyKey::Tools(names));
         }
         Ok(PolicyKey::Tool(key.to_owned()))
@@ -154,8 +159,10 @@ impl OffloadStrategies {
     ///
     /// When the value is not an object, or a key or policy in it cannot be read.
     pub fn from_value(value: &Value) -> Result<Self, Error> {
-        let object =
-            value.as_object().ok_or_else(|| invalid("offload_strategies", "expected a JSON object"))?;
+        let object = value.as_object().ok_or_else(|| Error::InvalidSetting {
+            key: "offload_strategies".into(),
+            reason: "expected a JSON object".into(),
+        })?;
         let mut strategies = OffloadStrategies::new();
         for (key, policy) in object {
             strategies.insert(
@@ -185,16 +192,13 @@ impl ToolResultOffloadHook {
     /// When the form is not the hook's, its store cannot be opened, or its strategies cannot be
     /// read.
     pub fn from_value(value: &Value) -> Result<Self, Error> {
-        let params = init_parameters(value, HAYSTACK_OFFLOAD_HOOK_TYPE)?;
-        let store = params.get("store").ok_or_else(|| invalid("store", "is required"))?;
-        let store = FileSystemToolResultStore::from_value(store)?;
-        let strategies = match params.get("offload_strategies") {
-            Some(v) => OffloadStrategies::from_value(v)?,
-            None => return Err(invalid("offload_strategies", "is required")),
-        };
+        const KEYS: &[&str] = &["store", "offload_strategies", "preview_chars"];
+        let params = InitParameters::read(value, HAYSTACK_OFFLOAD_HOOK_TYPE, KEYS)?;
+        let store = FileSystemToolResultStore::from_value(params.required("store")?)?;
+        let strategies = OffloadStrategies::from_value(params.required("offload_strategies")?)?;
         let mut hook = ToolResultOffloadHook::new(Arc::new(store), strategies);
-        if let Some(v) = params.get("preview_chars") {
-            hook = hook.with_preview_chars(count("preview_chars", v)?);
+        if let Some(chars) = params.count("preview_chars")? {
+            hook = hook.with_preview_chars(chars);
         }
         Ok(hook)
     }
@@ -208,23 +212,18 @@ impl OffloadCompactorSettings {
     /// For an unknown key, a value of the wrong kind, settings that fail
     /// [`OffloadCompactorSettings::validate`], or a `type` other than the compactor's.
     pub fn from_value(value: &Value) -> Result<Self, Error> {
-        let params = init_parameters(value, HAYSTACK_OFFLOAD_COMPACTOR_TYPE)?;
+        let params = InitParameters::read(value, HAYSTACK_OFFLOAD_COMPACTOR_TYPE, OFFLOAD_COMPACTOR_KEYS)?;
         let mut settings = OffloadCompactorSettings::default();
-        for (key, value) in params {
-            let field = match key.as_str() {
-                "min_keep_steps" => &mut settings.min_keep_steps,
-                "min_tokens" => &mut settings.min_tokens,
-                "preview_chars" => &mut settings.preview_chars,
-                "store" => continue,
-                _ => return Err(invalid(key, "unknown setting")),
-            };
-            *field = match integer(key, value)? {
-                Integer::NonNegative(n) => n,
-                Integer::Negative(n) if key == "min_keep_steps" => {
-                    return Err(Error::MinKeepStepsTooSmall(n))
-                }
-                Integer::Negative(_) => return Err(invalid(key, "must be at least 0")),
-            };
+        match params.integer("min_keep_steps")? {
+            None => {}
+            Some(IntegerSetting::NonNegative(n)) => settings.min_keep_steps = n,
+            Some(IntegerSetting::Negative(n)) => return Err(Error::MinKeepStepsTooSmall(n)),
+        }
+        if let Some(tokens) = params.count("min_tokens")? {
+            settings.min_tokens = tokens;
+        }
+        if let Some(chars) = params.count("preview_chars")? {
+            settings.preview_chars = chars;
         }
         settings.validate()?;
         Ok(settings)
@@ -247,9 +246,8 @@ impl ToolResultOffloadCompactor {
     /// As [`OffloadCompactorSettings::from_value`], and when its store cannot be opened.
     pub fn from_value(value: &Value) -> Result<Self, Error> {
         let settings = OffloadCompactorSettings::from_value(value)?;
-        let store = init_parameters(value, HAYSTACK_OFFLOAD_COMPACTOR_TYPE)?
-            .get("store")
-            .ok_or_else(|| invalid("store", "is required"))?;
+        let store = InitParameters::read(value, HAYSTACK_OFFLOAD_COMPACTOR_TYPE, OFFLOAD_COMPACTOR_KEYS)?
+            .required("store")?;
         ToolResultOffloadCompactor::new(Arc::new(FileSystemToolResultStore::from_value(store)?), settings)
     }
 }
@@ -273,10 +271,16 @@ pub struct HaystackCompactionHook {
 ///
 /// When the form is not the hook's or its compactor's, or a store cannot be opened.
 pub fn compaction_hook_from_value(value: &Value) -> Result<HaystackCompactionHook, Error> {
-    let params = init_parameters(value, compaction_hook::HAYSTACK_HOOK_TYPE)?;
-    let spec = params.get("compactor").filter(|v| !v.is_null());
+    // The hook's own settings first, so that a form that is not a hook's opens no store.
+    compaction_hook::CompactionHookSettings::from_value(value)?;
+    // Its parameters: those of Haystack's form, or the plain object (the settings read above).
+    let params = match value.get("type").is_some() || value.get("init_parameters").is_some() {
+        true => value.get("init_parameters"),
+        false => Some(value),
+    };
+    let spec = params.and_then(|params| params.get("compactor"));
     if let Some(spec) =
-        spec.filter(|s| component("compactor", s).ok() == Some(HAYSTACK_OFFLOAD_COMPACTOR_TYPE))
+        spec.filter(|s| component_type("compactor", s).ok() == Some(HAYSTACK_OFFLOAD_COMPACTOR_TYPE))
     {
         let compactor = Arc::new(ToolResultOffloadCompactor::from_value(spec)?);
         let hook = CompactionHook::from_value_with_compactor(value, Box::new(Arc::clone(&compactor)))?;

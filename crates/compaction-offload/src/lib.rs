@@ -109,7 +109,6 @@ mod plan;
 mod policy;
 mod read_tool;
 mod scratch;
-mod serial;
 mod store;
 
 pub use blocks::guess_extension;

@@ -55,7 +55,7 @@ pub struct OffloadFailure {
 }
 
 fn as_text<S: serde::Serializer>(error: &Error, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(&error.to_string())
+    s.serialize_str(&compaction_core::error_chain(error))
 }
 
 /// What one offload hook run did.

@@ -108,7 +108,12 @@ fn respond(request: &Request<'_>, read: Result<StoredContent, crate::Error>) -> 
                 bytes.len()
             ))
         }
-        Err(error) => return ReadResponse::fail(format!("Cannot read '{reference}': {error}")),
+        Err(error) => {
+            return ReadResponse::fail(format!(
+                "Cannot read '{reference}': {}",
+                compaction_core::error_chain(&error)
+            ))
+        }
     };
     if request.start.is_none() && request.end.is_none() {
         return ReadResponse::ok(text);

@@ -13,7 +13,7 @@ pub enum Error {
     #[error("unknown tiktoken encoding or model {0:?}; encodings are o200k_base, cl100k_base, p50k_base, r50k_base")]
     UnknownEncoding(String),
     /// A `tokenizer.json` could not be read or is not a valid tokenizer.
-    #[error("tokenizer {source_name}: {what}: {source}")]
+    #[error("tokenizer {source_name}: {what}")]
     Tokenizer {
         /// The file's path, or `<bytes>` when read from memory.
         source_name: String,

@@ -152,9 +152,13 @@ pub fn parse_policy(text: &str) -> Result<Policy, String> {
 /// Opens the store folder `dir`, as a command's first step: one that cannot be created or
 /// written is an error before any work.
 pub fn open_store(dir: &std::path::Path) -> Result<FileSystemToolResultStore> {
-    // The store's error already carries the system's; chaining it would print that twice.
-    FileSystemToolResultStore::new(dir)
-        .map_err(|error| anyhow::anyhow!("cannot use {} as the offload store: {error}", dir.display()))
+    FileSystemToolResultStore::new(dir).map_err(|error| {
+        anyhow::anyhow!(
+            "cannot use {} as the offload store: {}",
+            dir.display(),
+            crate::strategy::chain(&error)
+        )
+    })
 }
 
 /// Runs the command.
@@ -219,7 +223,7 @@ pub fn say_failures(failures: &[OffloadFailure]) {
             failure.tool_name,
             at.index,
             if at.position > 0 { format!(", result {}", at.position + 1) } else { String::new() },
-            failure.error
+            crate::strategy::chain(&failure.error)
         );
     }
 }

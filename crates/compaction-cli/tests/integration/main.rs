@@ -6,6 +6,7 @@ mod bench;
 mod cache_aware;
 mod commit_point;
 mod dialect;
+mod error_sources;
 mod errors;
 mod faults;
 mod formats;

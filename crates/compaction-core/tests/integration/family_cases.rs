@@ -41,7 +41,7 @@ fn window_defaults_and_settings_forms_are_the_references() {
     );
     assert_eq!(
         SlidingWindowSettings::from_value(&json!({"note": "x"})),
-        Err(Error::UnknownSetting("note".into()))
+        Err(Error::UnknownSetting { key: "note".into(), of: "SlidingWindowCompactor" })
     );
     assert!(matches!(
         SlidingWindowSettings::from_value(&json!({"type": "other.Compactor"})),
@@ -224,7 +224,8 @@ fn a_failed_round_keeps_what_worked_or_fails_when_asked_to() {
     )
     .expect("valid");
     let error = raising.summarize(&messages, 450, &CharCounter, &script()).expect_err("raises");
-    assert!(error.to_string().contains("rate limited"), "{error}");
+    // The cause is the error's source, not part of its message.
+    assert!(compaction_core::error_chain(&error).contains("rate limited"), "{error}");
     let raising = raising.with_generator(Arc::new(script()));
     assert!(matches!(raising.try_compact(&messages, 450, &CharCounter), Err(Error::Generate(_))));
     assert_eq!(raising.compact(&messages, 450, &CharCounter), None);

@@ -10,6 +10,7 @@ mod masking;
 mod options;
 mod properties;
 mod reference_cases;
+mod settings;
 
 use compaction_model::{Message, ToolCall};
 use compaction_tokens::TokenCounter;

@@ -343,7 +343,10 @@ fn bad_settings_are_typed_errors() {
             json!({"clear_at_least": -1}),
             Error::InvalidSetting { key: "clear_at_least".into(), reason: "must be at least 0".into() },
         ),
-        (json!({"surprise": 1}), Error::UnknownSetting("surprise".into())),
+        (
+            json!({"surprise": 1}),
+            Error::UnknownSetting { key: "surprise".into(), of: "ToolResultPruningCompactor" },
+        ),
     ];
     for (value, error) in cases {
         assert_eq!(PruningSettings::from_value(&value), Err(error), "{value}");

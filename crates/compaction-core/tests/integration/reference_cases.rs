@@ -102,7 +102,10 @@ fn from_dict_reads_what_haystack_writes() {
     let other = json!({"type": "haystack.Other", "init_parameters": {}});
     assert!(matches!(PruningSettings::from_value(&other), Err(Error::WrongType { .. })));
     let unknown = json!({"type": HAYSTACK_PRUNING_TYPE, "init_parameters": {"min_token": 7}});
-    assert_eq!(PruningSettings::from_value(&unknown), Err(Error::UnknownSetting("min_token".into())));
+    assert_eq!(
+        PruningSettings::from_value(&unknown),
+        Err(Error::UnknownSetting { key: "min_token".into(), of: "ToolResultPruningCompactor" })
+    );
 }
 
 #[test]

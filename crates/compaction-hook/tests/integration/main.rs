@@ -4,6 +4,7 @@ mod conformance;
 mod family;
 mod hook_rules;
 mod incremental;
+mod settings;
 
 use std::path::Path;
 

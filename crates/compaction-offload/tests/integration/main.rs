@@ -9,6 +9,7 @@ mod properties;
 mod rules;
 mod safety;
 mod sans_io;
+mod settings;
 
 use std::future::Future;
 use std::path::Path;

@@ -336,7 +336,7 @@ fn failures_of_the_compactor_in_a_hook_come_back_to_the_caller() {
     let failures = compactor.take_failures();
     assert_eq!(failures.iter().map(|f| f.at.index).collect::<Vec<_>>(), vec![3, 5, 7]);
     assert!(failures.iter().all(|f| f.key.as_deref().is_some_and(|k| k.starts_with("compacted_search_"))));
-    assert!(failures[0].error.to_string().contains("quota exceeded"));
+    assert!(compaction_core::error_chain(&failures[0].error).contains("quota exceeded"));
     assert!(compactor.take_failures().is_empty(), "taken once");
 }
 

@@ -162,7 +162,7 @@ fn a_write_failing_midway_leaves_that_result_and_says_which_key() {
     let failure = &outcome.failures[0];
     assert_eq!((failure.at.index, failure.at.position), (3, 0));
     assert_eq!(failure.key.as_deref(), Some("0_fetch_b_1.txt"));
-    assert!(failure.error.to_string().contains("disk full"));
+    assert!(compaction_core::error_chain(&failure.error).contains("disk full"));
     assert_eq!(state.messages()[3], untouched);
 }
 
