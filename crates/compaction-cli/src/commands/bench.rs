@@ -516,9 +516,24 @@ fn bench_one(work: Work, args: &Args, grid: &[Configuration], pricing: &Pricing)
     if count < 2 {
         return transcripts;
     }
-    // The file's other conversations (tau-bench), each read from a copy of the bytes, on all
-    // cores: each read parses the whole file.
+    // The file's other conversations (tau-bench), on all cores. Each is read from its own bytes,
+    // cut from the file once, as a file of that one conversation: reading the whole file for
+    // each would take time in the square of its size. Should the cut not give as many as the
+    // file holds, or one not read so, it is read from the whole file, as the error then says.
     let source = first.source();
+    let pieces = conversations(source).filter(|pieces| pieces.len() == count);
+    let read = |conversation: usize| {
+        if let Some(piece) = pieces.as_ref().and_then(|pieces| pieces.get(conversation)) {
+            let mut bytes = Vec::with_capacity(piece.len() + 2);
+            bytes.push(b'[');
+            bytes.extend_from_slice(&source[piece.clone()]);
+            bytes.push(b']');
+            if let Ok(read) = compaction_formats::read(bytes, &options(0)) {
+                return Ok(read);
+            }
+        }
+        compaction_formats::read(source.to_vec(), &options(conversation))
+    };
     let next = AtomicUsize::new(1);
     let threads = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get).min(count - 1);
     let mut more: Vec<(usize, Transcript)> = std::thread::scope(|scope| {
@@ -531,13 +546,12 @@ fn bench_one(work: Work, args: &Args, grid: &[Configuration], pricing: &Pricing)
                         if conversation >= count {
                             break done;
                         }
-                        let transcript =
-                            match compaction_formats::read(source.to_vec(), &options(conversation)) {
-                                Ok(read) => benched(conversation, &read),
-                                Err(error) => {
-                                    failed(name.clone(), Some(conversation), crate::strategy::chain(&error))
-                                }
-                            };
+                        let transcript = match read(conversation) {
+                            Ok(read) => benched(conversation, &read),
+                            Err(error) => {
+                                failed(name.clone(), Some(conversation), crate::strategy::chain(&error))
+                            }
+                        };
                         done.push((conversation, transcript));
                     }
                 })
@@ -551,6 +565,69 @@ fn bench_one(work: Work, args: &Args, grid: &[Configuration], pricing: &Pricing)
     more.sort_by_key(|(conversation, _)| *conversation);
     transcripts.extend(more.into_iter().map(|(_, t)| t));
     transcripts
+}
+
+/// Where each conversation of a file holding several sits: the elements of its top-level JSON
+/// array, or its non-blank lines (JSON Lines); `None` when the bytes are neither (a string or a
+/// bracket left open). Only strings and brackets are followed: the JSON of each piece is
+/// checked when it is read.
+fn conversations(source: &[u8]) -> Option<Vec<std::ops::Range<usize>>> {
+    let body = if source.starts_with(b"\xEF\xBB\xBF") { 3 } else { 0 };
+    let start = body + source[body..].iter().position(|b| !b.is_ascii_whitespace())?;
+    let mut pieces = Vec::new();
+    if source[start] != b'[' {
+        let mut at = body;
+        for line in source[body..].split(|&b| b == b'\n') {
+            if !line.iter().all(u8::is_ascii_whitespace) {
+                pieces.push(at..at + line.len());
+            }
+            at += line.len() + 1;
+        }
+        return Some(pieces);
+    }
+    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+    let mut from = start + 1;
+    for (at, &b) in source.iter().enumerate().skip(start) {
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => depth += 1,
+            b']' | b'}' => {
+                depth = depth.checked_sub(1)?;
+                if depth == 0 {
+                    let piece = trimmed(source, from..at);
+                    if !piece.is_empty() {
+                        pieces.push(piece);
+                    }
+                    return source[at + 1..].iter().all(u8::is_ascii_whitespace).then_some(pieces);
+                }
+            }
+            b',' if depth == 1 => {
+                pieces.push(trimmed(source, from..at));
+                from = at + 1;
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// `range` without the whitespace at either end.
+fn trimmed(source: &[u8], range: std::ops::Range<usize>) -> std::ops::Range<usize> {
+    let text = &source[range.clone()];
+    let Some(first) = text.iter().position(|b| !b.is_ascii_whitespace()) else {
+        return range.start..range.start;
+    };
+    let last = text.iter().rposition(|b| !b.is_ascii_whitespace()).unwrap_or(first);
+    range.start + first..range.start + last + 1
 }
 
 /// The figures of one conversation under every configuration.
@@ -1037,4 +1114,29 @@ fn chart(totals: &[Total], transcripts: &[Transcript]) -> Result<String> {
         drawn.map_err(|e| anyhow::anyhow!("drawing the chart: {e}"))?;
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::conversations;
+
+    /// Each case: the file, and the pieces it is cut into (`None`: not cut).
+    #[test]
+    fn a_file_of_conversations_is_cut_into_its_elements_or_lines() {
+        let cases: [(&str, Option<&[&str]>); 8] = [
+            ("[{\"a\": [1, 2]}, {\"b\": \"],{\\\"\"}]", Some(&["{\"a\": [1, 2]}", "{\"b\": \"],{\\\"\"}"])),
+            ("\u{feff} [ {\"a\":1} ,\n {\"b\":2} ]\n", Some(&["{\"a\":1}", "{\"b\":2}"])),
+            ("[]", Some(&[])),
+            ("{\"a\":1}\n\n{\"b\":[2]}\n", Some(&["{\"a\":1}", "{\"b\":[2]}"])),
+            ("[{\"a\":1}", None),
+            ("[{\"a\":1}]]", None),
+            ("[{\"a\":1}] x", None),
+            ("[\"open", None),
+        ];
+        for (file, want) in cases {
+            let got = conversations(file.as_bytes())
+                .map(|pieces| pieces.into_iter().map(|r| &file[r]).collect::<Vec<_>>());
+            assert_eq!(got.as_deref(), want, "{file:?}");
+        }
+    }
 }
