@@ -20,18 +20,26 @@ use super::simulate::{CostOptions, HookOptions};
 use crate::strategy::{ProviderCalls, Stage, Strategy, StrategyOptions};
 use crate::UsageError;
 
+#[cfg(feature = "parquet")]
+mod parquet_dataset;
+
 /// Replay every transcript of files, folders and datasets with a grid of configurations, and
 /// compare them with no compaction, in tokens and in cost.
 ///
-/// INPUT is a file or a folder (read recursively, in name order: its .json, .jsonl, .ndjson and
-/// .traj files, the others counted as skipped); each file's format is
+/// INPUT is a file or a folder (read recursively, in name order: its .json, .jsonl, .ndjson,
+/// .traj and .parquet files, the others counted as skipped); each file's format is
 /// detected as `count` detects it (or --format). A file that cannot be read is named on
 /// standard error and counted, and the run goes on: the exit status is 0 when at least one
 /// transcript was benchmarked. A file holding several conversations (tau-bench) gives one
 /// transcript each. With --jsonl, each file is a JSON Lines dataset with one whole trajectory
 /// a line (its format detected line by line): each line is a transcript. Claude Code and Codex
-/// logs, which are JSON Lines of one event a line, are read without --jsonl. Parquet datasets
-/// are not read yet.
+/// logs, which are JSON Lines of one event a line, are read without --jsonl.
+///
+/// A .parquet file is a dataset with one transcript a row (numbered from 0), read a row group
+/// at a time: its --column holds JSON text (a whole trajectory, conversation or message list,
+/// read as a --jsonl line is) or a list of structs such as {role, content, tool_calls}, read as
+/// the JSON list of objects they spell. Without --column, the sole list-of-structs column is
+/// read, else the sole string column; when none or several fit, the error names the columns.
 ///
 /// The configurations: every --strategy (a comma list of tool-result-pruning, sliding-window,
 /// observation-masking, or chain:A+B+...; summarization and offload are not benchmarked) crossed
@@ -53,7 +61,8 @@ use crate::UsageError;
 #[command(after_help = "Examples:\n  \
     compaction bench sessions/ --context-window 100000 --full-history --strategy tool-result-pruning,observation-masking\n  \
     compaction bench runs/ --context-window 32000 --strategy tool-result-pruning --set min_tokens=0,200,1000 --set compact_at=0.5,0.7 --json bench.json --csv bench.csv\n  \
-    compaction bench --jsonl trajectories.jsonl --context-window 32000 --strategy observation-masking --set keep_observations=3,5")]
+    compaction bench --jsonl trajectories.jsonl --context-window 32000 --strategy observation-masking --set keep_observations=3,5\n  \
+    compaction bench train-00000-of-00001.parquet --column messages --context-window 128000 --strategy observation-masking")]
 pub struct Args {
     /// Files and folders of transcripts (folders are read recursively).
     #[arg(required = true, value_name = "INPUT")]
@@ -64,6 +73,10 @@ pub struct Args {
     /// Read each file as a JSON Lines dataset, one whole trajectory a line.
     #[arg(long)]
     pub jsonl: bool,
+    /// The column of a Parquet dataset that holds each row's messages (JSON text or a list of
+    /// structs); the one that looks like messages when absent.
+    #[arg(long, value_name = "NAME")]
+    pub column: Option<String>,
     /// Read everything the logs hold (as `simulate --full-history`).
     #[arg(long)]
     pub full_history: bool,
@@ -293,10 +306,26 @@ struct Transcript {
     results: Vec<ResultRow>,
 }
 
-/// A unit of work: a file, or a line of a JSON Lines dataset.
+/// A unit of work: a file, a line of a JSON Lines dataset, a row of a Parquet dataset, or what
+/// kept one from being read.
 enum Work {
     File(PathBuf),
-    Line { path: PathBuf, line: usize, bytes: Vec<u8> },
+    Line {
+        path: PathBuf,
+        line: usize,
+        bytes: Vec<u8>,
+    },
+    #[cfg_attr(not(feature = "parquet"), allow(dead_code))]
+    Row {
+        path: PathBuf,
+        row: usize,
+        bytes: Vec<u8>,
+    },
+    Failed {
+        path: PathBuf,
+        at: Option<usize>,
+        error: String,
+    },
 }
 
 /// Runs the command.
@@ -354,7 +383,7 @@ pub fn run(args: Args) -> Result<()> {
     if skipped > 0 {
         let _ = writeln!(
             out,
-            "skipped              {skipped} file{} in the folders: not .json, .jsonl, .ndjson or .traj",
+            "skipped              {skipped} file{} in the folders: not .json, .jsonl, .ndjson, .traj or .parquet",
             if skipped == 1 { "" } else { "s" }
         );
     }
@@ -405,6 +434,10 @@ fn walk(args: &Args, work: mpsc::SyncSender<(usize, Work)>) -> usize {
         let mut files = Vec::new();
         collect_files(input, &mut files, &mut skipped);
         for file in files {
+            if is_parquet(&file) {
+                parquet_rows(&file, args.column.as_deref(), &mut send);
+                continue;
+            }
             if !args.jsonl {
                 send(Work::File(file));
                 continue;
@@ -421,7 +454,7 @@ fn walk(args: &Args, work: mpsc::SyncSender<(usize, Work)>) -> usize {
                     Ok(bytes) => bytes,
                     Err(error) => {
                         let error = format!("{}: line {}: cannot read: {error}", file.display(), line + 1);
-                        send(Work::Line { path: file.clone(), line: usize::MAX, bytes: error.into_bytes() });
+                        send(Work::Failed { path: file.clone(), at: None, error });
                         break;
                     }
                 };
@@ -435,9 +468,43 @@ fn walk(args: &Args, work: mpsc::SyncSender<(usize, Work)>) -> usize {
     skipped
 }
 
+/// Sends each row of a Parquet dataset to the workers, a row that cannot be turned into a
+/// transcript as its error; an error that stops the file (it cannot be read, no column fits, a
+/// page is corrupt) as the file's.
+#[cfg(feature = "parquet")]
+fn parquet_rows(path: &Path, column: Option<&str>, send: &mut impl FnMut(Work) -> bool) {
+    let mut last = None;
+    // A panic in the decoder on a corrupt file (none is known) fails that file, not the run.
+    let read = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        parquet_dataset::rows(path, column, |row, transcript| {
+            last = Some(row);
+            match transcript {
+                Ok(bytes) => send(Work::Row { path: path.to_owned(), row, bytes }),
+                Err(error) => send(Work::Failed { path: path.to_owned(), at: Some(row), error }),
+            }
+        })
+    }))
+    .unwrap_or_else(|_| Err(format!("{}: the Parquet reader failed on this file", path.display())));
+    if let Err(error) = read {
+        send(Work::Failed { path: path.to_owned(), at: last.map(|row| row + 1), error });
+    }
+}
+
+/// Without the `parquet` feature, a Parquet dataset is an error naming it.
+#[cfg(not(feature = "parquet"))]
+fn parquet_rows(path: &Path, _column: Option<&str>, send: &mut impl FnMut(Work) -> bool) {
+    let error = format!("{}: this build reads no Parquet (the `parquet` feature is off)", path.display());
+    send(Work::Failed { path: path.to_owned(), at: None, error });
+}
+
+/// Whether a file is read as a Parquet dataset: by its name.
+fn is_parquet(path: &Path) -> bool {
+    path.extension().and_then(|e| e.to_str()).is_some_and(|e| e.eq_ignore_ascii_case("parquet"))
+}
+
 /// The extensions of the files read in a folder; a file named on the command line is read
 /// whatever its name.
-const EXTENSIONS: [&str; 4] = ["json", "jsonl", "ndjson", "traj"];
+const EXTENSIONS: [&str; 5] = ["json", "jsonl", "ndjson", "traj", "parquet"];
 
 /// The files under `path`, recursively, in name order, those with a transcript's extension
 /// ([`EXTENSIONS`]; the others counted in `skipped`); `path` itself when it is not a folder (a
@@ -469,7 +536,8 @@ fn bench_one(work: Work, args: &Args, grid: &[Configuration], pricing: &Pricing)
         error: Some(error),
         results: Vec::new(),
     };
-    let (name, bytes, line) = match work {
+    // A line or a row: one transcript, its index the line's or the row's.
+    let (name, bytes, unit) = match work {
         Work::File(path) => {
             let name = path.display().to_string();
             match std::fs::read(&path) {
@@ -480,26 +548,26 @@ fn bench_one(work: Work, args: &Args, grid: &[Configuration], pricing: &Pricing)
                 }
             }
         }
-        Work::Line { path, line: usize::MAX, bytes } => {
-            return vec![failed(
-                path.display().to_string(),
-                None,
-                String::from_utf8_lossy(&bytes).into_owned(),
-            )]
+        Work::Failed { path, at, error } => return vec![failed(path.display().to_string(), at, error)],
+        Work::Line { path, line, bytes } => {
+            let name = path.display().to_string();
+            let named = format!("{name}:{}", line + 1);
+            (name, bytes, Some((line, named)))
         }
-        Work::Line { path, line, bytes } => (path.display().to_string(), bytes, Some(line)),
+        Work::Row { path, row, bytes } => {
+            let name = path.display().to_string();
+            let named = format!("{name}: row {row}");
+            (name, bytes, Some((row, named)))
+        }
     };
     let options = |conversation: usize| {
-        let named = match line {
-            Some(line) => format!("{name}:{}", line + 1),
-            None => name.clone(),
-        };
+        let named = unit.as_ref().map_or_else(|| name.clone(), |(_, named)| named.clone());
         let mut options =
             ReadOptions::named(named).with_full_history(args.full_history).with_conversation(conversation);
         options.format = args.format;
         options
     };
-    let index = |conversation: usize| line.unwrap_or(conversation);
+    let index = |conversation: usize| unit.as_ref().map_or(conversation, |&(index, _)| index);
     let benched = |conversation: usize, read: &compaction_formats::Conversation| Transcript {
         path: name.clone(),
         conversation: Some(index(conversation)),
@@ -512,13 +580,28 @@ fn bench_one(work: Work, args: &Args, grid: &[Configuration], pricing: &Pricing)
         Err(error) => return vec![failed(name.clone(), Some(index(0)), crate::strategy::chain(&error))],
     };
     let mut transcripts = vec![benched(0, &first)];
-    let count = if line.is_some() { 1 } else { first.conversations };
+    let count = if unit.is_some() { 1 } else { first.conversations };
     if count < 2 {
         return transcripts;
     }
-    // The file's other conversations (tau-bench), each read from a copy of the bytes, on all
-    // cores: each read parses the whole file.
+    // The file's other conversations (tau-bench), on all cores. Each is read from its own bytes,
+    // cut from the file once, as a file of that one conversation: reading the whole file for
+    // each would take time in the square of its size. Should the cut not give as many as the
+    // file holds, or one not read so, it is read from the whole file, as the error then says.
     let source = first.source();
+    let pieces = conversations(source).filter(|pieces| pieces.len() == count);
+    let read = |conversation: usize| {
+        if let Some(piece) = pieces.as_ref().and_then(|pieces| pieces.get(conversation)) {
+            let mut bytes = Vec::with_capacity(piece.len() + 2);
+            bytes.push(b'[');
+            bytes.extend_from_slice(&source[piece.clone()]);
+            bytes.push(b']');
+            if let Ok(read) = compaction_formats::read(bytes, &options(0)) {
+                return Ok(read);
+            }
+        }
+        compaction_formats::read(source.to_vec(), &options(conversation))
+    };
     let next = AtomicUsize::new(1);
     let threads = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get).min(count - 1);
     let mut more: Vec<(usize, Transcript)> = std::thread::scope(|scope| {
@@ -531,13 +614,12 @@ fn bench_one(work: Work, args: &Args, grid: &[Configuration], pricing: &Pricing)
                         if conversation >= count {
                             break done;
                         }
-                        let transcript =
-                            match compaction_formats::read(source.to_vec(), &options(conversation)) {
-                                Ok(read) => benched(conversation, &read),
-                                Err(error) => {
-                                    failed(name.clone(), Some(conversation), crate::strategy::chain(&error))
-                                }
-                            };
+                        let transcript = match read(conversation) {
+                            Ok(read) => benched(conversation, &read),
+                            Err(error) => {
+                                failed(name.clone(), Some(conversation), crate::strategy::chain(&error))
+                            }
+                        };
                         done.push((conversation, transcript));
                     }
                 })
@@ -551,6 +633,69 @@ fn bench_one(work: Work, args: &Args, grid: &[Configuration], pricing: &Pricing)
     more.sort_by_key(|(conversation, _)| *conversation);
     transcripts.extend(more.into_iter().map(|(_, t)| t));
     transcripts
+}
+
+/// Where each conversation of a file holding several sits: the elements of its top-level JSON
+/// array, or its non-blank lines (JSON Lines); `None` when the bytes are neither (a string or a
+/// bracket left open). Only strings and brackets are followed: the JSON of each piece is
+/// checked when it is read.
+fn conversations(source: &[u8]) -> Option<Vec<std::ops::Range<usize>>> {
+    let body = if source.starts_with(b"\xEF\xBB\xBF") { 3 } else { 0 };
+    let start = body + source[body..].iter().position(|b| !b.is_ascii_whitespace())?;
+    let mut pieces = Vec::new();
+    if source[start] != b'[' {
+        let mut at = body;
+        for line in source[body..].split(|&b| b == b'\n') {
+            if !line.iter().all(u8::is_ascii_whitespace) {
+                pieces.push(at..at + line.len());
+            }
+            at += line.len() + 1;
+        }
+        return Some(pieces);
+    }
+    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+    let mut from = start + 1;
+    for (at, &b) in source.iter().enumerate().skip(start) {
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => depth += 1,
+            b']' | b'}' => {
+                depth = depth.checked_sub(1)?;
+                if depth == 0 {
+                    let piece = trimmed(source, from..at);
+                    if !piece.is_empty() {
+                        pieces.push(piece);
+                    }
+                    return source[at + 1..].iter().all(u8::is_ascii_whitespace).then_some(pieces);
+                }
+            }
+            b',' if depth == 1 => {
+                pieces.push(trimmed(source, from..at));
+                from = at + 1;
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// `range` without the whitespace at either end.
+fn trimmed(source: &[u8], range: std::ops::Range<usize>) -> std::ops::Range<usize> {
+    let text = &source[range.clone()];
+    let Some(first) = text.iter().position(|b| !b.is_ascii_whitespace()) else {
+        return range.start..range.start;
+    };
+    let last = text.iter().rposition(|b| !b.is_ascii_whitespace()).unwrap_or(first);
+    range.start + first..range.start + last + 1
 }
 
 /// The figures of one conversation under every configuration.
@@ -1037,4 +1182,29 @@ fn chart(totals: &[Total], transcripts: &[Transcript]) -> Result<String> {
         drawn.map_err(|e| anyhow::anyhow!("drawing the chart: {e}"))?;
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::conversations;
+
+    /// Each case: the file, and the pieces it is cut into (`None`: not cut).
+    #[test]
+    fn a_file_of_conversations_is_cut_into_its_elements_or_lines() {
+        let cases: [(&str, Option<&[&str]>); 8] = [
+            ("[{\"a\": [1, 2]}, {\"b\": \"],{\\\"\"}]", Some(&["{\"a\": [1, 2]}", "{\"b\": \"],{\\\"\"}"])),
+            ("\u{feff} [ {\"a\":1} ,\n {\"b\":2} ]\n", Some(&["{\"a\":1}", "{\"b\":2}"])),
+            ("[]", Some(&[])),
+            ("{\"a\":1}\n\n{\"b\":[2]}\n", Some(&["{\"a\":1}", "{\"b\":[2]}"])),
+            ("[{\"a\":1}", None),
+            ("[{\"a\":1}]]", None),
+            ("[{\"a\":1}] x", None),
+            ("[\"open", None),
+        ];
+        for (file, want) in cases {
+            let got = conversations(file.as_bytes())
+                .map(|pieces| pieces.into_iter().map(|r| &file[r]).collect::<Vec<_>>());
+            assert_eq!(got.as_deref(), want, "{file:?}");
+        }
+    }
 }

@@ -1,6 +1,6 @@
 //! Integration tests of the `compaction` binary: formats read, round trips, real transcripts, errors,
-//! prune, offload, simulate, the bytes the JSON-tree path writes, and the commit point of a run's
-//! outputs.
+//! prune, offload, simulate, bench (over Parquet datasets too), the bytes the JSON-tree path writes,
+//! and the commit point of a run's outputs.
 
 mod bench;
 mod cache_aware;
@@ -12,6 +12,8 @@ mod faults;
 mod formats;
 mod logs;
 mod offload;
+#[cfg(feature = "parquet")]
+mod parquet;
 mod provider_faults;
 mod prune;
 mod readers_faults;
