@@ -116,8 +116,6 @@ mod overlay;
 mod pairing;
 mod request;
 mod responses;
-mod skip;
-mod splice;
 mod style;
 #[cfg(test)]
 mod tests;

@@ -26,7 +26,8 @@ use crate::message::{
     ToolResultContent,
 };
 use crate::text::{JsonSource, Text};
-use crate::wire::{encodes_as, file_part, image_part, skip_string};
+use crate::wire::{encodes_as, file_part, image_part};
+use compaction_json::scan::skip_string;
 
 /// A message read from the start of a JSON text by [`Message::read_prefix`].
 #[derive(Debug, Clone, PartialEq)]
