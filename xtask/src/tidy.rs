@@ -216,9 +216,10 @@ fn testkit_is_a_dev_dependency_that_depends_on_nothing_of_ours() {
             "Architecture Invariant broken: {krate} depends on compaction-testkit outside its dev-dependencies"
         );
     }
+    // compaction-json, at the bottom and testing with nothing of ours, spells fixtures as Python.
     for (dep, _) in &deps["compaction-testkit"] {
         assert!(
-            !dep.starts_with("compaction-"),
+            !dep.starts_with("compaction-") || dep == "compaction-json",
             "Architecture Invariant broken: compaction-testkit depends on {dep}"
         );
     }
@@ -504,10 +505,10 @@ fn visit(dir: &std::path::Path, f: &mut dyn FnMut(&std::path::Path)) {
 /// in the change that adds items (and say what they are in CHANGELOG.md), or lower it in the
 /// change that removes some, so the next addition is seen.
 const PUBLIC_ITEM_BUDGET: &[(&str, usize)] = &[
-    ("compaction-json", 26),
-    ("compaction-model", 99),
+    ("compaction-json", 44),
+    ("compaction-model", 98),
     ("compaction-formats", 52),
-    ("compaction-tokens", 63),
+    ("compaction-tokens", 55),
     ("compaction-core", 141),
     ("compaction-llm", 74),
     ("compaction-hook", 75),

@@ -12,7 +12,10 @@
 //! - [`string`]: decoding a string as serde_json decodes it, straight into one buffer;
 //! - [`splice`]: the bytes of the value at a path ([`splice::find`]), an object's members and an
 //!   array's elements as spans, and writing a text with some spans replaced
-//!   ([`splice::write_edited`]).
+//!   ([`splice::write_edited`]);
+//! - [`python`]: a `serde_json::Value` printed as Python's `json.dumps` prints it, with its
+//!   options (`sort_keys`, `ensure_ascii`, separators, numbers as `repr(float)`), and the length
+//!   of that text without building it.
 //!
 //! Everything here works on bytes that the caller has checked as UTF-8, and gives `None` (or an
 //! [`Error`] naming the byte) where it is not sure, so the caller can leave the text to
@@ -38,12 +41,19 @@
 //!
 //! // Strings decode as serde_json decodes them.
 //! assert_eq!(compaction_json::string::decode(r#""caf\u00e9 \ud83d\ude00""#)?, "café 😀");
+//!
+//! // Printed as Python's `json.dumps(value, sort_keys=True)` prints it.
+//! let value = serde_json::json!({"b": 1e-5, "a": "é"});
+//! let python = compaction_json::python::PythonJson::new().sort_keys(true);
+//! assert_eq!(python.dumps(&value), r#"{"a": "\u00e9", "b": 1e-05}"#);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
 //! ## Crate features
 //!
-//! None. The crate depends on thiserror only; its tests hold every scan beside serde_json's.
+//! None. The crate depends on serde_json (for the printer's `Value`, with the workspace's
+//! `arbitrary_precision` and `preserve_order`) and thiserror; its tests hold every scan beside
+//! serde_json's.
 //!
 //! ## Minimum supported Rust version
 //!
@@ -52,6 +62,7 @@
 #![deny(missing_docs)]
 
 mod error;
+pub mod python;
 pub mod scan;
 pub mod splice;
 pub mod string;

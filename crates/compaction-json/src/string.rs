@@ -98,3 +98,35 @@ pub fn decode_escape(bytes: &[u8], at: usize, out: &mut String) -> Option<usize>
     out.push(short);
     Some(at + 1)
 }
+
+/// The stand-in of surrogate `0xD800`; surrogate `0xD800 + k` stands as this plus `k`.
+const FIRST_STAND_IN: u32 = 0x10_F000;
+
+/// The surrogate code unit (`0xD800`–`0xDFFF`) that `c` stands for when it is the stand-in of a
+/// lone surrogate escape read from JSON, else `None`.
+///
+/// Python reads `"\ud83d"` as a one-character `str` holding the surrogate; a Rust `String`
+/// cannot hold one, so the workspace holds it as a stand-in character, one of 2,048 code points
+/// near the end of Unicode (U+10F000–U+10F7FF, in Supplementary Private Use Area-B): surrogate
+/// `0xD800 + k` is `U+10F000 + k`, one character as in Python. Writers write it back as the
+/// escape it was read from, and the printer of [`crate::python`] escapes it as Python does.
+///
+/// ```
+/// use compaction_json::string::{lone_surrogate, stand_in};
+///
+/// assert_eq!(lone_surrogate(stand_in(0xD83D)), Some(0xD83D));
+/// assert_eq!(lone_surrogate('a'), None);
+/// ```
+pub fn lone_surrogate(c: char) -> Option<u16> {
+    let offset = u32::from(c).checked_sub(FIRST_STAND_IN)?;
+    if offset < 0x800 {
+        u16::try_from(0xD800 + offset).ok()
+    } else {
+        None
+    }
+}
+
+/// The stand-in for surrogate code unit `unit` (`0xD800`–`0xDFFF`; see [`lone_surrogate`]).
+pub fn stand_in(unit: u32) -> char {
+    char::from_u32(FIRST_STAND_IN + (unit & 0x7FF)).unwrap_or(char::REPLACEMENT_CHARACTER)
+}
