@@ -505,7 +505,7 @@ fn visit(dir: &std::path::Path, f: &mut dyn FnMut(&std::path::Path)) {
 /// in the change that adds items (and say what they are in CHANGELOG.md), or lower it in the
 /// change that removes some, so the next addition is seen.
 const PUBLIC_ITEM_BUDGET: &[(&str, usize)] = &[
-    ("compaction-json", 44),
+    ("compaction-json", 53),
     ("compaction-model", 98),
     ("compaction-formats", 52),
     ("compaction-tokens", 55),

@@ -18,6 +18,7 @@
 
 use std::sync::Arc;
 
+use compaction_json::dupkeys::{self, Keys, Tracked};
 use compaction_json::scan;
 use compaction_json::splice::{self, Seg};
 use compaction_model::{JsonSource, Role};
@@ -27,7 +28,6 @@ use serde_json::{Map, Value};
 
 use crate::anthropic::{self, Opaque};
 use crate::document::{json_type, member, member_of, take_members};
-use crate::dupkeys::{self, Keys, Tracked};
 use crate::error::{snippet, Error, Location};
 use crate::eventlog::{LogDecoded, MessageSlots, Slot, Style};
 use crate::notes::{plural, thousands, Note, NoteKind, Tally};

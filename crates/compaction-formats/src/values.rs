@@ -24,7 +24,7 @@ use compaction_model::{JsonSource, Text};
 use serde_json::map::Entry;
 use serde_json::{Map, Value};
 
-use crate::dupkeys::{Keys, Tracked};
+use compaction_json::dupkeys::{Keys, Tracked};
 use compaction_json::scan::{literal, number_end, whitespace};
 
 /// The value starting at byte `at` of `text`, and where it ends; repeated keys and keys written
@@ -293,7 +293,7 @@ impl Builder<'_, '_, '_, '_> {
 #[cfg(test)]
 mod tests {
     use super::value_at;
-    use crate::dupkeys::{tracked_value, Keys};
+    use compaction_json::dupkeys::{tracked_value, Keys};
 
     /// What both builds give for `text`: ours when it builds, serde_json's otherwise.
     fn both(text: &str) -> (Option<String>, Option<String>) {

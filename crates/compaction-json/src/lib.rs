@@ -13,6 +13,8 @@
 //! - [`splice`]: the bytes of the value at a path ([`splice::find`]), an object's members and an
 //!   array's elements as spans, and writing a text with some spans replaced
 //!   ([`splice::write_edited`]);
+//! - [`dupkeys`]: objects that repeat a key, found by a scan of the bytes 64 at a time
+//!   ([`dupkeys::scan_keys`]) or while a `serde_json::Value` is built ([`dupkeys::Tracked`]);
 //! - [`python`]: a `serde_json::Value` printed as Python's `json.dumps` prints it, with its
 //!   options (`sort_keys`, `ensure_ascii`, separators, numbers as `repr(float)`), and the length
 //!   of that text without building it.
@@ -61,6 +63,7 @@
 //! (0.1 → 0.2), never in a patch release, and the changelog says so.
 #![deny(missing_docs)]
 
+pub mod dupkeys;
 mod error;
 pub mod python;
 pub mod scan;
