@@ -22,7 +22,7 @@ pub struct Keys {
 /// pass over the bytes; string contents are skipped, keys compared as written.
 ///
 /// Strings hold most of a log's bytes, and logs escape often (a quote or a line break every few
-/// dozen bytes of a tool's output): the bytes are taken 64 at a time ([`Strings`]), which tells
+/// dozen bytes of a tool's output): the bytes are taken 64 at a time (a `Strings` scan), which tells
 /// where every string starts and ends without stopping at its escapes, and only the quotes and
 /// the bytes between strings are looked at one by one.
 ///
