@@ -11,6 +11,7 @@ use crate::project_root;
 
 /// Layers, bottom first. A crate may depend only on crates below it.
 const LAYERS: &[&str] = &[
+    "compaction-json",
     "compaction-model",
     "compaction-tokens",
     "compaction-core",
@@ -215,9 +216,10 @@ fn testkit_is_a_dev_dependency_that_depends_on_nothing_of_ours() {
             "Architecture Invariant broken: {krate} depends on compaction-testkit outside its dev-dependencies"
         );
     }
+    // compaction-json, at the bottom and testing with nothing of ours, spells fixtures as Python.
     for (dep, _) in &deps["compaction-testkit"] {
         assert!(
-            !dep.starts_with("compaction-"),
+            !dep.starts_with("compaction-") || dep == "compaction-json",
             "Architecture Invariant broken: compaction-testkit depends on {dep}"
         );
     }
@@ -230,7 +232,7 @@ fn formats_depends_only_on_the_model_and_only_the_command_depends_on_it() {
     let Some(formats) = deps.get("compaction-formats") else { panic!("compaction-formats is missing") };
     for (dep, _) in formats {
         assert!(
-            !dep.starts_with("compaction-") || dep == "compaction-model",
+            !dep.starts_with("compaction-") || dep == "compaction-model" || dep == "compaction-json",
             "Architecture Invariant broken: compaction-formats depends on {dep}"
         );
     }
@@ -248,7 +250,7 @@ fn model_depends_only_on_serde_json_thiserror_and_simdutf8() {
     let deps = dependencies(&metadata());
     for (dep, _) in &deps["compaction-model"] {
         assert!(
-            ["serde", "serde_json", "thiserror", "simdutf8"].contains(&dep.as_str()),
+            ["compaction-json", "serde", "serde_json", "thiserror", "simdutf8"].contains(&dep.as_str()),
             "Architecture Invariant broken: compaction-model depends on {dep}"
         );
     }
@@ -503,9 +505,10 @@ fn visit(dir: &std::path::Path, f: &mut dyn FnMut(&std::path::Path)) {
 /// in the change that adds items (and say what they are in CHANGELOG.md), or lower it in the
 /// change that removes some, so the next addition is seen.
 const PUBLIC_ITEM_BUDGET: &[(&str, usize)] = &[
-    ("compaction-model", 99),
+    ("compaction-json", 53),
+    ("compaction-model", 98),
     ("compaction-formats", 52),
-    ("compaction-tokens", 63),
+    ("compaction-tokens", 55),
     ("compaction-core", 157),
     ("compaction-llm", 74),
     ("compaction-hook", 76),

@@ -18,6 +18,9 @@
 
 use std::sync::Arc;
 
+use compaction_json::dupkeys::{self, Keys, Tracked};
+use compaction_json::scan;
+use compaction_json::splice::{self, Seg};
 use compaction_model::{JsonSource, Role};
 use serde::de::{self, Deserialize, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::value::RawValue;
@@ -25,17 +28,15 @@ use serde_json::{Map, Value};
 
 use crate::anthropic::{self, Opaque};
 use crate::document::{json_type, member, member_of, take_members};
-use crate::dupkeys::{self, Keys, Tracked};
 use crate::error::{snippet, Error, Location};
 use crate::eventlog::{LogDecoded, MessageSlots, Slot, Style};
 use crate::notes::{plural, thousands, Note, NoteKind, Tally};
 use crate::pairing::OpenCalls;
-use crate::splice::{self, Seg};
 use crate::usage::{rfc3339_millis, MessageUsage, Usage};
+use crate::values;
 use crate::values::ResultsFound;
 use crate::Event;
 use crate::ProviderCompaction;
-use crate::{skip, values};
 
 /// Reads a Claude Code log line by line.
 #[derive(Debug)]
@@ -363,7 +364,7 @@ pub(crate) fn lean_event_by(
 }
 
 /// An event's [`Fields`], found by walking its members: what is not read is crossed by
-/// [`skip::value_end`], checked as serde_json checks it and faster than serde_json skips it (a
+/// [`scan::value_end`], checked as serde_json checks it and faster than serde_json skips it (a
 /// session's `toolUseResult` is half its bytes), a `user` or `assistant` event's `message` is
 /// built by [`values::value_at`], as serde_json would build it, and the few other values read
 /// are parsed by serde_json. `None` when the line is not an object whose keys are plain and
@@ -373,31 +374,31 @@ pub(crate) fn walk_fields<'t>(text: &'t str, mut left: Option<&mut values::Left<
     let bytes = text.as_bytes();
     let mut fields = Fields::default();
     let mut names: Vec<&str> = Vec::new();
-    let mut at = skip::whitespace(bytes, 0);
+    let mut at = scan::whitespace(bytes, 0);
     if bytes.get(at) != Some(&b'{') {
         return None;
     }
-    at = skip::whitespace(bytes, at + 1);
+    at = scan::whitespace(bytes, at + 1);
     if bytes.get(at) != Some(&b'}') {
         loop {
             if bytes.get(at) != Some(&b'"') {
                 return None;
             }
-            let end = skip::string_end(bytes, at + 1)?;
+            let end = scan::string_end(bytes, at + 1)?;
             let name = text.get(at + 1..end - 1)?;
             if name.contains('\\') || names.contains(&name) {
                 return None;
             }
             names.push(name);
-            at = skip::whitespace(bytes, end);
+            at = scan::whitespace(bytes, end);
             if bytes.get(at) != Some(&b':') {
                 return None;
             }
-            at = skip::whitespace(bytes, at + 1);
+            at = scan::whitespace(bytes, at + 1);
             let raw = |end: usize| serde_json::from_str::<&RawValue>(text.get(at..end)?).ok();
             at = match name {
                 "type" | "subtype" | "isSidechain" | "compactMetadata" | "timestamp" => {
-                    let end = skip::value_end(bytes, at)?;
+                    let end = scan::value_end(bytes, at)?;
                     let slot = match name {
                         "type" => &mut fields.kind,
                         "subtype" => &mut fields.subtype,
@@ -420,22 +421,22 @@ pub(crate) fn walk_fields<'t>(text: &'t str, mut left: Option<&mut values::Left<
                         fields.message_at = Some(at);
                         end
                     } else {
-                        let end = skip::value_end(bytes, at)?;
+                        let end = scan::value_end(bytes, at)?;
                         fields.message = Some(Message::Raw(raw(end)?));
                         end
                     }
                 }
-                _ => skip::value_end(bytes, at)?,
+                _ => scan::value_end(bytes, at)?,
             };
-            at = skip::whitespace(bytes, at);
+            at = scan::whitespace(bytes, at);
             match bytes.get(at)? {
-                b',' => at = skip::whitespace(bytes, at + 1),
+                b',' => at = scan::whitespace(bytes, at + 1),
                 b'}' => break,
                 _ => return None,
             }
         }
     }
-    (skip::whitespace(bytes, at + 1) == bytes.len()).then_some(fields)
+    (scan::whitespace(bytes, at + 1) == bytes.len()).then_some(fields)
 }
 
 /// The raw JSON of the keys [`Reader::line`] reads; a key given twice keeps its last value, as a

@@ -19,9 +19,9 @@ use crate::error::{Error, Location};
 use crate::eventlog::LogDecoded;
 use crate::notes::{plural, Note, NoteKind};
 use crate::responses::{is_item, Items};
-use crate::splice::Seg;
 use crate::usage::{rfc3339_millis, MessageUsage, Usage};
 use crate::ProviderCompaction;
+use compaction_json::splice::Seg;
 
 /// Record types of a rollout line's envelope (for detection).
 pub(crate) const RECORD_TYPES: &[&str] =

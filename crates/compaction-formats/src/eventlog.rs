@@ -17,10 +17,10 @@ use serde_json::{json, Value};
 
 use crate::error::Error;
 use crate::notes::Note;
-use crate::splice::{self, Edit, Seg};
 use crate::threads;
 use crate::usage::MessageUsage;
 use crate::Format;
+use compaction_json::splice::{self, Edit, Seg};
 
 /// The non-blank lines of a JSON Lines file: 1-based line number and byte range (without the
 /// line break; a byte-order mark on the first line left out).

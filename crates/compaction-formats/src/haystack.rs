@@ -17,11 +17,10 @@ use serde_json::Value;
 use crate::document::{Locator, Place, Top};
 use crate::error::Error;
 use crate::overlay::{self, Shape};
-use crate::skip::whitespace as skip_whitespace;
-use crate::splice::value_end;
 use crate::threads;
 use crate::write::{write_native_rewritten, write_native_to, Native};
 use crate::{Decoded, Format, Layout, Target};
+use compaction_json::scan::{skip_value, whitespace as skip_whitespace};
 
 /// The keys of a Haystack message; anything else on it is kept when it is written back.
 pub(crate) static SHAPE: Shape = Shape {
@@ -110,7 +109,7 @@ pub(crate) fn two_runs<R: Send>(
 fn is_haystack(bytes: &[u8], mut at: usize) -> bool {
     let mut first = true;
     loop {
-        let Some(end) = value_end(bytes, at) else { return false };
+        let Some(end) = skip_value(bytes, at) else { return false };
         let Ok(value) = compaction_model::value_from_slice(&bytes[at..end]) else { return false };
         if first && !value.as_object().is_some_and(|o| o.contains_key("role") || o.contains_key("_role")) {
             // The tree path looks further for an object; rare enough to leave to it.
@@ -199,7 +198,7 @@ fn read_message(source: &JsonSource, at: usize, index: usize) -> Option<(Message
         return Some((read.message, at + read.len, true));
     }
     let bytes = source.as_bytes();
-    let end = value_end(bytes, at)?;
+    let end = skip_value(bytes, at)?;
     let raw = &bytes[at..end];
     // Errors are left to the tree path, which words them; the index is only used in them.
     let message = Message::from_slice(raw, index).ok()?;

@@ -5,7 +5,7 @@
 //!
 //! The JSON tree the file was read into says what the messages are; the input's bytes say how
 //! they were spelled. Here the messages array is found again in the bytes with the scans of
-//! [`crate::splice`], element by element, and the output is laid out from those places.
+//! [`compaction_json::splice`], element by element, and the output is laid out from those places.
 
 use std::io::Write;
 use std::ops::Range;
@@ -14,10 +14,10 @@ use serde_json::Value;
 
 use crate::document::{Place, Top};
 use crate::error::Error;
-use crate::skip::whitespace as skip_whitespace;
-use crate::splice::{self, Seg};
 use crate::style::{margin, Style};
 use crate::write::Native;
+use compaction_json::scan::whitespace as skip_whitespace;
+use compaction_json::splice::{self, Seg};
 
 /// One element of the messages array to write.
 #[derive(Debug)]

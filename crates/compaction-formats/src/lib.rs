@@ -102,7 +102,6 @@ mod claude_code;
 mod codex;
 mod detect;
 mod document;
-mod dupkeys;
 mod error;
 mod eventlog;
 mod format;
@@ -116,8 +115,6 @@ mod overlay;
 mod pairing;
 mod request;
 mod responses;
-mod skip;
-mod splice;
 mod style;
 #[cfg(test)]
 mod tests;
@@ -129,6 +126,7 @@ mod write;
 use std::io::Write;
 use std::ops::Range;
 
+use compaction_json::dupkeys;
 use compaction_model::{JsonObject, JsonSource, Message, Part, Role, SurrogateEscapes, TextPart, ToolSpec};
 use serde_json::{Map, Value};
 

@@ -22,15 +22,14 @@ use serde_json::{Map, Value};
 
 use crate::detect::message_format;
 use crate::document::{read_tools, Locator};
-use crate::dupkeys::{scan_keys, Keys};
 use crate::error::Error;
 use crate::openai::{Apart, Prepared};
 use crate::pairing::OpenCalls;
-use crate::skip::whitespace as skip_whitespace;
-use crate::splice::value_end;
 use crate::style::{margin, Style};
 use crate::threads;
 use crate::{haystack, openai, overlay, Format};
+use compaction_json::dupkeys::{scan_keys, Keys};
+use compaction_json::scan::{skip_value as value_end, whitespace as skip_whitespace};
 
 /// Where a request's parts sit in its bytes.
 #[derive(Debug)]

@@ -25,7 +25,7 @@ use crate::error::snippet;
 use crate::eventlog::{LogDecoded, MessageSlots, Slot, Style};
 use crate::notes::{plural, Note, NoteKind, Tally};
 use crate::pairing::{unpaired, OpenCalls};
-use crate::splice::Seg;
+use compaction_json::splice::Seg;
 
 /// Item types that only a Responses list holds (for detection).
 pub(crate) const ITEM_TYPES: &[&str] = &[

@@ -10,8 +10,7 @@ use std::io;
 use serde::Serialize;
 use serde_json::ser::Formatter;
 
-use crate::skip::whitespace as skip_whitespace;
-use crate::splice::value_end;
+use compaction_json::scan::{skip_value, whitespace as skip_whitespace};
 
 /// How the values of one file are spelled.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -91,7 +90,7 @@ fn spaced(source: &[u8], at: usize) -> bool {
     if source.get(key) != Some(&b'"') {
         return false;
     }
-    let Some(key_end) = value_end(source, key) else { return false };
+    let Some(key_end) = skip_value(source, key) else { return false };
     let colon = skip_whitespace(source, key_end);
     source.get(colon) == Some(&b':') && source.get(colon + 1) == Some(&b' ')
 }

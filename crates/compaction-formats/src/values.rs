@@ -24,8 +24,8 @@ use compaction_model::{JsonSource, Text};
 use serde_json::map::Entry;
 use serde_json::{Map, Value};
 
-use crate::dupkeys::{Keys, Tracked};
-use crate::skip::{hex4, literal, next_stop, number_end, whitespace};
+use compaction_json::dupkeys::{Keys, Tracked};
+use compaction_json::scan::{literal, number_end, whitespace};
 
 /// The value starting at byte `at` of `text`, and where it ends; repeated keys and keys written
 /// with an escape go to `keys`. With `left`, the value is a message whose tool results' texts
@@ -279,75 +279,21 @@ impl Builder<'_, '_, '_, '_> {
     /// have, or a `\u` escape of half a surrogate pair alone (serde_json refuses those in what it
     /// builds).
     fn string(&mut self, start: usize) -> Option<(String, usize, bool)> {
-        let (text, bytes) = (self.text, self.text.as_bytes());
-        let out = &mut self.scratch;
-        out.clear();
-        let mut run = start;
-        let mut at = start;
-        loop {
-            at = next_stop(bytes, at);
-            match *bytes.get(at)? {
-                b'"' => {
-                    if run == start {
-                        // No escape: the contents as they are, copied once.
-                        return Some((text.get(start..at)?.to_owned(), at + 1, false));
-                    }
-                    out.push_str(text.get(run..at)?);
-                    return Some((out.as_str().to_owned(), at + 1, true));
-                }
-                b'\\' => {
-                    out.push_str(text.get(run..at)?);
-                    at = escape(bytes, at + 1, out)?;
-                    run = at;
-                }
-                0x00..=0x1F => return None,
-                // The last few bytes, which the eight at a time did not cover.
-                _ => at += 1,
-            }
+        let (end, escaped) =
+            compaction_json::string::decode_into(self.text, start, &mut self.scratch).ok()?;
+        if escaped {
+            Some((self.scratch.as_str().to_owned(), end, true))
+        } else {
+            // No escape: the contents as they are, copied once.
+            Some((self.text.get(start..end - 1)?.to_owned(), end, false))
         }
     }
-}
-
-/// Decodes the escape after a backslash (at `at`) into `out`; returns where it ends.
-fn escape(bytes: &[u8], at: usize, out: &mut String) -> Option<usize> {
-    let short = match *bytes.get(at)? {
-        b'"' => '"',
-        b'\\' => '\\',
-        b'/' => '/',
-        b'b' => '\u{8}',
-        b'f' => '\u{c}',
-        b'n' => '\n',
-        b'r' => '\r',
-        b't' => '\t',
-        b'u' => {
-            let unit = hex4(bytes, at + 1)?;
-            let (c, end) = match unit {
-                0xD800..=0xDBFF => {
-                    if bytes.get(at + 5..at + 7)? != b"\\u" {
-                        return None;
-                    }
-                    let low = hex4(bytes, at + 7)?;
-                    if !(0xDC00..=0xDFFF).contains(&low) {
-                        return None;
-                    }
-                    (char::from_u32(0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00))?, at + 11)
-                }
-                0xDC00..=0xDFFF => return None,
-                _ => (char::from_u32(unit)?, at + 5),
-            };
-            out.push(c);
-            return Some(end);
-        }
-        _ => return None,
-    };
-    out.push(short);
-    Some(at + 1)
 }
 
 #[cfg(test)]
 mod tests {
     use super::value_at;
-    use crate::dupkeys::{tracked_value, Keys};
+    use compaction_json::dupkeys::{tracked_value, Keys};
 
     /// What both builds give for `text`: ours when it builds, serde_json's otherwise.
     fn both(text: &str) -> (Option<String>, Option<String>) {

@@ -117,7 +117,6 @@ mod generator;
 mod join;
 mod openai;
 mod provider;
-mod pyjson;
 mod redact;
 mod responses;
 mod retry;

@@ -16,6 +16,7 @@
 //! (kept as `raw_arguments`), custom tool calls, `reasoning_content` (as compatible servers send
 //! reasoning) and a refusal (in `meta["refusal"]`).
 
+use compaction_json::python::PythonJson;
 use compaction_model::{
     JsonObject, Message, Part, ReasoningPart, ResultPart, Role, TextPart, ToolCall, ToolResultContent,
 };
@@ -23,7 +24,6 @@ use serde_json::{json, Map, Value};
 
 use crate::error::Error;
 use crate::provider::Provider;
-use crate::pyjson;
 
 /// Every message of `messages` as a Chat Completions message, in order.
 ///
@@ -160,7 +160,8 @@ fn chat_message(message: &Message) -> Result<Value, String> {
             .map(|call| {
                 let arguments = match &call.raw_arguments {
                     Some(raw) => raw.clone(),
-                    None => pyjson::dumps(&Value::Object(call.arguments.clone())),
+                    // As the reference sends them: `json.dumps(arguments, ensure_ascii=False)`.
+                    None => PythonJson::new().ensure_ascii(false).dumps(&Value::Object(call.arguments.clone())),
                 };
                 let id = call.id.as_ref().ok_or("a tool call must have an id")?;
                 Ok(json!({"type": "function", "function": {"name": call.tool_name, "arguments": arguments}, "id": id}))

@@ -13,6 +13,7 @@
 //!   reference keeps only its text), and an assistant message with images or files is an error
 //!   (the API has no place for them; the reference drops them).
 
+use compaction_json::python::PythonJson;
 use compaction_model::{
     FilePart, ImagePart, JsonObject, Message, Part, ResultPart, Role, ToolCall, ToolResultContent,
 };
@@ -20,7 +21,6 @@ use serde_json::{json, Map, Value};
 
 use crate::error::Error;
 use crate::provider::Provider;
-use crate::pyjson;
 
 /// The reasoning fields the Responses API takes back in an input item; the reference filters
 /// `extra` to these (streaming bookkeeping would be rejected).
@@ -115,7 +115,7 @@ pub(crate) fn message_items(message: &Message) -> Result<Vec<Value>, String> {
             }
         }
         // Raw reasoning sent back under `content` is not repeated as a summary.
-        if !reasoning.reasoning_text.is_empty() && !item.get("content").is_some_and(pyjson::truthy) {
+        if !reasoning.reasoning_text.is_empty() && !item.get("content").is_some_and(truthy) {
             item.insert(
                 "summary".into(),
                 json!([{"text": reasoning.reasoning_text, "type": "summary_text"}]),
@@ -127,7 +127,8 @@ pub(crate) fn message_items(message: &Message) -> Result<Vec<Value>, String> {
     for call in message.tool_calls() {
         let arguments = match &call.raw_arguments {
             Some(raw) => raw.clone(),
-            None => pyjson::dumps(&Value::Object(call.arguments.clone())),
+            // As the reference sends them: `json.dumps(arguments, ensure_ascii=False)`.
+            None => PythonJson::new().ensure_ascii(false).dumps(&Value::Object(call.arguments.clone())),
         };
         items.push(json!({
             "type": "function_call",
@@ -217,4 +218,30 @@ pub(crate) fn tools(tools: &[compaction_model::ToolSpec]) -> Vec<Value> {
             Value::Object(item)
         })
         .collect()
+}
+
+/// Python's truth value of a JSON value: `null`, `false`, `0`, `""`, `[]` and `{}` are false.
+fn truthy(value: &Value) -> bool {
+    match value {
+        Value::Null => false,
+        Value::Bool(b) => *b,
+        Value::Number(n) => n.as_f64().is_some_and(|x| x != 0.0),
+        Value::String(s) => !s.is_empty(),
+        Value::Array(items) => !items.is_empty(),
+        Value::Object(map) => !map.is_empty(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn truth_values_are_pythons() {
+        use serde_json::json;
+        for falsy in [json!(null), json!(false), json!(0), json!(0.0), json!(""), json!([]), json!({})] {
+            assert!(!super::truthy(&falsy), "{falsy}");
+        }
+        for true_ in [json!(true), json!(1), json!("x"), json!([0]), json!({"a": null})] {
+            assert!(super::truthy(&true_), "{true_}");
+        }
+    }
 }

@@ -24,32 +24,10 @@ use std::io::{self, Write};
 use serde::Serialize;
 use serde_json::{Number, Value};
 
-/// The stand-in of surrogate `0xD800`; surrogate `0xD800 + k` stands as this plus `k`.
-const FIRST_STAND_IN: u32 = 0x10_F000;
-
-/// The surrogate code unit (`0xD800`–`0xDFFF`) that `c` stands for when it is the stand-in of a
-/// lone surrogate escape read from JSON (see the module docs), else `None`.
-///
-/// ```
-/// let text = compaction_model::value_from_slice(br#""a\ud83d""#)?;
-/// let last = text.as_str().and_then(|s| s.chars().last()).unwrap();
-/// assert_eq!(compaction_model::lone_surrogate(last), Some(0xD83D));
-/// assert_eq!(compaction_model::lone_surrogate('a'), None);
-/// # Ok::<(), serde_json::Error>(())
-/// ```
-pub fn lone_surrogate(c: char) -> Option<u16> {
-    let offset = u32::from(c).checked_sub(FIRST_STAND_IN)?;
-    if offset < 0x800 {
-        u16::try_from(0xD800 + offset).ok()
-    } else {
-        None
-    }
-}
-
-/// The stand-in for surrogate code unit `unit` (`0xD800`–`0xDFFF`).
-pub(crate) fn stand_in(unit: u32) -> char {
-    char::from_u32(FIRST_STAND_IN + (unit & 0x7FF)).unwrap_or(char::REPLACEMENT_CHARACTER)
-}
+/// The surrogate a lone surrogate's stand-in stands for (see the module docs); the convention
+/// lives in compaction-json, which the printers share.
+pub use compaction_json::string::lone_surrogate;
+pub(crate) use compaction_json::string::stand_in;
 
 /// A number holding one of Python's non-finite floats, spelled as `json.dumps` spells it:
 /// `NaN`, `Infinity` or `-Infinity`.

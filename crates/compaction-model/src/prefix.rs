@@ -26,7 +26,8 @@ use crate::message::{
     ToolResultContent,
 };
 use crate::text::{JsonSource, Text};
-use crate::wire::{encodes_as, file_part, image_part, skip_string};
+use crate::wire::{encodes_as, file_part, image_part};
+use compaction_json::scan::skip_string;
 
 /// A message read from the start of a JSON text by [`Message::read_prefix`].
 #[derive(Debug, Clone, PartialEq)]
@@ -368,9 +369,11 @@ impl<'a> Reader<'a> {
                             return None;
                         }
                         let (key, _) = self.string()?;
-                        // serde_json reads an object with one of its private marker keys as
-                        // something else (a number, with arbitrary precision): left to it.
-                        if key.starts_with("$serde_json::private::") {
+                        // serde_json reads an object with one of its marker keys as something
+                        // else (a number, with arbitrary precision; a raw value): left to it.
+                        // Its markers are private and start with `$`; any key that does is left
+                        // to it, so none is named here and a renamed one is still left.
+                        if key.starts_with('$') {
                             return None;
                         }
                         self.token(b':')?;

@@ -200,66 +200,11 @@ fn deviation_problems(
 /// `value` as Python's `json.dumps(value)` writes it (`ensure_ascii` true, its default) or
 /// `json.dumps(value, ensure_ascii=False)`: `", "` and `": "` between items, the short escapes
 /// and `\u00XX` for control characters, and with `ensure_ascii` every character outside
-/// `' '..='~'` as `\uXXXX` (lowercase, surrogate pairs above U+FFFF). Numbers are written as
-/// they were read. The way a Haystack user's file is spelled, for tests of the readers.
+/// `' '..='~'` as `\uXXXX` (lowercase, surrogate pairs above U+FFFF, one escape for a lone
+/// surrogate's stand-in). Numbers are written as they were read. The way a Haystack user's file
+/// is spelled, for tests of the readers.
 pub fn python_dumps(value: &Value, ensure_ascii: bool) -> String {
-    let mut out = String::new();
-    python_value(value, ensure_ascii, &mut out);
-    out
-}
-
-fn python_value(value: &Value, ascii: bool, out: &mut String) {
-    match value {
-        Value::Null => out.push_str("null"),
-        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Number(n) => out.push_str(&n.to_string()),
-        Value::String(s) => python_string(s, ascii, out),
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                python_value(item, ascii, out);
-            }
-            out.push(']');
-        }
-        Value::Object(object) => {
-            out.push('{');
-            for (i, (key, item)) in object.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                python_string(key, ascii, out);
-                out.push_str(": ");
-                python_value(item, ascii, out);
-            }
-            out.push('}');
-        }
-    }
-}
-
-fn python_string(s: &str, ascii: bool, out: &mut String) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            c if c < ' ' || (ascii && c > '~') => {
-                let mut units = [0; 2];
-                for unit in c.encode_utf16(&mut units) {
-                    out.push_str(&format!("\\u{unit:04x}"));
-                }
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
+    compaction_json::python::PythonJson::new().ensure_ascii(ensure_ascii).float_repr(false).dumps(value)
 }
 
 #[cfg(test)]

@@ -62,7 +62,6 @@ mod error;
 mod huggingface;
 #[cfg(any(feature = "tiktoken", feature = "huggingface"))]
 mod parallel;
-mod pyjson;
 mod render;
 mod running;
 mod spec;
@@ -74,7 +73,6 @@ pub use counter::{Counts, Measure, TokenCounter};
 pub use error::Error;
 #[cfg(feature = "huggingface")]
 pub use huggingface::HuggingFaceTokenCounter;
-pub use pyjson::write_python_json_number;
 pub use render::{
     char_len, render_message, rendered_conversation, rendered_message, rendered_message_chars, rendered_text,
     rendered_tools, rendered_tools_chars, NonText,

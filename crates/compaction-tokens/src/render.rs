@@ -26,7 +26,11 @@ use compaction_model::{
     FilePart, ImagePart, Message, Part, ResultPart, ToolCallResult, ToolResultContent, ToolSpec,
 };
 
-use crate::pyjson;
+use compaction_json::python::{float_repr, PythonJson};
+
+/// How the reference prints tool arguments and specs to measure them:
+/// `json.dumps(value, sort_keys=True, default=str)`.
+const PYTHON: PythonJson = PythonJson::new().sort_keys(true);
 
 /// Content without a text form that a rendering shows as a placeholder: an image or a file,
 /// of a message or inside a tool result.
@@ -89,7 +93,7 @@ fn python_str(value: &serde_json::Value) -> Option<String> {
             if text.contains(['.', 'e', 'E']) {
                 let mut out = String::new();
                 // Out of range reads as infinity, as Python's `float()` does.
-                pyjson::python_float_repr(text.parse().unwrap_or(f64::NAN), &mut out);
+                float_repr(text.parse().unwrap_or(f64::NAN), &mut out);
                 Some(out)
             } else if text == "-0" {
                 Some("0".to_owned())
@@ -196,8 +200,8 @@ pub fn render_message_with(message: &Message, options: &RenderOptions<'_>, out: 
         out.push('(');
         match &call.raw_arguments {
             // As the reference renders a string `arguments`: `json.dumps` of the string.
-            Some(raw) => pyjson::write_python_json_str(raw, out),
-            None => pyjson::write_python_json_object(&call.arguments, out),
+            Some(raw) => PYTHON.write_str(raw, out),
+            None => PYTHON.write_object(&call.arguments, out),
         }
         out.push(')');
         lines += 1;
@@ -305,7 +309,7 @@ pub fn render_tools(tools: &[ToolSpec], out: &mut String) {
         return;
     }
     let specs = serde_json::Value::Array(tools.iter().map(ToolSpec::to_value).collect());
-    pyjson::write_python_json(&specs, out);
+    PYTHON.write(&specs, out);
 }
 
 /// The full text a counter measures: [`rendered_conversation`] followed by [`rendered_tools`].
@@ -343,8 +347,8 @@ pub fn rendered_message_chars(message: &Message) -> usize {
     }
     for call in message.tool_calls() {
         let arguments = match &call.raw_arguments {
-            Some(raw) => pyjson::python_json_str_len(raw),
-            None => pyjson::python_json_object_char_len(&call.arguments),
+            Some(raw) => PYTHON.str_len(raw),
+            None => PYTHON.object_char_len(&call.arguments),
         };
         total += role + 16 + char_len(&call.tool_name) + 2 + arguments;
         lines += 1;
@@ -394,7 +398,7 @@ pub fn rendered_tools_chars(tools: &[ToolSpec]) -> usize {
         return 0;
     }
     let specs = serde_json::Value::Array(tools.iter().map(ToolSpec::to_value).collect());
-    pyjson::python_json_char_len(&specs)
+    PYTHON.char_len(&specs)
 }
 
 /// Characters as Python's `len` counts them: Unicode scalar values.

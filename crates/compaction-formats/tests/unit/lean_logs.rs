@@ -14,7 +14,7 @@ use serde_json::Value;
 use crate::claude_code::{lean_event, lean_event_by, lean_event_in, walk_fields, Reader};
 use crate::dupkeys::scan_keys;
 use crate::eventlog::{json_lines, Slot};
-use crate::splice::{find, find_unique};
+use compaction_json::splice::{find, find_unique};
 
 /// The Claude Code sessions to compare: the bundled excerpt and the corpus's sessions.
 fn claude_code_files() -> Vec<PathBuf> {

@@ -11,11 +11,12 @@
 //! read again through [`Message::from_value`], so every way accepts, rejects and reports exactly
 //! the same.
 //!
-//! One module per job: `read` (the `Value` path), `quick` (straight into a message), `scan`
-//! (where a value ends), `write` (the `to_dict` shape).
+//! One module per job: `read` (the `Value` path), `quick` (straight into a message), `write`
+//! (the `to_dict` shape); where a value ends is compaction-json's quick scan.
 
 use std::fmt;
 
+use compaction_json::scan::{skip_value, whitespace as skip_whitespace};
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::ser::{SerializeMap, SerializeSeq};
 use serde::{Deserialize, Serialize, Serializer};
@@ -31,14 +32,11 @@ use crate::sniff;
 
 mod quick;
 mod read;
-mod scan;
 mod write;
 
 use self::quick::*;
 use self::read::*;
 pub(crate) use self::read::{file_part, image_part, json_type};
-use self::scan::*;
-pub(crate) use self::scan::{skip_string, skip_value};
 
 /// Reads a conversation from a JSON array of messages.
 ///

@@ -2,13 +2,15 @@
 //! says nothing; a log with `{"role": "user", "role": "assistant"}` would then be read as
 //! something it may not be. Readers report repeated keys once, as a note.
 
-use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use std::sync::OnceLock;
+
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::map::Entry;
 use serde_json::{Map, Number, Value};
 
 /// What [`scan_keys`] finds.
 #[derive(Debug, Default)]
-pub(crate) struct Keys {
+pub struct Keys {
     /// How many objects repeat a key, and the first key repeated.
     pub repeated: Option<(usize, String)>,
     /// Whether a key is written with an escape: two keys written differently may then be the
@@ -20,14 +22,14 @@ pub(crate) struct Keys {
 /// pass over the bytes; string contents are skipped, keys compared as written.
 ///
 /// Strings hold most of a log's bytes, and logs escape often (a quote or a line break every few
-/// dozen bytes of a tool's output): the bytes are taken 64 at a time ([`Strings`]), which tells
+/// dozen bytes of a tool's output): the bytes are taken 64 at a time (a `Strings` scan), which tells
 /// where every string starts and ends without stopping at its escapes, and only the quotes and
 /// the bytes between strings are looked at one by one.
 ///
 /// On valid JSON it finds what a byte-by-byte scan finds. On bytes that are not JSON (a
 /// backslash between strings, a string left open) the two may differ; every caller's parse
 /// fails there, and what the scan found is dropped with the error.
-pub(crate) fn scan_keys(json: &[u8]) -> Keys {
+pub fn scan_keys(json: &[u8]) -> Keys {
     let mut escaped = false;
     // The keys of the open objects, the innermost object's last, and per open container the
     // object's frame (where its keys start there) or `None` for an array: nothing is allocated
@@ -103,7 +105,7 @@ pub(crate) fn scan_keys(json: &[u8]) -> Keys {
 
 impl Keys {
     /// Records an object that repeats `key`; called once per object, at its first repeat.
-    pub(crate) fn repeat(&mut self, key: &str) {
+    pub fn repeat(&mut self, key: &str) {
         match &mut self.repeated {
             Some((count, _)) => *count += 1,
             None => self.repeated = Some((1, key.to_owned())),
@@ -111,7 +113,7 @@ impl Keys {
     }
 
     /// Adds what was found in another part of the same input.
-    pub(crate) fn merge(&mut self, other: Keys) {
+    pub fn merge(&mut self, other: Keys) {
         self.escaped |= other.escaped;
         if let Some((count, key)) = other.repeated {
             match &mut self.repeated {
@@ -130,7 +132,8 @@ impl Keys {
 ///
 /// A value nested deeper than [`Tracked::DEPTH`] is an error: it is left to a whole parse of its
 /// text, which has serde_json's own limit.
-pub(crate) struct Tracked<'k> {
+#[derive(Debug)]
+pub struct Tracked<'k> {
     keys: &'k mut Keys,
     /// How deep the value built is in the one the build started with.
     depth: usize,
@@ -138,10 +141,10 @@ pub(crate) struct Tracked<'k> {
 
 impl<'k> Tracked<'k> {
     /// How deep a value is built; deeper is an error.
-    pub(crate) const DEPTH: usize = 100;
+    pub const DEPTH: usize = 100;
 
     /// A build that tells `keys` what it finds.
-    pub(crate) fn new(keys: &'k mut Keys) -> Self {
+    pub fn new(keys: &'k mut Keys) -> Self {
         Tracked { keys, depth: 0 }
     }
 
@@ -155,7 +158,7 @@ impl<'k> Tracked<'k> {
 }
 
 /// `text`, one JSON value, built with [`Tracked`].
-pub(crate) fn tracked_value(text: &str, keys: &mut Keys) -> serde_json::Result<Value> {
+pub fn tracked_value(text: &str, keys: &mut Keys) -> serde_json::Result<Value> {
     let mut deserializer = serde_json::Deserializer::from_str(text);
     let value = Tracked::new(keys).deserialize(&mut deserializer)?;
     deserializer.end()?;
@@ -163,8 +166,35 @@ pub(crate) fn tracked_value(text: &str, keys: &mut Keys) -> serde_json::Result<V
 }
 
 /// The key serde_json's `arbitrary_precision` feature hands a number under, as a one-entry map
-/// whose value is the number as written.
-const NUMBER: &str = "$serde_json::private::Number";
+/// whose value is the number as written; `None` without the feature. Learned from serde_json
+/// itself, by reading a number, rather than named: the name is private to serde_json, and a
+/// release may change it.
+fn number_key() -> Option<&'static str> {
+    static KEY: OnceLock<Option<String>> = OnceLock::new();
+    KEY.get_or_init(|| {
+        /// The first key of the map a number is handed as, if it is handed as one.
+        struct FirstKey;
+        impl<'de> Visitor<'de> for FirstKey {
+            type Value = Option<String>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a number")
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+                Ok(None)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let key = map.next_key::<String>()?;
+                if key.is_some() {
+                    map.next_value::<IgnoredAny>()?;
+                }
+                Ok(key)
+            }
+        }
+        // A float: serde_json hands integers that fit a `u64` or `i64` as those.
+        serde_json::Deserializer::from_str("0.5").deserialize_any(FirstKey).ok().flatten()
+    })
+    .as_deref()
+}
 
 impl<'de> DeserializeSeed<'de> for Tracked<'_> {
     type Value = Value;
@@ -219,7 +249,7 @@ impl<'de> Visitor<'de> for Tracked<'_> {
         let mut repeated = false;
         let mut this = self;
         while let Some(key) = map.next_key_seed(KeySeed(&mut *this.keys))? {
-            if object.is_empty() && key == NUMBER {
+            if object.is_empty() && Some(key.as_str()) == number_key() {
                 // A number, kept as written: serde_json reads its text as it reads any number.
                 let written: String = map.next_value()?;
                 return serde_json::from_str(&written).map_err(de::Error::custom);
@@ -374,6 +404,22 @@ impl<'a> Frame<'a> {
 
 #[cfg(test)]
 mod tests {
+    /// The marker serde_json hands a number under is learned, not named: it is found, and a
+    /// number built with it reads as serde_json reads it.
+    #[test]
+    fn the_number_marker_is_learned_from_serde_json() {
+        assert!(super::number_key().is_some_and(|key| key.starts_with('$')));
+        let mut keys = Keys::default();
+        let value = super::tracked_value("[1.50e3, -0, 123456789012345678901234567890]", &mut keys).unwrap();
+        assert_eq!(
+            value,
+            serde_json::from_str::<Value>("[1.50e3, -0, 123456789012345678901234567890]").unwrap()
+        );
+        assert!(value[0].is_number() && value[2].is_number());
+    }
+
+    use serde_json::Value;
+
     use super::{scan_keys, Keys};
 
     fn repeated_keys(json: &[u8]) -> Option<(usize, String)> {

@@ -1,77 +1,232 @@
-//! Python-compatible JSON printing.
+//! JSON printed as Python's `json.dumps` prints it, with its options: `sort_keys`,
+//! `ensure_ascii`, the separators, and numbers as Python reads and prints them.
 //!
-//! The reference implementation (Python Haystack) measures and hashes tool
-//! arguments and structured payloads by serialising them with
-//! `json.dumps(value, sort_keys=True, default=str)`. To reproduce its numbers
-//! exactly we must print a [`serde_json::Value`] character for character the
-//! way CPython does, which differs from `serde_json`'s own output:
+//! The reference (Python Haystack) measures and hashes tool arguments and payloads by printing
+//! them with `json.dumps(value, sort_keys=True, default=str)`, and sends a tool call's arguments
+//! as `json.dumps(arguments, ensure_ascii=False)`; a Haystack user's file is spelled by
+//! `json.dump`. To reproduce those texts a [`serde_json::Value`] is printed character for
+//! character the way CPython does, which differs from serde_json's own output:
 //!
-//! * separators are `", "` and `": "`, and object keys are sorted (by code
-//!   point) at every depth, whatever order the map keeps;
-//! * with the default `ensure_ascii=True`, every character outside the
-//!   printable ASCII range `0x20..=0x7e` is written as a lowercase `\uXXXX`
-//!   escape (a UTF-16 surrogate pair above U+FFFF), except for the short
-//!   escapes `\n`, `\r`, `\t`, `\b` and `\f`;
-//! * numbers follow `json.loads` semantics: a token containing `.`, `e` or
-//!   `E` is a float printed with Python's `repr(float)` (shortest round-trip
-//!   digits, Python's choice between fixed and scientific notation, and
-//!   `Infinity`/`-Infinity`/`NaN` for non-finite values); any other token is
-//!   an integer printed digit for digit (`-0` becomes `0`).
+//! * separators are `", "` and `": "` by default ([`PythonJson::separators`]), and with
+//!   [`PythonJson::sort_keys`] object keys are sorted by code point at every depth, whatever
+//!   order the map keeps;
+//! * with `ensure_ascii` (Python's default) every character outside the printable ASCII range
+//!   `0x20..=0x7e` is written as a lowercase `\uXXXX` escape (a UTF-16 surrogate pair above
+//!   U+FFFF, one escape for a lone surrogate's stand-in, see [`lone_surrogate`]), but for the
+//!   short escapes `\n`, `\r`, `\t`, `\b` and `\f`; without it only `"`, `\` and control
+//!   characters are escaped;
+//! * numbers follow `json.loads` ([`PythonJson::float_repr`], on by default): a token holding
+//!   `.`, `e` or `E` is a float printed with Python's `repr(float)` (shortest round-trip digits,
+//!   Python's choice between fixed and scientific notation, `Infinity` / `-Infinity` / `NaN`
+//!   for non-finite values); any other token is an integer printed digit for digit (`-0`
+//!   becomes `0`). Off, numbers are written as serde_json holds them (their text, under
+//!   `arbitrary_precision`).
 //!
-//! The workspace enables `serde_json`'s `arbitrary_precision` feature, so a
-//! [`serde_json::Number`] still holds the original token text and big
-//! integers survive unchanged.
-//!
-//! [`python_json_char_len`] computes the length of the printed text without
-//! building it; it is used on the hot path of the approximate token counter.
+//! [`PythonJson::char_len`] gives the length of the printed text without building it; the
+//! approximate token counter calls it on its hot path.
 
-use serde_json::{Map, Number, Value};
 use std::fmt::Write as _;
 
-/// Appends `json.dumps(value, sort_keys=True, default=str)` of `value` to `out`.
-pub fn write_python_json(value: &Value, out: &mut String) {
-    match value {
-        Value::Null => out.push_str("null"),
-        Value::Bool(true) => out.push_str("true"),
-        Value::Bool(false) => out.push_str("false"),
-        Value::Number(n) => write_number(n, out),
-        Value::String(s) => write_python_json_str(s, out),
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
+use serde_json::{Map, Number, Value};
+
+use crate::string::lone_surrogate;
+
+/// How [`PythonJson`] prints: `json.dumps`'s options. Start from [`PythonJson::new`]
+/// (`json.dumps`'s defaults) and change what differs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PythonJson {
+    sort_keys: bool,
+    ensure_ascii: bool,
+    item_separator: &'static str,
+    key_separator: &'static str,
+    float_repr: bool,
+}
+
+impl Default for PythonJson {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl PythonJson {
+    /// `json.dumps`'s defaults: keys in the map's order, `ensure_ascii`, `", "` and `": "`, and
+    /// numbers as `json.loads` reads them.
+    #[must_use]
+    pub const fn new() -> Self {
+        PythonJson {
+            sort_keys: false,
+            ensure_ascii: true,
+            item_separator: ", ",
+            key_separator: ": ",
+            float_repr: true,
+        }
+    }
+
+    /// `sort_keys`: object keys sorted by code point at every depth.
+    #[must_use]
+    pub const fn sort_keys(mut self, on: bool) -> Self {
+        self.sort_keys = on;
+        self
+    }
+
+    /// `ensure_ascii`: every character outside `' '..='~'` written as `\uXXXX`.
+    #[must_use]
+    pub const fn ensure_ascii(mut self, on: bool) -> Self {
+        self.ensure_ascii = on;
+        self
+    }
+
+    /// `separators=(item, key)`.
+    #[must_use]
+    pub const fn separators(mut self, item: &'static str, key: &'static str) -> Self {
+        self.item_separator = item;
+        self.key_separator = key;
+        self
+    }
+
+    /// Numbers as `json.loads` reads them and `json.dumps` prints them (on), or as serde_json
+    /// holds them (off).
+    #[must_use]
+    pub const fn float_repr(mut self, on: bool) -> Self {
+        self.float_repr = on;
+        self
+    }
+
+    /// `json.dumps(value, ...)` with these options.
+    pub fn dumps(&self, value: &Value) -> String {
+        let mut out = String::new();
+        self.write(value, &mut out);
+        out
+    }
+
+    /// Appends `json.dumps(value, ...)` to `out`.
+    pub fn write(&self, value: &Value, out: &mut String) {
+        match value {
+            Value::Null => out.push_str("null"),
+            Value::Bool(true) => out.push_str("true"),
+            Value::Bool(false) => out.push_str("false"),
+            Value::Number(n) => self.write_number(n, out),
+            Value::String(s) => self.write_str(s, out),
+            Value::Array(items) => {
+                out.push('[');
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(self.item_separator);
+                    }
+                    self.write(item, out);
                 }
-                write_python_json(item, out);
+                out.push(']');
             }
-            out.push(']');
+            Value::Object(map) => self.write_object(map, out),
         }
-        Value::Object(map) => write_python_json_object(map, out),
+    }
+
+    /// Appends an object, its keys sorted with `sort_keys`.
+    pub fn write_object(&self, map: &Map<String, Value>, out: &mut String) {
+        out.push('{');
+        if !self.sort_keys || map.len() <= 1 {
+            for (i, (key, value)) in map.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(self.item_separator);
+                }
+                self.write_member(key, value, out);
+            }
+        } else {
+            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+            // Keys are unique, so an unstable sort is deterministic. `str` ordering is byte-wise
+            // on UTF-8, which equals code point order, but for the stand-ins of lone surrogates
+            // (U+10F000 on, after everything else), which Python orders as the surrogates they
+            // are: only keys holding one (a `0xF4` byte) are compared by hand.
+            if entries.iter().any(|(key, _)| key.as_bytes().contains(&0xF4)) {
+                entries.sort_unstable_by(|a, b| python_order(a.0, b.0));
+            } else {
+                entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+            }
+            for (i, (key, value)) in entries.into_iter().enumerate() {
+                if i > 0 {
+                    out.push_str(self.item_separator);
+                }
+                self.write_member(key, value, out);
+            }
+        }
+        out.push('}');
+    }
+
+    /// Appends `"key": value`.
+    fn write_member(&self, key: &str, value: &Value, out: &mut String) {
+        self.write_str(key, out);
+        out.push_str(self.key_separator);
+        self.write(value, out);
+    }
+
+    /// Appends a string literal for `s`.
+    pub fn write_str(&self, s: &str, out: &mut String) {
+        if self.ensure_ascii {
+            write_ascii_str(s, out);
+        } else {
+            write_unicode_str(s, out);
+        }
+    }
+
+    /// Appends a number.
+    pub fn write_number(&self, n: &Number, out: &mut String) {
+        if self.float_repr {
+            write_number(n, out);
+        } else {
+            out.push_str(&n.to_string());
+        }
+    }
+
+    /// The number of characters [`PythonJson::write`] appends for `value`, without building the
+    /// text when `ensure_ascii` is on (the text is then ASCII, so this is its length in bytes
+    /// too).
+    pub fn char_len(&self, value: &Value) -> usize {
+        if !self.ensure_ascii || !self.float_repr {
+            return self.dumps(value).chars().count();
+        }
+        match value {
+            Value::Null | Value::Bool(true) => 4,
+            Value::Bool(false) => 5,
+            Value::Number(n) => number_len(n),
+            Value::String(s) => ascii_str_len(s),
+            Value::Array(items) => {
+                // Brackets, one separator between neighbours, then the items.
+                let seps = self.item_separator.len() * items.len().saturating_sub(1);
+                items.iter().fold(2 + seps, |acc, item| acc + self.char_len(item))
+            }
+            Value::Object(map) => self.object_char_len(map),
+        }
+    }
+
+    /// The number of characters [`PythonJson::write_object`] appends (key order does not change
+    /// the length).
+    pub fn object_char_len(&self, map: &Map<String, Value>) -> usize {
+        if !self.ensure_ascii || !self.float_repr {
+            let mut out = String::new();
+            self.write_object(map, &mut out);
+            return out.chars().count();
+        }
+        let entries: usize = map
+            .iter()
+            .map(|(key, value)| ascii_str_len(key) + self.key_separator.len() + self.char_len(value))
+            .sum();
+        2 + entries + self.item_separator.len() * map.len().saturating_sub(1)
+    }
+
+    /// The number of characters [`PythonJson::write_str`] appends for `s`, quotes included.
+    pub fn str_len(&self, s: &str) -> usize {
+        if self.ensure_ascii {
+            ascii_str_len(s)
+        } else {
+            let mut out = String::new();
+            write_unicode_str(s, &mut out);
+            out.chars().count()
+        }
     }
 }
 
-/// Returns the number of characters [`write_python_json`] would append for
-/// `value`, without building the text.
-///
-/// The printed text is pure ASCII, so this is also its length in bytes.
-pub fn python_json_char_len(value: &Value) -> usize {
-    match value {
-        Value::Null | Value::Bool(true) => 4,
-        Value::Bool(false) => 5,
-        Value::Number(n) => number_len(n),
-        Value::String(s) => python_json_str_len(s),
-        Value::Array(items) => {
-            // Brackets, one ", " between neighbours, then the items.
-            let seps = 2 * items.len().saturating_sub(1);
-            items.iter().fold(2 + seps, |acc, item| acc + python_json_char_len(item))
-        }
-        Value::Object(map) => python_json_object_char_len(map),
-    }
-}
-
-/// Appends a JSON string literal for `s`, escaped as Python's `json.dumps`
-/// does with `ensure_ascii=True`.
-pub fn write_python_json_str(s: &str, out: &mut String) {
+/// A string literal with `ensure_ascii`.
+fn write_ascii_str(s: &str, out: &mut String) {
     let bytes = s.as_bytes();
     out.reserve(bytes.len() + 2);
     out.push('"');
@@ -101,7 +256,7 @@ pub fn write_python_json_str(s: &str, out: &mut String) {
             // `i` is at a UTF-8 lead byte, hence on a char boundary.
             let c = s[i..].chars().next().unwrap_or('\u{fffd}');
             let code = u32::from(c);
-            if let Some(unit) = compaction_model::lone_surrogate(c) {
+            if let Some(unit) = lone_surrogate(c) {
                 // A lone surrogate read from JSON: Python escapes it alone.
                 push_u_escape(u32::from(unit), out);
             } else if code < 0x1_0000 {
@@ -119,72 +274,55 @@ pub fn write_python_json_str(s: &str, out: &mut String) {
     out.push('"');
 }
 
-/// Appends Python's `repr(x)` for a float: shortest round-trip digits, fixed
-/// notation when the decimal point position is in `-3..=16`, scientific
-/// otherwise (`1e-05`, `1.5e+16`), `.0` on integral fixed values, and `inf`,
-/// `-inf`, `nan` for non-finite values (`json.dumps` prints those as
-/// `Infinity`, `-Infinity`, `NaN` instead).
-pub fn python_float_repr(x: f64, out: &mut String) {
+/// A string literal without `ensure_ascii`: only `"`, `\` and the control characters below
+/// U+0020 are escaped, as Python's encoder does.
+fn write_unicode_str(s: &str, out: &mut String) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            c if (c as u32) < 0x20 => push_u_escape(c as u32, out),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+/// How Python orders two strings: by code point, a lone surrogate's stand-in as the surrogate.
+fn python_order(a: &str, b: &str) -> std::cmp::Ordering {
+    let point = |c: char| lone_surrogate(c).map_or(u32::from(c), u32::from);
+    a.chars().map(point).cmp(b.chars().map(point))
+}
+
+/// The length of a string literal with `ensure_ascii`, quotes included.
+fn ascii_str_len(s: &str) -> usize {
+    let len = s.as_bytes().iter().fold(2, |acc, &b| acc + usize::from(ESCAPED_LEN[usize::from(b)]));
+    // A lone surrogate's stand-in is a four-byte character, counted as a pair of escapes (12);
+    // Python writes the surrogate as one (6). Only text with a `0xF4` byte can hold one.
+    if s.as_bytes().contains(&0xF4) {
+        len - 6 * s.chars().filter(|&c| lone_surrogate(c).is_some()).count()
+    } else {
+        len
+    }
+}
+
+/// Appends Python's `repr(x)` for a float: shortest round-trip digits, fixed notation when the
+/// decimal point position is in `-3..=16`, scientific otherwise (`1e-05`, `1.5e+16`), `.0` on
+/// integral fixed values, and `inf`, `-inf`, `nan` for non-finite values (`json.dumps` prints
+/// those as `Infinity`, `-Infinity`, `NaN` instead).
+pub fn float_repr(x: f64, out: &mut String) {
     if x.is_nan() {
         out.push_str("nan");
     } else if x.is_infinite() {
         out.push_str(if x < 0.0 { "-inf" } else { "inf" });
     } else {
         FloatParts::new(x).write(out);
-    }
-}
-
-/// Appends a JSON object as `json.dumps(obj, sort_keys=True)` prints it: keys sorted by code point.
-pub fn write_python_json_object(map: &Map<String, Value>, out: &mut String) {
-    out.push('{');
-    if map.len() <= 1 {
-        for (k, v) in map {
-            write_member(k, v, out);
-        }
-    } else {
-        let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-        // Keys are unique, so an unstable sort is deterministic. `str`
-        // ordering is byte-wise on UTF-8, which equals code point order, but for the stand-ins
-        // of lone surrogates (U+10F000 on, after everything else), which Python orders as the
-        // surrogates they are: only keys holding one (a `0xF4` byte) are compared by hand.
-        if entries.iter().any(|(key, _)| key.as_bytes().contains(&0xF4)) {
-            entries.sort_unstable_by(|a, b| python_order(a.0, b.0));
-        } else {
-            entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
-        }
-        for (i, (k, v)) in entries.into_iter().enumerate() {
-            if i > 0 {
-                out.push_str(", ");
-            }
-            write_member(k, v, out);
-        }
-    }
-    out.push('}');
-}
-
-/// How Python orders two strings: by code point, a lone surrogate's stand-in as the surrogate.
-fn python_order(a: &str, b: &str) -> std::cmp::Ordering {
-    let point = |c: char| compaction_model::lone_surrogate(c).map_or(u32::from(c), u32::from);
-    a.chars().map(point).cmp(b.chars().map(point))
-}
-
-/// Appends `"key": value`.
-fn write_member(key: &str, value: &Value, out: &mut String) {
-    write_python_json_str(key, out);
-    out.push_str(": ");
-    write_python_json(value, out);
-}
-
-/// Returns the number of characters [`write_python_json_str`] would append
-/// for `s` (quotes included), without building the text.
-pub fn python_json_str_len(s: &str) -> usize {
-    let len = s.as_bytes().iter().fold(2, |acc, &b| acc + usize::from(ESCAPED_LEN[usize::from(b)]));
-    // A lone surrogate's stand-in is a four-byte character, counted as a pair of escapes (12);
-    // Python writes the surrogate as one (6). Only text with a `0xF4` byte can hold one.
-    if s.as_bytes().contains(&0xF4) {
-        len - 6 * s.chars().filter(|&c| compaction_model::lone_surrogate(c).is_some()).count()
-    } else {
-        len
     }
 }
 
@@ -209,14 +347,6 @@ fn classify(text: &str) -> PyNumber<'_> {
     }
 }
 
-/// Appends a number as Python's `json.dumps` prints what `json.loads` read from its text:
-/// integers digit for digit (`-0` as `0`), floats as `repr` (`1e-05`, `1e+16`, `0.1`), non-finite
-/// ones as `Infinity`, `-Infinity`, `NaN`. For other crates that must print JSON as the reference
-/// does (compaction-llm writes tool-call arguments with `json.dumps(..., ensure_ascii=False)`).
-pub fn write_python_json_number(n: &Number, out: &mut String) {
-    write_number(n, out);
-}
-
 /// Appends a number as `json.dumps` prints what `json.loads` read.
 fn write_number(n: &Number, out: &mut String) {
     match classify(n.as_str()) {
@@ -225,7 +355,7 @@ fn write_number(n: &Number, out: &mut String) {
             if let Some(special) = non_finite_json(x) {
                 out.push_str(special);
             } else {
-                python_float_repr(x, out);
+                float_repr(x, out);
             }
         }
     }
@@ -527,167 +657,4 @@ const fn build_escaped_len() -> [u8; 256] {
         b += 1;
     }
     table
-}
-
-/// Returns the number of characters [`write_python_json_object`] would append, without building
-/// the text (key order does not change the length).
-pub fn python_json_object_char_len(map: &Map<String, Value>) -> usize {
-    let entries: usize =
-        map.iter().map(|(key, value)| python_json_str_len(key) + 2 + python_json_char_len(value)).sum();
-    2 + entries + 2 * map.len().saturating_sub(1)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// `(input JSON, json.dumps(json.loads(input), sort_keys=True, default=str))`,
-    /// expected outputs generated by CPython 3.11.
-    const CASES: &[(&str, &str)] = &[
-        (r##"null"##, r##"null"##),
-        (r##"true"##, r##"true"##),
-        (r##"false"##, r##"false"##),
-        (r##"0"##, r##"0"##),
-        (r##"-0"##, r##"0"##),
-        (r##"7"##, r##"7"##),
-        (r##"-42"##, r##"-42"##),
-        (r##"123456789012345678901234567890"##, r##"123456789012345678901234567890"##),
-        (r##"-98765432109876543210987654321098765"##, r##"-98765432109876543210987654321098765"##),
-        (r##"18446744073709551616"##, r##"18446744073709551616"##),
-        (r##"-9223372036854775809"##, r##"-9223372036854775809"##),
-        (r##"0.0"##, r##"0.0"##),
-        (r##"-0.0"##, r##"-0.0"##),
-        (r##"0e0"##, r##"0.0"##),
-        (r##"-0E0"##, r##"-0.0"##),
-        (r##"1.0"##, r##"1.0"##),
-        (r##"3.0"##, r##"3.0"##),
-        (r##"1E2"##, r##"100.0"##),
-        (r##"1e5"##, r##"100000.0"##),
-        (r##"0.1"##, r##"0.1"##),
-        (r##"0.30000000000000004"##, r##"0.30000000000000004"##),
-        (r##"123456.789"##, r##"123456.789"##),
-        (r##"0.0001"##, r##"0.0001"##),
-        (r##"0.00001"##, r##"1e-05"##),
-        (r##"1e-05"##, r##"1e-05"##),
-        (r##"1.5e-7"##, r##"1.5e-07"##),
-        (r##"1e16"##, r##"1e+16"##),
-        (r##"1.5e16"##, r##"1.5e+16"##),
-        (r##"9999999999999998.0"##, r##"9999999999999998.0"##),
-        (r##"12345678901234567.0"##, r##"1.2345678901234568e+16"##),
-        (r##"1e21"##, r##"1e+21"##),
-        (r##"1e22"##, r##"1e+22"##),
-        (r##"1e100"##, r##"1e+100"##),
-        (r##"-1e-100"##, r##"-1e-100"##),
-        (r##"5e-324"##, r##"5e-324"##),
-        (r##"2e-324"##, r##"0.0"##),
-        (r##"1e-400"##, r##"0.0"##),
-        (r##"1.7976931348623157e308"##, r##"1.7976931348623157e+308"##),
-        (r##"1e400"##, r##"Infinity"##),
-        (r##"-1e400"##, r##"-Infinity"##),
-        (r##"1609006034555203.25"##, r##"1609006034555203.2"##),
-        (r##"1609006034555203.75"##, r##"1609006034555203.8"##),
-        (r##"2.5"##, r##"2.5"##),
-        (r##"100.5e-2"##, r##"1.005"##),
-        (r##"0.000123"##, r##"0.000123"##),
-        (r##"12345678901234567890.5"##, r##"1.2345678901234567e+19"##),
-        (r##""""##, r##""""##),
-        (r##""plain ascii ~""##, r##""plain ascii ~""##),
-        (r##""quote \" backslash \\ slash /""##, r##""quote \" backslash \\ slash /""##),
-        (r##""\n\r\t\b\f""##, r##""\n\r\t\b\f""##),
-        (r##""\u0000\u0001\u001f \u007f""##, r##""\u0000\u0001\u001f \u007f""##),
-        (r##""café \u00a0 € 中 \ufeff \uffff""##, r##""caf\u00e9 \u00a0 \u20ac \u4e2d \ufeff \uffff""##),
-        (r##""😀 𐀀 \udbff\udfff""##, r##""\ud83d\ude00 \ud800\udc00 \udbff\udfff""##),
-        (r##""\ud83d\ude00""##, r##""\ud83d\ude00""##),
-        (r##""mixed éa😀b\u0007c""##, r##""mixed \u00e9a\ud83d\ude00b\u0007c""##),
-        (r##"[]"##, r##"[]"##),
-        (r##"{}"##, r##"{}"##),
-        (r##"[[]]"##, r##"[[]]"##),
-        (r##"{"a": {}}"##, r##"{"a": {}}"##),
-        (r##"[1, "two", 3.5, null, true, [false]]"##, r##"[1, "two", 3.5, null, true, [false]]"##),
-        (
-            r##"{"b": 1, "a": 2, "c": {"z": [], "y": {"k2": 1, "k1": 2}}}"##,
-            r##"{"a": 2, "b": 1, "c": {"y": {"k1": 2, "k2": 1}, "z": []}}"##,
-        ),
-        (
-            r##"{"é": 1, "z": 2, "Z": 3, "😀": 4, "\uffff": 5, "": 6, "a b": 7, "_": 8}"##,
-            r##"{"": 6, "Z": 3, "_": 8, "a b": 7, "z": 2, "\u00e9": 1, "\uffff": 5, "\ud83d\ude00": 4}"##,
-        ),
-        (r##"{"ab": 1, "a": 2, "abc": 3, "b": 4}"##, r##"{"a": 2, "ab": 1, "abc": 3, "b": 4}"##),
-        (r##"{"a": 1, "a": 2}"##, r##"{"a": 2}"##),
-        (
-            r##"{"args": {"path": "/tmp/x", "line": 10, "ratio": 0.5, "tags": ["x", "y"]}, "name": "edit"}"##,
-            r##"{"args": {"line": 10, "path": "/tmp/x", "ratio": 0.5, "tags": ["x", "y"]}, "name": "edit"}"##,
-        ),
-        (r##"  [ 1 ,  { "k" : -0 , "j" : -0.0 } ]  "##, r##"[1, {"j": -0.0, "k": 0}]"##),
-    ];
-
-    #[test]
-    fn matches_python() {
-        for &(input, expected) in CASES {
-            let value: Value = serde_json::from_str(input).expect(input);
-            let mut out = String::new();
-            write_python_json(&value, &mut out);
-            assert_eq!(out, expected, "input: {input}");
-            assert_eq!(python_json_char_len(&value), expected.len(), "{input}");
-        }
-    }
-
-    #[test]
-    fn float_repr() {
-        let cases: &[(f64, &str)] = &[
-            (0.0, "0.0"),
-            (-0.0, "-0.0"),
-            (1.0, "1.0"),
-            (0.1, "0.1"),
-            (1e-5, "1e-05"),
-            (0.0001, "0.0001"),
-            (1e16, "1e+16"),
-            (1.5e16, "1.5e+16"),
-            (9_999_999_999_999_998.0, "9999999999999998.0"),
-            (123_456.789, "123456.789"),
-            (1e21, "1e+21"),
-            (1e100, "1e+100"),
-            (5e-324, "5e-324"),
-            (f64::MAX, "1.7976931348623157e+308"),
-            (f64::INFINITY, "inf"),
-            (f64::NEG_INFINITY, "-inf"),
-            (f64::NAN, "nan"),
-        ];
-        for &(x, expected) in cases {
-            let mut out = String::new();
-            python_float_repr(x, &mut out);
-            assert_eq!(out, expected);
-        }
-    }
-
-    #[test]
-    fn numbers_built_from_rust_values() {
-        // `serde_json` prints f64s itself under `arbitrary_precision`; the
-        // text must still read back as a float.
-        let cases = [
-            (serde_json::json!(3.0), "3.0"),
-            (serde_json::json!(-0.0), "-0.0"),
-            (serde_json::json!(1e16), "1e+16"),
-            (serde_json::json!(1e-7), "1e-07"),
-            (serde_json::json!(0.1), "0.1"),
-            (serde_json::json!(u64::MAX), "18446744073709551615"),
-            (serde_json::json!(i64::MIN), "-9223372036854775808"),
-            (serde_json::json!(f64::NAN), "null"),
-        ];
-        for (value, expected) in cases {
-            let mut out = String::new();
-            write_python_json(&value, &mut out);
-            assert_eq!(out, expected);
-            assert_eq!(python_json_char_len(&value), expected.len());
-        }
-    }
-
-    #[test]
-    fn appends() {
-        let mut out = String::from("x=");
-        write_python_json_str("a\u{e9}", &mut out);
-        assert_eq!(out, "x=\"a\\u00e9\"");
-        assert_eq!(python_json_str_len("a\u{e9}"), out.len() - 2);
-        assert_eq!(python_json_str_len("\u{1f600}\n"), 16);
-    }
 }

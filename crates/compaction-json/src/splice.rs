@@ -8,11 +8,11 @@
 use std::io::Write;
 use std::ops::Range;
 
-use crate::skip::whitespace as skip_whitespace;
+use crate::scan::{skip_value, whitespace as skip_whitespace};
 
 /// One step of a path into a JSON value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Seg {
+pub enum Seg {
     /// A key of an object (the last occurrence, as a JSON parser reads it).
     Key(&'static str),
     /// An element of an array.
@@ -22,105 +22,26 @@ pub(crate) enum Seg {
     At(u32),
 }
 
-/// Deepest nesting [`value_end`] follows before it gives up (serde_json refuses past 128).
-const SCAN_DEPTH: usize = 100;
-
-/// The end of the JSON value that starts at `at` in `bytes`, found by a quick scan for strings
-/// and brackets (nothing validated); `None` when the scan is not sure: text cut short, or
-/// nesting deeper than [`SCAN_DEPTH`]. A scalar runs up to the next delimiter.
-///
-/// The fast paths of this crate use it to find a value's bytes without parsing them; a value
-/// it finds is parsed afterwards, so malformed text is still caught.
-pub(crate) fn value_end(bytes: &[u8], at: usize) -> Option<usize> {
-    match *bytes.get(at)? {
-        b'"' => string_end(bytes, at + 1),
-        b'[' | b'{' => {
-            let mut depth = 0usize;
-            let mut k = at;
-            loop {
-                match *bytes.get(k)? {
-                    b'"' => k = string_end(bytes, k + 1)?,
-                    b'[' | b'{' => {
-                        depth += 1;
-                        if depth > SCAN_DEPTH {
-                            return None;
-                        }
-                        k += 1;
-                    }
-                    b']' | b'}' => {
-                        depth -= 1;
-                        k += 1;
-                        if depth == 0 {
-                            return Some(k);
-                        }
-                    }
-                    _ => k += 1,
-                }
-            }
-        }
-        _ => {
-            let rest = &bytes[at..];
-            let len = rest
-                .iter()
-                .position(|b| matches!(b, b',' | b']' | b'}' | b' ' | b'\n' | b'\t' | b'\r'))
-                .unwrap_or(rest.len());
-            (len > 0).then_some(at + len)
-        }
-    }
-}
-
-/// The index just past the closing quote of the string whose contents start at `at`.
-fn string_end(bytes: &[u8], mut at: usize) -> Option<usize> {
-    loop {
-        at += quote_or_backslash(bytes.get(at..)?)?;
-        if bytes[at] == b'"' {
-            return Some(at + 1);
-        }
-        // A backslash and the character it escapes.
-        at += 2;
-    }
-}
-
-/// Where the first `"` or `\` of `bytes` is. Strings are most of a transcript, so eight bytes
-/// are tested at a time: a byte equal to the one sought is zero after the XOR, and
-/// `(x - 0x01..) & !x & 0x80..` flags zero bytes (a borrow may flag bytes after the first zero,
-/// never before it, so the lowest flag is the first hit).
-fn quote_or_backslash(bytes: &[u8]) -> Option<usize> {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    let zero_bytes = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
-    let mut chunks = bytes.chunks_exact(8);
-    let mut at = 0;
-    for chunk in chunks.by_ref() {
-        let word = u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]));
-        let hits = zero_bytes(word ^ (ONES * u64::from(b'"'))) | zero_bytes(word ^ (ONES * u64::from(b'\\')));
-        if hits != 0 {
-            return Some(at + (hits.trailing_zeros() / 8) as usize);
-        }
-        at += 8;
-    }
-    chunks.remainder().iter().position(|&b| b == b'"' || b == b'\\').map(|k| at + k)
-}
-
 /// Whether the JSON string at `range` (quotes included) is `key`.
 fn key_is(bytes: &[u8], range: Range<usize>, key: &str) -> bool {
     let Some(inner) = bytes.get(range.start + 1..range.end.saturating_sub(1)) else { return false };
     if !inner.contains(&b'\\') {
         return inner == key.as_bytes();
     }
-    compaction_model::value_from_slice(&bytes[range]).is_ok_and(|decoded| decoded.as_str() == Some(key))
+    std::str::from_utf8(&bytes[range])
+        .is_ok_and(|literal| crate::string::decode(literal).is_ok_and(|k| k == key))
 }
 
 /// The bytes of the value at `path` in the JSON value starting at or after `start` (whitespace
 /// skipped); `None` when the path is not there. `json` must be valid JSON: the scan checks
 /// nothing.
-pub(crate) fn find(json: &[u8], start: usize, path: &[Seg]) -> Option<Range<usize>> {
+pub fn find(json: &[u8], start: usize, path: &[Seg]) -> Option<Range<usize>> {
     find_in(json, start, path, false)
 }
 
 /// [`find`] in JSON known to repeat no key in any object: each key's first occurrence is its
 /// only one, so what follows it in its object is never crossed.
-pub(crate) fn find_unique(json: &[u8], start: usize, path: &[Seg]) -> Option<Range<usize>> {
+pub fn find_unique(json: &[u8], start: usize, path: &[Seg]) -> Option<Range<usize>> {
     find_in(json, start, path, true)
 }
 
@@ -134,7 +55,7 @@ fn find_in(json: &[u8], start: usize, path: &[Seg], unique: bool) -> Option<Rang
             Seg::At(offset) => skip_whitespace(json, start.checked_add(offset as usize)?),
         };
     }
-    Some(at..value_end(json, at)?)
+    Some(at..skip_value(json, at)?)
 }
 
 /// Where the value of `key` starts in the object at `at`.
@@ -150,7 +71,7 @@ fn member(json: &[u8], at: usize, key: &str) -> Option<usize> {
             b'"' => {}
             _ => return None,
         }
-        let key_end = value_end(json, at)?;
+        let key_end = skip_value(json, at)?;
         let matches = key_is(json, at..key_end, key);
         at = skip_whitespace(json, key_end);
         if json.get(at) != Some(&b':') {
@@ -160,7 +81,7 @@ fn member(json: &[u8], at: usize, key: &str) -> Option<usize> {
         if matches {
             found = Some(value);
         }
-        at = skip_whitespace(json, value_end(json, value)?);
+        at = skip_whitespace(json, skip_value(json, value)?);
         match json.get(at)? {
             b',' => at = skip_whitespace(json, at + 1),
             b'}' => return found,
@@ -171,7 +92,7 @@ fn member(json: &[u8], at: usize, key: &str) -> Option<usize> {
 
 /// Where the value of the first `key` of the object at `at` starts (a parser reads the last one:
 /// for a key given once, they are the same). Keys before it are crossed, never those after.
-pub(crate) fn first_member(json: &[u8], at: usize, key: &str) -> Option<usize> {
+pub fn first_member(json: &[u8], at: usize, key: &str) -> Option<usize> {
     let at = skip_whitespace(json, at);
     if json.get(at) != Some(&b'{') {
         return None;
@@ -181,7 +102,7 @@ pub(crate) fn first_member(json: &[u8], at: usize, key: &str) -> Option<usize> {
         if json.get(at)? != &b'"' {
             return None;
         }
-        let key_end = value_end(json, at)?;
+        let key_end = skip_value(json, at)?;
         let matches = key_is(json, at..key_end, key);
         at = skip_whitespace(json, key_end);
         if json.get(at) != Some(&b':') {
@@ -191,7 +112,7 @@ pub(crate) fn first_member(json: &[u8], at: usize, key: &str) -> Option<usize> {
         if matches {
             return Some(value);
         }
-        at = skip_whitespace(json, value_end(json, value)?);
+        at = skip_whitespace(json, skip_value(json, value)?);
         match json.get(at)? {
             b',' => at = skip_whitespace(json, at + 1),
             _ => return None,
@@ -200,8 +121,8 @@ pub(crate) fn first_member(json: &[u8], at: usize, key: &str) -> Option<usize> {
 }
 
 /// Each member of the object at `at`: its key's bytes (quotes included) and its value's; `None`
-/// when the scan is not sure (see [`value_end`]).
-pub(crate) fn members(json: &[u8], at: usize) -> Option<Vec<(Range<usize>, Range<usize>)>> {
+/// when the scan is not sure (see [`skip_value`]).
+pub fn members(json: &[u8], at: usize) -> Option<Vec<(Range<usize>, Range<usize>)>> {
     if json.get(at) != Some(&b'{') {
         return None;
     }
@@ -214,13 +135,13 @@ pub(crate) fn members(json: &[u8], at: usize) -> Option<Vec<(Range<usize>, Range
         if json.get(at)? != &b'"' {
             return None;
         }
-        let key = at..value_end(json, at)?;
+        let key = at..skip_value(json, at)?;
         at = skip_whitespace(json, key.end);
         if json.get(at) != Some(&b':') {
             return None;
         }
         let value = skip_whitespace(json, at + 1);
-        let value = value..value_end(json, value)?;
+        let value = value..skip_value(json, value)?;
         at = skip_whitespace(json, value.end);
         out.push((key, value));
         match json.get(at)? {
@@ -232,7 +153,7 @@ pub(crate) fn members(json: &[u8], at: usize) -> Option<Vec<(Range<usize>, Range
 }
 
 /// The elements of the array at `at`, each as its bytes; `None` when the scan is not sure.
-pub(crate) fn elements(json: &[u8], at: usize) -> Option<Vec<Range<usize>>> {
+pub fn elements(json: &[u8], at: usize) -> Option<Vec<Range<usize>>> {
     if json.get(at) != Some(&b'[') {
         return None;
     }
@@ -242,7 +163,7 @@ pub(crate) fn elements(json: &[u8], at: usize) -> Option<Vec<Range<usize>>> {
         return Some(out);
     }
     loop {
-        let end = value_end(json, at)?;
+        let end = skip_value(json, at)?;
         out.push(at..end);
         at = skip_whitespace(json, end);
         match json.get(at)? {
@@ -263,7 +184,7 @@ fn element(json: &[u8], at: usize, index: usize) -> Option<usize> {
         return None;
     }
     for _ in 0..index {
-        at = skip_whitespace(json, value_end(json, at)?);
+        at = skip_whitespace(json, skip_value(json, at)?);
         if json.get(at) != Some(&b',') {
             return None;
         }
@@ -274,13 +195,15 @@ fn element(json: &[u8], at: usize, index: usize) -> Option<usize> {
 
 /// One replacement: the bytes at `range` of the source become `bytes`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Edit {
+pub struct Edit {
+    /// The bytes replaced.
     pub range: Range<usize>,
+    /// What stands in their place.
     pub bytes: Vec<u8>,
 }
 
 /// Writes `source` with `edits` applied. Edits must not overlap.
-pub(crate) fn write_edited(source: &[u8], mut edits: Vec<Edit>, out: &mut dyn Write) -> std::io::Result<()> {
+pub fn write_edited(source: &[u8], mut edits: Vec<Edit>, out: &mut dyn Write) -> std::io::Result<()> {
     edits.sort_by_key(|edit| edit.range.start);
     let mut at = 0;
     for edit in &edits {
@@ -340,7 +263,7 @@ mod tests {
     }
 
     #[test]
-    fn value_end_skips_strings_containers_and_scalars() {
+    fn skip_value_skips_strings_containers_and_scalars() {
         // Quotes and brackets inside strings, escapes at and across the eight-byte steps.
         let cases: &[(&str, usize)] = &[
             (r#""plain""#, 7),
@@ -352,15 +275,15 @@ mod tests {
             ("true]", 4),
         ];
         for &(text, end) in cases {
-            assert_eq!(value_end(text.as_bytes(), 0), Some(end), "{text}");
+            assert_eq!(skip_value(text.as_bytes(), 0), Some(end), "{text}");
         }
         // Cut short, or deeper than the scan follows: not sure, so no answer.
-        assert_eq!(value_end(br#""no end"#, 0), None);
-        assert_eq!(value_end(br#"{"a": [1, 2}"#, 0), None);
-        assert_eq!(value_end(b"", 0), None);
-        let deep = format!("{}{}", "[".repeat(SCAN_DEPTH + 1), "]".repeat(SCAN_DEPTH + 1));
-        assert_eq!(value_end(deep.as_bytes(), 0), None);
-        let fits = format!("{}{}", "[".repeat(SCAN_DEPTH), "]".repeat(SCAN_DEPTH));
-        assert_eq!(value_end(fits.as_bytes(), 0), Some(fits.len()));
+        assert_eq!(skip_value(br#""no end"#, 0), None);
+        assert_eq!(skip_value(br#"{"a": [1, 2}"#, 0), None);
+        assert_eq!(skip_value(b"", 0), None);
+        let deep = format!("{}{}", "[".repeat(crate::scan::DEPTH + 1), "]".repeat(crate::scan::DEPTH + 1));
+        assert_eq!(skip_value(deep.as_bytes(), 0), None);
+        let fits = format!("{}{}", "[".repeat(crate::scan::DEPTH), "]".repeat(crate::scan::DEPTH));
+        assert_eq!(skip_value(fits.as_bytes(), 0), Some(fits.len()));
     }
 }
