@@ -145,12 +145,43 @@ impl<'a> Replay<'a> {
 
     /// Replays `recording`, calling `progress` after each message. The provider's counts anchor
     /// the estimates up to the first provider compaction, and are only shown after it.
+    ///
+    /// The replayed conversation is a copy of the recorded one, so the two are held side by
+    /// side; [`Replay::run_owned`] holds the messages once.
     pub fn run(&self, recording: Recording<'_>, progress: &mut dyn FnMut()) -> Replayed {
         let Recording { messages, calls, provider_compactions } = recording;
+        self.replay(Store::Borrowed(messages), calls, provider_compactions, progress)
+    }
+
+    /// [`Replay::run`] of the conversation `messages`, with what the log records of its `calls`
+    /// and its `provider_compactions` (as [`Recording`] takes them), taking the messages: the
+    /// same steps, with about half the memory for a long conversation.
+    ///
+    /// The replayed conversation needs its own copy of each message, which compaction rewrites;
+    /// the recorded one is needed only until the counts that follow it have measured it. With a
+    /// counter whose counts add up message by message ([`TokenCounter::measure_joined`]), each
+    /// recorded message is let go once measured (but for its role), so each is held once.
+    pub fn run_owned(
+        &self,
+        messages: Vec<Message>,
+        calls: &[Recorded],
+        provider_compactions: &[usize],
+        progress: &mut dyn FnMut(),
+    ) -> Replayed {
+        self.replay(Store::Owned { messages, kept_from: 0 }, calls, provider_compactions, progress)
+    }
+
+    fn replay(
+        &self,
+        mut log: Store<'_>,
+        calls: &[Recorded],
+        provider_compactions: &[usize],
+        progress: &mut dyn FnMut(),
+    ) -> Replayed {
         let until = provider_compactions.iter().copied().filter(|&m| m > 0).min();
         let hook = self.hook;
         let counter = hook.counter();
-        let mut state = AgentState::new(Vec::with_capacity(messages.len())).with_tools(self.tools.clone());
+        let mut state = AgentState::new(Vec::with_capacity(log.all().len())).with_tools(self.tools.clone());
         // The recorded prefix only grows, so its count is kept incrementally too.
         let mut baseline = RunningCount::default();
         let mut steps: Vec<Step> = Vec::new();
@@ -171,7 +202,8 @@ impl<'a> Replay<'a> {
         // schemas), measured at the first call: it comes first in every prompt.
         let mut overhead = 0;
 
-        let call = |baseline: &mut RunningCount,
+        let call = |messages: &[Message],
+                    baseline: &mut RunningCount,
                     steps: &[Step],
                     index: usize,
                     state: &mut AgentState,
@@ -242,7 +274,9 @@ impl<'a> Replay<'a> {
             }
         };
 
-        for (index, message) in messages.iter().enumerate() {
+        for index in 0..log.all().len() {
+            let messages = log.all();
+            let message = &messages[index];
             let seen = records.next_if(|r| r.message == index);
             if until == Some(index) {
                 // From here the provider counted a conversation it had compacted: no anchor.
@@ -276,6 +310,7 @@ impl<'a> Replay<'a> {
                     }
                 }
                 let step = call(
+                    messages,
                     &mut baseline,
                     &steps,
                     index,
@@ -291,8 +326,9 @@ impl<'a> Replay<'a> {
                 steps.push(step);
                 state.step_count += 1;
             }
+            let has_result = message.has_tool_call_result();
             state.push(message.clone());
-            if message.has_tool_call_result() && refetches.arrived(message, counter) {
+            if has_result && refetches.arrived(message, counter) {
                 // The results answer the calls of the latest step's reply.
                 if let Some(last) = steps.last_mut() {
                     (last.refetches, last.refetch_tokens) = (refetches.count, refetches.tokens);
@@ -307,8 +343,15 @@ impl<'a> Replay<'a> {
                 state.context_tokens = tokens.saturating_sub(removed).max(1);
                 anchor = Some((index + 1, tokens));
             }
-            let batch_ends = message.has_tool_call_result()
-                && !messages.get(index + 1).is_some_and(Message::has_tool_call_result);
+            let batch_ends =
+                has_result && !messages.get(index + 1).is_some_and(Message::has_tool_call_result);
+            // The counts to come measure no message before this one again, nor any before the
+            // anchor's (a stretch from there is counted whole); those measured may go. Not before
+            // the first call, whose overhead is counted of all the messages before it.
+            if !steps.is_empty() {
+                let needed = anchor.map_or(index, |(next, _)| next.min(index));
+                log.let_go(needed.min(baseline.measured()));
+            }
             if let (true, Some(offload)) = (batch_ends, self.offload) {
                 let outcome = offload.run(&mut state);
                 tally.offloaded += outcome.results.len();
@@ -323,9 +366,11 @@ impl<'a> Replay<'a> {
             }
             progress();
         }
+        let messages = log.all();
         let answered = messages.last().is_none_or(|m| m.role == Role::Assistant || m.role == Role::System);
         if !answered {
             let step = call(
+                messages,
                 &mut baseline,
                 &steps,
                 messages.len(),
@@ -341,6 +386,38 @@ impl<'a> Replay<'a> {
             steps.push(step);
         }
         Replayed { steps, failures }
+    }
+}
+
+/// The recorded messages, borrowed, or owned and let go of once measured.
+enum Store<'m> {
+    Borrowed(&'m [Message]),
+    /// Messages before `kept_from` are let go of: each is a message of its role with nothing
+    /// in it, which only the roles are read of.
+    Owned {
+        messages: Vec<Message>,
+        kept_from: usize,
+    },
+}
+
+impl Store<'_> {
+    /// Every recorded message, those let go of as their roles alone.
+    fn all(&self) -> &[Message] {
+        match self {
+            Store::Borrowed(messages) => messages,
+            Store::Owned { messages, .. } => messages,
+        }
+    }
+
+    /// Lets go of the owned messages before `end`, which no count reads again.
+    fn let_go(&mut self, end: usize) {
+        let Store::Owned { messages, kept_from } = self else { return };
+        let end = end.min(messages.len());
+        for message in messages.get_mut(*kept_from..end).unwrap_or_default() {
+            let role = message.role;
+            *message = Message { role, parts: Vec::new(), name: None, meta: Default::default() };
+        }
+        *kept_from = (*kept_from).max(end);
     }
 }
 
