@@ -439,13 +439,18 @@ fn call_key(call: &ToolCall) -> CallKey {
 /// What the replay keeps to find refetches: which calls' results are in context as the tool
 /// returned them, and which a compaction or an offload has taken out since.
 #[derive(Debug, Default)]
+///
+/// Each call is kept once, in `keys`, and named by its number there elsewhere: a long run makes a
+/// call every few hundred bytes of log, and each id names one.
 struct Refetches {
+    /// Each distinct call seen, numbered in the order first seen.
+    keys: HashMap<CallKey, usize>,
     /// The call each call id names, for the reports, which name results by id.
-    by_id: HashMap<String, CallKey>,
+    by_id: HashMap<String, usize>,
     /// Calls whose latest result is in context as the tool returned it.
-    in_context: HashSet<CallKey>,
+    in_context: HashSet<usize>,
     /// Calls whose latest result was rewritten or removed.
-    lost: HashSet<CallKey>,
+    lost: HashSet<usize>,
     /// Refetches so far.
     count: usize,
     /// Tokens of their results.
@@ -459,9 +464,9 @@ impl Refetches {
         let mut found = false;
         let single = message.tool_call_results().nth(1).is_none();
         for result in message.tool_call_results() {
-            let key = call_key(&result.origin);
+            let key = self.intern(&result.origin);
             if let Some(id) = &result.origin.id {
-                self.by_id.insert(id.clone(), key.clone());
+                self.by_id.insert(id.clone(), key);
             }
             if self.lost.remove(&key) {
                 found = true;
@@ -487,10 +492,15 @@ impl Refetches {
         tool: &str,
         messages: &[Message],
     ) {
-        let key = call_id.and_then(|id| self.by_id.get(id).cloned()).or_else(|| {
-            let result = messages.get(index)?.tool_call_results().nth(position)?;
-            (result.origin.tool_name == tool).then(|| call_key(&result.origin))
-        });
+        let key = match call_id.and_then(|id| self.by_id.get(id).copied()) {
+            Some(key) => Some(key),
+            None => messages
+                .get(index)
+                .and_then(|message| message.tool_call_results().nth(position))
+                .map(|result| &result.origin)
+                .filter(|origin| origin.tool_name == tool)
+                .map(|origin| self.intern(origin)),
+        };
         if let Some(key) = key {
             self.in_context.remove(&key);
             self.lost.insert(key);
@@ -502,15 +512,29 @@ impl Refetches {
         self.lose_results(report, messages);
         if removes(report) {
             // The results no longer in the conversation, whatever index they had.
-            let present: HashSet<CallKey> =
-                messages.iter().flat_map(Message::tool_call_results).map(|r| call_key(&r.origin)).collect();
-            let gone: Vec<CallKey> =
-                self.in_context.iter().filter(|k| !present.contains(*k)).cloned().collect();
+            let present: HashSet<usize> = messages
+                .iter()
+                .flat_map(Message::tool_call_results)
+                .filter_map(|r| self.number(&r.origin))
+                .collect();
+            let gone: Vec<usize> =
+                self.in_context.iter().filter(|k| !present.contains(*k)).copied().collect();
             for key in gone {
                 self.in_context.remove(&key);
                 self.lost.insert(key);
             }
         }
+    }
+
+    /// The number of `call` among the calls seen, if it was seen.
+    fn number(&self, call: &ToolCall) -> Option<usize> {
+        self.keys.get(&call_key(call)).copied()
+    }
+
+    /// The number of `call`, numbered now if it was not seen before.
+    fn intern(&mut self, call: &ToolCall) -> usize {
+        let next = self.keys.len();
+        *self.keys.entry(call_key(call)).or_insert(next)
     }
 
     fn lose_results(&mut self, report: &CompactionReport, messages: &[Message]) {
