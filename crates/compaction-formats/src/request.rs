@@ -123,10 +123,14 @@ pub(crate) fn read(source: &JsonSource, name: &str) -> Option<Read> {
 /// `None` when one cannot be paired.
 fn paired(runs: Runs) -> Option<Vec<Message>> {
     let Runs { mut messages, mut calls, rest } = runs;
-    messages.reserve_exact(rest.len());
-    for message in rest {
-        let message = message.pair(&mut calls, &messages).ok()?;
-        messages.push(message);
+    // Room enough already, when the first run foresaw the count (see `Run::read`).
+    messages.reserve_exact(rest.iter().map(Vec::len).sum());
+    // Each block of prepared messages is let go of once paired.
+    for block in rest {
+        for message in block {
+            let message = message.pair(&mut calls, &messages).ok()?;
+            messages.push(message);
+        }
     }
     Some(messages)
 }
@@ -264,8 +268,16 @@ type Lean = (Map<String, Value>, Apart);
 struct Runs {
     messages: Vec<Message>,
     calls: OpenCalls,
-    rest: Vec<Prepared>,
+    rest: Vec<Vec<Prepared>>,
 }
+
+/// The second run's prepared messages come in blocks of this many, each let go of once paired.
+const BLOCK: usize = 4096;
+
+/// Once the first run has read this many messages, it makes room for as many as the array
+/// seems to hold: the second run's are appended to them, and growing the list then would hold
+/// it twice for a while, beside the second run's messages not yet paired.
+const FORESEE_AFTER: usize = 1024;
 
 /// Below this many bytes of messages one thread reads them all; starting another costs more.
 const PARALLEL_BYTES: usize = 1 << 20;
@@ -340,8 +352,9 @@ struct Run {
     messages: Vec<Message>,
     /// The calls they left open.
     calls: OpenCalls,
-    /// The messages read up to their pairing, when the run does not pair them.
-    prepared: Vec<Prepared>,
+    /// The messages read up to their pairing, when the run does not pair them, in blocks of
+    /// [`BLOCK`].
+    prepared: Vec<Vec<Prepared>>,
     spans: Vec<Range<usize>>,
     contents: Vec<Option<Range<usize>>>,
     repeated: Vec<Keys>,
@@ -365,6 +378,7 @@ impl Run {
         given_up: &AtomicBool,
     ) -> Run {
         let bytes = source.as_bytes();
+        let from = at;
         let mut run = Run {
             messages: Vec::new(),
             calls: OpenCalls::default(),
@@ -407,9 +421,25 @@ impl Run {
                     give_up(true);
                     return run;
                 };
+                let read = run.messages.len();
+                if read == run.messages.capacity() && read >= FORESEE_AFTER {
+                    // As many messages as the bytes read so far foretell for the whole array,
+                    // and an eighth more: each message is at least a dozen bytes.
+                    let rest = (bytes.len() - from) as f64 / (at - from).max(1) as f64;
+                    let foreseen = (read as f64 * rest * 1.125) as usize;
+                    let room = foreseen.min((bytes.len() - from) / 12).max(read * 2);
+                    run.messages.reserve_exact(room - read);
+                }
                 run.messages.push(message);
             } else {
-                run.prepared.push(prepared);
+                match run.prepared.last_mut() {
+                    Some(block) if block.len() < BLOCK => block.push(prepared),
+                    _ => {
+                        let mut block = Vec::with_capacity(BLOCK);
+                        block.push(prepared);
+                        run.prepared.push(block);
+                    }
+                }
             }
             run.contents.push(content);
             run.spans.push(at..end);
