@@ -243,21 +243,21 @@ pub(crate) fn tool_call(value: &Value) -> Result<ToolCall, String> {
     let Some(name) = member_of(function, "name").and_then(Value::as_str) else {
         return Err("`function.name` is missing or not a string".into());
     };
-    let mut call = ToolCall::new(name, JsonObject::new());
-    call.id = id;
-    match member_of(function, "arguments") {
-        None | Some(Value::Null) => {}
-        Some(Value::Object(arguments)) => call.arguments = arguments.clone(),
+    // Made by `ToolCall::new`, which keeps the arguments without spare room.
+    let mut call = match member_of(function, "arguments") {
+        None | Some(Value::Null) => ToolCall::new(name, JsonObject::new()),
+        Some(Value::Object(arguments)) => ToolCall::new(name, arguments.clone()),
         Some(Value::String(text)) => match compaction_model::value_from_slice(text.as_bytes()) {
-            Ok(Value::Object(arguments)) => call.arguments = arguments,
+            Ok(Value::Object(arguments)) => ToolCall::new(name, arguments),
             // Not a JSON object (truncated by the model, or nested past the parser's limit):
             // kept as the provider sent it, counted and written back as that text.
-            _ => call.raw_arguments = Some(text.clone()),
+            _ => ToolCall::with_raw_arguments(name, text.clone()),
         },
         Some(other) => {
             return Err(format!("`function.arguments` must be a JSON string, found {}", json_type(other)))
         }
-    }
+    };
+    call.id = id;
     Ok(call)
 }
 

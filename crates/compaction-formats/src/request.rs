@@ -70,7 +70,7 @@ pub(crate) fn read(source: &JsonSource, name: &str) -> Option<Read> {
     }
     // The envelope's members in order, the messages' place among them marked by `None`.
     let mut members: Vec<Option<(String, Range<usize>)>> = Vec::new();
-    let mut prepared = Vec::new();
+    let mut prepared = Runs::default();
     let mut spans = Vec::new();
     let mut contents = Vec::new();
     let mut in_messages = Vec::new();
@@ -117,14 +117,19 @@ pub(crate) fn read(source: &JsonSource, name: &str) -> Option<Read> {
     Some(Read { messages, tools, spans: Spans { messages: spans, contents }, repeated })
 }
 
-/// The messages read, each tool result paired with its call in message order (the rest of each
-/// message was read on the thread that read it); `None` when one cannot be paired.
-fn paired(prepared: PreparedRuns) -> Option<Vec<Message>> {
-    let mut calls = OpenCalls::default();
-    let mut messages = Vec::with_capacity(prepared.iter().map(Vec::len).sum());
-    for message in prepared.into_iter().flatten() {
-        let message = message.pair(&mut calls, &messages).ok()?;
-        messages.push(message);
+/// The messages read, each tool result paired with its call in message order: those of the
+/// first run were paired as they were read, those of the second are paired here, after them;
+/// `None` when one cannot be paired.
+fn paired(runs: Runs) -> Option<Vec<Message>> {
+    let Runs { mut messages, mut calls, rest } = runs;
+    // Room enough already, when the first run foresaw the count (see `Run::read`).
+    messages.reserve_exact(rest.iter().map(Vec::len).sum());
+    // Each block of prepared messages is let go of once paired.
+    for block in rest {
+        for message in block {
+            let message = message.pair(&mut calls, &messages).ok()?;
+            messages.push(message);
+        }
     }
     Some(messages)
 }
@@ -141,7 +146,7 @@ fn read_bare(source: &JsonSource, start: usize) -> Option<Read> {
         return None;
     }
     let (mut prepared, mut spans, mut contents, mut repeated) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        (Runs::default(), Vec::new(), Vec::new(), Vec::new());
     let end = messages(source, start, &mut prepared, &mut spans, &mut contents, &mut repeated)?;
     if skip_whitespace(bytes, end) != bytes.len() || spans.is_empty() {
         return None;
@@ -253,8 +258,25 @@ fn object(bytes: &[u8], at: usize, mut value: impl FnMut(&str, usize) -> Option<
 /// kind in the object, which detection looks at).
 type Lean = (Map<String, Value>, Apart);
 
-/// The messages of each run, in order, read up to their pairing.
-type PreparedRuns = Vec<Vec<Prepared>>;
+/// The messages read: those of the first run, paired as it read them (and the calls it left
+/// open), and those of the second, read up to their pairing, which must wait for the first.
+///
+/// The first run pairs its messages as it reads them so that a large file's messages are not
+/// held twice, once prepared and once paired (issue 31, item 13).
+#[derive(Default)]
+struct Runs {
+    messages: Vec<Message>,
+    calls: OpenCalls,
+    rest: Vec<Vec<Prepared>>,
+}
+
+/// The second run's prepared messages come in blocks of this many, each let go of once paired.
+const BLOCK: usize = 4096;
+
+/// Once the first run has read this many messages, it makes room for as many as the array
+/// seems to hold: the second run's are appended to them, and growing the list then would hold
+/// it twice for a while, beside the second run's messages not yet paired.
+const FORESEE_AFTER: usize = 1024;
 
 /// Below this many bytes of messages one thread reads them all; starting another costs more.
 const PARALLEL_BYTES: usize = 1 << 20;
@@ -269,7 +291,7 @@ const PARALLEL_BYTES: usize = 1 << 20;
 fn messages(
     source: &JsonSource,
     at: usize,
-    prepared: &mut PreparedRuns,
+    prepared: &mut Runs,
     spans: &mut Vec<Range<usize>>,
     contents: &mut Vec<Option<Range<usize>>>,
     repeated: &mut Vec<Keys>,
@@ -288,13 +310,18 @@ fn messages(
         .flatten();
     // A run that gives up tells the other, which then stops too: the file goes to the tree path.
     let given_up = AtomicBool::new(false);
-    let (mut run, second) =
-        haystack::two_runs(first, guess, |from, stop| Run::read(source, from, stop, &given_up));
-    let mut runs = vec![std::mem::take(&mut run.prepared)];
+    let (mut run, second) = haystack::two_runs(first, guess, |from, stop| {
+        Run::read(source, from, stop, from == first, &given_up)
+    });
+    let mut runs = Runs {
+        messages: std::mem::take(&mut run.messages),
+        calls: std::mem::take(&mut run.calls),
+        rest: Vec::new(),
+    };
     if run.end == End::Reached {
         let second = second?;
         run.end = second.end;
-        runs.push(second.prepared);
+        runs.rest = second.prepared;
         run.spans.extend(second.spans);
         run.contents.extend(second.contents);
         run.repeated.extend(second.repeated);
@@ -320,7 +347,13 @@ enum End {
 
 /// Messages read one after another from a position in the array.
 struct Run {
-    prepared: Vec<Prepared>,
+    /// The messages read, paired, when the run pairs them (the first run does).
+    messages: Vec<Message>,
+    /// The calls they left open.
+    calls: OpenCalls,
+    /// The messages read up to their pairing, when the run does not pair them, in blocks of
+    /// [`BLOCK`].
+    prepared: Vec<Vec<Prepared>>,
     spans: Vec<Range<usize>>,
     contents: Vec<Option<Range<usize>>>,
     repeated: Vec<Keys>,
@@ -328,16 +361,26 @@ struct Run {
 }
 
 impl Run {
-    /// Reads messages from `at` until `stop`, the array's end, or something it cannot read.
+    /// Reads messages from `at` until `stop`, the array's end, or something it cannot read;
+    /// pairs them as it reads them when `pairs` (the run that starts at the first message).
     ///
     /// The first message that tells a format decides the tree path's detection; a message of
     /// another format here leaves the file to the tree path at once, and so does a message that
     /// does not read in the run that starts at the first one (the one given a `stop`), which
     /// cannot be a wrong guess. Either says so in `given_up`, which stops the other run too. A
     /// run started at a guess that fails only fails itself: the guess may have been wrong.
-    fn read(source: &JsonSource, mut at: usize, stop: Option<usize>, given_up: &AtomicBool) -> Run {
+    fn read(
+        source: &JsonSource,
+        mut at: usize,
+        stop: Option<usize>,
+        pairs: bool,
+        given_up: &AtomicBool,
+    ) -> Run {
         let bytes = source.as_bytes();
+        let from = at;
         let mut run = Run {
+            messages: Vec::new(),
+            calls: OpenCalls::default(),
             prepared: Vec::new(),
             spans: Vec::new(),
             contents: Vec::new(),
@@ -371,8 +414,33 @@ impl Run {
                 give_up(false);
                 return run;
             };
+            if pairs {
+                // A result no call fits: the tree path words the error.
+                let Ok(message) = prepared.pair(&mut run.calls, &run.messages) else {
+                    give_up(true);
+                    return run;
+                };
+                let read = run.messages.len();
+                if read == run.messages.capacity() && read >= FORESEE_AFTER {
+                    // As many messages as the bytes read so far foretell for the whole array,
+                    // and an eighth more: each message is at least a dozen bytes.
+                    let rest = (bytes.len() - from) as f64 / (at - from).max(1) as f64;
+                    let foreseen = (read as f64 * rest * 1.125) as usize;
+                    let room = foreseen.min((bytes.len() - from) / 12).max(read * 2);
+                    run.messages.reserve_exact(room - read);
+                }
+                run.messages.push(message);
+            } else {
+                match run.prepared.last_mut() {
+                    Some(block) if block.len() < BLOCK => block.push(prepared),
+                    _ => {
+                        let mut block = Vec::with_capacity(BLOCK);
+                        block.push(prepared);
+                        run.prepared.push(block);
+                    }
+                }
+            }
             run.contents.push(content);
-            run.prepared.push(prepared);
             run.spans.push(at..end);
             at = skip_whitespace(bytes, end);
             match bytes.get(at) {

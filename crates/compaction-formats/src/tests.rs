@@ -444,6 +444,35 @@ fn a_large_request_reads_on_two_threads_as_the_tree_path_reads_it() {
     }
 }
 
+/// Memory (issue 31, item 13): the first thread makes room for as many messages as its bytes
+/// foretell, and the second hands its prepared messages over in blocks. However wrong the
+/// foretelling (the short messages first, or the long ones) and however many blocks, the
+/// messages are the tree path's, in order.
+#[test]
+fn a_long_request_of_uneven_messages_reads_as_the_tree_path_reads_it() {
+    let message = |k: usize, long: bool| {
+        let id = format!("c{k}");
+        let output = if long { "a longer line of output\n".repeat(12) } else { format!("ok {k}") };
+        [
+            json!({"role": "assistant", "content": null, "tool_calls": [
+                {"id": id, "type": "function", "function": {"name": "sh", "arguments": format!("{{\"n\": {k}}}")}}
+            ]}),
+            json!({"role": "tool", "tool_call_id": id, "content": output}),
+        ]
+    };
+    for long_first in [false, true] {
+        let messages: Vec<Value> =
+            (0..24_000).flat_map(|k| message(k, (k < 12_000) == long_first)).collect();
+        let input = serde_json::to_vec(&json!({"model": "m", "messages": messages})).unwrap();
+        assert!(input.len() > 2 << 20, "large enough for two threads: {}", input.len());
+        let conversation = read(input.clone(), &ReadOptions::named("t")).unwrap();
+        assert!(matches!(conversation.back, crate::Back::Request(_)));
+        let by_tree = crate::read_tree(&input, &ReadOptions::named("t")).unwrap();
+        assert_eq!(conversation.messages.len(), 48_000);
+        assert_eq!(conversation.messages, by_tree.messages, "long first: {long_first}");
+    }
+}
+
 /// A Claude Code session of a few megabytes, its edits found on two threads: pruned results
 /// change, in order, and nothing else does, as on one thread.
 #[test]

@@ -63,7 +63,12 @@ pub struct TextPart {
 }
 
 /// A call the assistant asks a tool to run.
-#[derive(Debug, Clone, PartialEq, Default)]
+///
+/// Its arguments are kept without spare room: made with [`ToolCall::new`] or cloned, each object
+/// in them holds exactly its members. A JSON object read member by member keeps room for three
+/// members at least, several hundred bytes, where a call's arguments are often one or two, and a
+/// long log holds every call twice (in the assistant message and as its result's `origin`).
+#[derive(Debug, PartialEq, Default)]
 pub struct ToolCall {
     /// Name of the tool to run.
     pub tool_name: String,
@@ -228,10 +233,53 @@ impl TextPart {
     }
 }
 
+impl Clone for ToolCall {
+    fn clone(&self) -> Self {
+        ToolCall {
+            tool_name: self.tool_name.clone(),
+            arguments: exact_copy(&self.arguments),
+            raw_arguments: self.raw_arguments.clone(),
+            id: self.id.clone(),
+            extra: self.extra.clone(),
+            unknown: self.unknown.clone(),
+        }
+    }
+}
+
+/// A copy of `object` whose objects hold no spare room (see [`ToolCall`]).
+fn exact_copy(object: &JsonObject) -> JsonObject {
+    object.iter().map(|(key, value)| (key.clone(), exact_value_copy(value))).collect()
+}
+
+fn exact_value_copy(value: &Value) -> Value {
+    match value {
+        Value::Object(object) => Value::Object(exact_copy(object)),
+        Value::Array(items) => Value::Array(items.iter().map(exact_value_copy).collect()),
+        other => other.clone(),
+    }
+}
+
+/// `object` with no spare room in it or in the objects it holds (see [`ToolCall`]).
+fn shrunk(object: JsonObject) -> JsonObject {
+    if object.is_empty() {
+        return object;
+    }
+    object.into_iter().map(|(key, value)| (key, shrunk_value(value))).collect()
+}
+
+fn shrunk_value(value: Value) -> Value {
+    match value {
+        Value::Object(object) => Value::Object(shrunk(object)),
+        Value::Array(items) => Value::Array(items.into_iter().map(shrunk_value).collect()),
+        other => other,
+    }
+}
+
 impl ToolCall {
-    /// A call to `tool_name` with `arguments`, without an id.
+    /// A call to `tool_name` with `arguments`, without an id. The arguments are kept without
+    /// spare room (see [`ToolCall`]).
     pub fn new(tool_name: impl Into<String>, arguments: JsonObject) -> Self {
-        ToolCall { tool_name: tool_name.into(), arguments, ..ToolCall::default() }
+        ToolCall { tool_name: tool_name.into(), arguments: shrunk(arguments), ..ToolCall::default() }
     }
 
     /// A call whose arguments arrived as `raw` text that is not a JSON object.

@@ -145,12 +145,43 @@ impl<'a> Replay<'a> {
 
     /// Replays `recording`, calling `progress` after each message. The provider's counts anchor
     /// the estimates up to the first provider compaction, and are only shown after it.
+    ///
+    /// The replayed conversation is a copy of the recorded one, so the two are held side by
+    /// side; [`Replay::run_owned`] holds the messages once.
     pub fn run(&self, recording: Recording<'_>, progress: &mut dyn FnMut()) -> Replayed {
         let Recording { messages, calls, provider_compactions } = recording;
+        self.replay(Store::Borrowed(messages), calls, provider_compactions, progress)
+    }
+
+    /// [`Replay::run`] of the conversation `messages`, with what the log records of its `calls`
+    /// and its `provider_compactions` (as [`Recording`] takes them), taking the messages: the
+    /// same steps, with about half the memory for a long conversation.
+    ///
+    /// The replayed conversation needs its own copy of each message, which compaction rewrites;
+    /// the recorded one is needed only until the counts that follow it have measured it. With a
+    /// counter whose counts add up message by message ([`TokenCounter::measure_joined`]), each
+    /// recorded message is let go once measured (but for its role), so each is held once.
+    pub fn run_owned(
+        &self,
+        messages: Vec<Message>,
+        calls: &[Recorded],
+        provider_compactions: &[usize],
+        progress: &mut dyn FnMut(),
+    ) -> Replayed {
+        self.replay(Store::Owned { messages, kept_from: 0 }, calls, provider_compactions, progress)
+    }
+
+    fn replay(
+        &self,
+        mut log: Store<'_>,
+        calls: &[Recorded],
+        provider_compactions: &[usize],
+        progress: &mut dyn FnMut(),
+    ) -> Replayed {
         let until = provider_compactions.iter().copied().filter(|&m| m > 0).min();
         let hook = self.hook;
         let counter = hook.counter();
-        let mut state = AgentState::new(Vec::with_capacity(messages.len())).with_tools(self.tools.clone());
+        let mut state = AgentState::new(Vec::with_capacity(log.all().len())).with_tools(self.tools.clone());
         // The recorded prefix only grows, so its count is kept incrementally too.
         let mut baseline = RunningCount::default();
         let mut steps: Vec<Step> = Vec::new();
@@ -171,7 +202,8 @@ impl<'a> Replay<'a> {
         // schemas), measured at the first call: it comes first in every prompt.
         let mut overhead = 0;
 
-        let call = |baseline: &mut RunningCount,
+        let call = |messages: &[Message],
+                    baseline: &mut RunningCount,
                     steps: &[Step],
                     index: usize,
                     state: &mut AgentState,
@@ -242,7 +274,9 @@ impl<'a> Replay<'a> {
             }
         };
 
-        for (index, message) in messages.iter().enumerate() {
+        for index in 0..log.all().len() {
+            let messages = log.all();
+            let message = &messages[index];
             let seen = records.next_if(|r| r.message == index);
             if until == Some(index) {
                 // From here the provider counted a conversation it had compacted: no anchor.
@@ -276,6 +310,7 @@ impl<'a> Replay<'a> {
                     }
                 }
                 let step = call(
+                    messages,
                     &mut baseline,
                     &steps,
                     index,
@@ -291,8 +326,9 @@ impl<'a> Replay<'a> {
                 steps.push(step);
                 state.step_count += 1;
             }
+            let has_result = message.has_tool_call_result();
             state.push(message.clone());
-            if message.has_tool_call_result() && refetches.arrived(message, counter) {
+            if has_result && refetches.arrived(message, counter) {
                 // The results answer the calls of the latest step's reply.
                 if let Some(last) = steps.last_mut() {
                     (last.refetches, last.refetch_tokens) = (refetches.count, refetches.tokens);
@@ -307,8 +343,15 @@ impl<'a> Replay<'a> {
                 state.context_tokens = tokens.saturating_sub(removed).max(1);
                 anchor = Some((index + 1, tokens));
             }
-            let batch_ends = message.has_tool_call_result()
-                && !messages.get(index + 1).is_some_and(Message::has_tool_call_result);
+            let batch_ends =
+                has_result && !messages.get(index + 1).is_some_and(Message::has_tool_call_result);
+            // The counts to come measure no message before this one again, nor any before the
+            // anchor's (a stretch from there is counted whole); those measured may go. Not before
+            // the first call, whose overhead is counted of all the messages before it.
+            if !steps.is_empty() {
+                let needed = anchor.map_or(index, |(next, _)| next.min(index));
+                log.let_go(needed.min(baseline.measured()));
+            }
             if let (true, Some(offload)) = (batch_ends, self.offload) {
                 let outcome = offload.run(&mut state);
                 tally.offloaded += outcome.results.len();
@@ -323,9 +366,11 @@ impl<'a> Replay<'a> {
             }
             progress();
         }
+        let messages = log.all();
         let answered = messages.last().is_none_or(|m| m.role == Role::Assistant || m.role == Role::System);
         if !answered {
             let step = call(
+                messages,
                 &mut baseline,
                 &steps,
                 messages.len(),
@@ -341,6 +386,38 @@ impl<'a> Replay<'a> {
             steps.push(step);
         }
         Replayed { steps, failures }
+    }
+}
+
+/// The recorded messages, borrowed, or owned and let go of once measured.
+enum Store<'m> {
+    Borrowed(&'m [Message]),
+    /// Messages before `kept_from` are let go of: each is a message of its role with nothing
+    /// in it, which only the roles are read of.
+    Owned {
+        messages: Vec<Message>,
+        kept_from: usize,
+    },
+}
+
+impl Store<'_> {
+    /// Every recorded message, those let go of as their roles alone.
+    fn all(&self) -> &[Message] {
+        match self {
+            Store::Borrowed(messages) => messages,
+            Store::Owned { messages, .. } => messages,
+        }
+    }
+
+    /// Lets go of the owned messages before `end`, which no count reads again.
+    fn let_go(&mut self, end: usize) {
+        let Store::Owned { messages, kept_from } = self else { return };
+        let end = end.min(messages.len());
+        for message in messages.get_mut(*kept_from..end).unwrap_or_default() {
+            let role = message.role;
+            *message = Message { role, parts: Vec::new(), name: None, meta: Default::default() };
+        }
+        *kept_from = (*kept_from).max(end);
     }
 }
 
@@ -362,13 +439,18 @@ fn call_key(call: &ToolCall) -> CallKey {
 /// What the replay keeps to find refetches: which calls' results are in context as the tool
 /// returned them, and which a compaction or an offload has taken out since.
 #[derive(Debug, Default)]
+///
+/// Each call is kept once, in `keys`, and named by its number there elsewhere: a long run makes a
+/// call every few hundred bytes of log, and each id names one.
 struct Refetches {
+    /// Each distinct call seen, numbered in the order first seen.
+    keys: HashMap<CallKey, usize>,
     /// The call each call id names, for the reports, which name results by id.
-    by_id: HashMap<String, CallKey>,
+    by_id: HashMap<String, usize>,
     /// Calls whose latest result is in context as the tool returned it.
-    in_context: HashSet<CallKey>,
+    in_context: HashSet<usize>,
     /// Calls whose latest result was rewritten or removed.
-    lost: HashSet<CallKey>,
+    lost: HashSet<usize>,
     /// Refetches so far.
     count: usize,
     /// Tokens of their results.
@@ -382,9 +464,9 @@ impl Refetches {
         let mut found = false;
         let single = message.tool_call_results().nth(1).is_none();
         for result in message.tool_call_results() {
-            let key = call_key(&result.origin);
+            let key = self.intern(&result.origin);
             if let Some(id) = &result.origin.id {
-                self.by_id.insert(id.clone(), key.clone());
+                self.by_id.insert(id.clone(), key);
             }
             if self.lost.remove(&key) {
                 found = true;
@@ -410,10 +492,15 @@ impl Refetches {
         tool: &str,
         messages: &[Message],
     ) {
-        let key = call_id.and_then(|id| self.by_id.get(id).cloned()).or_else(|| {
-            let result = messages.get(index)?.tool_call_results().nth(position)?;
-            (result.origin.tool_name == tool).then(|| call_key(&result.origin))
-        });
+        let key = match call_id.and_then(|id| self.by_id.get(id).copied()) {
+            Some(key) => Some(key),
+            None => messages
+                .get(index)
+                .and_then(|message| message.tool_call_results().nth(position))
+                .map(|result| &result.origin)
+                .filter(|origin| origin.tool_name == tool)
+                .map(|origin| self.intern(origin)),
+        };
         if let Some(key) = key {
             self.in_context.remove(&key);
             self.lost.insert(key);
@@ -425,15 +512,29 @@ impl Refetches {
         self.lose_results(report, messages);
         if removes(report) {
             // The results no longer in the conversation, whatever index they had.
-            let present: HashSet<CallKey> =
-                messages.iter().flat_map(Message::tool_call_results).map(|r| call_key(&r.origin)).collect();
-            let gone: Vec<CallKey> =
-                self.in_context.iter().filter(|k| !present.contains(*k)).cloned().collect();
+            let present: HashSet<usize> = messages
+                .iter()
+                .flat_map(Message::tool_call_results)
+                .filter_map(|r| self.number(&r.origin))
+                .collect();
+            let gone: Vec<usize> =
+                self.in_context.iter().filter(|k| !present.contains(*k)).copied().collect();
             for key in gone {
                 self.in_context.remove(&key);
                 self.lost.insert(key);
             }
         }
+    }
+
+    /// The number of `call` among the calls seen, if it was seen.
+    fn number(&self, call: &ToolCall) -> Option<usize> {
+        self.keys.get(&call_key(call)).copied()
+    }
+
+    /// The number of `call`, numbered now if it was not seen before.
+    fn intern(&mut self, call: &ToolCall) -> usize {
+        let next = self.keys.len();
+        *self.keys.entry(call_key(call)).or_insert(next)
     }
 
     fn lose_results(&mut self, report: &CompactionReport, messages: &[Message]) {

@@ -10,7 +10,7 @@ use compaction_hook::{CompactionHook, CompactionHookSettings};
 use compaction_model::{Message, Role};
 use compaction_offload::ToolResultOffloadHook;
 pub use compaction_replay::Step;
-use compaction_replay::{CacheKind, Call, Cost, Lifetime, PriceTable, Pricing, Recorded, Recording, Replay};
+use compaction_replay::{CacheKind, Call, Cost, Lifetime, PriceTable, Pricing, Recorded, Replay};
 
 use super::offload::Policies;
 use super::prune::PruneOptions;
@@ -180,7 +180,7 @@ pub fn run(args: Args) -> Result<()> {
         }
         None => None,
     };
-    let conversation = args.input.read()?;
+    let mut conversation = args.input.read()?;
     let tools = match &args.tools {
         Some(path) => crate::input::read_tools(path)?,
         None => conversation.tools.clone(),
@@ -204,10 +204,13 @@ pub fn run(args: Args) -> Result<()> {
     if let Some(offload) = &offload {
         replay = replay.with_offload(offload);
     }
-    let recording =
-        Recording::new(&conversation.messages).with_calls(&calls).with_provider_compactions(&compacted_at);
+    // What is read of the messages after the replay, which takes them (so that they are held
+    // once, not beside the replayed copy).
+    let has_results = conversation.messages.iter().any(Message::has_tool_call_result);
+    let chart_compactions = provider_compactions(&conversation.messages, &conversation.compactions);
     let bar = crate::progress::bar(conversation.messages.len() as u64, "simulating");
-    let replayed = replay.run(recording, &mut || bar.inc(1));
+    let messages = std::mem::take(&mut conversation.messages);
+    let replayed = replay.run_owned(messages, &calls, &compacted_at, &mut || bar.inc(1));
     bar.finish_and_clear();
     let steps = replayed.steps;
     let mut failures = replayed.failures;
@@ -253,7 +256,7 @@ pub fn run(args: Args) -> Result<()> {
         _ => {}
     }
     let declined = steps.iter().filter(|s| s.triggered && !s.compacted).count();
-    if declined > 0 && !conversation.messages.iter().any(Message::has_tool_call_result) {
+    if declined > 0 && !has_results {
         let _ = writeln!(
             out,
             "note                 declined {declined} times: no tool results in this conversation (its format holds \
@@ -275,8 +278,7 @@ pub fn run(args: Args) -> Result<()> {
             .file_name()
             .map_or_else(|| name.clone(), |n| n.to_string_lossy().into_owned());
         let title = format!("{title_name}: context per model call (counter {counter_name})");
-        let compactions = provider_compactions(&conversation.messages, &conversation.compactions);
-        let chart = Chart { title, steps: &steps, settings, compactions };
+        let chart = Chart { title, steps: &steps, settings, compactions: chart_compactions };
         let svg = chart::svg(&chart)?;
         ready.push(
             crate::output::stage(path).and_then(|s| s.write(svg.as_bytes())).context("writing the SVG")?,

@@ -1,5 +1,6 @@
 //! Integration tests of compaction-model: conformance with the reference, and bad input.
 
+mod calls;
 mod conformance;
 mod errors;
 mod spellings;
