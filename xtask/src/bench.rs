@@ -1484,11 +1484,11 @@ impl Report {
              Wall: **{per_gb:.1} s per GB** (goal ≤ 60 s for 1 GB on this two-core machine: {}). Memory: \
              the peak less the footprint over the first lines is **{:.0} MB**, {:.0}× the longest line, \
              against twice the longest line, {:.1} MB (goal: the peak at most twice the largest \
-             transcript plus a constant: {}). The last two rows show where it goes: the same line \
-             read ten times holds more than once, so the peak grows with the number of lines read, \
-             not only with the longest (the command reads a line on each core, two here, with up to \
-             two more a core waiting in its queue, `sync_channel(threads * 2)` in \
-             `commands/bench.rs`).\n",
+             transcript plus a constant: {}). The last two rows show where it goes: a line is \
+             replayed on each core (two here) and each replay holds its line's bytes, the \
+             conversation read from them and the replay's own copy of its messages, so the peak is \
+             about two transcripts in flight, each a few times its line, not the dataset (the \
+             queue between the walker and the cores holds where the lines are, not their bytes).\n",
             if row.size == "1GB" { "1 GB" } else { "100 MB" },
             row.size,
             row.stats.lines,

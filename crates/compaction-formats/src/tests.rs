@@ -461,8 +461,7 @@ fn a_long_request_of_uneven_messages_reads_as_the_tree_path_reads_it() {
         ]
     };
     for long_first in [false, true] {
-        let messages: Vec<Value> =
-            (0..24_000).flat_map(|k| message(k, (k < 12_000) == long_first)).collect();
+        let messages: Vec<Value> = (0..24_000).flat_map(|k| message(k, (k < 12_000) == long_first)).collect();
         let input = serde_json::to_vec(&json!({"model": "m", "messages": messages})).unwrap();
         assert!(input.len() > 2 << 20, "large enough for two threads: {}", input.len());
         let conversation = read(input.clone(), &ReadOptions::named("t")).unwrap();
