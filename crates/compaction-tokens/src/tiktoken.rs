@@ -93,11 +93,16 @@ static O200K_BASE: LazyLock<bpe_openai::Tokenizer> = LazyLock::new(|| {
 static CL100K_BASE: LazyLock<bpe_openai::Tokenizer> =
     LazyLock::new(|| tokenizer(include_bytes!(concat!(env!("OUT_DIR"), "/cl100k_base.bpe")), CL100K_PATTERN));
 
+/// The most an encoding build.rs made may take decompressed: twice o200k_base's.
+const MAX_ENCODING_BYTES: usize = 32 << 20;
+
 /// The tokenizer of an encoding build.rs made (see there), with its pre-tokenization.
 fn tokenizer(compressed: &[u8], first_pattern: &str) -> bpe_openai::Tokenizer {
-    // The encoding was made by this crate's build and cannot be other than valid.
+    // The encoding was made by this crate's build and cannot be other than valid. Its zstd frame
+    // records its size (16.4 MB for o200k_base), which is what gets allocated; the capacity is
+    // only the most that would be.
     let bytes =
-        lz4_flex::block::decompress_size_prepended(compressed).expect("build.rs compressed the encoding");
+        zstd::bulk::decompress(compressed, MAX_ENCODING_BYTES).expect("build.rs compressed the encoding");
     let bpe = rmp_serde::from_slice(&bytes).expect("build.rs serialized the encoding");
     let patterns = [(first_pattern, false), (LOOKAHEAD_PATTERN, true), (WHITESPACE_PATTERN, false)];
     bpe_openai::Tokenizer::new_lookahead(bpe, &patterns, false).expect("the patterns are valid")
