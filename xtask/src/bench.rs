@@ -1377,19 +1377,19 @@ impl Report {
         let _ = writeln!(
             self.text,
             "## (h) release binary\n\n\
-             `target/release/compaction` (default features: tiktoken and HuggingFace) is {:.1} MB as \
+             `target/release/compaction` (default features: tiktoken, HuggingFace and Parquet) is {:.1} MB as \
              built (with line tables) and **{stripped_mb:.1} MB stripped** (goal ≤ 30 MB: {}).\n\n\
              o200k_base and cl100k_base are counted with bpe-openai's tokenizer; bpe-openai's own \
              prebuilt encodings (32 MB and 15 MB, three Aho-Corasick automata each) are not linked. \
              compaction-tokens' build script builds the encodings from tiktoken-rs's token lists, drops \
-             the two automata counting never uses and compresses the rest with LZ4 (12 MB and 6 MB). \
-             The cost: building compaction-tokens with `tiktoken` builds the two encodings once; a \
-             process's first count with an encoding decompresses and reads it (table below: \
-             `compaction count` of a one-message file), where bpe-openai's prebuilt o200k_base took \
-             about 0.1 s to read. Deflate would make the binary 6 MB smaller but takes three times as \
-             long to undo (0.15 s for o200k_base). tiktoken-rs alone would save another 18 MB but counts about 1.7× slower and \
-             takes 0.4 s to load o200k_base; it still counts p50k_base and r50k_base, from their 0.8 MB \
-             tables.\n",
+             the two automata counting never uses and compresses the rest with zstd at level 9 (8.0 MB \
+             and 3.8 MB; LZ4, used before, made them 12 MB and 6 MB and was undone about 14 ms sooner \
+             for o200k_base). The cost: building compaction-tokens with `tiktoken` builds the two \
+             encodings once; a process's first count with an encoding decompresses and reads it (table \
+             below: `compaction count` of a one-message file), where bpe-openai's prebuilt o200k_base \
+             took about 0.1 s to read. tiktoken-rs alone would save another 12 MB but counts about 1.7× \
+             slower and takes 0.4 s to load o200k_base; it still counts p50k_base and r50k_base, from \
+             their 0.8 MB tables.\n",
             mb(size),
             verdict(met)
         );
