@@ -513,7 +513,7 @@ const PUBLIC_ITEM_BUDGET: &[(&str, usize)] = &[
     ("compaction-llm", 74),
     ("compaction-hook", 76),
     ("compaction-offload", 110),
-    ("compaction-replay", 48),
+    ("compaction-replay", 49),
     ("compaction-adapters", 40),
 ];
 
