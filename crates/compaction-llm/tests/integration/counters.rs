@@ -3,6 +3,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+#[cfg(feature = "async")]
 use std::time::Duration;
 
 use compaction_llm::{counter_from_provider_spec, AnthropicTokenCounter, Error, OpenAITokenCounter};
@@ -194,6 +195,7 @@ fn counters_from_a_spec() {
     ));
 }
 
+#[cfg(feature = "async")]
 #[tokio::test]
 async fn async_counts_run_concurrently_and_agree_with_the_blocking_ones() {
     let server = Server::start(|request| {

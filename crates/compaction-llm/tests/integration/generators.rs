@@ -3,7 +3,9 @@
 
 use std::time::{Duration, Instant};
 
-use compaction_core::{AsyncChatGenerator, ChatGenerator};
+#[cfg(feature = "async")]
+use compaction_core::AsyncChatGenerator;
+use compaction_core::ChatGenerator;
 use compaction_llm::{
     generator_from_provider, AnthropicChatGenerator, ClientSettings, Error, OpenAIChatGenerator, Provider,
 };
@@ -394,6 +396,7 @@ fn generator_from_provider_talks_to_either_provider() {
 
 // The async path, on tokio.
 
+#[cfg(feature = "async")]
 #[tokio::test]
 async fn async_generators_answer_and_retry() {
     let server = Server::scripted(vec![
@@ -416,6 +419,7 @@ async fn async_generators_answer_and_retry() {
     assert_eq!(reply.tool_calls().next().unwrap().arguments, args(json!({"a": [1]})));
 }
 
+#[cfg(feature = "async")]
 #[tokio::test]
 async fn async_errors_match_the_blocking_ones() {
     let server = Server::scripted(vec![Answer::json(500, json!({"error": {"message": "down"}}))]);
@@ -442,10 +446,12 @@ async fn async_errors_match_the_blocking_ones() {
     assert!(matches!(error, Error::Transport { .. }), "{error:?}");
 }
 
+#[cfg(feature = "async")]
 fn settings_for_closed_port() -> ClientSettings {
     settings(closed_port_url("/v1"))
 }
 
+#[cfg(feature = "async")]
 #[tokio::test(flavor = "current_thread")]
 async fn a_waiting_call_leaves_the_runtime_free() {
     // One runtime thread: if the call blocked it, the ticker could not run until the reply.

@@ -186,6 +186,7 @@ fn chain(error: &dyn std::error::Error) -> String {
     text
 }
 
+#[cfg(feature = "async")]
 #[tokio::test]
 async fn the_async_path_is_bounded_alike() {
     let server = Server::scripted(vec![Answer::Stall { start: "{\"choices\"".into() }]);

@@ -7,7 +7,9 @@ use compaction_core::ToolResultPruningCompactor;
 use compaction_hook::{
     AgentState, CompactionHook, CompactionHookSettings, ContextOverflowRecovery, Recovery,
 };
-use compaction_llm::{AnthropicChatGenerator, Error, OpenAIChatGenerator};
+#[cfg(feature = "async")]
+use compaction_llm::AnthropicChatGenerator;
+use compaction_llm::{Error, OpenAIChatGenerator};
 use compaction_model::{Message, ToolCall};
 use serde_json::{json, Value};
 
@@ -153,6 +155,7 @@ fn an_overflow_answered_with_500_is_not_retried_as_sent() {
     assert!(!error.is_context_overflow() && error.context_limit().is_none());
 }
 
+#[cfg(feature = "async")]
 #[tokio::test]
 async fn anthropic_on_tokio_recovers_the_same_way() {
     const WINDOW: usize = 3_000;
