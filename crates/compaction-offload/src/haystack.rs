@@ -100,8 +100,7 @@ impl PolicyKey {
             PolicyKey::Any => "*".to_owned(),
             // Python's json.dumps of a list of strings: `["a", "b"]`.
             PolicyKey::Tools(names) => {
-                let items: Vec<String> = names.iter().map(|n| python_string(n)).collect();
-                format!("[{}]", items.join(", "))
+                compaction_json::python::PythonJson::new().dumps(&serde_json::Value::from(names.clone()))
             }
         }
     }
@@ -125,31 +124,6 @@ impl PolicyKey {
         }
         Ok(PolicyKey::Tool(key.to_owned()))
     }
-}
-
-/// A string as Python's `json.dumps` writes it (ASCII only, `\uXXXX` escapes).
-fn python_string(text: &str) -> String {
-    let mut out = String::from("\"");
-    for c in text.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            c if (c as u32) < 0x20 || (c as u32) > 0x7e => {
-                let mut units = [0u16; 2];
-                for unit in c.encode_utf16(&mut units) {
-                    out.push_str(&format!("\\u{unit:04x}"));
-                }
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 impl OffloadStrategies {
@@ -287,4 +261,24 @@ pub fn compaction_hook_from_value(value: &Value) -> Result<HaystackCompactionHoo
         return Ok(HaystackCompactionHook { hook, offload_compactor: Some(compactor) });
     }
     Ok(HaystackCompactionHook { hook: CompactionHook::from_value(value)?, offload_compactor: None })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::PolicyKey;
+
+    /// A set of tools is keyed as Python's `json.dumps` of the list writes it (the expected
+    /// texts are what haystack-ai 3.4.1's Python printed).
+    #[test]
+    fn a_set_of_tools_is_keyed_as_python_writes_the_list() {
+        let cases: &[(&[&str], &str)] = &[
+            (&["read_file", "é", "a\"b"], r#"["read_file", "\u00e9", "a\"b"]"#),
+            (&["x"], r#"["x"]"#),
+            (&[], "[]"),
+        ];
+        for (names, expected) in cases {
+            let key = PolicyKey::Tools(names.iter().map(|n| (*n).to_owned()).collect());
+            assert_eq!(key.to_haystack_key(), *expected, "{names:?}");
+        }
+    }
 }
