@@ -284,6 +284,14 @@ struct Figures {
     output_tokens: Option<u64>,
     cost: Option<f64>,
     recorded_cost: Option<f64>,
+    /// The log's own calls priced by the cache model (the model's check against
+    /// `recorded_cost`); for the summary line only.
+    #[serde(skip)]
+    recorded_modelled: Option<f64>,
+    /// Whether the provider compacted the recorded conversation (then `none` replays it
+    /// uncompacted, and costs more than the log); for the summary line only.
+    #[serde(skip)]
+    provider_compacted: bool,
     compactions: usize,
     refetches: usize,
     refetch_tokens: usize,
@@ -813,6 +821,10 @@ fn figures(steps: &[Step], with: bool, pricing: &Pricing, window: usize) -> Figu
         output_tokens: cost.as_ref().map(|c| c.output),
         cost: cost.as_ref().map(|c| c.dollars),
         recorded_cost: recorded.map(|c| c.dollars),
+        recorded_modelled: compaction_replay::estimate(&Call::as_recorded(steps), pricing)
+            .ok()
+            .map(|c| c.dollars),
+        provider_compacted: steps.iter().any(|s| s.after_provider_compaction),
         compactions: if with { steps.iter().filter(|s| s.compacted).count() } else { 0 },
         refetches: last.map_or(0, |s| s.refetches),
         refetch_tokens: last.map_or(0, |s| s.refetch_tokens),
@@ -937,21 +949,27 @@ fn totals(grid: &[Configuration], transcripts: &[Transcript]) -> Vec<Total> {
 struct Recorded {
     transcripts: usize,
     logged: f64,
+    /// The same calls priced by the cache model.
+    modelled: f64,
     estimated: f64,
+    /// How many of the transcripts the provider compacted.
+    provider_compacted: usize,
 }
 
 fn recorded_total(transcripts: &[Transcript]) -> Option<Recorded> {
-    let pairs: Vec<(f64, f64)> = transcripts
+    let nones: Vec<&Figures> = transcripts
         .iter()
-        .filter_map(|t| {
-            let none = &t.results.first()?.figures;
-            Some((none.recorded_cost?, none.cost?))
+        .filter_map(|t| t.results.first().map(|r| &r.figures))
+        .filter(|none| {
+            none.recorded_cost.is_some() && none.recorded_modelled.is_some() && none.cost.is_some()
         })
         .collect();
-    (!pairs.is_empty()).then(|| Recorded {
-        transcripts: pairs.len(),
-        logged: pairs.iter().map(|p| p.0).sum(),
-        estimated: pairs.iter().map(|p| p.1).sum(),
+    (!nones.is_empty()).then(|| Recorded {
+        transcripts: nones.len(),
+        logged: nones.iter().filter_map(|f| f.recorded_cost).sum(),
+        modelled: nones.iter().filter_map(|f| f.recorded_modelled).sum(),
+        estimated: nones.iter().filter_map(|f| f.cost).sum(),
+        provider_compacted: nones.iter().filter(|f| f.provider_compacted).count(),
     })
 }
 
@@ -1048,13 +1066,23 @@ fn table(
     if let Some(recorded) = recorded {
         let _ = writeln!(
             out,
-            "recorded cost        ${} over the {} transcripts whose logs record usage; none's estimate for them ${} \
-             ({})",
+            "recorded cost        ${} over the {} transcripts whose logs record usage; the same calls priced by the \
+             model ${} ({}); none's estimate for them ${} ({})",
             dollars(Some(recorded.logged)),
             recorded.transcripts,
+            dollars(Some(recorded.modelled)),
+            signed((recorded.logged > 0.0).then(|| recorded.modelled / recorded.logged - 1.0)),
             dollars(Some(recorded.estimated)),
             signed((recorded.logged > 0.0).then(|| recorded.estimated / recorded.logged - 1.0))
         );
+        if recorded.provider_compacted > 0 {
+            let _ = writeln!(
+                out,
+                "note                 the provider compacted the recorded conversation in {} of them: the log's cost is \
+                 of the compacted conversation, none's of the same conversation uncompacted",
+                recorded.provider_compacted
+            );
+        }
     }
     let with_cache = if cached { "with the prompt cache" } else { "without a prompt cache" };
     for t in totals.iter().skip(1) {

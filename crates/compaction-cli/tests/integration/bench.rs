@@ -137,6 +137,10 @@ fn a_folder_is_benchmarked_with_every_configuration() {
     assert!(totals[1]["median_tokens_vs_none"].as_f64().unwrap() <= 0.0);
     // The Claude Code excerpt records its usage: its cost is said beside none's estimate.
     assert!(table.contains("recorded cost        $") && table.contains("over the 1 transcripts"), "{table}");
+    // ... and beside the same calls priced by the cache model, which agrees with the log.
+    let modelled = table.split("the same calls priced by the model $").nth(1).expect("the model's check");
+    let off: f64 = modelled.split(['(', '%']).nth(1).and_then(|p| p.parse().ok()).expect("a percentage");
+    assert!(off.abs() <= 1.0, "{table}");
     // A configuration's figures for one transcript are what `simulate` says with its options.
     let run_json = good.iter().find(|t| t["path"].as_str().unwrap().ends_with("agent-run.json")).unwrap();
     let input = root.join("agent-run.json");
