@@ -347,7 +347,8 @@ fn costs(steps: &[Step], pricing: &Pricing) -> String {
             return out;
         }
         (Err(error), _) | (_, Err(error)) => {
-            let _ = writeln!(out, "cost                 not estimated: {error}");
+            let _ =
+                writeln!(out, "cost                 not estimated: {}", compaction_core::error_chain(&error));
             return out;
         }
     };
