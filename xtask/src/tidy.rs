@@ -506,7 +506,7 @@ fn visit(dir: &std::path::Path, f: &mut dyn FnMut(&std::path::Path)) {
 /// change that removes some, so the next addition is seen.
 const PUBLIC_ITEM_BUDGET: &[(&str, usize)] = &[
     ("compaction-json", 53),
-    ("compaction-model", 98),
+    ("compaction-model", 101),
     ("compaction-formats", 52),
     ("compaction-tokens", 55),
     ("compaction-core", 157),

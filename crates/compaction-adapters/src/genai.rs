@@ -110,7 +110,7 @@ fn read_message(message: &ChatMessage, calls: &mut HashMap<String, ToolCall>) ->
         let value = serde_json::to_value(options).unwrap_or(Value::Null);
         stash::put(&mut meta, STASH, stash::object("options", value));
     }
-    Message { role, parts, name: None, meta }
+    Message { role, parts, name: None, meta: meta.into() }
 }
 
 /// genai's ids are strings; an empty one is no id of ours.
@@ -149,7 +149,7 @@ fn read_part(part: &ContentPart, calls: &mut HashMap<String, ToolCall>) -> Part 
             call.id = own_id(call_id);
             let mut part_stash = JsonObject::new();
             match fn_arguments {
-                Value::Object(arguments) => call.arguments = arguments.clone(),
+                Value::Object(arguments) => call.arguments = arguments.clone().into(),
                 Value::String(raw) => call.raw_arguments = Some(raw.clone()),
                 other => {
                     // JSON that is neither an object nor text: held as its JSON text.
@@ -265,7 +265,7 @@ fn write_call(call: &ToolCall) -> GenaiToolCall {
             serde_json::from_str(raw).unwrap_or_else(|_| Value::String(raw.clone()))
         }
         Some(raw) => Value::String(raw.clone()),
-        None => Value::Object(call.arguments.clone()),
+        None => Value::from(call.arguments.clone()),
     };
     GenaiToolCall {
         call_id: call.id.clone().unwrap_or_default(),
@@ -285,7 +285,7 @@ fn write_result(result: &ToolCallResult, calls: &[ToolCall]) -> ToolResponse {
         None => calls
             .iter()
             .rev()
-            .find(|call| *call == origin)
+            .find(|call| **call == **origin)
             .and_then(|call| call.id.clone())
             .unwrap_or_default(),
     };

@@ -6,6 +6,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
+use compaction_model::SharedObject;
 use compaction_model::{
     CompactionMarker, JsonObject, Message, Part, ResultPart, Role, ToolCall, ToolCallResult,
     ToolResultContent, ToolSpec, STRATEGY_TOOL_RESULT_PRUNING,
@@ -325,7 +326,7 @@ impl PrunedResult {
             let call = ToolCall::new(result.origin.tool_name.clone(), JsonObject::new());
             ToolCallResult::new(self.replacement_text(result).into(), call, result.error)
         };
-        self.build_with(original, stand_in, JsonObject::new())
+        self.build_with(original, stand_in, SharedObject::new())
     }
 
     /// `original` with each selected result replaced by what `prune` makes of it, every other
@@ -334,7 +335,7 @@ impl PrunedResult {
         &self,
         original: &Message,
         prune: impl Fn(&ToolCallResult) -> ToolCallResult,
-        meta: JsonObject,
+        meta: SharedObject,
     ) -> Message {
         let only_results = original.parts.iter().all(|p| matches!(p, Part::ToolCallResult(_)));
         let mut position = 0;
@@ -392,7 +393,7 @@ impl PrunedResult {
                 clear_arguments(&mut result.origin);
             }
             result.result = ToolResultContent::Text(text.into());
-            result.unknown = JsonObject::new();
+            result.unknown = SharedObject::new();
         }
         if only_results {
             message.role = Role::Tool;
@@ -404,7 +405,7 @@ impl PrunedResult {
 
 /// Empties a call's arguments: `{}`, and no raw argument text.
 pub(crate) fn clear_arguments(call: &mut ToolCall) {
-    call.arguments = JsonObject::new();
+    call.arguments = SharedObject::new();
     call.raw_arguments = None;
 }
 

@@ -1,8 +1,9 @@
 //! [`ObservationMaskingCompactor`]: all but the newest observations give way to a one-line note,
 //! as SWE-agent's `LastNObservations` history processor masks them.
 
+use compaction_model::SharedObject;
 use compaction_model::{
-    is_compacted, CompactionMarker, JsonObject, Message, Part, ResultPart, Role, TextPart, ToolResultContent,
+    is_compacted, CompactionMarker, Message, Part, ResultPart, Role, TextPart, ToolResultContent,
 };
 use compaction_tokens::TokenCounter;
 use serde::{Deserialize, Deserializer, Serialize};
@@ -361,7 +362,7 @@ fn mask(message: &Message, original_tokens: usize) -> (Message, Vec<(usize, Mess
             if let Part::ToolCallResult(result) = &mut masked.parts[k] {
                 let (lines, images) = result_stats(&result.result);
                 result.result = ToolResultContent::Text(note(lines, images).into());
-                result.unknown = JsonObject::new();
+                result.unknown = SharedObject::new();
                 steps.push((position, masked.clone()));
                 position += 1;
             }

@@ -3,6 +3,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
+use compaction_model::SharedObject;
 use compaction_model::{
     JsonObject, Message, Part, Role, ToolCall, ToolCallResult, CONTEXT_COMPACTION,
     STRATEGY_TOOL_INPUT_CLEARING, STRATEGY_TOOL_RESULT_PRUNING,
@@ -208,7 +209,7 @@ impl ToolResultPruningCompactor {
                 continue;
             }
             let parts = vec![Part::ToolCallResult(result.clone())];
-            let alone = Message { role: Role::Tool, parts, name: None, meta: JsonObject::new() };
+            let alone = Message { role: Role::Tool, parts, name: None, meta: SharedObject::new() };
             if counter.count(std::slice::from_ref(&alone), &[]) <= self.settings.min_tokens {
                 continue;
             }

@@ -4,6 +4,7 @@
 //! blocks is read as several tool messages (then a user message for any other blocks), and those
 //! are written back as one user message.
 
+use compaction_model::SharedObject;
 use compaction_model::{
     FilePart, ImagePart, JsonObject, Message, Part, ReasoningPart, ResultPart, Role, Text, TextPart,
     ToolCall, ToolCallResult, ToolResultContent,
@@ -64,7 +65,7 @@ pub(crate) fn read(
     if let Some(system) = system {
         let parts =
             system_parts(system).map_err(|error| locator.invalid_whole(format!("`system`: {error}")))?;
-        let message = Message { role: Role::System, parts, name: None, meta: JsonObject::new() };
+        let message = Message { role: Role::System, parts, name: None, meta: SharedObject::new() };
         decoded.extend(values.len(), vec![message]);
     }
     let mut calls = OpenCalls::default();
@@ -185,7 +186,7 @@ pub(crate) fn read_blocks(
         Some(other) => return Err(format!("`role` must be a string, found {}", json_type(&other))),
         None => return Err(format!("no `role` (keys present: {})", key_list(&object))),
     };
-    let new = |parts| Message { role, parts, name: None, meta: JsonObject::new() };
+    let new = |parts| Message { role, parts, name: None, meta: SharedObject::new() };
     let whole = |message| ReadMessage { message, result_block: None, call_blocks: Vec::new() };
     let blocks = match content {
         None | Some(Value::Null) => return Ok(vec![whole(new(Vec::new()))]),
@@ -315,8 +316,8 @@ fn part(block: Value, opaque: Option<&mut Opaque>) -> Result<Part, String> {
             }
             Ok(Part::Reasoning(ReasoningPart {
                 reasoning_text: string_member(thinking, "thinking")?,
-                extra,
-                unknown: JsonObject::new(),
+                extra: extra.into(),
+                unknown: SharedObject::new(),
             }))
         }
         Known::RedactedThinking => {
@@ -325,8 +326,8 @@ fn part(block: Value, opaque: Option<&mut Opaque>) -> Result<Part, String> {
             extra.insert(REDACTED.into(), data.unwrap_or(Value::Null));
             Ok(Part::Reasoning(ReasoningPart {
                 reasoning_text: String::new(),
-                extra,
-                unknown: JsonObject::new(),
+                extra: extra.into(),
+                unknown: SharedObject::new(),
             }))
         }
     }
@@ -486,7 +487,7 @@ fn block_value(part: &Part) -> Option<Value> {
             block.insert("type".into(), "tool_use".into());
             block.insert("id".into(), call.id.clone().map_or(Value::Null, Value::String));
             block.insert("name".into(), Value::String(call.tool_name.clone()));
-            block.insert("input".into(), Value::Object(call.arguments.clone()));
+            block.insert("input".into(), Value::from(call.arguments.clone()));
             Value::Object(block)
         }
         Part::ToolCallResult(result) => result_value(result),

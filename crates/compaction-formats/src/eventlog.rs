@@ -411,7 +411,7 @@ fn edit_call(source: &[u8], log: &EventLog, slot: &Slot, call: &ToolCall) -> Res
                     if same {
                         return Ok(None);
                     }
-                    Value::Object(call.arguments.clone()).to_string()
+                    Value::from(call.arguments.clone()).to_string()
                 }
             };
             Value::String(text)
@@ -419,7 +419,7 @@ fn edit_call(source: &[u8], log: &EventLog, slot: &Slot, call: &ToolCall) -> Res
         Style::ShellAction if call.arguments.is_empty() && call.raw_arguments.is_none() => {
             cleared_shell_action()
         }
-        _ => Value::Object(call.arguments.clone()),
+        _ => Value::from(call.arguments.clone()),
     };
     if value == original {
         return Ok(None);

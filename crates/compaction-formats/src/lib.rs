@@ -159,7 +159,7 @@ pub(crate) fn provider_marker(format: &str, item: Value) -> Value {
 pub(crate) fn opaque_part(format: &str, text: String, item: Value) -> Part {
     let mut unknown = JsonObject::new();
     unknown.insert(PROVIDER_ITEM.into(), provider_marker(format, item));
-    Part::Text(TextPart { text: text.into(), unknown })
+    Part::Text(TextPart { text: text.into(), unknown: unknown.into() })
 }
 
 /// The provider item a part stands for, with the format it came from, if it stands for one.

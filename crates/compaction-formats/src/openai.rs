@@ -1,5 +1,6 @@
 //! OpenAI Chat Completions messages, and SWE-agent's `history`, which is written in them.
 
+use compaction_model::SharedObject;
 use compaction_model::{
     FilePart, ImagePart, JsonObject, Message, Part, ResultPart, Role, Text, TextPart, ToolCall,
     ToolResultContent,
@@ -162,7 +163,7 @@ pub(crate) fn prepare(object: &Map<String, Value>, apart: Apart) -> Result<Prepa
             ))
         }
     };
-    Ok(Prepared::Made { message: Message { role, parts, name, meta: JsonObject::new() }, open })
+    Ok(Prepared::Made { message: Message { role, parts, name, meta: SharedObject::new() }, open })
 }
 
 impl Prepared {
@@ -177,7 +178,7 @@ impl Prepared {
             }
             Prepared::Result { id, result, calls: made, name } => {
                 let origin = match calls.take_answer(id.as_deref(), earlier.len()) {
-                    Some(Answer::Call(call)) => Some(call),
+                    Some(Answer::Call(call)) => Some(Box::new(call)),
                     Some(Answer::Again(holder)) => earlier
                         .get(holder)
                         .and_then(|message| message.tool_call_results().next())
@@ -456,7 +457,7 @@ fn result_value(result: &ToolResultContent) -> Value {
 pub(crate) fn arguments_text(call: &ToolCall) -> String {
     match &call.raw_arguments {
         Some(raw) if call.arguments.is_empty() => raw.clone(),
-        _ => Value::Object(call.arguments.clone()).to_string(),
+        _ => Value::from(call.arguments.clone()).to_string(),
     }
 }
 

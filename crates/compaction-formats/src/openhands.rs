@@ -26,6 +26,7 @@
 
 use std::collections::HashSet;
 
+use compaction_model::SharedObject;
 use compaction_model::{JsonObject, Message, Part, Role, TextPart, ToolCall};
 use serde_json::{Map, Value};
 
@@ -278,7 +279,7 @@ impl Reader<'_> {
             if let Some(usage) = usage {
                 self.decoded.usage.push(MessageUsage::new(self.decoded.messages.len(), usage));
             }
-            self.push(unit, Message { role: Role::Assistant, parts, name: None, meta: JsonObject::new() });
+            self.push(unit, Message { role: Role::Assistant, parts, name: None, meta: SharedObject::new() });
             return Ok(());
         }
         match action {
@@ -321,7 +322,7 @@ impl Reader<'_> {
                 parts.push(Part::ToolCall(call));
                 self.push(
                     unit,
-                    Message { role: Role::Assistant, parts, name: None, meta: JsonObject::new() },
+                    Message { role: Role::Assistant, parts, name: None, meta: SharedObject::new() },
                 );
             }
         }
@@ -409,7 +410,7 @@ fn usage(usage: &Value) -> Option<Usage> {
 }
 
 fn text_message(role: Role, text: String) -> Message {
-    Message { role, parts: vec![Part::Text(TextPart::new(text))], name: None, meta: JsonObject::new() }
+    Message { role, parts: vec![Part::Text(TextPart::new(text))], name: None, meta: SharedObject::new() }
 }
 
 /// The model response's id, its text, and the call an action made.

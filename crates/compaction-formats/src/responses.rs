@@ -26,6 +26,7 @@ use crate::eventlog::{LogDecoded, MessageSlots, Slot, Style};
 use crate::notes::{plural, Note, NoteKind, Tally};
 use crate::pairing::{unpaired, OpenCalls};
 use compaction_json::splice::Seg;
+use compaction_model::SharedObject;
 
 /// Item types that only a Responses list holds (for detection).
 pub(crate) const ITEM_TYPES: &[&str] = &[
@@ -172,8 +173,8 @@ impl Items {
                 extra.insert(crate::PROVIDER_ITEM.into(), crate::provider_marker("responses", item.clone()));
                 let part = Part::Reasoning(ReasoningPart {
                     reasoning_text: text,
-                    extra,
-                    unknown: JsonObject::new(),
+                    extra: extra.into(),
+                    unknown: SharedObject::new(),
                 });
                 let turn = self.turn();
                 self.decoded.messages[turn].parts.push(part);
@@ -202,7 +203,7 @@ impl Items {
         }
         let turn = self.decoded.messages.len();
         let message =
-            Message { role: Role::Assistant, parts: Vec::new(), name: None, meta: JsonObject::new() };
+            Message { role: Role::Assistant, parts: Vec::new(), name: None, meta: SharedObject::new() };
         self.decoded.push(message, MessageSlots::default());
         self.turn = Some(turn);
         self.last_assistant = Some(turn);
@@ -232,7 +233,7 @@ impl Items {
             return Ok(());
         }
         self.turn = None;
-        let message = Message { role, parts, name: None, meta: JsonObject::new() };
+        let message = Message { role, parts, name: None, meta: SharedObject::new() };
         self.decoded.push(message, MessageSlots::default());
         Ok(())
     }

@@ -291,7 +291,7 @@ pub(crate) fn reply(reply: &Value) -> Result<Message, String> {
                 let text = block.get("thinking").and_then(Value::as_str).unwrap_or_default();
                 parts.push(Part::Reasoning(ReasoningPart {
                     reasoning_text: text.to_owned(),
-                    extra,
+                    extra: extra.into(),
                     ..Default::default()
                 }));
             }
@@ -299,7 +299,7 @@ pub(crate) fn reply(reply: &Value) -> Result<Message, String> {
                 let mut extra = JsonObject::new();
                 extra.insert("type".into(), json!("redacted_thinking"));
                 extra.insert("data".into(), block.get("data").cloned().unwrap_or(Value::Null));
-                parts.push(Part::Reasoning(ReasoningPart { extra, ..Default::default() }));
+                parts.push(Part::Reasoning(ReasoningPart { extra: extra.into(), ..Default::default() }));
             }
             _ => unknown.push(block.clone()),
         }

@@ -161,7 +161,7 @@ fn chat_message(message: &Message) -> Result<Value, String> {
                 let arguments = match &call.raw_arguments {
                     Some(raw) => raw.clone(),
                     // As the reference sends them: `json.dumps(arguments, ensure_ascii=False)`.
-                    None => PythonJson::new().ensure_ascii(false).dumps(&Value::Object(call.arguments.clone())),
+                    None => PythonJson::new().ensure_ascii(false).dumps(&Value::from(call.arguments.clone())),
                 };
                 let id = call.id.as_ref().ok_or("a tool call must have an id")?;
                 Ok(json!({"type": "function", "function": {"name": call.tool_name, "arguments": arguments}, "id": id}))

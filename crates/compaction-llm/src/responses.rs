@@ -128,7 +128,7 @@ pub(crate) fn message_items(message: &Message) -> Result<Vec<Value>, String> {
         let arguments = match &call.raw_arguments {
             Some(raw) => raw.clone(),
             // As the reference sends them: `json.dumps(arguments, ensure_ascii=False)`.
-            None => PythonJson::new().ensure_ascii(false).dumps(&Value::Object(call.arguments.clone())),
+            None => PythonJson::new().ensure_ascii(false).dumps(&Value::from(call.arguments.clone())),
         };
         items.push(json!({
             "type": "function_call",

@@ -27,7 +27,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let what = if let Some(result) = message.tool_call_result() {
             format!("result of {} ({})", result.origin.tool_name, result.origin.id.as_deref().unwrap_or("-"))
         } else if let Some(call) = message.tool_calls().next() {
-            format!("calls {} with {}", call.tool_name, serde_json::Value::Object(call.arguments.clone()))
+            format!("calls {} with {}", call.tool_name, serde_json::Value::from(call.arguments.clone()))
         } else {
             format!("{:?}", message.text().unwrap_or_default())
         };

@@ -71,6 +71,7 @@ mod dialect;
 mod error;
 mod message;
 mod meta;
+mod object;
 mod prefix;
 mod sniff;
 mod text;
@@ -88,6 +89,7 @@ pub use meta::{
     CONTEXT_COMPACTION, STRATEGY_SLIDING_WINDOW, STRATEGY_SUMMARIZATION, STRATEGY_TOOL_INPUT_CLEARING,
     STRATEGY_TOOL_RESULT_OFFLOADING, STRATEGY_TOOL_RESULT_PRUNING, TOOL_RESULT_OFFLOADED,
 };
+pub use object::SharedObject;
 pub use prefix::Prefix;
 pub use sniff::{decode_base64_strict, guess_mime, Base64Error};
 pub use text::{JsonSource, Text};

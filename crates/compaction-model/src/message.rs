@@ -2,6 +2,7 @@
 
 use serde_json::{Map, Value};
 
+use crate::object::SharedObject;
 use crate::text::Text;
 
 /// A JSON object, as messages keep their metadata and tool-call arguments.
@@ -59,21 +60,22 @@ pub struct TextPart {
     /// The text.
     pub text: Text,
     /// Fields the part carried that this crate does not know; written back unchanged.
-    pub unknown: JsonObject,
+    pub unknown: SharedObject,
 }
 
 /// A call the assistant asks a tool to run.
 ///
-/// Its arguments are kept without spare room: made with [`ToolCall::new`] or cloned, each object
-/// in them holds exactly its members. A JSON object read member by member keeps room for three
-/// members at least, several hundred bytes, where a call's arguments are often one or two, and a
-/// long log holds every call twice (in the assistant message and as its result's `origin`).
-#[derive(Debug, PartialEq, Default)]
+/// Its arguments are kept without spare room: made with [`ToolCall::new`], each object in them
+/// holds exactly its members (a JSON object read member by member keeps room for three members at
+/// least, several hundred bytes, where a call's arguments are often one or two). A clone shares
+/// them (see [`SharedObject`]), so the copy a result keeps as its `origin` costs the call's name
+/// and id, not its arguments again.
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct ToolCall {
     /// Name of the tool to run.
     pub tool_name: String,
     /// The arguments, a JSON object.
-    pub arguments: JsonObject,
+    pub arguments: SharedObject,
     /// The arguments exactly as the provider sent them, when they are not a JSON object (models
     /// do send truncated or malformed JSON); `arguments` is then empty. Kept so that counts
     /// measure what the provider received and writers can give it back.
@@ -81,9 +83,9 @@ pub struct ToolCall {
     /// The provider's id for the call, which its result refers back to.
     pub id: Option<String>,
     /// Provider-specific information.
-    pub extra: Option<JsonObject>,
+    pub extra: Option<SharedObject>,
     /// Fields the part carried that this crate does not know; written back unchanged.
-    pub unknown: JsonObject,
+    pub unknown: SharedObject,
 }
 
 /// What a tool returned: one string, or a list of text, image and file parts.
@@ -115,12 +117,12 @@ pub enum ResultPart {
 pub struct ToolCallResult {
     /// What the tool returned.
     pub result: ToolResultContent,
-    /// The call this result answers.
-    pub origin: ToolCall,
+    /// The call this result answers (boxed: a part is as large as its largest kind).
+    pub origin: Box<ToolCall>,
     /// Whether the tool failed.
     pub error: bool,
     /// Fields the part carried that this crate does not know; written back unchanged.
-    pub unknown: JsonObject,
+    pub unknown: SharedObject,
 }
 
 /// The model's reasoning (thinking) text. Counters leave it out: providers drop it between turns.
@@ -129,9 +131,9 @@ pub struct ReasoningPart {
     /// The reasoning text.
     pub reasoning_text: String,
     /// Provider-specific information, such as a signature.
-    pub extra: JsonObject,
+    pub extra: SharedObject,
     /// Fields the part carried that this crate does not know; written back unchanged.
-    pub unknown: JsonObject,
+    pub unknown: SharedObject,
 }
 
 /// An image, carried inline as base64.
@@ -144,11 +146,11 @@ pub struct ImagePart {
     /// Detail level for providers that take one (`auto`, `high`, `low`).
     pub detail: Option<String>,
     /// Metadata of the image.
-    pub meta: JsonObject,
+    pub meta: SharedObject,
     /// Whether the image was validated when it was read (base64 decoded, MIME type checked).
     pub validation: bool,
     /// Fields the part carried that this crate does not know; written back unchanged.
-    pub unknown: JsonObject,
+    pub unknown: SharedObject,
 }
 
 /// A file, carried inline as base64.
@@ -161,11 +163,11 @@ pub struct FilePart {
     /// The file's name, if it has one.
     pub filename: Option<String>,
     /// Provider-specific information.
-    pub extra: JsonObject,
+    pub extra: SharedObject,
     /// Whether the file was validated when it was read (base64 decoded).
     pub validation: bool,
     /// Fields the part carried that this crate does not know; written back unchanged.
-    pub unknown: JsonObject,
+    pub unknown: SharedObject,
 }
 
 /// One piece of a message's content.
@@ -223,39 +225,13 @@ pub struct Message {
     /// An optional participant name.
     pub name: Option<String>,
     /// Metadata: a JSON object. Compaction and offloading leave their markers here.
-    pub meta: JsonObject,
+    pub meta: SharedObject,
 }
 
 impl TextPart {
     /// A text part with no unknown fields.
     pub fn new(text: impl Into<Text>) -> Self {
-        TextPart { text: text.into(), unknown: JsonObject::new() }
-    }
-}
-
-impl Clone for ToolCall {
-    fn clone(&self) -> Self {
-        ToolCall {
-            tool_name: self.tool_name.clone(),
-            arguments: exact_copy(&self.arguments),
-            raw_arguments: self.raw_arguments.clone(),
-            id: self.id.clone(),
-            extra: self.extra.clone(),
-            unknown: self.unknown.clone(),
-        }
-    }
-}
-
-/// A copy of `object` whose objects hold no spare room (see [`ToolCall`]).
-fn exact_copy(object: &JsonObject) -> JsonObject {
-    object.iter().map(|(key, value)| (key.clone(), exact_value_copy(value))).collect()
-}
-
-fn exact_value_copy(value: &Value) -> Value {
-    match value {
-        Value::Object(object) => Value::Object(exact_copy(object)),
-        Value::Array(items) => Value::Array(items.iter().map(exact_value_copy).collect()),
-        other => other.clone(),
+        TextPart { text: text.into(), unknown: SharedObject::new() }
     }
 }
 
@@ -279,7 +255,7 @@ impl ToolCall {
     /// A call to `tool_name` with `arguments`, without an id. The arguments are kept without
     /// spare room (see [`ToolCall`]).
     pub fn new(tool_name: impl Into<String>, arguments: JsonObject) -> Self {
-        ToolCall { tool_name: tool_name.into(), arguments: shrunk(arguments), ..ToolCall::default() }
+        ToolCall { tool_name: tool_name.into(), arguments: shrunk(arguments).into(), ..ToolCall::default() }
     }
 
     /// A call whose arguments arrived as `raw` text that is not a JSON object.
@@ -301,9 +277,9 @@ impl ToolCall {
 }
 
 impl ToolCallResult {
-    /// A result for `origin`.
-    pub fn new(result: ToolResultContent, origin: ToolCall, error: bool) -> Self {
-        ToolCallResult { result, origin, error, unknown: JsonObject::new() }
+    /// A result for `origin` (a call, or one already boxed).
+    pub fn new(result: ToolResultContent, origin: impl Into<Box<ToolCall>>, error: bool) -> Self {
+        ToolCallResult { result, origin: origin.into(), error, unknown: SharedObject::new() }
     }
 }
 
@@ -314,9 +290,9 @@ impl ImagePart {
             base64_image: base64_image.into(),
             mime_type,
             detail: None,
-            meta: JsonObject::new(),
+            meta: SharedObject::new(),
             validation: false,
-            unknown: JsonObject::new(),
+            unknown: SharedObject::new(),
         }
     }
 }
@@ -328,9 +304,9 @@ impl FilePart {
             base64_data: base64_data.into(),
             mime_type,
             filename,
-            extra: JsonObject::new(),
+            extra: SharedObject::new(),
             validation: false,
-            unknown: JsonObject::new(),
+            unknown: SharedObject::new(),
         }
     }
 }
@@ -367,7 +343,7 @@ impl ToolResultContent {
 
 impl Message {
     fn with_parts(role: Role, parts: Vec<Part>) -> Self {
-        Message { role, parts, name: None, meta: JsonObject::new() }
+        Message { role, parts, name: None, meta: SharedObject::new() }
     }
 
     /// A system message with one text.
@@ -401,7 +377,7 @@ impl Message {
     }
 
     /// A tool message holding one result for `origin`.
-    pub fn tool(result: impl Into<ToolResultContent>, origin: ToolCall, error: bool) -> Self {
+    pub fn tool(result: impl Into<ToolResultContent>, origin: impl Into<Box<ToolCall>>, error: bool) -> Self {
         Self::with_parts(
             Role::Tool,
             vec![Part::ToolCallResult(ToolCallResult::new(result.into(), origin, error))],
@@ -411,7 +387,7 @@ impl Message {
     /// The same message with metadata `meta`.
     #[must_use]
     pub fn with_meta(mut self, meta: JsonObject) -> Self {
-        self.meta = meta;
+        self.meta = meta.into();
         self
     }
 

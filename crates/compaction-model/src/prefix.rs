@@ -25,6 +25,7 @@ use crate::message::{
     JsonObject, Message, Part, ReasoningPart, ResultPart, Role, TextPart, ToolCall, ToolCallResult,
     ToolResultContent,
 };
+use crate::object::SharedObject;
 use crate::text::{JsonSource, Text};
 use crate::wire::{encodes_as, file_part, image_part};
 use compaction_json::scan::skip_string;
@@ -230,7 +231,7 @@ impl<'a> Reader<'a> {
         self.token(b'}')?;
         // A part is large and a vector grows to four at once; most messages have one part.
         parts.shrink_to_fit();
-        Some(Message { role, parts, name, meta })
+        Some(Message { role, parts, name, meta: meta.into() })
     }
 
     fn part(&mut self) -> Option<Part> {
@@ -247,7 +248,11 @@ impl<'a> Reader<'a> {
                 self.key("extra")?;
                 let extra = self.object()?;
                 self.token(b'}')?;
-                Part::Reasoning(ReasoningPart { reasoning_text, extra, unknown: JsonObject::new() })
+                Part::Reasoning(ReasoningPart {
+                    reasoning_text,
+                    extra: extra.into(),
+                    unknown: SharedObject::new(),
+                })
             }
             b"image" => Part::Image(self.media(image_part)?),
             b"file" => Part::File(self.media(file_part)?),
@@ -311,7 +316,7 @@ impl<'a> Reader<'a> {
             return None;
         };
         self.token(b'}')?;
-        Some(ToolCallResult { result, origin, error, unknown: JsonObject::new() })
+        Some(ToolCallResult { result, origin: Box::new(origin), error, unknown: SharedObject::new() })
     }
 
     fn tool_call(&mut self) -> Option<ToolCall> {
@@ -334,7 +339,14 @@ impl<'a> Reader<'a> {
         self.key("extra")?;
         let extra = if self.word(b"null") { None } else { Some(self.object()?) };
         self.token(b'}')?;
-        Some(ToolCall { tool_name, arguments, raw_arguments, id, extra, unknown: JsonObject::new() })
+        Some(ToolCall {
+            tool_name,
+            arguments: arguments.into(),
+            raw_arguments,
+            id,
+            extra: extra.map(SharedObject::from),
+            unknown: SharedObject::new(),
+        })
     }
 
     /// A JSON object (meta, arguments, extra): the value serde_json would read from the text,

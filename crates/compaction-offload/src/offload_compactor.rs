@@ -10,7 +10,7 @@ use compaction_core::{
     Rewrite, RewrittenResult,
 };
 use compaction_model::{
-    is_compacted, is_offloaded, CompactionMarker, JsonObject, Message, Part, Role, ToolCallResult,
+    is_compacted, is_offloaded, CompactionMarker, Message, Part, Role, SharedObject, ToolCallResult,
     CONTEXT_COMPACTION, STRATEGY_TOOL_RESULT_OFFLOADING,
 };
 use compaction_tokens::TokenCounter;
@@ -426,7 +426,7 @@ impl ToolResultOffloadCompactor {
 /// The count of a tool message holding only `result`.
 fn count_alone(result: &ToolCallResult, counter: &dyn TokenCounter) -> usize {
     let parts = vec![Part::ToolCallResult(result.clone())];
-    let alone = Message { role: Role::Tool, parts, name: None, meta: JsonObject::new() };
+    let alone = Message { role: Role::Tool, parts, name: None, meta: SharedObject::new() };
     counter.count(std::slice::from_ref(&alone), &[])
 }
 

@@ -200,7 +200,7 @@ fn read_message(message: &ChatMessage, calls: &mut Calls) -> Message {
     };
     let mut meta = JsonObject::new();
     stash::put(&mut meta, STASH, meta_stash);
-    Message { role, parts, name, meta }
+    Message { role, parts, name, meta: meta.into() }
 }
 
 /// OpenAI's ids are strings; an empty one is no id of ours.

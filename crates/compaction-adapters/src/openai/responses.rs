@@ -8,6 +8,7 @@ use async_openai::types::responses::{
     CustomToolCall, CustomToolCallOutput, EasyInputMessage, FunctionCallOutputItemParam, FunctionToolCall,
     InputItem, InputMessage, Item, ItemReference, MessageItem, OutputMessage, ReasoningItem,
 };
+use compaction_model::SharedObject;
 use compaction_model::{
     FilePart, ImagePart, JsonObject, Message, Part, ReasoningPart, ResultPart, Role, TextPart, ToolCall,
     ToolCallResult, ToolResultContent,
@@ -214,7 +215,7 @@ impl Reader {
         if kind != "easy" {
             map.insert("kind".into(), Value::String(kind.to_owned()));
         }
-        let mut message = Message { role, parts, name: None, meta: JsonObject::new() };
+        let mut message = Message { role, parts, name: None, meta: SharedObject::new() };
         stash::put(&mut message.meta, STASH, map);
         self.push(message);
     }
@@ -245,7 +246,7 @@ impl Reader {
             role: Role::Tool,
             parts: vec![Part::ToolCallResult(result)],
             name: None,
-            meta: JsonObject::new(),
+            meta: SharedObject::new(),
         });
     }
 
@@ -257,7 +258,7 @@ impl Reader {
                     role: Role::Assistant,
                     parts: vec![part],
                     name: None,
-                    meta: JsonObject::new(),
+                    meta: SharedObject::new(),
                 });
                 self.open = true;
             }
@@ -673,7 +674,7 @@ fn result_out(result: &ToolCallResult, calls: &[ToolCall]) -> Option<InputItem> 
         calls
             .iter()
             .rev()
-            .find(|call| **call == result.origin)
+            .find(|call| **call == *result.origin)
             .map(|call| call.id.clone().unwrap_or_default())
     });
     if custom {

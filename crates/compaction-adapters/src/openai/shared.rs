@@ -39,7 +39,7 @@ pub(crate) fn read_arguments(call: &mut ToolCall, text: &str, stash: &mut JsonOb
             if json_text(&arguments) != text {
                 stash.insert("arguments".into(), Value::String(text.to_owned()));
             }
-            call.arguments = arguments;
+            call.arguments = arguments.into();
         }
         _ => call.raw_arguments = Some(text.to_owned()),
     }

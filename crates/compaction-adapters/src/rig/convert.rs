@@ -6,6 +6,7 @@
 
 use std::collections::HashMap;
 
+use compaction_model::SharedObject;
 use compaction_model::{
     FilePart, ImagePart, JsonObject, Message, Part, ReasoningPart, ResultPart, Role, TextPart, ToolCall,
     ToolCallResult, ToolResultContent,
@@ -135,7 +136,7 @@ impl Reader {
                                 role,
                                 parts: vec![part],
                                 name: None,
-                                meta: JsonObject::new(),
+                                meta: SharedObject::new(),
                             });
                         }
                     }
@@ -165,7 +166,7 @@ impl Reader {
                 }
                 let mut meta = JsonObject::new();
                 stash::put(&mut meta, STASH, rest);
-                vec![Message { role: Role::Assistant, parts, name: None, meta }]
+                vec![Message { role: Role::Assistant, parts, name: None, meta: meta.into() }]
             }
         }
     }
@@ -356,7 +357,7 @@ fn tool_call(mut map: JsonObject) -> ToolCall {
                 map.insert("arguments".into(), Value::Object(arguments));
             }
         }
-        None => call.arguments = arguments,
+        None => call.arguments = arguments.into(),
     }
     if !function.is_empty() {
         map.insert("function".into(), Value::Object(function));
@@ -548,7 +549,7 @@ impl Writer {
         } else {
             // No id: the call it answers is the latest one equal to its origin, as pairing by
             // position would find it.
-            match self.calls.iter().rev().find(|(call, _)| call == origin) {
+            match self.calls.iter().rev().find(|(call, _)| *call == **origin) {
                 Some((_, id)) => id.clone(),
                 None => minted(position),
             }
@@ -682,11 +683,11 @@ fn rig_tool_call(call: &ToolCall, position: (usize, usize)) -> Option<RigToolCal
             let recovered = stash.and_then(|s| s.get("arguments")).and_then(Value::as_object);
             let arguments = match recovered {
                 Some(recovered) if call.arguments.is_empty() => recovered.clone(),
-                _ => call.arguments.clone(),
+                _ => call.arguments.clone().into_map(),
             };
             (arguments, Some(raw.clone()))
         }
-        None => (call.arguments.clone(), None),
+        None => (call.arguments.clone().into_map(), None),
     };
     let function =
         ToolFunction { name: ToolName::new(call.tool_name.clone()).ok()?, arguments, invalid_arguments };

@@ -123,7 +123,7 @@ fn every_kind_of_rig_content_comes_back_unchanged() {
         ours[1].parts[6],
         Part::Text(TextPart {
             text: "# Notes\nplain text".into(),
-            unknown: rig_stash(json!({"type": "document", "media_type": "markdown"}))
+            unknown: rig_stash(json!({"type": "document", "media_type": "markdown"})).into()
         })
     );
 
@@ -160,7 +160,7 @@ fn big_numbers_survive() {
 fn losses_name_the_message_and_part() {
     let call = compaction_model::ToolCall::new("search", Default::default()).with_id("c1");
     let mut with_extra = call.clone();
-    with_extra.extra = Some(serde_json::Map::from_iter([("k".to_owned(), json!(1))]));
+    with_extra.extra = Some(serde_json::Map::from_iter([("k".to_owned(), json!(1))]).into());
     let mut user = compaction_model::Message::user("hi").with_name("alice");
     user.meta.insert("usage".into(), json!({"tokens": 3}));
     let conversation = vec![

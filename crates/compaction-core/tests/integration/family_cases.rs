@@ -63,7 +63,7 @@ fn the_note_counts_with_replace_and_leaves_other_braces() {
     assert_eq!(out[1].text(), Some("6 gone {x} {6} 6"));
     assert_eq!(out[1].role, Role::User);
     assert_eq!(
-        serde_json::Value::Object(out[1].meta.clone()),
+        serde_json::Value::from(out[1].meta.clone()),
         json!({"context_compaction": {"strategy": "sliding_window", "removed_messages": 6, "kept_messages": 4}})
     );
     assert_eq!(compaction.report.removed, vec![1, 2, 3, 4, 5, 6]);

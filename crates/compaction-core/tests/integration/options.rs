@@ -178,7 +178,7 @@ fn a_preview_keeps_both_ends_around_the_placeholder() {
         "{:?}",
         pruned.result
     );
-    assert_eq!(pruned.origin, a);
+    assert_eq!(*pruned.origin, a);
     // The report counts what the model will see, preview included.
     assert_eq!(compaction.report.results[0].replacement_tokens, CharCounter.count(&out[2..3], &[]));
     let mut applied = messages.clone();

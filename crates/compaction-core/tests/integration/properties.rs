@@ -225,7 +225,7 @@ fn only_results_pruned(before: &Message, after: &Message, settings: &PruningSett
                 if t.as_str() == placeholder || (settings.preview_chars > 0 && t.contains(&placeholder)));
             let mut origin = a.origin.clone();
             if settings.clear_tool_inputs {
-                origin.arguments = JsonObject::new();
+                origin.arguments = Default::default();
                 origin.raw_arguments = None;
             }
             text_ok && b.origin == origin && b.error == a.error
@@ -240,7 +240,7 @@ fn only_inputs_cleared(before: &Message, after: &Message) -> bool {
     for (part, new) in expected.parts.iter_mut().zip(&after.parts) {
         if let (Part::ToolCall(call), Part::ToolCall(new)) = (part, new) {
             if new.has_no_arguments() {
-                call.arguments = JsonObject::new();
+                call.arguments = Default::default();
                 call.raw_arguments = None;
             }
         }

@@ -155,14 +155,14 @@ fn pruned_message_keeps_origin_error_and_meta() {
     let pruned = &compaction.messages(&messages)[2];
     assert_eq!(pruned.role, Role::Tool);
     let result = pruned.tool_call_result().expect("a result");
-    assert_eq!(result.origin, origin);
+    assert_eq!(*result.origin, origin);
     assert!(result.error);
     assert_eq!(
         result.result,
         "[Tool result removed to free up context. Call `fetch` again if you need it.]".into()
     );
     assert_eq!(
-        Value::Object(pruned.meta.clone()),
+        Value::from(pruned.meta.clone()),
         json!({"source": "web", "context_compaction": {"strategy": "tool_result_pruning", "original_tokens": 400}})
     );
 }
@@ -239,8 +239,8 @@ fn small_results_are_left() {
 #[test]
 fn compacted_results_are_left_whatever_their_marker_holds() {
     let mut messages = three_steps();
-    messages[2].meta = meta(json!({"context_compaction": null}));
-    messages[4].meta = meta(json!({"context_compaction": {"strategy": "something_else"}}));
+    messages[2].meta = meta(json!({"context_compaction": null})).into();
+    messages[4].meta = meta(json!({"context_compaction": {"strategy": "something_else"}})).into();
     assert_eq!(ToolResultPruningCompactor::default().compact(&messages, 0, &CharCounter), None);
 }
 
@@ -248,8 +248,8 @@ fn compacted_results_are_left_whatever_their_marker_holds() {
 fn results_with_a_skip_key_are_left() {
     let mut messages = three_steps();
     // Presence counts, not the value.
-    messages[2].meta = meta(json!({"tool_result_offloaded": false}));
-    messages[4].meta = meta(json!({"keep_me": 1}));
+    messages[2].meta = meta(json!({"tool_result_offloaded": false})).into();
+    messages[4].meta = meta(json!({"keep_me": 1})).into();
     let compaction =
         ToolResultPruningCompactor::default().compact(&messages, 0, &CharCounter).expect("pruned");
     assert_eq!(compaction.report.changed_indices(), vec![4]);
@@ -313,7 +313,7 @@ fn a_message_with_several_results_has_each_pruned_on_its_own() {
     assert_eq!(pruned.parts.len(), 4);
     assert_eq!(pruned.parts[3], messages[2].parts[3]);
     let results: Vec<_> = pruned.tool_call_results().collect();
-    assert_eq!(results.iter().map(|r| r.origin.clone()).collect::<Vec<_>>(), vec![a, b, d]);
+    assert_eq!(results.iter().map(|r| (*r.origin).clone()).collect::<Vec<_>>(), vec![a, b, d]);
     let placeholder = |tool: &str| DEFAULT_PLACEHOLDER.replace("{tool_name}", tool);
     assert!(matches!(&results[0].result, ToolResultContent::Text(t) if t.as_str() == placeholder("search")));
     assert!(matches!(&results[1].result, ToolResultContent::Text(t) if t.as_str() == placeholder("read")));

@@ -13,7 +13,7 @@ fn call(id: &str, city: &str) -> Value {
 
 /// The origin of every tool result, in order.
 fn origins(messages: &[Message]) -> Vec<ToolCall> {
-    messages.iter().flat_map(|m| m.tool_call_results().map(|r| r.origin.clone())).collect()
+    messages.iter().flat_map(|m| m.tool_call_results().map(|r| (*r.origin).clone())).collect()
 }
 
 /// A conversation with a call answered twice and an id used again for a later call, `padding`
@@ -58,6 +58,24 @@ fn a_result_answers_the_nearest_open_call_and_a_second_result_the_answered_one()
         assert_eq!(from_request, from_array, "padding {padding}");
         // Each origin is the whole call, name included.
         assert!(origins(&from_request).iter().all(|o| o.tool_name == "weather"));
+    }
+}
+
+/// A result's origin shares its call's arguments (one object, not a copy of it): a dense log
+/// would otherwise hold every call's arguments twice.
+#[test]
+fn a_result_shares_the_arguments_of_the_call_it_answers() {
+    for padding in [0, 1500] {
+        let messages = conversation(padding);
+        for text in [json!({"messages": messages}).to_string(), Value::Array(messages).to_string()] {
+            let read = read(&text).messages;
+            let calls: Vec<&ToolCall> = read.iter().flat_map(Message::tool_calls).collect();
+            let results: Vec<_> = read.iter().flat_map(Message::tool_call_results).collect();
+            let shares = |result: usize, call: usize| {
+                std::ptr::eq(&*results[result].origin.arguments, &*calls[call].arguments)
+            };
+            assert!(shares(0, 0) && shares(1, 0) && shares(2, 1) && shares(3, 2), "padding {padding}");
+        }
     }
 }
 

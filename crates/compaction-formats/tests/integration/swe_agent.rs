@@ -81,7 +81,7 @@ fn a_swe_agent_history_keeps_what_observation_masking_reads_in_meta() {
     })
     .to_string();
     let conversation = read(&text);
-    let meta = |k: usize| serde_json::Value::Object(conversation.messages[k].meta.clone());
+    let meta = |k: usize| serde_json::Value::from(conversation.messages[k].meta.clone());
     assert_eq!(meta(0), json!({"message_type": "system_prompt"}));
     assert_eq!(meta(1), json!({"message_type": "demonstration", "is_demo": true}));
     assert_eq!(meta(2), json!({"message_type": "observation"}));

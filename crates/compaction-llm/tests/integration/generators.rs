@@ -59,7 +59,7 @@ fn openai_sends_the_conversation_and_reads_the_reply() {
     assert_eq!(reply.role, Role::Assistant);
     assert_eq!(reply.text(), Some("Done."));
     assert_eq!(
-        Value::Object(reply.meta.clone()),
+        Value::from(reply.meta.clone()),
         json!({"model": "tiny-1", "index": 0, "finish_reason": "stop",
                "usage": {"prompt_tokens": 9, "completion_tokens": 3, "total_tokens": 12}})
     );

@@ -27,6 +27,7 @@ use crate::message::{
     FilePart, ImagePart, JsonObject, Message, Part, ReasoningPart, ResultPart, Role, TextPart, ToolCall,
     ToolCallResult, ToolResultContent,
 };
+use crate::object::SharedObject;
 use crate::prefix::{pairs_in, pairs_of};
 use crate::sniff;
 
@@ -176,7 +177,7 @@ impl Message {
             }
             None => return Err(Error::MissingContent { index }),
         };
-        Ok(Message { role, parts, name, meta })
+        Ok(Message { role, parts, name, meta: meta.into() })
     }
 
     /// Reads one message from its JSON text: the same message, or the same error, as

@@ -87,7 +87,7 @@ impl<'de> Visitor<'de> for QuickMessage {
         })?;
         match (role, parts) {
             (Some(role), Some(parts)) => {
-                Ok(Quick(Message { role, parts, name, meta: meta.unwrap_or_default() }))
+                Ok(Quick(Message { role, parts, name, meta: meta.unwrap_or_default().into() }))
             }
             _ => Err(give_up()),
         }
@@ -187,11 +187,11 @@ impl<'de> Visitor<'de> for QuickCallVisitor {
         match (tool_name, arguments) {
             (Some(tool_name), Some(arguments)) => Ok(QuickCall(ToolCall {
                 tool_name,
-                arguments,
+                arguments: arguments.into(),
                 raw_arguments: None,
                 id,
-                extra,
-                unknown: JsonObject::new(),
+                extra: extra.map(SharedObject::from),
+                unknown: SharedObject::new(),
             })),
             _ => Err(give_up()),
         }
@@ -226,9 +226,9 @@ impl<'de> Visitor<'de> for QuickResultVisitor {
         match (result, origin, error) {
             (Some(result), Some(origin), Some(error)) => Ok(QuickResult(ToolCallResult {
                 result: ToolResultContent::Text(result.into()),
-                origin,
+                origin: Box::new(origin),
                 error,
-                unknown: JsonObject::new(),
+                unknown: SharedObject::new(),
             })),
             _ => Err(give_up()),
         }

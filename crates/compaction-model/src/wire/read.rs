@@ -106,7 +106,7 @@ impl Reader {
 
     pub(super) fn text(&self, mut data: JsonObject, path: &str) -> Result<TextPart, Error> {
         let text = self.string(&mut data, "text", path)?;
-        Ok(TextPart { text: text.into(), unknown: data })
+        Ok(TextPart { text: text.into(), unknown: data.into() })
     }
 
     pub(super) fn tool_call(&self, mut data: JsonObject, path: &str) -> Result<ToolCall, Error> {
@@ -126,7 +126,14 @@ impl Reader {
             Some(Value::Object(o)) => Some(o),
             Some(other) => return Err(self.wrong(&format!("{path}.extra"), "an object or null", &other)),
         };
-        Ok(ToolCall { tool_name, arguments, raw_arguments, id, extra, unknown: data })
+        Ok(ToolCall {
+            tool_name,
+            arguments: arguments.into(),
+            raw_arguments,
+            id,
+            extra: extra.map(SharedObject::from),
+            unknown: data.into(),
+        })
     }
 
     pub(super) fn tool_result(&self, mut data: JsonObject, path: &str) -> Result<ToolCallResult, Error> {
@@ -158,7 +165,7 @@ impl Reader {
         let origin = data.shift_remove("origin").unwrap_or(Value::Null);
         let origin = self.tool_call(self.as_object(origin, &origin_path)?, &origin_path)?;
         let error = self.flag(data.shift_remove("error"), &format!("{path}.error"), false)?;
-        Ok(ToolCallResult { result, origin, error, unknown: data })
+        Ok(ToolCallResult { result, origin: Box::new(origin), error, unknown: data.into() })
     }
 
     pub(super) fn result_part(&self, value: Value, path: &str) -> Result<ResultPart, Error> {
@@ -177,7 +184,7 @@ impl Reader {
     pub(super) fn reasoning(&self, mut data: JsonObject, path: &str) -> Result<ReasoningPart, Error> {
         let reasoning_text = self.string(&mut data, "reasoning_text", path)?;
         let extra = self.object(data.shift_remove("extra"), &format!("{path}.extra"))?;
-        Ok(ReasoningPart { reasoning_text, extra, unknown: data })
+        Ok(ReasoningPart { reasoning_text, extra: extra.into(), unknown: data.into() })
     }
 
     pub(super) fn image(&self, mut data: JsonObject, path: &str) -> Result<ImagePart, Error> {
@@ -203,7 +210,7 @@ impl Reader {
                 }
             }
         }
-        Ok(ImagePart { base64_image, mime_type, detail, meta, validation, unknown: data })
+        Ok(ImagePart { base64_image, mime_type, detail, meta: meta.into(), validation, unknown: data.into() })
     }
 
     pub(super) fn file(&self, mut data: JsonObject, path: &str) -> Result<FilePart, Error> {
@@ -220,7 +227,14 @@ impl Reader {
                 }
             }
         }
-        Ok(FilePart { base64_data, mime_type, filename, extra, validation, unknown: data })
+        Ok(FilePart {
+            base64_data,
+            mime_type,
+            filename,
+            extra: extra.into(),
+            validation,
+            unknown: data.into(),
+        })
     }
 
     pub(super) fn decode(&self, base64: &str, path: &str) -> Result<Vec<u8>, Error> {

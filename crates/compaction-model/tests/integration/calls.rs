@@ -17,7 +17,7 @@ fn arguments_made_or_cloned_are_kept_whole_and_in_order() {
     for arguments in cases {
         let Value::Object(object) = arguments.clone() else { unreachable!() };
         let call = ToolCall::new("run", object.clone()).with_id("c1");
-        assert_eq!(Value::Object(call.arguments.clone()), arguments);
+        assert_eq!(Value::from(call.arguments.clone()), arguments);
         let written = serde_json::to_string(&arguments).unwrap();
         assert_eq!(serde_json::to_string(&call.arguments).unwrap(), written, "members in order");
         let copy = call.clone();

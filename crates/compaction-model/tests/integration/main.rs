@@ -3,6 +3,7 @@
 mod calls;
 mod conformance;
 mod errors;
+mod layout;
 mod spellings;
 
 pub use compaction_testkit::python_equal;
