@@ -6,7 +6,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use super::{dependencies, metadata, visit};
+use super::{code_text, dependencies, metadata, visit};
 use crate::project_root;
 
 /// Crates that may not do network I/O: everything below compaction-llm, and the hook, which
@@ -88,12 +88,9 @@ fn model_formats_tokens_core_and_hook_do_no_io() {
             }
             let text = std::fs::read_to_string(path).unwrap_or_default();
             // Doc examples may show the caller reading a file; only code counts.
-            let code: Vec<&str> = text.lines().filter(|l| !l.trim_start().starts_with("//")).collect();
+            let code = code_text(path, &text).unwrap_or_else(|error| panic!("{error}"));
             for marker in IO_MARKERS {
-                assert!(
-                    !code.iter().any(|line| line.contains(marker)),
-                    "Architecture Invariant broken: {relative} uses {marker}"
-                );
+                assert!(!code.contains(marker), "Architecture Invariant broken: {relative} uses {marker}");
             }
         });
     }
@@ -117,12 +114,9 @@ fn adapters_library_does_no_io() {
     visit(&project_root().join("crates/compaction-adapters/src"), &mut |path| {
         let relative = path.strip_prefix(project_root()).unwrap_or(path).display().to_string();
         let text = std::fs::read_to_string(path).unwrap_or_default();
-        let code: Vec<&str> = text.lines().filter(|l| !l.trim_start().starts_with("//")).collect();
+        let code = code_text(path, &text).unwrap_or_else(|error| panic!("{error}"));
         for marker in &markers {
-            assert!(
-                !code.iter().any(|line| line.contains(marker)),
-                "Architecture Invariant broken: {relative} uses {marker}"
-            );
+            assert!(!code.contains(marker), "Architecture Invariant broken: {relative} uses {marker}");
         }
     });
     let metadata = metadata();
@@ -196,9 +190,10 @@ fn offload_owns_store_io_and_decides_without_it() {
         ["offload_hook.rs", "offload_compactor.rs", "blocks.rs", "plan.rs", "policy.rs", "read_tool.rs"]
     {
         let text = std::fs::read_to_string(src.join(file)).expect("offload source file");
+        let code = code_text(&src.join(file), &text).unwrap_or_else(|error| panic!("{error}"));
         for marker in IO_MARKERS {
             assert!(
-                !text.contains(marker),
+                !code.contains(marker),
                 "Architecture Invariant broken: compaction-offload/src/{file} uses {marker}"
             );
         }
@@ -224,13 +219,35 @@ fn only_compaction_llm_does_network_io() {
         }
         visit(&project_root().join("crates").join(krate).join("src"), &mut |path| {
             let text = std::fs::read_to_string(path).unwrap_or_default();
+            let code = code_text(path, &text).unwrap_or_else(|error| panic!("{error}"));
             for forbidden in ["std::net", "TcpStream", "UdpSocket"] {
                 assert!(
-                    !text.contains(forbidden),
+                    !code.contains(forbidden),
                     "Architecture Invariant broken: {} uses {forbidden}; network I/O belongs in compaction-llm",
                     path.display()
                 );
             }
         });
     }
+}
+
+/// The markers a no-I/O crate's file is refused for, read from its code.
+fn io_markers_in(path: &std::path::Path, text: &str) -> Vec<&'static str> {
+    let code = code_text(path, text).unwrap_or_else(|error| panic!("{error}"));
+    IO_MARKERS.iter().copied().filter(|marker| code.contains(marker)).collect()
+}
+
+#[test]
+fn a_file_doing_io_is_caught_however_it_imports() {
+    let path = std::path::Path::new("crates/compaction-core/src/example.rs");
+    // A grouped import the line-by-line reading did not see, and a call inside a macro.
+    let grouped = "//! Decides.\nuse std::{fs, io};\nfn f() { println!(\"{:?}\", fs::metadata(\"x\")); }\n";
+    assert_eq!(io_markers_in(path, grouped), ["std::fs"]);
+    let spawned = "//! Decides.\nfn f() { let _ = std::thread::spawn(|| ()); }\n";
+    assert_eq!(io_markers_in(path, spawned), ["std::thread::spawn"]);
+    let opened = "//! Decides.\nfn f() { vec![File::open(\"x\")]; }\n";
+    assert_eq!(io_markers_in(path, opened), ["File::"]);
+    // Docs, comments and strings are not code.
+    let talks = "//! The caller reads with `std::fs::read`.\n// tokio\nconst S: &str = \"OpenOptions\";\n";
+    assert!(io_markers_in(path, talks).is_empty());
 }

@@ -10,7 +10,8 @@
 //! - `licences`: dependencies' licences and duplicate versions against deny.toml.
 //!
 //! This file holds what they share: `cargo metadata` and `cargo tree` as data, and the walk over
-//! the sources. Manifests and deny.toml are read with `toml`, licence expressions with `spdx`
+//! the sources (`code_text`: a file's code without comments or strings, its imports spelt out).
+//! Manifests and deny.toml are read with `toml`, licence expressions with `spdx`
 //! and Rust sources with `syn`, as the tools they mirror read them.
 
 mod docs;
@@ -120,4 +121,110 @@ fn visit(dir: &Path, f: &mut dyn FnMut(&Path)) {
 /// cannot read is a failure, not a file skipped.
 fn parse_rust(path: &Path, text: &str) -> Result<syn::File, String> {
     syn::parse_file(text).map_err(|error| format!("{}: does not parse as Rust: {error}", path.display()))
+}
+
+/// The code of a Rust file as one line of text to search for paths (`std::fs`, `File::`,
+/// `tokio`): its tokens with comments, doc comments and string literals left out, `::` kept
+/// against its neighbours, then every path its `use` declarations import, spelt out whole
+/// (`use std::{fs, io::Read}` as `std::fs` and `std::io::Read`). Code inside macro invocations
+/// is kept, as tokens. A file that does not parse is an error naming it.
+fn code_text(path: &Path, text: &str) -> Result<String, String> {
+    let file = parse_rust(path, text)?;
+    let tokens: proc_macro2::TokenStream =
+        text.parse().map_err(|error| format!("{}: does not parse as Rust: {error}", path.display()))?;
+    let mut code = String::new();
+    render_tokens(tokens, &mut code);
+    let mut imports = UsePaths(Vec::new());
+    syn::visit::Visit::visit_file(&mut imports, &file);
+    for import in imports.0 {
+        code.push('\n');
+        code.push_str(&import);
+    }
+    Ok(code)
+}
+
+/// Writes `tokens` to `out`: identifiers and punctuation as written, a space between two
+/// identifiers and after a lone punctuation mark, literals as a space.
+fn render_tokens(tokens: proc_macro2::TokenStream, out: &mut String) {
+    use proc_macro2::{Delimiter, Spacing, TokenTree};
+    let mut after_ident = false;
+    for tree in tokens {
+        match tree {
+            TokenTree::Ident(ident) => {
+                if after_ident {
+                    out.push(' ');
+                }
+                out.push_str(&ident.to_string());
+                after_ident = true;
+                continue;
+            }
+            TokenTree::Punct(punct) => {
+                out.push(punct.as_char());
+                if punct.spacing() == Spacing::Alone && punct.as_char() != ':' {
+                    out.push(' ');
+                }
+            }
+            TokenTree::Literal(_) => out.push(' '),
+            TokenTree::Group(group) => {
+                let (open, close) = match group.delimiter() {
+                    Delimiter::Parenthesis => ("(", ")"),
+                    Delimiter::Brace => ("{", "}"),
+                    Delimiter::Bracket => ("[", "]"),
+                    Delimiter::None => ("", ""),
+                };
+                out.push_str(open);
+                render_tokens(group.stream(), out);
+                out.push_str(close);
+                out.push(' ');
+            }
+        }
+        after_ident = false;
+    }
+}
+
+/// The visitor behind [`code_text`]: every path a `use` imports, spelt out from the root.
+struct UsePaths(Vec<String>);
+
+impl<'ast> syn::visit::Visit<'ast> for UsePaths {
+    fn visit_item_use(&mut self, item: &'ast syn::ItemUse) {
+        fn walk(tree: &syn::UseTree, prefix: &str, out: &mut Vec<String>) {
+            let joined = |name: &dyn std::fmt::Display| {
+                if prefix.is_empty() {
+                    name.to_string()
+                } else {
+                    format!("{prefix}::{name}")
+                }
+            };
+            match tree {
+                syn::UseTree::Path(path) => walk(&path.tree, &joined(&path.ident), out),
+                syn::UseTree::Name(name) => out.push(joined(&name.ident)),
+                syn::UseTree::Rename(rename) => out.push(joined(&rename.ident)),
+                syn::UseTree::Glob(_) => out.push(joined(&"*")),
+                syn::UseTree::Group(group) => {
+                    for tree in &group.items {
+                        walk(tree, prefix, out);
+                    }
+                }
+            }
+        }
+        walk(&item.tree, "", &mut self.0);
+    }
+}
+
+#[test]
+fn code_is_read_without_comments_strings_or_docs_and_imports_whole() {
+    let source = r#"//! Reads nothing: `std::fs::read` in the docs is the caller's.
+use std::{fs, io::Read as _};
+// tokio, in a comment.
+/* std::net in a block comment */
+const NOTE: &str = "TcpStream in a string";
+fn f() { let _ = File::open("x"); println!("{}", std::os::unix::ffi::OsStrExt::as_bytes); }
+"#;
+    let code = code_text(Path::new("a.rs"), source).expect("parses");
+    for present in ["std::fs", "std::io::Read", "File::open", "std::os::unix"] {
+        assert!(code.contains(present), "{present} in {code}");
+    }
+    for absent in ["tokio", "std::net", "TcpStream", "std::fs::read"] {
+        assert!(!code.contains(absent), "{absent} in {code}");
+    }
 }
