@@ -120,7 +120,10 @@ fn visit(dir: &Path, f: &mut dyn FnMut(&Path)) {
 /// A Rust source file parsed with `syn`, or the parse error with the file named: a file tidy
 /// cannot read is a failure, not a file skipped.
 fn parse_rust(path: &Path, text: &str) -> Result<syn::File, String> {
-    syn::parse_file(text).map_err(|error| format!("{}: does not parse as Rust: {error}", path.display()))
+    syn::parse_file(text).map_err(|error| {
+        let at = error.span().start();
+        format!("{}:{}:{}: does not parse as Rust: {error}", path.display(), at.line, at.column + 1)
+    })
 }
 
 /// The code of a Rust file as one line of text to search for paths (`std::fs`, `File::`,

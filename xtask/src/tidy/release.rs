@@ -9,7 +9,7 @@ use std::process::Command;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{metadata, published, tree};
+use super::{metadata, parse_rust, published, tree};
 use crate::project_root;
 
 /// What these checks read of a Cargo.toml, the workspace's or a crate's.
@@ -280,15 +280,11 @@ fn msrv_sections_state_the_declared_version() {
         let lib = dir.join("src/lib.rs");
         if lib.is_file() {
             let text = std::fs::read_to_string(&lib).expect("lib.rs");
-            let stated = text
-                .split("//! ## Minimum supported Rust version\n")
-                .nth(1)
-                .and_then(|rest| {
-                    rest.lines().map(|l| l.trim_start_matches("//!").trim()).find(|l| !l.is_empty())
-                })
-                .unwrap_or_else(|| {
-                    panic!("{name}: lib.rs has no `## Minimum supported Rust version` section")
-                });
+            let file = parse_rust(&lib, &text).unwrap_or_else(|error| panic!("{error}"));
+            let docs = crate_docs(&file);
+            let stated = stated_msrv(&docs).unwrap_or_else(|| {
+                panic!("{name}: lib.rs has no `## Minimum supported Rust version` section")
+            });
             assert!(
                 states_version(stated, version),
                 "{name}: lib.rs states MSRV {stated:?}, Cargo.toml declares {version}"
@@ -305,6 +301,33 @@ fn msrv_sections_state_the_declared_version() {
             );
         }
     }
+}
+
+/// A crate's own documentation, as rustdoc shows it: the text of the inner `doc` attributes
+/// (`//!` lines, `/*! */`, `#![doc = "..."]`) of its lib.rs, one a line.
+fn crate_docs(file: &syn::File) -> String {
+    let mut docs = String::new();
+    for attr in &file.attrs {
+        if !matches!(attr.style, syn::AttrStyle::Inner(_)) || !attr.path().is_ident("doc") {
+            continue;
+        }
+        if let syn::Meta::NameValue(syn::MetaNameValue {
+            value: syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(text), .. }),
+            ..
+        }) = &attr.meta
+        {
+            docs.push_str(&text.value());
+            docs.push('\n');
+        }
+    }
+    docs
+}
+
+/// The first words under the docs' `## Minimum supported Rust version` heading.
+fn stated_msrv(docs: &str) -> Option<&str> {
+    let mut lines = docs.lines().map(str::trim);
+    lines.find(|line| *line == "## Minimum supported Rust version")?;
+    lines.find(|line| !line.is_empty())
 }
 
 /// Whether `text` begins with `version` as a whole version (`1.88` in `1.88.`, not in `1.881`
@@ -361,4 +384,19 @@ fn manifests_that_break_a_release_habit_are_caught() {
     // A manifest that is not TOML says where.
     let error = parse_manifest("[package\nname = 1\n").expect_err("not TOML").to_string();
     assert!(error.contains("line 1"), "{error}");
+}
+
+#[test]
+fn a_crate_stating_another_msrv_than_it_declares_is_caught() {
+    let lib = "//! A crate.\n//!\n//! ## Minimum supported Rust version\n//!\n//! 1.80, the workspace's.\n\npub fn f() {}\n";
+    let docs = crate_docs(&syn::parse_file(lib).expect("parses"));
+    let stated = stated_msrv(&docs).expect("a section");
+    assert_eq!(stated, "1.80, the workspace's.");
+    assert!(states_version(stated, "1.80"));
+    assert!(!states_version(stated, "1.88"), "declared 1.88, stated 1.80");
+    assert!(!states_version("1.881", "1.88") && !states_version("1.88.1", "1.88"));
+    // No section at all, or the heading only in an item's docs, is no statement.
+    assert_eq!(stated_msrv(&crate_docs(&syn::parse_file("//! A crate.\n").expect("parses"))), None);
+    let item_doc = "//! A crate.\n/// ## Minimum supported Rust version\n/// 1.80\npub fn f() {}\n";
+    assert_eq!(stated_msrv(&crate_docs(&syn::parse_file(item_doc).expect("parses"))), None);
 }
