@@ -16,7 +16,7 @@
 //! - `msrv [--require-all]`: check each published crate with the Rust its `rust-version`
 //!   declares, where that toolchain is installed (the MSRV job of `.ci/run`).
 //!
-//! `cargo test -p xtask` also checks the workspace's architecture invariants (see `tidy.rs`).
+//! `cargo test -p xtask` also checks the workspace's architecture invariants (see `tidy/`).
 
 mod bench;
 mod dataset;
