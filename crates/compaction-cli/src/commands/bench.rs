@@ -349,7 +349,10 @@ pub fn run(args: Args) -> Result<()> {
     let work_rx = Mutex::new(work_rx);
     let (done_tx, done_rx) = mpsc::channel::<(usize, Vec<Transcript>)>();
     let spinner = crate::progress::spinner("benchmarking");
-    let mut done: Vec<(usize, Vec<Transcript>)> = Vec::new();
+    // Each transcript's figures are folded into the totals as soon as those before it are; they
+    // are kept whole only for the files that list them (--json, --csv, --svg).
+    let keep = args.json.is_some() || args.csv.is_some() || args.svg.is_some();
+    let mut tally = Tally::new(grid.len(), keep);
     let skipped = std::thread::scope(|scope| {
         for _ in 0..threads {
             let done_tx = done_tx.clone();
@@ -365,33 +368,38 @@ pub fn run(args: Args) -> Result<()> {
         }
         drop(done_tx);
         let walker = scope.spawn(|| walk(&args, work_tx));
-        let mut count = 0;
-        for item in done_rx {
-            count += item.1.len();
+        // The units of work finish out of order (a worker each): those that finish ahead of
+        // one still being replayed wait here, a few at most.
+        let (mut count, mut next) = (0, 0);
+        let mut ahead: BTreeMap<usize, Vec<Transcript>> = BTreeMap::new();
+        for (index, transcripts) in done_rx {
+            count += transcripts.len();
             spinner.set_message(format!("benchmarking: {count} transcripts"));
-            done.push(item);
+            ahead.insert(index, transcripts);
+            while let Some(transcripts) = ahead.remove(&next) {
+                transcripts.into_iter().for_each(|t| tally.add(t));
+                next += 1;
+            }
         }
+        // None is missing unless a worker panicked (then the scope panics as it ends).
+        ahead.into_values().flatten().for_each(|t| tally.add(t));
         walker.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))
     });
     spinner.finish_and_clear();
-    done.sort_by_key(|(index, _)| *index);
-    let transcripts: Vec<Transcript> = done.into_iter().flat_map(|(_, t)| t).collect();
-    for t in transcripts.iter().filter(|t| t.error.is_some()) {
+    for error in &tally.errors {
         // The error names the file (and the line, of a dataset).
-        eprintln!("{}", t.error.as_deref().unwrap_or_default());
+        eprintln!("{error}");
     }
-    let benchmarked = transcripts.iter().filter(|t| t.error.is_none()).count();
-    let failed = transcripts.len() - benchmarked;
+    let (benchmarked, failed) = (tally.benchmarked, tally.errors.len());
     if benchmarked == 0 {
         anyhow::bail!("no transcript could be benchmarked ({failed} failed)");
     }
     // Summaries are asked of no model and counts of a provider only with --counter PROVIDER.
     crate::strategy::counting_failed()?;
-    let totals = totals(&grid, &transcripts);
     let cached = pricing.cache.is_none_or(|c| c != CacheKind::None);
-    let unpriced =
-        transcripts.iter().filter(|t| t.results.first().is_some_and(|r| r.figures.cost.is_none())).count();
-    let mut out = table(&grid, &totals, benchmarked, failed, cached, recorded_total(&transcripts), unpriced);
+    let (unpriced, recorded) = (tally.unpriced, tally.recorded.take());
+    let (totals, transcripts) = tally.finish(&grid);
+    let mut out = table(&grid, &totals, benchmarked, failed, cached, recorded, unpriced);
     if skipped > 0 {
         let _ = writeln!(
             out,
@@ -853,96 +861,163 @@ struct Total {
     priced_tokens_vs_none: Option<f64>,
 }
 
-fn totals(grid: &[Configuration], transcripts: &[Transcript]) -> Vec<Total> {
-    let mut totals: Vec<Total> = Vec::new();
-    for (k, configuration) in grid.iter().enumerate() {
-        let rows: Vec<&Figures> =
-            transcripts.iter().filter_map(|t| t.results.get(k)).map(|r| &r.figures).collect();
+/// The transcripts' figures folded in as they come, in order: for each configuration the sums
+/// and what its medians are taken of (four numbers a transcript), and the transcripts
+/// themselves only when kept for the files that list them.
+struct Tally {
+    keep: bool,
+    /// Every transcript, in order, when kept.
+    transcripts: Vec<Transcript>,
+    /// Why each transcript that failed did, in order.
+    errors: Vec<String>,
+    benchmarked: usize,
+    /// Transcripts benchmarked without a cost (no known model).
+    unpriced: usize,
+    recorded: Option<Recorded>,
+    columns: Vec<Column>,
+}
+
+/// One configuration's share of a [`Tally`].
+#[derive(Default)]
+struct Column {
+    /// Transcripts with a figure for it.
+    rows: usize,
+    sum: Figures,
+    tokens: Vec<u64>,
+    costs: Vec<f64>,
+    /// Each transcript's tokens sent and cost against its own `none`, where both are above 0.
+    token_ratios: Vec<f64>,
+    cost_ratios: Vec<f64>,
+    /// Tokens sent, and `none`'s, over the transcripts priced in both.
+    priced: (u64, u64),
+}
+
+impl Tally {
+    fn new(configurations: usize, keep: bool) -> Tally {
+        Tally {
+            keep,
+            transcripts: Vec::new(),
+            errors: Vec::new(),
+            benchmarked: 0,
+            unpriced: 0,
+            recorded: None,
+            columns: (0..configurations).map(|_| Column::default()).collect(),
+        }
+    }
+
+    /// Folds in the next transcript (in the order of the inputs).
+    fn add(&mut self, transcript: Transcript) {
+        match &transcript.error {
+            Some(error) => self.errors.push(error.clone()),
+            None => self.benchmarked += 1,
+        }
+        let none = transcript.results.first().map(|r| &r.figures);
+        if transcript.error.is_none() && none.is_some_and(|none| none.cost.is_none()) {
+            self.unpriced += 1;
+        }
+        // What the logs record against `none`'s estimate, over the transcripts that have both.
+        if let Some(none) = none {
+            if let (Some(logged), Some(modelled), Some(estimated)) =
+                (none.recorded_cost, none.recorded_modelled, none.cost)
+            {
+                let recorded = self.recorded.get_or_insert(Recorded {
+                    transcripts: 0,
+                    logged: 0.0,
+                    modelled: 0.0,
+                    estimated: 0.0,
+                    provider_compacted: 0,
+                });
+                recorded.transcripts += 1;
+                recorded.logged += logged;
+                recorded.modelled += modelled;
+                recorded.estimated += estimated;
+                recorded.provider_compacted += usize::from(none.provider_compacted);
+            }
+        }
+        let ratio = |a: f64, b: f64| (b > 0.0).then(|| a / b - 1.0);
+        for (column, row) in self.columns.iter_mut().zip(&transcript.results) {
+            let f = &row.figures;
+            column.rows += 1;
+            column.sum.add(f);
+            column.tokens.push(f.tokens_sent);
+            column.costs.extend(f.cost);
+            let Some(none) = none else { continue };
+            column.token_ratios.extend(ratio(f.tokens_sent as f64, none.tokens_sent as f64));
+            if let (Some(cost), Some(base)) = (f.cost, none.cost) {
+                column.cost_ratios.extend(ratio(cost, base));
+                column.priced.0 += f.tokens_sent;
+                column.priced.1 += none.tokens_sent;
+            }
+        }
+        if self.keep {
+            self.transcripts.push(transcript);
+        }
+    }
+
+    /// The totals per configuration, and the transcripts kept.
+    fn finish(self, grid: &[Configuration]) -> (Vec<Total>, Vec<Transcript>) {
+        let ratio = |a: f64, b: f64| (b > 0.0).then(|| a / b - 1.0);
+        let mut totals: Vec<Total> = Vec::new();
+        for (configuration, mut column) in grid.iter().zip(self.columns) {
+            column.tokens.sort_unstable();
+            column.costs.sort_by(f64::total_cmp);
+            column.token_ratios.sort_by(f64::total_cmp);
+            column.cost_ratios.sort_by(f64::total_cmp);
+            let sum = column.sum;
+            let (tokens_vs_none, cost_vs_none) = match totals.first() {
+                Some(none) => {
+                    let tokens = (none.figures.tokens_sent > 0)
+                        .then(|| sum.tokens_sent as f64 / none.figures.tokens_sent as f64 - 1.0);
+                    let cost = match (sum.cost, none.figures.cost) {
+                        (Some(c), Some(n)) if n > 0.0 => Some(c / n - 1.0),
+                        _ => None,
+                    };
+                    (tokens, cost)
+                }
+                None => (Some(0.0), sum.cost.map(|_| 0.0)),
+            };
+            totals.push(Total {
+                configuration: configuration.name.clone(),
+                transcripts: column.rows,
+                figures: sum,
+                median_tokens_sent: median(&column.tokens).unwrap_or(0),
+                median_cost: median(&column.costs),
+                median_tokens_vs_none: median(&column.token_ratios),
+                median_cost_vs_none: median(&column.cost_ratios),
+                tokens_vs_none,
+                cost_vs_none,
+                priced_tokens_vs_none: ratio(column.priced.0 as f64, column.priced.1 as f64),
+            });
+        }
+        (totals, self.transcripts)
+    }
+}
+
+impl Figures {
+    /// Adds `f` to these sums (the peak: the larger).
+    fn add(&mut self, f: &Figures) {
         let add = |a: Option<u64>, b: Option<u64>| match (a, b) {
             (None, None) => None,
             (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
         };
-        let mut sum = Figures::default();
-        for f in &rows {
-            sum.calls += f.calls;
-            sum.peak_tokens = sum.peak_tokens.max(f.peak_tokens);
-            sum.over_window += f.over_window;
-            sum.tokens_sent += f.tokens_sent;
-            sum.uncached_tokens = add(sum.uncached_tokens, f.uncached_tokens);
-            sum.cache_read_tokens = add(sum.cache_read_tokens, f.cache_read_tokens);
-            sum.cache_write_tokens = add(sum.cache_write_tokens, f.cache_write_tokens);
-            sum.output_tokens = add(sum.output_tokens, f.output_tokens);
-            sum.cost = match (sum.cost, f.cost) {
-                (None, None) => None,
-                (a, b) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),
-            };
-            sum.recorded_cost = match (sum.recorded_cost, f.recorded_cost) {
-                (None, None) => None,
-                (a, b) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),
-            };
-            sum.compactions += f.compactions;
-            sum.refetches += f.refetches;
-            sum.refetch_tokens += f.refetch_tokens;
-        }
-        let mut tokens: Vec<u64> = rows.iter().map(|f| f.tokens_sent).collect();
-        tokens.sort_unstable();
-        let mut costs: Vec<f64> = rows.iter().filter_map(|f| f.cost).collect();
-        costs.sort_by(f64::total_cmp);
-        // Each transcript against its own `none` (the first result), where both are above 0.
-        let ratio = |a: f64, b: f64| (b > 0.0).then(|| a / b - 1.0);
-        let mut token_ratios: Vec<f64> = transcripts
-            .iter()
-            .filter_map(|t| {
-                let (this, none) = (&t.results.get(k)?.figures, &t.results.first()?.figures);
-                ratio(this.tokens_sent as f64, none.tokens_sent as f64)
-            })
-            .collect();
-        token_ratios.sort_by(f64::total_cmp);
-        let mut cost_ratios: Vec<f64> = transcripts
-            .iter()
-            .filter_map(|t| {
-                let (this, none) = (&t.results.get(k)?.figures, &t.results.first()?.figures);
-                ratio(this.cost?, none.cost?)
-            })
-            .collect();
-        cost_ratios.sort_by(f64::total_cmp);
-        let (tokens_vs_none, cost_vs_none) = match totals.first() {
-            Some(none) => {
-                let tokens = (none.figures.tokens_sent > 0)
-                    .then(|| sum.tokens_sent as f64 / none.figures.tokens_sent as f64 - 1.0);
-                let cost = match (sum.cost, none.figures.cost) {
-                    (Some(c), Some(n)) if n > 0.0 => Some(c / n - 1.0),
-                    _ => None,
-                };
-                (tokens, cost)
-            }
-            None => (Some(0.0), sum.cost.map(|_| 0.0)),
+        let add_f = |a: Option<f64>, b: Option<f64>| match (a, b) {
+            (None, None) => None,
+            (a, b) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),
         };
-        totals.push(Total {
-            configuration: configuration.name.clone(),
-            transcripts: rows.len(),
-            figures: sum,
-            median_tokens_sent: median(&tokens).unwrap_or(0),
-            median_cost: median(&costs),
-            median_tokens_vs_none: median(&token_ratios),
-            median_cost_vs_none: median(&cost_ratios),
-            tokens_vs_none,
-            cost_vs_none,
-            priced_tokens_vs_none: {
-                let (mut this, mut none) = (0u64, 0u64);
-                for t in transcripts {
-                    if let (Some(r), Some(n)) = (t.results.get(k), t.results.first()) {
-                        if r.figures.cost.is_some() && n.figures.cost.is_some() {
-                            this += r.figures.tokens_sent;
-                            none += n.figures.tokens_sent;
-                        }
-                    }
-                }
-                ratio(this as f64, none as f64)
-            },
-        });
+        self.calls += f.calls;
+        self.peak_tokens = self.peak_tokens.max(f.peak_tokens);
+        self.over_window += f.over_window;
+        self.tokens_sent += f.tokens_sent;
+        self.uncached_tokens = add(self.uncached_tokens, f.uncached_tokens);
+        self.cache_read_tokens = add(self.cache_read_tokens, f.cache_read_tokens);
+        self.cache_write_tokens = add(self.cache_write_tokens, f.cache_write_tokens);
+        self.output_tokens = add(self.output_tokens, f.output_tokens);
+        self.cost = add_f(self.cost, f.cost);
+        self.recorded_cost = add_f(self.recorded_cost, f.recorded_cost);
+        self.compactions += f.compactions;
+        self.refetches += f.refetches;
+        self.refetch_tokens += f.refetch_tokens;
     }
-    totals
 }
 
 /// What the logs record against `none`'s estimate, over the transcripts that have both.
@@ -954,23 +1029,6 @@ struct Recorded {
     estimated: f64,
     /// How many of the transcripts the provider compacted.
     provider_compacted: usize,
-}
-
-fn recorded_total(transcripts: &[Transcript]) -> Option<Recorded> {
-    let nones: Vec<&Figures> = transcripts
-        .iter()
-        .filter_map(|t| t.results.first().map(|r| &r.figures))
-        .filter(|none| {
-            none.recorded_cost.is_some() && none.recorded_modelled.is_some() && none.cost.is_some()
-        })
-        .collect();
-    (!nones.is_empty()).then(|| Recorded {
-        transcripts: nones.len(),
-        logged: nones.iter().filter_map(|f| f.recorded_cost).sum(),
-        modelled: nones.iter().filter_map(|f| f.recorded_modelled).sum(),
-        estimated: nones.iter().filter_map(|f| f.cost).sum(),
-        provider_compacted: nones.iter().filter(|f| f.provider_compacted).count(),
-    })
 }
 
 /// The middle value (the upper of the two middle ones), `None` of nothing.
@@ -1252,7 +1310,87 @@ fn chart(totals: &[Total], transcripts: &[Transcript]) -> Result<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::{conversations, line_spans};
+    use super::{conversations, line_spans, Figures, ResultRow, Tally, Transcript};
+
+    /// A transcript of these (tokens sent, cost) per configuration, `none` first; failed when
+    /// there are none.
+    fn transcript(figures: &[(u64, Option<f64>)]) -> Transcript {
+        let results = figures
+            .iter()
+            .enumerate()
+            .map(|(k, &(tokens_sent, cost))| ResultRow {
+                configuration: format!("c{k}"),
+                figures: Figures {
+                    calls: 2,
+                    tokens_sent,
+                    cost,
+                    recorded_cost: cost.map(|c| c * 0.9),
+                    recorded_modelled: cost,
+                    ..Figures::default()
+                },
+            })
+            .collect();
+        let error = figures.is_empty().then(|| "t.jsonl:3: not JSON".to_owned());
+        Transcript { path: "t.jsonl".into(), conversation: Some(0), format: None, error, results }
+    }
+
+    /// The totals are the same whether the transcripts are kept (for --json, --csv, --svg) or
+    /// only folded in; folded in, none is held.
+    #[test]
+    fn totals_are_the_same_without_the_transcripts_held() {
+        let cases: &[&[(u64, Option<f64>)]] = &[
+            &[(1000, Some(1.0)), (400, Some(1.2)), (300, Some(0.7))],
+            &[],
+            &[(10, None), (5, None), (0, None)],
+            &[(0, Some(0.0)), (0, Some(0.0)), (0, Some(0.0))],
+            &[(5000, Some(3.5)), (2500, Some(1.1)), (5000, Some(3.5))],
+            &[(7, Some(0.01)), (3, Some(0.02)), (1, Some(0.005))],
+        ];
+        let grid = super::configurations(&clap_args(&[
+            "--context-window",
+            "1000",
+            "--strategy",
+            "tool-result-pruning,sliding-window",
+        ]))
+        .expect("a grid");
+        assert_eq!(grid.len(), 3);
+        let (mut kept, mut folded) = (Tally::new(grid.len(), true), Tally::new(grid.len(), false));
+        for case in cases {
+            kept.add(transcript(case));
+            folded.add(transcript(case));
+        }
+        assert_eq!(
+            (kept.benchmarked, kept.unpriced, &kept.errors),
+            (5, 1, &vec!["t.jsonl:3: not JSON".to_owned()])
+        );
+        assert_eq!((folded.benchmarked, folded.unpriced, &folded.errors), (5, 1, &kept.errors));
+        let recorded = |t: &mut Tally| {
+            t.recorded
+                .take()
+                .map(|r| (r.transcripts, r.logged, r.modelled, r.estimated, r.provider_compacted))
+        };
+        assert_eq!(recorded(&mut kept), recorded(&mut folded));
+        let (kept_totals, kept) = kept.finish(&grid);
+        let (folded_totals, folded) = folded.finish(&grid);
+        assert_eq!(kept.len(), cases.len());
+        assert!(folded.is_empty());
+        let json = |t| serde_json::to_string(t).expect("JSON");
+        assert_eq!(json(&kept_totals), json(&folded_totals));
+        // `none`'s median of 5 transcripts' tokens sent (0, 7, 10, 1000, 5000), and a sum.
+        assert_eq!(kept_totals[0].median_tokens_sent, 10);
+        assert_eq!(kept_totals[1].figures.tokens_sent, 400 + 5 + 2500 + 3);
+    }
+
+    fn clap_args(args: &[&str]) -> super::Args {
+        use clap::Parser as _;
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            args: super::Args,
+        }
+        let all = ["bench", "x.jsonl"].iter().chain(args);
+        Cli::try_parse_from(all).expect("arguments").args
+    }
 
     /// Each case: a JSON Lines file, and the lines `line_spans` gives (number, text), read
     /// through buffers of every size from one byte, so a line crosses buffers.
