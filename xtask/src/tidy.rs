@@ -508,7 +508,7 @@ const PUBLIC_ITEM_BUDGET: &[(&str, usize)] = &[
     ("compaction-json", 53),
     ("compaction-model", 98),
     ("compaction-formats", 52),
-    ("compaction-tokens", 55),
+    ("compaction-tokens", 56),
     ("compaction-core", 157),
     ("compaction-llm", 74),
     ("compaction-hook", 76),
