@@ -29,6 +29,30 @@ use crate::ApproximateTokenCounter;
 /// lets callers count a growing or rewritten conversation at the cost of what changed. The other
 /// methods are provided.
 ///
+/// ```
+/// use compaction_model::{Message, ToolSpec};
+/// use compaction_tokens::{rendered_text, Error, TokenCounter};
+///
+/// /// One token a word of the rendering.
+/// #[derive(Debug)]
+/// struct Words;
+///
+/// impl TokenCounter for Words {
+///     fn try_count(&self, messages: &[Message], tools: &[ToolSpec]) -> Result<usize, Error> {
+///         Ok(rendered_text(messages, tools).split_whitespace().count())
+///     }
+///
+///     fn describe(&self) -> String {
+///         "words".into()
+///     }
+/// }
+///
+/// // "[user] two words"
+/// assert_eq!(Words.try_count(&[Message::user("two words")], &[])?, 3);
+/// assert!(Words.additive().is_none());
+/// # Ok::<(), Error>(())
+/// ```
+///
 /// # Failures
 ///
 /// The `try_` methods are the counts: a counter that asks a provider over the network returns
