@@ -1677,7 +1677,7 @@ second thread that writes each buffer while the next is made, and changed messag
 on another thread ahead of their turn while the main thread copies the unchanged ones \
 (`threads::made_ahead`; new since the last benchmark: the main thread of the compact spelling's \
 prune ran 303 M instructions, now 258 M). The running count now tells each message's own count \
-from the measure it took of it (`TokenCounter::count_alone`) instead of rendering the message \
+from the measure it took of it (`Additive::count_alone`) instead of rendering the message \
 again, so the compact phase went from 18–24 ms to 11–15; and the approximate counter walks a \
 conversation of 2,048 messages or more on two threads, which (a) shows too. Parsing went \
 from 165–314 ms (issue 15's measurements) to about 50 ms on a quiet machine; the whole prune of the \
@@ -1722,7 +1722,7 @@ the OpenAI and Haystack readers leave theirs, and the walk keeps where each line
 starts and where each result lies (`Slot::span`), so neither the envelope nor a replaced result \
 is crossed again to find it. What changed since the last benchmark, for every format: the \
 running count tells each message's own count from its measure instead of rendering it again \
-(`TokenCounter::count_alone`). What is left: checking and counting the results' texts, a fifth (an escape \
+(`Additive::count_alone`). What is left: checking and counting the results' texts, a fifth (an escape \
 every twenty bytes or so ends each eight-byte step); crossing `toolUseResult` and the envelope, \
 a sixth; building the rest of the message (serde_json's `Map` hashes every key with SipHash) and \
 turning it into messages. \

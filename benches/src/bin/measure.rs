@@ -132,9 +132,10 @@ fn run(args: &[String]) -> Result<(), String> {
     let mut last = None;
     for _ in 0..runs.max(1) {
         let started = Instant::now();
-        let compaction = compactor.compact(&messages, target, counter.as_ref());
+        let compaction =
+            compactor.try_compact(&messages, target, counter.as_ref()).map_err(|e| e.to_string())?;
         seconds.push(started.elapsed().as_secs_f64());
-        // compact() returns what changes; building the compacted conversation is apply(), timed
+        // try_compact() returns what changes; building the compacted conversation is apply(), timed
         // on its own over a copy made outside the timer.
         if let Some(compaction) = &compaction {
             let mut copy = messages.clone();

@@ -64,7 +64,7 @@
 //! // Ours, compacted, and back.
 //! let mut ours = from_rig(&history);
 //! let compaction = ToolResultPruningCompactor::default()
-//!     .compact(&ours, 3_000, &ApproximateTokenCounter::default())
+//!     .try_compact(&ours, 3_000, &ApproximateTokenCounter::default()).unwrap()
 //!     .expect("something to prune");
 //! compaction.apply(&mut ours).expect("made from `ours`, so every edit fits");
 //! let (pruned, losses) = to_rig(&ours).into_parts();

@@ -9,16 +9,23 @@ use compaction_tokens::TokenCounter;
 /// `context_tokens`): the count recorded for the last assistant message that has one, plus the
 /// local count of what follows it up to and including the last assistant message. `None` when
 /// the log records no usage.
-pub fn context_tokens(conversation: &Conversation, counter: &dyn TokenCounter) -> Option<usize> {
-    let last = conversation.last_usage()?;
+///
+/// # Errors
+///
+/// The counter's, when it could not count what follows the recorded count.
+pub fn context_tokens(
+    conversation: &Conversation,
+    counter: &dyn TokenCounter,
+) -> Result<Option<usize>, compaction_tokens::Error> {
+    let Some(last) = conversation.last_usage() else { return Ok(None) };
     let messages = &conversation.messages;
-    let through = last_assistant_index(messages)?;
+    let Some(through) = last_assistant_index(messages) else { return Ok(None) };
     let recorded = usize::try_from(last.usage.context_tokens()).unwrap_or(usize::MAX);
     let after = match messages.get(last.message + 1..=through) {
-        Some(rest) if !rest.is_empty() => counter.count(rest, &[]),
+        Some(rest) if !rest.is_empty() => counter.try_count(rest, &[])?,
         _ => 0,
     };
-    Some(recorded + after)
+    Ok(Some(recorded + after))
 }
 
 /// What a local count leaves out of what the provider was sent, when the log does not hold it:

@@ -22,9 +22,9 @@ use compaction_core::{
 };
 use compaction_hook::CacheRule;
 use compaction_llm::{ClientSettings, ProviderChatGenerator};
-use compaction_model::{Message, ToolSpec};
+use compaction_model::Message;
 use compaction_offload::{OffloadCompactorSettings, OffloadFailure, ToolResultOffloadCompactor};
-use compaction_tokens::{ApproximateTokenCounter, Counts, TokenCounter};
+use compaction_tokens::TokenCounter;
 
 use crate::commands::prune::PruneOptions;
 use crate::UsageError;
@@ -511,15 +511,6 @@ impl Summarizer {
 }
 
 impl Compactor for Summarizer {
-    fn compact(
-        &self,
-        messages: &[Message],
-        target_tokens: usize,
-        counter: &dyn TokenCounter,
-    ) -> Option<Compaction> {
-        self.try_compact(messages, target_tokens, counter).ok().flatten()
-    }
-
     fn name(&self) -> &str {
         self.compactor.name()
     }
@@ -568,7 +559,7 @@ pub fn is_provider_spec(spec: &str) -> bool {
 pub fn counter(spec: &str, client: &ClientSettings) -> Result<Box<dyn TokenCounter>> {
     if is_provider_spec(spec) {
         let counter = compaction_llm::counter_from_provider_spec(spec, client.clone()).map_err(llm_error)?;
-        return Ok(Box::new(Strict::new(counter)));
+        return Ok(counter);
     }
     compaction_tokens::counter_from_spec(spec).map_err(|error| {
         // A tokenizer file that cannot be read is bad input, not bad usage.
@@ -577,84 +568,6 @@ pub fn counter(spec: &str, client: &ClientSettings) -> Result<Box<dyn TokenCount
             other => anyhow::Error::new(UsageError(other.to_string())),
         }
     })
-}
-
-/// The first count a provider could not make since the last call, as an error naming the call.
-/// Commands check it before they write: a count that failed is never taken for a size.
-pub fn counting_failed() -> Result<()> {
-    match COUNT_FAILURE.lock().unwrap_or_else(PoisonError::into_inner).take() {
-        Some(failure) => Err(anyhow!(failure)),
-        None => Ok(()),
-    }
-}
-
-static COUNT_FAILURE: Mutex<Option<String>> = Mutex::new(None);
-
-/// A provider's counter that remembers its first failure, so the command stops with it
-/// ([`counting_failed`]) instead of going on silently: the counts that cannot fail (those most
-/// strategies use) return an estimate meanwhile, which only keeps the run going to that point.
-///
-/// Once a count has failed the provider is not asked again: the command will stop with that
-/// failure, and each further call could take its whole deadline ((--max-retries + 1) ×
-/// --timeout) only to be thrown away.
-#[derive(Debug)]
-struct Strict {
-    counter: Box<dyn TokenCounter>,
-    /// The first failure, in words; set once.
-    failure: std::sync::OnceLock<String>,
-}
-
-impl Strict {
-    fn new(counter: Box<dyn TokenCounter>) -> Self {
-        Strict { counter, failure: std::sync::OnceLock::new() }
-    }
-
-    fn failed(&self, error: &compaction_tokens::Error) {
-        let text = self.failure.get_or_init(|| chain(error));
-        let mut slot = COUNT_FAILURE.lock().unwrap_or_else(PoisonError::into_inner);
-        slot.get_or_insert_with(|| text.clone());
-    }
-
-    /// The counter's own result, unless an earlier count failed: then that failure again,
-    /// without asking the provider.
-    fn ask<T>(
-        &self,
-        ask: impl FnOnce(&dyn TokenCounter) -> Result<T, compaction_tokens::Error>,
-    ) -> Result<T, compaction_tokens::Error> {
-        if let Some(failure) = self.failure.get() {
-            return Err(compaction_tokens::Error::Provider {
-                counter: self.counter.describe(),
-                source: format!("not asked again after: {failure}").into(),
-            });
-        }
-        ask(self.counter.as_ref()).inspect_err(|error| self.failed(error))
-    }
-}
-
-impl TokenCounter for Strict {
-    fn count(&self, messages: &[Message], tools: &[ToolSpec]) -> usize {
-        self.ask(|counter| counter.try_count(messages, tools))
-            .unwrap_or_else(|_| ApproximateTokenCounter::default().count(messages, tools))
-    }
-
-    fn count_each(&self, messages: &[Message]) -> Counts {
-        self.ask(|counter| counter.try_count_each(messages))
-            .unwrap_or_else(|_| ApproximateTokenCounter::default().count_each(messages))
-    }
-
-    fn describe(&self) -> String {
-        self.counter.describe()
-    }
-
-    // Failures returned are remembered too: a caller that reports them in an outcome instead of
-    // failing (the hook's `run`, which `simulate` replays with) would otherwise go on.
-    fn try_count(&self, messages: &[Message], tools: &[ToolSpec]) -> Result<usize, compaction_tokens::Error> {
-        self.ask(|counter| counter.try_count(messages, tools))
-    }
-
-    fn try_count_each(&self, messages: &[Message]) -> Result<Counts, compaction_tokens::Error> {
-        self.ask(|counter| counter.try_count_each(messages))
-    }
 }
 
 #[cfg(test)]

@@ -37,8 +37,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // 1. Pruning: the oldest results give way to a placeholder until the target fits; the
     //    newest step and every call stay.
     let target = before / 2;
-    let compaction =
-        ToolResultPruningCompactor::default().compact(&messages, target, &counter).expect("prunable");
+    let compaction = ToolResultPruningCompactor::default()
+        .try_compact(&messages, target, &counter)
+        .unwrap()
+        .expect("prunable");
     let pruned = compaction.messages(&messages);
     let changed: Vec<usize> = (0..messages.len()).filter(|&i| pruned[i] != messages[i]).collect();
     let after = counter.count(&pruned, &[]);
@@ -53,7 +55,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let chain = ChainCompactor::new()
         .then(ToolResultPruningCompactor::default())
         .then(SlidingWindowCompactor::new(SlidingWindowSettings::default()));
-    let compaction = chain.compact(&messages, tight, &counter).expect("compactable");
+    let compaction = chain.try_compact(&messages, tight, &counter).unwrap().expect("compactable");
     let mut chained = messages.clone();
     compaction.apply(&mut chained)?; // in place, as an agent loop does
     let after = counter.count(&chained, &[]);

@@ -42,7 +42,7 @@ pub const STRATEGY_CHAIN: &str = "chain";
 ///     .then(ToolResultPruningCompactor::default())
 ///     .then(SlidingWindowCompactor::default());
 /// let counter = ApproximateTokenCounter::default();
-/// let compaction = chain.compact(&conversation, 1_000, &counter).expect("too big");
+/// let compaction = chain.try_compact(&conversation, 1_000, &counter).unwrap().expect("too big");
 /// let strategies: Vec<&str> = compaction.report.stages.iter().map(|s| s.strategy.as_str()).collect();
 /// assert_eq!(strategies, ["tool_result_pruning", "sliding_window"]);
 /// assert!(compaction.report.target_reached);
@@ -202,17 +202,6 @@ fn follow(
 }
 
 impl Compactor for ChainCompactor {
-    /// The chain's compaction; `None` when no stage compacted. A stage that fails gives `None`;
-    /// see [`Compactor::try_compact`].
-    fn compact(
-        &self,
-        messages: &[Message],
-        target_tokens: usize,
-        counter: &dyn TokenCounter,
-    ) -> Option<Compaction> {
-        self.try_compact(messages, target_tokens, counter).ok().flatten()
-    }
-
     fn try_compact(
         &self,
         messages: &[Message],

@@ -74,38 +74,37 @@ impl Memo {
 /// its rules allow.
 ///
 /// The trait is object safe, so a hook can hold any strategy as `Box<dyn Compactor>`.
+///
+/// # Failures
+///
+/// Compacting can fail: a counter that could not count (a provider's, over the network), or a
+/// model that could not summarize when the strategy is set to fail rather than keep what it had.
+/// A failure is an `Err` of [`Compactor::try_compact`], with its cause as the source, as
+/// Haystack's compactors raise; there is no infallible form that would turn it into "nothing to
+/// compact". With a local counter and a strategy that asks no model, `try_compact` never fails.
+///
+/// An implementation writes two methods, [`Compactor::try_compact`] and [`Compactor::name`];
+/// [`Compactor::compact_with_memo`] and [`Compactor::compact_async`] are provided.
 pub trait Compactor: Send + Sync + fmt::Debug {
-    /// A shorter replacement for `messages` with a report of what changed, or `None` to leave
-    /// the conversation as it is. `counter` is the one the caller sized the context with.
-    fn compact(
-        &self,
-        messages: &[Message],
-        target_tokens: usize,
-        counter: &dyn TokenCounter,
-    ) -> Option<Compaction>;
-
-    /// The strategy's name, as reports and traces show it (Haystack's class name, such as
-    /// `ToolResultPruningCompactor`).
-    fn name(&self) -> &str;
-
-    /// [`Compactor::compact`] for strategies that can fail: a counter that could not count, or
-    /// a model that could not summarize when the strategy is set to fail rather than keep what
-    /// it had. `Ok(None)` means what `None` means for `compact`.
-    ///
-    /// Callers that can report a failure (the compaction hook) call this. The default calls
-    /// `compact`, which is right for every strategy that cannot fail.
+    /// A shorter replacement for `messages` with a report of what changed, or `Ok(None)` to leave
+    /// the conversation as it is. `counter` is the one the caller sized the context with; a
+    /// compactor counts through its fallible counts ([`TokenCounter::try_count`] and the like),
+    /// so that a count that fails is this method's error, never an estimate taken for a count.
     ///
     /// # Errors
     ///
-    /// Whatever kept the strategy from compacting, with its cause as the source.
+    /// Whatever kept the strategy from compacting, with its cause as the source: a count that
+    /// failed ([`Error::Count`]), a summary that could not be had, a chain's stage that failed.
     fn try_compact(
         &self,
         messages: &[Message],
         target_tokens: usize,
         counter: &dyn TokenCounter,
-    ) -> Result<Option<Compaction>, Error> {
-        Ok(self.compact(messages, target_tokens, counter))
-    }
+    ) -> Result<Option<Compaction>, Error>;
+
+    /// The strategy's name, as reports and traces show it (Haystack's class name, such as
+    /// `ToolResultPruningCompactor`).
+    fn name(&self) -> &str;
 
     /// [`Compactor::try_compact`] for a caller that compacts one conversation again and again (an
     /// agent loop), with what this compactor remembered of it last time; see [`Memo`]. Gives the
@@ -139,19 +138,6 @@ pub trait Compactor: Send + Sync + fmt::Debug {
 }
 
 impl<T: Compactor + ?Sized> Compactor for std::sync::Arc<T> {
-    fn compact(
-        &self,
-        messages: &[Message],
-        target_tokens: usize,
-        counter: &dyn TokenCounter,
-    ) -> Option<Compaction> {
-        (**self).compact(messages, target_tokens, counter)
-    }
-
-    fn name(&self) -> &str {
-        (**self).name()
-    }
-
     fn try_compact(
         &self,
         messages: &[Message],
@@ -159,6 +145,10 @@ impl<T: Compactor + ?Sized> Compactor for std::sync::Arc<T> {
         counter: &dyn TokenCounter,
     ) -> Result<Option<Compaction>, Error> {
         (**self).try_compact(messages, target_tokens, counter)
+    }
+
+    fn name(&self) -> &str {
+        (**self).name()
     }
 
     fn compact_with_memo(
@@ -572,13 +562,22 @@ impl Compaction {
     }
 
     /// Tokens of the compacted conversation sent with `tools`, as
-    /// `counter.count(&self.messages(original), tools)` says, building only the messages that
-    /// change (see [`TokenCounter::count_rewritten`]). `original` is the conversation that was
-    /// compacted.
-    pub fn count(&self, original: &[Message], counter: &dyn TokenCounter, tools: &[ToolSpec]) -> usize {
+    /// `counter.try_count(&self.messages(original), tools)` says, building only the messages that
+    /// change (see [`TokenCounter::try_count_rewritten`]). `original` is the conversation that
+    /// was compacted.
+    ///
+    /// # Errors
+    ///
+    /// The counter's, when it could not count.
+    pub fn try_count(
+        &self,
+        original: &[Message],
+        counter: &dyn TokenCounter,
+        tools: &[ToolSpec],
+    ) -> Result<usize, compaction_tokens::Error> {
         match &self.edits {
             Edits::Replace(rewrites) => count_rewrites(original, rewrites, counter, tools),
-            Edits::Whole(messages) => counter.count(messages, tools),
+            Edits::Whole(messages) => counter.try_count(messages, tools),
         }
     }
 
@@ -599,9 +598,9 @@ pub(crate) fn count_rewrites(
     rewrites: &[(usize, Rewrite)],
     counter: &dyn TokenCounter,
     tools: &[ToolSpec],
-) -> usize {
+) -> Result<usize, compaction_tokens::Error> {
     let stand_ins = StandIns::new(original, rewrites);
-    counter.count_rewritten(original, &stand_ins.rewritten(), tools)
+    counter.try_count_rewritten(original, &stand_ins.rewritten(), tools)
 }
 
 /// Messages that render as those a compaction's rewrites make of a conversation (see

@@ -66,14 +66,14 @@
 //! let before = counter.count(&conversation, &[]);
 //!
 //! let compactor = ToolResultPruningCompactor::new(PruningSettings::default())?;
-//! let compaction = compactor.compact(&conversation, 1_000, &counter).expect("something to prune");
+//! let compaction = compactor.try_compact(&conversation, 1_000, &counter)?.expect("something to prune");
 //!
 //! // The older result gave way to the placeholder; the newest step is protected.
 //! assert_eq!(compaction.report.changed_indices(), vec![2]);
 //! assert_eq!(compaction.messages(&conversation)[4], conversation[4]);
 //! assert!(counter.count(&compaction.messages(&conversation), &[]) < before);
 //! // A conversation that already fits is left alone.
-//! assert!(compactor.compact(&conversation, before, &counter).is_none());
+//! assert!(compactor.try_compact(&conversation, before, &counter)?.is_none());
 //! # Ok::<(), compaction_core::Error>(())
 //! ```
 //!

@@ -380,25 +380,26 @@ fn mask(message: &Message, original_tokens: usize) -> (Message, Vec<(usize, Mess
 }
 
 impl Compactor for ObservationMaskingCompactor {
-    fn compact(
+    fn try_compact(
         &self,
         messages: &[Message],
         target_tokens: usize,
         counter: &dyn TokenCounter,
-    ) -> Option<Compaction> {
+    ) -> Result<Option<Compaction>, Error> {
         let indices: Vec<usize> =
             self.masked_indices(messages).into_iter().filter(|&k| !is_compacted(&messages[k].meta)).collect();
         if indices.is_empty() {
-            return None;
+            return Ok(None);
         }
-        let own = |message: &Message| counter.count(std::slice::from_ref(message), &[]);
+        let own =
+            |message: &Message| counter.try_count(std::slice::from_ref(message), &[]).map_err(Error::Count);
         let mut rewrites = Vec::with_capacity(indices.len());
         let mut results = Vec::new();
         for index in indices {
             let original = &messages[index];
-            let before = own(original);
+            let before = own(original)?;
             let (masked, steps) = mask(original, before);
-            let after = own(&masked);
+            let after = own(&masked)?;
             if steps.is_empty() {
                 let rewritten = RewrittenResult { position: 0, tokens_before: before, tokens_after: after };
                 results.push(ResultReport::for_result(index, original, &rewritten));
@@ -406,7 +407,7 @@ impl Compactor for ObservationMaskingCompactor {
                 // One entry per result, each with the message's counts just before and after it.
                 let mut current = before;
                 for (position, step) in steps {
-                    let step_tokens = own(&step);
+                    let step_tokens = own(&step)?;
                     let rewritten =
                         RewrittenResult { position, tokens_before: current, tokens_after: step_tokens };
                     results.push(ResultReport::for_result(index, original, &rewritten));
@@ -415,10 +416,10 @@ impl Compactor for ObservationMaskingCompactor {
             }
             rewrites.push((index, Rewrite::Message(masked)));
         }
-        let tokens_before = counter.count(messages, &[]);
-        let tokens_after = count_rewrites(messages, &rewrites, counter, &[]);
+        let tokens_before = counter.try_count(messages, &[]).map_err(Error::Count)?;
+        let tokens_after = count_rewrites(messages, &rewrites, counter, &[]).map_err(Error::Count)?;
         if tokens_after >= tokens_before {
-            return None;
+            return Ok(None);
         }
         let report = CompactionReport::new(
             STRATEGY_OBSERVATION_MASKING,
@@ -427,7 +428,7 @@ impl Compactor for ObservationMaskingCompactor {
             target_tokens,
             results,
         );
-        Some(Compaction::rewriting(rewrites, report))
+        Ok(Some(Compaction::rewriting(rewrites, report)))
     }
 
     fn name(&self) -> &str {

@@ -1,5 +1,6 @@
 //! [`ToolResultPruningCompactor`]: older tool results give way to a short placeholder.
 
+use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
@@ -77,15 +78,18 @@ impl ToolResultPruningCompactor {
         &self.settings
     }
 
-    /// A dry run: the report [`Compactor::compact`] would return. No message is built.
-    #[must_use]
+    /// A dry run: the report [`Compactor::try_compact`] would return. No message is built.
+    ///
+    /// # Errors
+    ///
+    /// As [`Compactor::try_compact`]: [`Error::Count`] when the counter could not count.
     pub fn plan(
         &self,
         messages: &[Message],
         target_tokens: usize,
         counter: &dyn TokenCounter,
-    ) -> Option<CompactionReport> {
-        self.run(messages, target_tokens, counter, None).map(|plan| plan.report)
+    ) -> Result<Option<CompactionReport>, Error> {
+        Ok(self.run(messages, target_tokens, counter, None)?.map(|plan| plan.report))
     }
 
     fn run(
@@ -94,11 +98,11 @@ impl ToolResultPruningCompactor {
         target_tokens: usize,
         counter: &dyn TokenCounter,
         memo: Option<&mut Memo>,
-    ) -> Option<Plan> {
+    ) -> Result<Option<Plan>, Error> {
         let start = memo.as_deref().map_or(0, |m| m.settled);
-        let sizes = Sizes::measure(messages, start, counter);
+        let sizes = Sizes::measure(messages, start, counter)?;
         if sizes.total <= target_tokens {
-            return None;
+            return Ok(None);
         }
         let protected = match self.settings.keep_tool_results {
             Some(keep) => protected_by_results(messages, keep),
@@ -111,13 +115,16 @@ impl ToolResultPruningCompactor {
             self.prune(&messages[index], own, &placeholder, &mut replacement_counts, counter)
         };
         let settled = memo.map(|m| &mut m.settled);
-        let walk = walk(messages, &sizes, target_tokens, &protected, counter, &mut prune, settled)?;
+        let Some(walk) = walk(messages, &sizes, target_tokens, &protected, counter, &mut prune, settled)?
+        else {
+            return Ok(None);
+        };
         if walk.replaced.is_empty() {
-            return None;
+            return Ok(None);
         }
         let (replaced, mut report) = walk.finish(STRATEGY_TOOL_RESULT_PRUNING, target_tokens);
         let cleared = if self.settings.clear_tool_inputs {
-            clear_inputs(messages, &sizes, &replaced, counter)
+            clear_inputs(messages, &sizes, &replaced, counter)?
         } else {
             Vec::new()
         };
@@ -127,7 +134,7 @@ impl ToolResultPruningCompactor {
         report.estimated_tokens_after = report.tokens_after;
         report.inputs_cleared = cleared.iter().map(|(_, _, input)| input.clone()).collect();
         if self.settings.clear_at_least.is_some_and(|least| report.tokens_freed() < least) {
-            return None;
+            return Ok(None);
         }
         let rewrites: Vec<(usize, Rewrite)> = replaced
             .into_iter()
@@ -137,8 +144,8 @@ impl ToolResultPruningCompactor {
         // The walk stopped on its running estimate, as the reference's does; the report says
         // what the conversation built from these rewrites counts.
         let stand_ins = StandIns::new(messages, &rewrites);
-        let report = report.counted(sizes.count_rewritten(messages, &stand_ins.rewritten(), counter));
-        Some(Plan { rewrites, report })
+        let report = report.counted(sizes.count_rewritten(messages, &stand_ins.rewritten(), counter)?);
+        Ok(Some(Plan { rewrites, report }))
     }
 
     /// How one tool-result message is pruned, or `None` to leave it.
@@ -159,13 +166,15 @@ impl ToolResultPruningCompactor {
         placeholder: &Arc<str>,
         counted: &mut HashMap<(&'a str, bool), usize>,
         counter: &dyn TokenCounter,
-    ) -> Option<Replacement<PrunedResult>> {
+    ) -> Result<Option<Replacement<PrunedResult>>, Error> {
         if !message.has_tool_call_result()
             || message.meta.contains_key(CONTEXT_COMPACTION)
             || self.settings.skip_meta_keys.iter().any(|key| message.meta.contains_key(key))
         {
-            return None;
+            return Ok(None);
         }
+        let count_one =
+            |message: &Message| counter.try_count(std::slice::from_ref(message), &[]).map_err(Error::Count);
         let excluded = |result: &ToolCallResult| {
             !self.settings.exclude_tools.is_empty()
                 && self.settings.exclude_tools.contains(&result.origin.tool_name)
@@ -179,27 +188,29 @@ impl ToolResultPruningCompactor {
         };
         if let [Part::ToolCallResult(result)] = message.parts.as_slice() {
             if own <= self.settings.min_tokens || excluded(result) {
-                return None;
+                return Ok(None);
             }
             let tool_name = result.origin.tool_name.as_str();
             let stand_in = |text: String| {
-                let stand_in = Message::tool(text, ToolCall::new(tool_name, JsonObject::new()), result.error);
-                counter.count(std::slice::from_ref(&stand_in), &[])
+                count_one(&Message::tool(text, ToolCall::new(tool_name, JsonObject::new()), result.error))
             };
             let replacement_tokens = if pruned.preview_chars == 0 {
-                *counted.entry((tool_name, result.error)).or_insert_with(|| stand_in(pruned.text(tool_name)))
+                match counted.entry((tool_name, result.error)) {
+                    Entry::Occupied(entry) => *entry.get(),
+                    Entry::Vacant(entry) => *entry.insert(stand_in(pruned.text(tool_name))?),
+                }
             } else {
                 // A preview differs from result to result, so each is counted.
-                stand_in(pruned.replacement_text(result))
+                stand_in(pruned.replacement_text(result))?
             };
             let rewritten =
                 RewrittenResult { position: 0, tokens_before: own, tokens_after: replacement_tokens };
-            return (replacement_tokens < own).then(|| Replacement {
+            return Ok((replacement_tokens < own).then(|| Replacement {
                 message: pruned,
                 original_tokens: own,
                 replacement_tokens,
                 results: vec![rewritten],
-            });
+            }));
         }
         let mut current = own;
         let mut rewritten = Vec::new();
@@ -210,12 +221,12 @@ impl ToolResultPruningCompactor {
             }
             let parts = vec![Part::ToolCallResult(result.clone())];
             let alone = Message { role: Role::Tool, parts, name: None, meta: SharedObject::new() };
-            if counter.count(std::slice::from_ref(&alone), &[]) <= self.settings.min_tokens {
+            if count_one(&alone)? <= self.settings.min_tokens {
                 continue;
             }
             selected.push(position);
             pruned.results.clone_from(&selected);
-            let after = counter.count(std::slice::from_ref(&pruned.build(message)), &[]);
+            let after = count_one(&pruned.build(message))?;
             if after < current {
                 rewritten.push(RewrittenResult { position, tokens_before: current, tokens_after: after });
                 current = after;
@@ -225,15 +236,15 @@ impl ToolResultPruningCompactor {
             }
         }
         if rewritten.is_empty() {
-            return None;
+            return Ok(None);
         }
         pruned.results = selected;
-        Some(Replacement {
+        Ok(Some(Replacement {
             message: pruned,
             original_tokens: own,
             replacement_tokens: current,
             results: rewritten,
-        })
+        }))
     }
 }
 
@@ -247,7 +258,7 @@ fn clear_inputs<M>(
     sizes: &Sizes,
     replaced: &[(usize, Replacement<M>)],
     counter: &dyn TokenCounter,
-) -> Vec<(usize, Message, InputReport)> {
+) -> Result<Vec<(usize, Message, InputReport)>, Error> {
     // Per assistant message, the positions (within its parts) of the calls to clear.
     let mut wanted: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
     for (index, replacement) in replaced {
@@ -305,7 +316,7 @@ fn clear_inputs<M>(
         if call_ids.is_empty() {
             continue;
         }
-        let own = sizes.own(messages, assistant, counter);
+        let own = sizes.own(messages, assistant, counter)?;
         let mut recorded: Vec<Value> = earlier
             .and_then(|m| m.get("cleared_call_ids"))
             .and_then(Value::as_array)
@@ -318,7 +329,7 @@ fn clear_inputs<M>(
         marker.insert("original_tokens".into(), first_count);
         marker.insert("cleared_call_ids".into(), Value::Array(recorded));
         message.meta.insert(CONTEXT_COMPACTION.into(), Value::Object(marker));
-        let after = counter.count(std::slice::from_ref(&message), &[]);
+        let after = counter.try_count(std::slice::from_ref(&message), &[]).map_err(Error::Count)?;
         // Clearing that frees nothing would only invalidate the prompt cache.
         if after >= own {
             continue;
@@ -332,17 +343,17 @@ fn clear_inputs<M>(
         };
         cleared.push((assistant, message, report));
     }
-    cleared
+    Ok(cleared)
 }
 
 impl Compactor for ToolResultPruningCompactor {
-    fn compact(
+    fn try_compact(
         &self,
         messages: &[Message],
         target_tokens: usize,
         counter: &dyn TokenCounter,
-    ) -> Option<Compaction> {
-        self.run(messages, target_tokens, counter, None).map(Plan::into_compaction)
+    ) -> Result<Option<Compaction>, Error> {
+        Ok(self.run(messages, target_tokens, counter, None)?.map(Plan::into_compaction))
     }
 
     fn name(&self) -> &str {
@@ -356,7 +367,7 @@ impl Compactor for ToolResultPruningCompactor {
         counter: &dyn TokenCounter,
         memo: &mut Memo,
     ) -> Result<Option<Compaction>, Error> {
-        Ok(self.run(messages, target_tokens, counter, Some(memo)).map(Plan::into_compaction))
+        Ok(self.run(messages, target_tokens, counter, Some(memo))?.map(Plan::into_compaction))
     }
 }
 

@@ -9,7 +9,7 @@
 use std::ops::Range;
 
 use compaction_model::{Message, Role, CONTEXT_COMPACTION};
-use compaction_tokens::{Measure, TokenCounter};
+use compaction_tokens::{Additive, Measure, TokenCounter};
 use serde_json::Value;
 
 use crate::error::Error;
@@ -77,13 +77,14 @@ pub fn current_agent_step_groups(
 /// Counts any selection of a conversation's messages, in order, as if it were a conversation of
 /// its own — what the reference does by building a new list for every count.
 ///
-/// For counters whose counts add up message by message ([`TokenCounter::measure_joined`]), each
+/// For counters whose counts add up message by message ([`TokenCounter::additive`]), each
 /// message is measured once and a selection costs a sum; other counters are handed the selected
 /// messages (through [`TokenCounter::try_count`], so a counter that fails says so).
 pub(crate) struct Sizer<'c> {
     counter: &'c dyn TokenCounter,
-    /// Each message's joined measure, when the counter has them for every message.
-    measures: Option<Vec<Measure>>,
+    /// The counter's additive measuring, and each message's joined measure, when its counts add
+    /// up.
+    measures: Option<(&'c dyn Additive, Vec<Measure>)>,
 }
 
 impl std::fmt::Debug for Sizer<'_> {
@@ -97,7 +98,9 @@ impl std::fmt::Debug for Sizer<'_> {
 
 impl<'c> Sizer<'c> {
     pub(crate) fn new(counter: &'c dyn TokenCounter, messages: &[Message]) -> Self {
-        let measures = messages.iter().map(|m| counter.measure_joined(m)).collect();
+        let measures = counter
+            .additive()
+            .map(|additive| (additive, messages.iter().map(|m| additive.measure_joined(m)).collect()));
         Sizer { counter, measures }
     }
 
@@ -106,9 +109,9 @@ impl<'c> Sizer<'c> {
         let Some((&last, rest)) = indices.split_last() else {
             return self.counter.try_count(&[], &[]).map_err(Error::Count);
         };
-        if let Some(measures) = &self.measures {
+        if let Some((additive, measures)) = &self.measures {
             let before = rest.iter().map(|&i| measures[i]).sum();
-            return Ok(self.counter.count_after(before, &messages[last], &[]));
+            return Ok(additive.count_after(before, &messages[last], &[]));
         }
         let contiguous = indices.windows(2).all(|w| w[1] == w[0] + 1);
         let result = if contiguous {
@@ -142,11 +145,11 @@ impl<'c> Sizer<'c> {
     /// The measures after the conversation was rewritten: `kept` (indices into the old one, in
     /// order) with `inserted` placed at `position` of the new one.
     pub(crate) fn rewritten(&self, kept: &[usize], position: usize, inserted: &Message) -> Self {
-        let measures = self.measures.as_ref().and_then(|measures| {
-            let new = self.counter.measure_joined(inserted)?;
+        let measures = self.measures.as_ref().map(|(additive, measures)| {
+            let new = additive.measure_joined(inserted);
             let mut out: Vec<Measure> = kept.iter().map(|&i| measures[i]).collect();
             out.insert(position.min(out.len()), new);
-            Some(out)
+            (*additive, out)
         });
         Sizer { counter: self.counter, measures }
     }

@@ -292,18 +292,8 @@ fn omission_note(text: &str, removed: usize, kept: usize) -> Message {
 }
 
 impl Compactor for SlidingWindowCompactor {
-    /// The compacted conversation; `None` when it already fits, when nothing may be removed, or
-    /// when only an earlier note would go. A counter that fails gives `None`; see
-    /// [`Compactor::try_compact`].
-    fn compact(
-        &self,
-        messages: &[Message],
-        target_tokens: usize,
-        counter: &dyn TokenCounter,
-    ) -> Option<Compaction> {
-        self.run(messages, target_tokens, counter).ok().flatten()
-    }
-
+    /// The compacted conversation; `Ok(None)` when it already fits, when nothing may be
+    /// removed, or when only an earlier note would go.
     fn try_compact(
         &self,
         messages: &[Message],

@@ -7,6 +7,7 @@ use compaction_model::{Message, Role};
 use compaction_tokens::{Measure, TokenCounter};
 
 use crate::compactor::{Compaction, CompactionReport, Memo, ResultReport, Rewrite};
+use crate::error::Error;
 
 /// A rewritten tool-result message, as a [`replace_tool_results_until_target`] callback returns it.
 ///
@@ -204,18 +205,27 @@ impl Sizes {
     /// Counts `messages` for a walk starting at `start`: in one `count_each` when that is the
     /// whole conversation (with the measures, where the counts add up), else the whole
     /// conversation's count and the tail's own counts.
-    pub(crate) fn measure(messages: &[Message], start: usize, counter: &dyn TokenCounter) -> Sizes {
+    pub(crate) fn measure(
+        messages: &[Message],
+        start: usize,
+        counter: &dyn TokenCounter,
+    ) -> Result<Sizes, Error> {
         let start = start.min(messages.len());
         if start == 0 {
-            let (counts, measures) = counter.count_each_measured(messages);
-            let measures = measures.filter(|m| m.len() + 1 == messages.len());
-            return Sizes { start, total: counts.total, each: counts.each, measures };
+            if let Some(additive) = counter.additive() {
+                let (counts, measures) = additive.count_each_measured(messages);
+                let measures = measures.filter(|m| m.len() + 1 == messages.len());
+                return Ok(Sizes { start, total: counts.total, each: counts.each, measures });
+            }
+            let counts = counter.try_count_each(messages).map_err(Error::Count)?;
+            return Ok(Sizes { start, total: counts.total, each: counts.each, measures: None });
         }
-        let each = counter.count_each(&messages[start..]).each;
-        Sizes { start, total: counter.count(messages, &[]), each, measures: None }
+        let each = counter.try_count_each(&messages[start..]).map_err(Error::Count)?.each;
+        let total = counter.try_count(messages, &[]).map_err(Error::Count)?;
+        Ok(Sizes { start, total, each, measures: None })
     }
 
-    /// `counter.count_rewritten(messages, rewritten, &[])`: from the measures taken with the
+    /// `counter.try_count_rewritten(messages, rewritten, &[])`: from the measures taken with the
     /// counts, measuring only the rewritten messages, where there are measures; else asked of
     /// the counter (which a running count answers as cheaply).
     pub(crate) fn count_rewritten(
@@ -223,9 +233,11 @@ impl Sizes {
         messages: &[Message],
         rewritten: &[(usize, &Message)],
         counter: &dyn TokenCounter,
-    ) -> usize {
-        let (Some(measures), Some(last)) = (&self.measures, messages.len().checked_sub(1)) else {
-            return counter.count_rewritten(messages, rewritten, &[]);
+    ) -> Result<usize, Error> {
+        let (Some(measures), Some(last), Some(additive)) =
+            (&self.measures, messages.len().checked_sub(1), counter.additive())
+        else {
+            return counter.try_count_rewritten(messages, rewritten, &[]).map_err(Error::Count);
         };
         let mut before: Measure = measures.iter().copied().sum();
         let mut last_message = &messages[last];
@@ -237,11 +249,8 @@ impl Sizes {
                 last_message = message;
             } else if index < last {
                 let measure = match measured.get(&std::ptr::from_ref(message)) {
-                    Some(measure) => Some(*measure),
-                    None => counter.measure_joined(message),
-                };
-                let Some(measure) = measure else {
-                    return counter.count_rewritten(messages, rewritten, &[]);
+                    Some(measure) => *measure,
+                    None => additive.measure_joined(message),
                 };
                 measured.insert(std::ptr::from_ref(message), measure);
                 let old = measures[index];
@@ -253,16 +262,21 @@ impl Sizes {
                 };
             }
         }
-        counter.count_after(before, last_message, &[])
+        Ok(additive.count_after(before, last_message, &[]))
     }
 
     /// The own count of `messages[index]`. A counter whose `count_each` returned too few entries
     /// is asked directly rather than trusted with an index it does not have.
-    pub(crate) fn own(&self, messages: &[Message], index: usize, counter: &dyn TokenCounter) -> usize {
-        index
-            .checked_sub(self.start)
-            .and_then(|offset| self.each.get(offset).copied())
-            .unwrap_or_else(|| counter.count(std::slice::from_ref(&messages[index]), &[]))
+    pub(crate) fn own(
+        &self,
+        messages: &[Message],
+        index: usize,
+        counter: &dyn TokenCounter,
+    ) -> Result<usize, Error> {
+        match index.checked_sub(self.start).and_then(|offset| self.each.get(offset).copied()) {
+            Some(own) => Ok(own),
+            None => counter.try_count(std::slice::from_ref(&messages[index]), &[]).map_err(Error::Count),
+        }
     }
 }
 
@@ -277,11 +291,12 @@ pub(crate) struct Walk<M> {
 }
 
 /// The callback type the walk calls for every unprotected tool-result message.
-pub(crate) type ReplaceFn<'a, M> = dyn FnMut(usize, &Message, usize) -> Option<Replacement<M>> + 'a;
+pub(crate) type ReplaceFn<'a, M> =
+    dyn FnMut(usize, &Message, usize) -> Result<Option<Replacement<M>>, Error> + 'a;
 
 /// Walks oldest first over unprotected tool-result messages from `start` on, offering each to
 /// `replace`, and stops once the running total is at or under `target_tokens`. `None` when the
-/// conversation already fits.
+/// conversation already fits; the first error of a count or of `replace` ends the walk.
 ///
 /// `settled`, when given, is where the walk starts, and is moved past every message the walk
 /// found settled: not a tool result, or declined by `replace` (which must then decline it
@@ -295,9 +310,9 @@ pub(crate) fn walk<M>(
     counter: &dyn TokenCounter,
     replace: &mut ReplaceFn<'_, M>,
     mut settled: Option<&mut usize>,
-) -> Option<Walk<M>> {
+) -> Result<Option<Walk<M>>, Error> {
     if sizes.total <= target_tokens {
-        return None;
+        return Ok(None);
     }
     let start = settled.as_deref().copied().unwrap_or(0).min(messages.len());
     let mut current = sizes.total;
@@ -311,8 +326,8 @@ pub(crate) fn walk<M>(
             continue;
         }
         if message.has_tool_call_result() {
-            let own = sizes.own(messages, index, counter);
-            match replace(index, message, own) {
+            let own = sizes.own(messages, index, counter)?;
+            match replace(index, message, own)? {
                 // A replacement that frees nothing would only make the conversation different.
                 Some(replacement) if replacement.tokens_freed() > 0 => {
                     settling = false;
@@ -333,7 +348,7 @@ pub(crate) fn walk<M>(
             }
         }
     }
-    Some(Walk { tokens_before: sizes.total, tokens_after: current, replaced, results })
+    Ok(Some(Walk { tokens_before: sizes.total, tokens_after: current, replaced, results }))
 }
 
 impl<M> Walk<M> {
@@ -356,8 +371,8 @@ impl<M> Walk<M> {
 
 /// Rewrites tool results oldest first until the conversation fits `target_tokens`.
 ///
-/// The conversation is counted once, with [`TokenCounter::count_each`]; if the total already
-/// fits, the answer is `None`. Otherwise every message that carries a tool result, outside the
+/// The conversation is counted once, with [`TokenCounter::try_count_each`]; if the total already
+/// fits, the answer is `Ok(None)`. Otherwise every message that carries a tool result, outside the
 /// newest `min_keep_steps` agent steps that have results (see [`agent_step_spans`]), is offered
 /// to `replace` with its index and its own token count, oldest first. A replacement is kept only
 /// when it frees at least one token; the running total drops by what each one frees, and the
@@ -375,14 +390,19 @@ impl<M> Walk<M> {
 /// nothing was replaced. The input is never changed.
 ///
 /// `min_keep_steps` of 0 protects no step; the compactors built on this walk reject 0.
+///
+/// # Errors
+///
+/// [`Error::Count`] when the counter could not count, or the first error `replace` returns
+/// (a callback that counts returns its count's failure).
 pub fn replace_tool_results_until_target(
     messages: &[Message],
     target_tokens: usize,
     counter: &dyn TokenCounter,
     min_keep_steps: usize,
     strategy: &str,
-    replace: &mut dyn FnMut(usize, &Message, usize) -> Option<Replacement>,
-) -> Option<Compaction> {
+    replace: &mut ReplaceFn<'_, Message>,
+) -> Result<Option<Compaction>, Error> {
     replace_tool_results_with_memo(messages, target_tokens, counter, min_keep_steps, strategy, None, replace)
 }
 
@@ -390,6 +410,10 @@ pub fn replace_tool_results_until_target(
 /// again: the walk starts where `memo` says every message is settled, and moves it on (see
 /// [`Memo`]). `replace` must then decline a message only for reasons that hold whatever the
 /// target and whatever comes after: the message itself and its own count.
+///
+/// # Errors
+///
+/// As [`replace_tool_results_until_target`].
 pub fn replace_tool_results_with_memo(
     messages: &[Message],
     target_tokens: usize,
@@ -397,29 +421,31 @@ pub fn replace_tool_results_with_memo(
     min_keep_steps: usize,
     strategy: &str,
     memo: Option<&mut Memo>,
-    replace: &mut dyn FnMut(usize, &Message, usize) -> Option<Replacement>,
-) -> Option<Compaction> {
+    replace: &mut ReplaceFn<'_, Message>,
+) -> Result<Option<Compaction>, Error> {
     let start = memo.as_deref().map_or(0, |m| m.settled);
-    let sizes = Sizes::measure(messages, start, counter);
+    let sizes = Sizes::measure(messages, start, counter)?;
     if sizes.total <= target_tokens {
-        return None;
+        return Ok(None);
     }
     let protected = protected_by_steps(messages, min_keep_steps);
     let settled = memo.map(|m| &mut m.settled);
-    let walk = walk(messages, &sizes, target_tokens, &protected, counter, replace, settled)?;
+    let Some(walk) = walk(messages, &sizes, target_tokens, &protected, counter, replace, settled)? else {
+        return Ok(None);
+    };
     if walk.replaced.is_empty() {
-        return None;
+        return Ok(None);
     }
     let (replaced, report) = walk.finish(strategy, target_tokens);
     let replacements: Vec<(usize, Message)> =
         replaced.into_iter().map(|(index, replacement)| (index, replacement.message)).collect();
     let rewritten: Vec<(usize, &Message)> =
         replacements.iter().map(|(index, message)| (*index, message)).collect();
-    let report = report.counted(sizes.count_rewritten(messages, &rewritten, counter));
+    let report = report.counted(sizes.count_rewritten(messages, &rewritten, counter)?);
     // The walk visits each message once, so no index repeats: no check is needed.
     let rewrites =
         replacements.into_iter().map(|(index, message)| (index, Rewrite::Message(message))).collect();
-    Some(Compaction::rewriting(rewrites, report))
+    Ok(Some(Compaction::rewriting(rewrites, report)))
 }
 
 #[cfg(test)]

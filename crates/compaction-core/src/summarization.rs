@@ -306,8 +306,7 @@ impl SummarizationCompactor {
         Self::new(SummarizationSettings::from_value(value)?)
     }
 
-    /// The same compactor asking `generator` when it runs through [`Compactor::compact`] and
-    /// [`Compactor::try_compact`].
+    /// The same compactor asking `generator` when it runs through [`Compactor::try_compact`].
     #[must_use]
     pub fn with_generator(mut self, generator: Arc<dyn ChatGenerator>) -> Self {
         self.generator = Some(generator);
@@ -399,17 +398,6 @@ impl SummarizationCompactor {
 }
 
 impl Compactor for SummarizationCompactor {
-    /// The summarized conversation, or `None` when nothing was summarized. Any failure gives
-    /// what [`Compactor::try_compact`] would have given up to it, or `None` where that fails.
-    fn compact(
-        &self,
-        messages: &[Message],
-        target_tokens: usize,
-        counter: &dyn TokenCounter,
-    ) -> Option<Compaction> {
-        self.try_compact(messages, target_tokens, counter).ok().flatten()
-    }
-
     /// Runs with the generator given by [`SummarizationCompactor::with_generator`].
     ///
     /// # Errors

@@ -11,7 +11,7 @@
 use std::ops::Range;
 
 use compaction_model::{Message, ToolSpec};
-use compaction_tokens::{Counts, Measure, TokenCounter};
+use compaction_tokens::{Additive, Counts, Measure, TokenCounter};
 
 use crate::state::AgentState;
 
@@ -19,6 +19,8 @@ use crate::state::AgentState;
 /// `inner` for anything else. Its answers equal `inner`'s.
 pub(crate) struct StateCounter<'a> {
     inner: &'a dyn TokenCounter,
+    /// `inner`'s additive measuring: the running count answers only for a counter that has it.
+    additive: Option<&'a dyn Additive>,
     state: &'a AgentState,
 }
 
@@ -30,11 +32,13 @@ impl std::fmt::Debug for StateCounter<'_> {
 
 impl<'a> StateCounter<'a> {
     pub(crate) fn new(inner: &'a dyn TokenCounter, state: &'a AgentState) -> Self {
-        StateCounter { inner, state }
+        StateCounter { inner, additive: inner.additive(), state }
     }
 
-    /// Where `messages` lies in the state's conversation, if it is a stretch of it.
+    /// Where `messages` lies in the state's conversation, if it is a stretch of it and the
+    /// running count can answer for it (the counter's counts add up).
     fn locate(&self, messages: &[Message]) -> Option<Range<usize>> {
+        self.additive?;
         let own = self.state.messages();
         if messages.is_empty() || own.is_empty() {
             return None;
@@ -50,56 +54,18 @@ impl<'a> StateCounter<'a> {
         let end = start.checked_add(messages.len())?;
         (end <= own.len()).then_some(start..end)
     }
-
-    /// Whether this counter's counts add up, so that the running count can answer.
-    fn additive(&self) -> bool {
-        self.state.messages().first().is_some_and(|m| self.inner.measure_joined(m).is_some())
-    }
 }
 
+// A counter whose counts add up cannot fail, so the running count's answers are `Ok`; any other
+// counter is asked itself, through its fallible counts.
 impl TokenCounter for StateCounter<'_> {
-    fn count(&self, messages: &[Message], tools: &[ToolSpec]) -> usize {
-        match self.locate(messages) {
-            Some(range) if range.len() == 1 && tools.is_empty() => {
-                self.state.own_count(self.inner, range.start)
-            }
-            Some(range) => self.state.count_range(self.inner, range, tools),
-            None => self.inner.count(messages, tools),
-        }
-    }
-
-    fn count_each(&self, messages: &[Message]) -> Counts {
-        match self.locate(messages) {
-            Some(range) => self.state.count_each_range(self.inner, range),
-            None => self.inner.count_each(messages),
-        }
-    }
-
     fn try_count(&self, messages: &[Message], tools: &[ToolSpec]) -> Result<usize, compaction_tokens::Error> {
         match self.locate(messages) {
-            Some(_) if self.additive() => Ok(self.count(messages, tools)),
-            _ => self.inner.try_count(messages, tools),
-        }
-    }
-
-    fn try_count_each(&self, messages: &[Message]) -> Result<Counts, compaction_tokens::Error> {
-        match self.locate(messages) {
-            Some(_) if self.additive() => Ok(self.count_each(messages)),
-            _ => self.inner.try_count_each(messages),
-        }
-    }
-
-    fn count_rewritten(
-        &self,
-        messages: &[Message],
-        rewritten: &[(usize, &Message)],
-        tools: &[ToolSpec],
-    ) -> usize {
-        match self.locate(messages) {
-            Some(range) if self.additive() => {
-                self.state.count_rewritten_range(self.inner, range, rewritten, tools)
+            Some(range) if range.len() == 1 && tools.is_empty() => {
+                Ok(self.state.own_count(self.inner, range.start))
             }
-            _ => self.inner.count_rewritten(messages, rewritten, tools),
+            Some(range) => Ok(self.state.count_range(self.inner, range, tools)),
+            None => self.inner.try_count(messages, tools),
         }
     }
 
@@ -107,15 +73,55 @@ impl TokenCounter for StateCounter<'_> {
         self.inner.describe()
     }
 
-    fn measure_joined(&self, message: &Message) -> Option<Measure> {
-        self.inner.measure_joined(message)
+    fn try_count_each(&self, messages: &[Message]) -> Result<Counts, compaction_tokens::Error> {
+        match self.locate(messages) {
+            Some(range) => Ok(self.state.count_each_range(self.inner, range)),
+            None => self.inner.try_count_each(messages),
+        }
     }
 
-    fn count_alone(&self, joined: Measure) -> Option<usize> {
-        self.inner.count_alone(joined)
+    fn additive(&self) -> Option<&dyn Additive> {
+        self.additive.map(|_| self as &dyn Additive)
+    }
+
+    fn try_count_rewritten(
+        &self,
+        messages: &[Message],
+        rewritten: &[(usize, &Message)],
+        tools: &[ToolSpec],
+    ) -> Result<usize, compaction_tokens::Error> {
+        match self.locate(messages) {
+            Some(range) => Ok(self.state.count_rewritten_range(self.inner, range, rewritten, tools)),
+            None => self.inner.try_count_rewritten(messages, rewritten, tools),
+        }
+    }
+}
+
+// Only handed out (by `additive`) when `inner` has additive measuring, which it forwards to.
+impl Additive for StateCounter<'_> {
+    fn measure_joined(&self, message: &Message) -> Measure {
+        self.additive.map_or_else(Measure::default, |additive| additive.measure_joined(message))
     }
 
     fn count_after(&self, before: Measure, last: &Message, tools: &[ToolSpec]) -> usize {
-        self.inner.count_after(before, last, tools)
+        match self.additive {
+            Some(additive) => additive.count_after(before, last, tools),
+            None => self.inner.count(std::slice::from_ref(last), tools),
+        }
+    }
+
+    fn count_alone(&self, joined: Measure) -> Option<usize> {
+        self.additive?.count_alone(joined)
+    }
+
+    /// The counts from the running count for the state's own messages, without the measures
+    /// (the running count keeps them), so that what a compactor counts next is asked of this
+    /// counter, which answers from the running count too.
+    fn count_each_measured(&self, messages: &[Message]) -> (Counts, Option<Vec<Measure>>) {
+        match (self.locate(messages), self.additive) {
+            (Some(range), _) => (self.state.count_each_range(self.inner, range), None),
+            (None, Some(additive)) => additive.count_each_measured(messages),
+            (None, None) => (self.inner.count_each(messages), None),
+        }
     }
 }

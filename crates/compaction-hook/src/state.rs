@@ -92,7 +92,7 @@ impl AgentState {
         self.running().count_range(counter, &self.messages, range, tools)
     }
 
-    /// `counter.count_rewritten(&messages[range], rewritten, tools)`, from the running count:
+    /// `counter.try_count_rewritten(&messages[range], rewritten, tools)`, from the running count:
     /// only the rewritten messages are measured.
     pub(crate) fn count_rewritten_range(
         &self,
@@ -162,8 +162,7 @@ impl AgentState {
         &self,
         counter: &dyn TokenCounter,
     ) -> Result<usize, compaction_tokens::Error> {
-        let additive = self.messages.first().is_none_or(|m| counter.measure_joined(m).is_some());
-        if additive {
+        if self.messages.is_empty() || counter.additive().is_some() {
             return Ok(self.count_with_tools(counter));
         }
         counter.try_count(&self.messages, &self.tools)

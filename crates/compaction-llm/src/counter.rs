@@ -3,10 +3,12 @@
 //!
 //! Both implement [`TokenCounter`](compaction_tokens::TokenCounter) (feature `blocking`): `try_count`
 //! and `try_count_each` report a failed call as
-//! [`compaction_tokens::Error::Provider`] with this crate's [`Error`] as the source; `count` and
-//! `count_each` are best effort: on failure they log a warning and return the
-//! [`ApproximateTokenCounter`]'s estimate (characters / 4), so that a caller that cannot report
-//! an error still gets a size in the right range. Nothing is cached: every count asks.
+//! [`compaction_tokens::Error::Provider`] with this crate's [`Error`] as the source. `count` and
+//! `count_each` are the trait's provided ones: on failure they return
+//! [`ApproximateTokenCounter`](compaction_tokens::ApproximateTokenCounter)'s estimate
+//! (characters / 4) and the failure is lost, so every caller that can report a failure (the
+//! compactors, the hook, the command line) counts through `try_count`. Nothing is cached: every
+//! count asks.
 //!
 //! A provider answers with one number per request, so counting each message on its own takes a
 //! request per message (plus one for the whole). Messages that would send the same request are
@@ -17,7 +19,7 @@ use std::collections::HashMap;
 use compaction_model::{Message, ToolSpec};
 use compaction_tokens::Counts;
 #[cfg(feature = "blocking")]
-use compaction_tokens::{ApproximateTokenCounter, TokenCounter};
+use compaction_tokens::TokenCounter;
 use serde_json::{json, Value};
 
 use crate::client::Client;
@@ -288,7 +290,11 @@ macro_rules! counter_api {
             ///
             /// A message the API cannot take, or a failed call.
             #[cfg(feature = "async")]
-            pub async fn count_async(&self, messages: &[Message], tools: &[ToolSpec]) -> Result<usize, Error> {
+            pub async fn count_async(
+                &self,
+                messages: &[Message],
+                tools: &[ToolSpec],
+            ) -> Result<usize, Error> {
                 Endpoint::count_async(self, messages, tools).await
             }
 
@@ -305,27 +311,15 @@ macro_rules! counter_api {
 
         #[cfg(feature = "blocking")]
         impl compaction_tokens::TokenCounter for $ty {
-            fn count(&self, messages: &[Message], tools: &[ToolSpec]) -> usize {
-                Endpoint::count_blocking(self, messages, tools).unwrap_or_else(|error| {
-                    tracing::warn!(counter = %self.describe(), error = %compaction_core::error_chain(&error),
-                        "provider count failed; using the approximate estimate");
-                    ApproximateTokenCounter::default().count(messages, tools)
-                })
-            }
-
-            fn count_each(&self, messages: &[Message]) -> Counts {
-                Endpoint::count_each_blocking(self, messages).unwrap_or_else(|error| {
-                    tracing::warn!(counter = %self.describe(), error = %compaction_core::error_chain(&error),
-                        "provider count failed; using the approximate estimate");
-                    ApproximateTokenCounter::default().count_each(messages)
-                })
-            }
-
             fn describe(&self) -> String {
                 format!("{}:{}", $provider, self.model)
             }
 
-            fn try_count(&self, messages: &[Message], tools: &[ToolSpec]) -> Result<usize, compaction_tokens::Error> {
+            fn try_count(
+                &self,
+                messages: &[Message],
+                tools: &[ToolSpec],
+            ) -> Result<usize, compaction_tokens::Error> {
                 Endpoint::count_blocking(self, messages, tools).map_err(|e| self.provider_error(e))
             }
 

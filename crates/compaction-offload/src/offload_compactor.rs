@@ -5,6 +5,7 @@ use std::fmt;
 use std::ops::Range;
 use std::sync::{Arc, Mutex};
 
+use compaction_core::Error as CoreError;
 use compaction_core::{
     replace_tool_results_until_target, Compaction, CompactionReport, Compactor, Replacement, ResultReport,
     Rewrite, RewrittenResult,
@@ -226,18 +227,24 @@ impl ToolResultOffloadCompactor {
         self.store.as_ref()
     }
 
-    /// The failures of the [`Compactor::compact`] calls since the last call, oldest first.
+    /// The store writes that failed in the [`Compactor::try_compact`] calls since the last call,
+    /// oldest first (a write that fails leaves its result in context; it is no error).
     pub fn take_failures(&self) -> Vec<OffloadFailure> {
         std::mem::take(&mut *self.failures.lock().unwrap_or_else(|poisoned| poisoned.into_inner()))
     }
 
     /// Offloads to the compactor's own store until `messages` fit `target_tokens`.
+    ///
+    /// # Errors
+    ///
+    /// [`compaction_core::Error::Count`] when the counter could not count. A write that fails is
+    /// no error: it is reported in [`OffloadCompaction::failures`], its result left in context.
     pub fn offload(
         &self,
         messages: &[Message],
         target_tokens: usize,
         counter: &dyn TokenCounter,
-    ) -> OffloadCompaction {
+    ) -> Result<OffloadCompaction, CoreError> {
         match &self.store {
             Some(store) => self.offload_with_store(messages, target_tokens, counter, store.as_ref()),
             None => match self.plan(
@@ -245,8 +252,8 @@ impl ToolResultOffloadCompactor {
                 target_tokens,
                 counter,
                 &StoreProfile::new().with_binary_content(true),
-            ) {
-                None => OffloadCompaction { compaction: None, failures: Vec::new() },
+            )? {
+                None => Ok(OffloadCompaction { compaction: None, failures: Vec::new() }),
                 Some(plan) => {
                     let outcomes = plan
                         .writes()
@@ -260,15 +267,19 @@ impl ToolResultOffloadCompactor {
     }
 
     /// Offloads to `store` until `messages` fit `target_tokens`, blocking on each write.
+    ///
+    /// # Errors
+    ///
+    /// As [`ToolResultOffloadCompactor::offload`].
     pub fn offload_with_store(
         &self,
         messages: &[Message],
         target_tokens: usize,
         counter: &dyn TokenCounter,
         store: &dyn ToolResultStore,
-    ) -> OffloadCompaction {
-        match self.plan(messages, target_tokens, counter, &store.profile()) {
-            None => OffloadCompaction { compaction: None, failures: Vec::new() },
+    ) -> Result<OffloadCompaction, CoreError> {
+        match self.plan(messages, target_tokens, counter, &store.profile())? {
+            None => Ok(OffloadCompaction { compaction: None, failures: Vec::new() }),
             Some(plan) => {
                 let outcomes = commit(plan.writes(), store);
                 plan.finish(outcomes)
@@ -278,15 +289,19 @@ impl ToolResultOffloadCompactor {
 
     /// Offloads to `store` until `messages` fit `target_tokens`; the writes run concurrently
     /// and no thread blocks on them.
+    ///
+    /// # Errors
+    ///
+    /// As [`ToolResultOffloadCompactor::offload`].
     pub async fn offload_async(
         &self,
         messages: &[Message],
         target_tokens: usize,
         counter: &dyn TokenCounter,
         store: &dyn AsyncToolResultStore,
-    ) -> OffloadCompaction {
-        match self.plan(messages, target_tokens, counter, &store.profile()) {
-            None => OffloadCompaction { compaction: None, failures: Vec::new() },
+    ) -> Result<OffloadCompaction, CoreError> {
+        match self.plan(messages, target_tokens, counter, &store.profile())? {
+            None => Ok(OffloadCompaction { compaction: None, failures: Vec::new() }),
             Some(plan) => {
                 let outcomes = commit_async(plan.writes(), store).await;
                 plan.finish(outcomes)
@@ -297,13 +312,17 @@ impl ToolResultOffloadCompactor {
     /// Decides which results to offload to a store described by `profile` so that `messages`
     /// fit `target_tokens`, and returns the writes that takes; `None` when the conversation
     /// already fits or nothing can be offloaded. No I/O.
+    ///
+    /// # Errors
+    ///
+    /// [`compaction_core::Error::Count`] when the counter could not count.
     pub fn plan<'a>(
         &self,
         messages: &'a [Message],
         target_tokens: usize,
         counter: &'a dyn TokenCounter,
         profile: &StoreProfile,
-    ) -> Option<OffloadCompactorPlan<'a>> {
+    ) -> Result<Option<OffloadCompactorPlan<'a>>, CoreError> {
         let mut writes = Vec::new();
         let mut planned = Vec::new();
         let mut failures = Vec::new();
@@ -315,15 +334,20 @@ impl ToolResultOffloadCompactor {
             STRATEGY_TOOL_RESULT_OFFLOADING,
             &mut |index, _, own| {
                 let message = &messages[index];
-                let (replacement, message_plan) =
-                    self.plan_message(index, message, own, counter, profile, &mut writes, &mut failures)?;
+                let Some((replacement, message_plan)) =
+                    self.plan_message(index, message, own, counter, profile, &mut writes, &mut failures)?
+                else {
+                    return Ok(None);
+                };
                 planned.push(message_plan);
-                Some(replacement)
+                Ok(Some(replacement))
             },
         );
         // The walk saw only replacements that free tokens, so every planned message is in it.
-        let walked = walked?;
-        Some(OffloadCompactorPlan {
+        let Some(walked) = walked? else {
+            return Ok(None);
+        };
+        Ok(Some(OffloadCompactorPlan {
             messages,
             counter,
             writes,
@@ -331,7 +355,7 @@ impl ToolResultOffloadCompactor {
             tokens_before: walked.report.tokens_before,
             target_tokens,
             failures,
-        })
+        }))
     }
 
     /// One message's planned offload, counted with the references `profile` expects; its
@@ -346,9 +370,9 @@ impl ToolResultOffloadCompactor {
         profile: &StoreProfile,
         writes: &mut Vec<PendingWrite<'a>>,
         failures: &mut Vec<OffloadFailure>,
-    ) -> Option<(Replacement, PlannedMessage)> {
+    ) -> Result<Option<(Replacement, PlannedMessage)>, CoreError> {
         if is_offloaded(&message.meta) || is_compacted(&message.meta) {
-            return None;
+            return Ok(None);
         }
         let plain = matches!(message.parts.as_slice(), [Part::ToolCallResult(_)]);
         let first_write = writes.len();
@@ -363,7 +387,7 @@ impl ToolResultOffloadCompactor {
                 continue;
             }
             // One result alone is judged by the message's count, as in the reference.
-            let alone = if plain { own } else { count_alone(result, counter) };
+            let alone = if plain { own } else { count_alone(result, counter)? };
             if alone <= self.settings.min_tokens {
                 continue;
             }
@@ -389,7 +413,7 @@ impl ToolResultOffloadCompactor {
             let mut refs = references.clone();
             refs.extend(expected);
             let candidate = offloaded(message, &pointers, &refs, own);
-            let after = counter.count(std::slice::from_ref(&candidate), &[]);
+            let after = count_one(&candidate, counter)?;
             if after >= current {
                 // A pointer can cost more than a small result; this one stays, and nothing is
                 // written for it.
@@ -411,7 +435,7 @@ impl ToolResultOffloadCompactor {
         }
         let Some(candidate) = replacement else {
             writes.truncate(first_write);
-            return None;
+            return Ok(None);
         };
         let replacement = Replacement {
             message: candidate,
@@ -419,15 +443,19 @@ impl ToolResultOffloadCompactor {
             replacement_tokens: current,
             results: rewritten,
         };
-        Some((replacement, PlannedMessage { index, own, results }))
+        Ok(Some((replacement, PlannedMessage { index, own, results })))
     }
 }
 
 /// The count of a tool message holding only `result`.
-fn count_alone(result: &ToolCallResult, counter: &dyn TokenCounter) -> usize {
+fn count_alone(result: &ToolCallResult, counter: &dyn TokenCounter) -> Result<usize, CoreError> {
     let parts = vec![Part::ToolCallResult(result.clone())];
-    let alone = Message { role: Role::Tool, parts, name: None, meta: SharedObject::new() };
-    counter.count(std::slice::from_ref(&alone), &[])
+    count_one(&Message { role: Role::Tool, parts, name: None, meta: SharedObject::new() }, counter)
+}
+
+/// The count of `message` on its own.
+fn count_one(message: &Message, counter: &dyn TokenCounter) -> Result<usize, CoreError> {
+    counter.try_count(std::slice::from_ref(message), &[]).map_err(CoreError::Count)
 }
 
 /// `message` with `pointers` in place, the references and the offloading marker in its meta.
@@ -448,7 +476,12 @@ impl<'a> OffloadCompactorPlan<'a> {
     /// reference than expected, the pointer no longer frees anything: the result then stays and
     /// its entry is left unused, as the reference leaves such an entry); any other stays in
     /// context, with each failed write reported.
-    pub fn finish(self, outcomes: Vec<WriteOutcome>) -> OffloadCompaction {
+    ///
+    /// # Errors
+    ///
+    /// [`compaction_core::Error::Count`] when the counter could not count a pointer; what was
+    /// written stays in the store, and the conversation is left as it is.
+    pub fn finish(self, outcomes: Vec<WriteOutcome>) -> Result<OffloadCompaction, CoreError> {
         let OffloadCompactorPlan {
             messages,
             counter,
@@ -495,7 +528,7 @@ impl<'a> OffloadCompactorPlan<'a> {
                 let mut with = references.clone();
                 with.extend(refs);
                 let candidate = offloaded(message, &pointers, &with, own);
-                let after = counter.count(std::slice::from_ref(&candidate), &[]);
+                let after = count_one(&candidate, counter)?;
                 if after >= current {
                     pointers.pop();
                     continue;
@@ -517,13 +550,13 @@ impl<'a> OffloadCompactorPlan<'a> {
         }
         failures.sort_by_key(|f| (f.at.index, f.at.position));
         if replacements.is_empty() {
-            return OffloadCompaction { compaction: None, failures };
+            return Ok(OffloadCompaction { compaction: None, failures });
         }
         // The walk stopped on the running estimate, as the reference's does; the report says
         // what the conversation with these pointers counts.
         let rewritten: Vec<(usize, &Message)> =
             replacements.iter().map(|(index, message)| (*index, message)).collect();
-        let counted = counter.count_rewritten(messages, &rewritten, &[]);
+        let counted = counter.try_count_rewritten(messages, &rewritten, &[]).map_err(CoreError::Count)?;
         let report = CompactionReport::new(
             STRATEGY_TOOL_RESULT_OFFLOADING,
             tokens_before,
@@ -535,22 +568,22 @@ impl<'a> OffloadCompactorPlan<'a> {
         // One replacement per planned message, so no index repeats: no check is needed.
         let rewrites =
             replacements.into_iter().map(|(index, message)| (index, Rewrite::Message(message))).collect();
-        OffloadCompaction { compaction: Some(Compaction::rewriting(rewrites, report)), failures }
+        Ok(OffloadCompaction { compaction: Some(Compaction::rewriting(rewrites, report)), failures })
     }
 }
 
 impl Compactor for ToolResultOffloadCompactor {
-    fn compact(
+    fn try_compact(
         &self,
         messages: &[Message],
         target_tokens: usize,
         counter: &dyn TokenCounter,
-    ) -> Option<Compaction> {
-        let OffloadCompaction { compaction, failures } = self.offload(messages, target_tokens, counter);
+    ) -> Result<Option<Compaction>, CoreError> {
+        let OffloadCompaction { compaction, failures } = self.offload(messages, target_tokens, counter)?;
         if !failures.is_empty() {
             self.failures.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).extend(failures);
         }
-        compaction
+        Ok(compaction)
     }
 
     fn name(&self) -> &str {

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Duration;
 
 use compaction_core::{CompactionReport, STRATEGY_OBSERVATION_MASKING};
-use compaction_hook::{AgentState, CompactionHook};
+use compaction_hook::{AgentState, CompactionHook, Error as HookError};
 use compaction_model::{Message, Role, ToolCall, ToolSpec, STRATEGY_TOOL_RESULT_OFFLOADING};
 use compaction_offload::{OffloadFailure, ToolResultOffloadHook};
 use compaction_tokens::{RunningCount, TokenCounter};
@@ -148,7 +148,14 @@ impl<'a> Replay<'a> {
     ///
     /// The replayed conversation is a copy of the recorded one, so the two are held side by
     /// side; [`Replay::run_owned`] holds the messages once.
-    pub fn run(&self, recording: Recording<'_>, progress: &mut dyn FnMut()) -> Replayed {
+    ///
+    /// # Errors
+    ///
+    /// [`compaction_hook::Error::Count`] when the hook's counter could not count (a provider's
+    /// counter): the replay stops there, as a simulation with a size it does not know would be
+    /// wrong. A hook that fails otherwise (a summary that could not be had) is no error: the
+    /// step's outcome says so, and the replay goes on, as an agent would.
+    pub fn run(&self, recording: Recording<'_>, progress: &mut dyn FnMut()) -> Result<Replayed, HookError> {
         let Recording { messages, calls, provider_compactions } = recording;
         self.replay(Store::Borrowed(messages), calls, provider_compactions, progress)
     }
@@ -159,15 +166,19 @@ impl<'a> Replay<'a> {
     ///
     /// The replayed conversation needs its own copy of each message, which compaction rewrites;
     /// the recorded one is needed only until the counts that follow it have measured it. With a
-    /// counter whose counts add up message by message ([`TokenCounter::measure_joined`]), each
+    /// counter whose counts add up message by message ([`TokenCounter::additive`]), each
     /// recorded message is let go once measured (but for its role), so each is held once.
+    ///
+    /// # Errors
+    ///
+    /// As [`Replay::run`].
     pub fn run_owned(
         &self,
         messages: Vec<Message>,
         calls: &[Recorded],
         provider_compactions: &[usize],
         progress: &mut dyn FnMut(),
-    ) -> Replayed {
+    ) -> Result<Replayed, HookError> {
         self.replay(Store::Owned { messages, kept_from: 0 }, calls, provider_compactions, progress)
     }
 
@@ -177,7 +188,7 @@ impl<'a> Replay<'a> {
         calls: &[Recorded],
         provider_compactions: &[usize],
         progress: &mut dyn FnMut(),
-    ) -> Replayed {
+    ) -> Result<Replayed, HookError> {
         let until = provider_compactions.iter().copied().filter(|&m| m > 0).min();
         let hook = self.hook;
         let counter = hook.counter();
@@ -227,10 +238,13 @@ impl<'a> Replay<'a> {
             // provider's count after the latest reply it counted, plus what came since; or
             // all of it, locally.
             let without = match anchor {
-                Some((next, tokens)) => tokens + counter.count(&messages[next..index], &[]),
-                None => baseline.count(counter, &messages[..index], &state.tools),
+                Some((next, tokens)) => {
+                    tokens + counter.try_count(&messages[next..index], &[]).map_err(HookError::Count)?
+                }
+                None => count_prefix(baseline, counter, &messages[..index], &state.tools)
+                    .map_err(HookError::Count)?,
             };
-            let with = hook.estimate(state);
+            let with = hook.try_estimate(state)?;
             let previous = steps.last().map_or(0, |s| s.with);
             // Only the tail from the first changed message is counted again. The request as
             // sent is anchored on the provider's counts, which the local counter need not match
@@ -239,8 +253,11 @@ impl<'a> Replay<'a> {
             let shared = match *changed {
                 None => previous,
                 Some(first) => {
-                    let tail = state.messages().get(first..).map_or(0, |tail| counter.count(tail, &[]));
-                    let all = state.count_with_tools(counter).max(1);
+                    let tail = match state.messages().get(first..) {
+                        Some(tail) => counter.try_count(tail, &[]).map_err(HookError::Count)?,
+                        None => 0,
+                    };
+                    let all = state.try_count_with_tools(counter).map_err(HookError::Count)?.max(1);
                     let messages_part = with.saturating_sub(overhead) as f64;
                     let kept = all.saturating_sub(tail) as f64 / all as f64;
                     (overhead.min(with) + (messages_part * kept) as usize).min(previous)
@@ -249,9 +266,14 @@ impl<'a> Replay<'a> {
             .min(with);
             let output = match recorded {
                 Some(recorded) => usize::try_from(recorded.output_tokens).unwrap_or(usize::MAX),
-                None => messages.get(index).map_or(0, |m| counter.count(std::slice::from_ref(m), &[])),
+                None => match messages.get(index) {
+                    Some(message) => {
+                        counter.try_count(std::slice::from_ref(message), &[]).map_err(HookError::Count)?
+                    }
+                    None => 0,
+                },
             };
-            Step {
+            Ok::<Step, HookError>(Step {
                 step: steps.len() + 1,
                 message: index,
                 without,
@@ -271,7 +293,7 @@ impl<'a> Replay<'a> {
                 output,
                 after_provider_compaction,
                 recorded: recorded.cloned(),
-            }
+            })
         };
 
         for index in 0..log.all().len() {
@@ -306,7 +328,9 @@ impl<'a> Replay<'a> {
                     if !messages[..index].iter().any(|m| m.role == Role::Assistant) {
                         anchor = Some((index, first));
                         state.context_tokens = first;
-                        overhead = first.saturating_sub(counter.count(&messages[..index], &state.tools));
+                        overhead = first.saturating_sub(
+                            counter.try_count(&messages[..index], &state.tools).map_err(HookError::Count)?,
+                        );
                     }
                 }
                 let step = call(
@@ -322,13 +346,13 @@ impl<'a> Replay<'a> {
                     anchor,
                     seen,
                     std::mem::take(&mut compacted_by_provider),
-                );
+                )?;
                 steps.push(step);
                 state.step_count += 1;
             }
             let has_result = message.has_tool_call_result();
             state.push(message.clone());
-            if has_result && refetches.arrived(message, counter) {
+            if has_result && refetches.arrived(message, counter).map_err(HookError::Count)? {
                 // The results answer the calls of the latest step's reply.
                 if let Some(last) = steps.last_mut() {
                     (last.refetches, last.refetch_tokens) = (refetches.count, refetches.tokens);
@@ -338,8 +362,10 @@ impl<'a> Replay<'a> {
                 // The provider counted the recorded conversation; the simulated one is smaller
                 // by what compaction has removed so far, measured locally.
                 let tokens = usize::try_from(recorded.context_tokens()).unwrap_or(usize::MAX);
-                let without = baseline.count(counter, &messages[..=index], &state.tools);
-                let removed = without.saturating_sub(state.count_with_tools(counter));
+                let without = count_prefix(&mut baseline, counter, &messages[..=index], &state.tools)
+                    .map_err(HookError::Count)?;
+                let removed =
+                    without.saturating_sub(state.try_count_with_tools(counter).map_err(HookError::Count)?);
                 state.context_tokens = tokens.saturating_sub(removed).max(1);
                 anchor = Some((index + 1, tokens));
             }
@@ -382,10 +408,24 @@ impl<'a> Replay<'a> {
                 anchor,
                 None,
                 compacted_by_provider,
-            );
+            )?;
             steps.push(step);
         }
-        Replayed { steps, failures }
+        Ok(Replayed { steps, failures })
+    }
+}
+
+/// `counter`'s count of the recorded prefix `messages` sent with `tools`: from the running count
+/// for a counter whose counts add up (which cannot fail), else asked of the counter itself.
+fn count_prefix(
+    baseline: &mut RunningCount,
+    counter: &dyn TokenCounter,
+    messages: &[Message],
+    tools: &[ToolSpec],
+) -> Result<usize, compaction_tokens::Error> {
+    match counter.additive() {
+        Some(_) => Ok(baseline.count(counter, messages, tools)),
+        None => counter.try_count(messages, tools),
     }
 }
 
@@ -460,7 +500,11 @@ struct Refetches {
 impl Refetches {
     /// Takes in the results of `message`, just added to the conversation; whether one of them
     /// answers a refetch.
-    fn arrived(&mut self, message: &Message, counter: &dyn TokenCounter) -> bool {
+    fn arrived(
+        &mut self,
+        message: &Message,
+        counter: &dyn TokenCounter,
+    ) -> Result<bool, compaction_tokens::Error> {
         let mut found = false;
         let single = message.tool_call_results().nth(1).is_none();
         for result in message.tool_call_results() {
@@ -472,15 +516,15 @@ impl Refetches {
                 found = true;
                 self.count += 1;
                 self.tokens += if single {
-                    counter.count(std::slice::from_ref(message), &[])
+                    counter.try_count(std::slice::from_ref(message), &[])?
                 } else {
                     let alone = Message::tool(result.result.clone(), result.origin.clone(), result.error);
-                    counter.count(&[alone], &[])
+                    counter.try_count(&[alone], &[])?
                 };
             }
             self.in_context.insert(key);
         }
-        found
+        Ok(found)
     }
 
     /// Notes a result rewritten: by its call id, or else by where it sits in `messages` (the

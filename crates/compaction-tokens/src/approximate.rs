@@ -2,7 +2,7 @@
 
 use compaction_model::{Message, ToolSpec};
 
-use crate::counter::{Counts, Measure, TokenCounter};
+use crate::counter::{Additive, Counts, Measure, TokenCounter};
 use crate::error::Error;
 use crate::render::{rendered_message_chars, rendered_tools_chars, NonText};
 
@@ -85,6 +85,23 @@ fn sizes(messages: &[Message]) -> Vec<(usize, NonText)> {
 }
 
 impl TokenCounter for ApproximateTokenCounter {
+    fn try_count(&self, messages: &[Message], tools: &[ToolSpec]) -> Result<usize, crate::Error> {
+        Ok(self.count(messages, tools))
+    }
+
+    fn describe(&self) -> String {
+        format!("approximate:{}", self.chars_per_token)
+    }
+
+    fn try_count_each(&self, messages: &[Message]) -> Result<Counts, crate::Error> {
+        Ok(self.count_each(messages))
+    }
+
+    fn additive(&self) -> Option<&dyn Additive> {
+        Some(self)
+    }
+
+    // The count itself, which cannot fail: the provided `count` would go through `try_count`.
     fn count(&self, messages: &[Message], tools: &[ToolSpec]) -> usize {
         if messages.is_empty() && tools.is_empty() {
             return 0;
@@ -101,6 +118,29 @@ impl TokenCounter for ApproximateTokenCounter {
 
     fn count_each(&self, messages: &[Message]) -> Counts {
         self.count_each_measured(messages).0
+    }
+}
+
+impl Additive for ApproximateTokenCounter {
+    fn measure_joined(&self, message: &Message) -> Measure {
+        let non_text = NonText::of_message(message);
+        Measure { text: rendered_message_chars(message) + 1, images: non_text.images, files: non_text.files }
+    }
+
+    fn count_after(&self, before: Measure, last: &Message, tools: &[ToolSpec]) -> usize {
+        let chars = before.text + rendered_message_chars(last) + rendered_tools_chars(tools);
+        let non_text = NonText { images: before.images, files: before.files } + NonText::of_message(last);
+        self.text_tokens(chars) + non_text.tokens(self.tokens_per_image, self.tokens_per_file)
+    }
+
+    // A message's joined measure is its rendering and the joining newline, and its images and
+    // files: alone, it is the same without the newline.
+    fn count_alone(&self, joined: Measure) -> Option<usize> {
+        let non_text = NonText { images: joined.images, files: joined.files };
+        Some(
+            self.text_tokens(joined.text.checked_sub(1)?)
+                + non_text.tokens(self.tokens_per_image, self.tokens_per_file),
+        )
     }
 
     fn count_each_measured(&self, messages: &[Message]) -> (Counts, Option<Vec<Measure>>) {
@@ -119,35 +159,6 @@ impl TokenCounter for ApproximateTokenCounter {
         }
         let total = if messages.is_empty() { 0 } else { self.text_tokens(chars) + non_text_total };
         (Counts { total, each }, Some(measures))
-    }
-
-    fn describe(&self) -> String {
-        format!("approximate:{}", self.chars_per_token)
-    }
-
-    fn measure_joined(&self, message: &Message) -> Option<Measure> {
-        let non_text = NonText::of_message(message);
-        Some(Measure {
-            text: rendered_message_chars(message) + 1,
-            images: non_text.images,
-            files: non_text.files,
-        })
-    }
-
-    // A message's joined measure is its rendering and the joining newline, and its images and
-    // files: alone, it is the same without the newline.
-    fn count_alone(&self, joined: Measure) -> Option<usize> {
-        let non_text = NonText { images: joined.images, files: joined.files };
-        Some(
-            self.text_tokens(joined.text.checked_sub(1)?)
-                + non_text.tokens(self.tokens_per_image, self.tokens_per_file),
-        )
-    }
-
-    fn count_after(&self, before: Measure, last: &Message, tools: &[ToolSpec]) -> usize {
-        let chars = before.text + rendered_message_chars(last) + rendered_tools_chars(tools);
-        let non_text = NonText { images: before.images, files: before.files } + NonText::of_message(last);
-        self.text_tokens(chars) + non_text.tokens(self.tokens_per_image, self.tokens_per_file)
     }
 }
 

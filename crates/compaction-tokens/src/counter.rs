@@ -1,8 +1,11 @@
-//! The [`TokenCounter`] trait.
+//! The [`TokenCounter`] trait, and [`Additive`], the capability of a counter whose counts add up
+//! message by message.
 
 use std::fmt;
 
 use compaction_model::{Message, ToolSpec};
+
+use crate::ApproximateTokenCounter;
 
 /// Measures how many tokens a conversation occupies.
 ///
@@ -16,94 +19,174 @@ use compaction_model::{Message, ToolSpec};
 /// changes it, so a caller may count one message and reuse the count for another that renders
 /// alike; the pruning compactor counts one placeholder per tool this way. An implementation of
 /// this trait keeps that promise.
+///
+/// # Implementing a counter
+///
+/// Two methods are required: [`TokenCounter::try_count`] and [`TokenCounter::describe`]. A
+/// counter whose backend counts many messages in one pass overrides
+/// [`TokenCounter::try_count_each`]; a counter whose counts add up message by message (a local
+/// tokenizer) implements [`Additive`] and returns itself from [`TokenCounter::additive`], which
+/// lets callers count a growing or rewritten conversation at the cost of what changed. The other
+/// methods are provided.
+///
+/// ```
+/// use compaction_model::{Message, ToolSpec};
+/// use compaction_tokens::{rendered_text, Error, TokenCounter};
+///
+/// /// One token a word of the rendering.
+/// #[derive(Debug)]
+/// struct Words;
+///
+/// impl TokenCounter for Words {
+///     fn try_count(&self, messages: &[Message], tools: &[ToolSpec]) -> Result<usize, Error> {
+///         Ok(rendered_text(messages, tools).split_whitespace().count())
+///     }
+///
+///     fn describe(&self) -> String {
+///         "words".into()
+///     }
+/// }
+///
+/// // "[user] two words"
+/// assert_eq!(Words.try_count(&[Message::user("two words")], &[])?, 3);
+/// assert!(Words.additive().is_none());
+/// # Ok::<(), Error>(())
+/// ```
+///
+/// # Failures
+///
+/// The `try_` methods are the counts: a counter that asks a provider over the network returns
+/// its failure there, and every caller that can report a failure (the compactors, the
+/// compaction hook, the command line) counts through them. [`TokenCounter::count`] and
+/// [`TokenCounter::count_each`] are conveniences for counters that cannot fail (every local
+/// one): on a failure they return [`ApproximateTokenCounter::default`]'s estimate instead, and
+/// the failure is lost, so code that must not take an estimate for a count never calls them.
 pub trait TokenCounter: Send + Sync + fmt::Debug {
-    /// Tokens that `messages`, sent with the tool schemas `tools`, occupy. `0` when both are empty.
-    fn count(&self, messages: &[Message], tools: &[ToolSpec]) -> usize;
-
-    /// Counts `messages` as a whole and each message on its own, in one pass where the backend
-    /// allows it. `each[i]` equals `count(&messages[i..=i], &[])` and `total` equals
-    /// `count(messages, &[])`.
-    fn count_each(&self, messages: &[Message]) -> Counts {
-        Counts {
-            total: self.count(messages, &[]),
-            each: messages.iter().map(|m| self.count(std::slice::from_ref(m), &[])).collect(),
-        }
-    }
-
-    /// [`TokenCounter::count_each`], and, for a counter whose counts add up, the joined measure
-    /// ([`TokenCounter::measure_joined`]) of every message but the last, from the same pass;
-    /// `None` for any other counter (the default).
+    /// Tokens that `messages`, sent with the tool schemas `tools`, occupy. `Ok(0)` when both are
+    /// empty.
     ///
-    /// A compactor that counts a conversation this way can count what it makes of it with
-    /// [`TokenCounter::count_after`] at the cost of the messages it rewrote.
-    fn count_each_measured(&self, messages: &[Message]) -> (Counts, Option<Vec<Measure>>) {
-        (self.count_each(messages), None)
-    }
+    /// # Errors
+    ///
+    /// [`Error::Provider`](crate::Error::Provider) when the count could not be had (a provider's
+    /// counter); a local counter never fails.
+    fn try_count(&self, messages: &[Message], tools: &[ToolSpec]) -> Result<usize, crate::Error>;
 
     /// A short description such as `approximate:4` or `tiktoken:o200k_base`, for reports.
     fn describe(&self) -> String;
 
-    /// [`TokenCounter::count`] for counters that can fail, such as one that asks a provider over
-    /// the network. Local counters never fail, and the default returns `count`'s answer.
-    ///
-    /// Callers that can report a failure (the compaction hook, the command line) count through
-    /// this method; a counter that can fail implements it for real and makes `count` its
-    /// best effort (documenting what it returns on failure).
+    /// Counts `messages` as a whole and each message on its own, in one pass where the backend
+    /// allows it. `each[i]` equals `try_count(&messages[i..=i], &[])` and `total` equals
+    /// `try_count(messages, &[])`. The default asks [`TokenCounter::try_count`] for each, and
+    /// stops at the first failure.
     ///
     /// # Errors
     ///
-    /// [`Error::Provider`](crate::Error::Provider) when the count could not be had.
-    fn try_count(&self, messages: &[Message], tools: &[ToolSpec]) -> Result<usize, crate::Error> {
-        Ok(self.count(messages, tools))
-    }
-
-    /// [`TokenCounter::count_each`] for counters that can fail; see [`TokenCounter::try_count`].
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Provider`](crate::Error::Provider) when a count could not be had.
+    /// As [`TokenCounter::try_count`].
     fn try_count_each(&self, messages: &[Message]) -> Result<Counts, crate::Error> {
-        Ok(self.count_each(messages))
+        let each = messages
+            .iter()
+            .map(|m| self.try_count(std::slice::from_ref(m), &[]))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Counts { total: self.try_count(messages, &[])?, each })
     }
 
-    /// What this counter measures of `message` when another message follows it (the joining
-    /// newline included), in a form that adds up across messages — or `None` for a counter that
-    /// must see the whole text at once (the default).
-    ///
-    /// With it, a caller that keeps the running sum for a conversation that only grows can count
-    /// the whole conversation by measuring just the new messages; see [`TokenCounter::count_after`].
-    fn measure_joined(&self, message: &Message) -> Option<Measure> {
-        let _ = message;
+    /// This counter's additive measuring, for a counter whose counts add up message by message;
+    /// `None` (the default) for a counter that must see the whole text at once.
+    fn additive(&self) -> Option<&dyn Additive> {
         None
     }
 
-    /// Tokens of a message counted on its own (`count(&[message], &[])`), told from its joined
-    /// measure ([`TokenCounter::measure_joined`]) alone, for a counter that can: then counting
-    /// each message of a measured conversation costs no second look at any of them. `None` (the
-    /// default) for a counter that must see the message again.
+    /// Tokens of `messages` with some of them rewritten, sent with `tools`: equals `try_count` of
+    /// the conversation in which `messages[i]` is `replacement` for every `(i, replacement)` of
+    /// `rewritten` (indices in increasing order, each once; one out of range is ignored), without
+    /// building that conversation.
+    ///
+    /// A compactor uses it to count what it made without copying the conversation. The default
+    /// asks [`Additive::count_rewritten`] when the counts add up, and otherwise counts a copy. A
+    /// counter that keeps the measures of a conversation (a running count) answers from them,
+    /// measuring only the rewritten messages.
+    ///
+    /// # Errors
+    ///
+    /// As [`TokenCounter::try_count`].
+    fn try_count_rewritten(
+        &self,
+        messages: &[Message],
+        rewritten: &[(usize, &Message)],
+        tools: &[ToolSpec],
+    ) -> Result<usize, crate::Error> {
+        if messages.is_empty() || rewritten.is_empty() {
+            return self.try_count(messages, tools);
+        }
+        if let Some(additive) = self.additive() {
+            return Ok(additive.count_rewritten(messages, rewritten, tools));
+        }
+        let copy: Vec<Message> =
+            (0..messages.len()).map(|i| rewritten_at(messages, rewritten, i).clone()).collect();
+        self.try_count(&copy, tools)
+    }
+
+    /// [`TokenCounter::try_count`], or [`ApproximateTokenCounter::default`]'s estimate when the
+    /// count fails (the failure is lost). For counters that cannot fail; see the trait's
+    /// "Failures".
+    fn count(&self, messages: &[Message], tools: &[ToolSpec]) -> usize {
+        self.try_count(messages, tools)
+            .unwrap_or_else(|_| ApproximateTokenCounter::default().count(messages, tools))
+    }
+
+    /// [`TokenCounter::try_count_each`], or [`ApproximateTokenCounter::default`]'s estimates
+    /// when a count fails (the failure is lost). For counters that cannot fail; see the trait's
+    /// "Failures".
+    fn count_each(&self, messages: &[Message]) -> Counts {
+        self.try_count_each(messages)
+            .unwrap_or_else(|_| ApproximateTokenCounter::default().count_each(messages))
+    }
+}
+
+/// The measuring of a counter whose counts add up message by message (a local tokenizer, the
+/// approximate counter), which [`TokenCounter::additive`] hands out.
+///
+/// Such a counter measures each message once, with the newline that joins it to the next, and
+/// counts a conversation from the sum of its messages' measures and its last message: so a
+/// caller that keeps the running sum for a conversation that only grows counts the whole
+/// conversation by measuring just the new messages (see [`crate::RunningCount`]), and a
+/// compactor counts what it made at the cost of the messages it rewrote. Measuring cannot fail.
+///
+/// Two methods are required, [`Additive::measure_joined`] and [`Additive::count_after`].
+pub trait Additive: Send + Sync {
+    /// What this counter measures of `message` when another message follows it (the joining
+    /// newline included), in a form that adds up across messages.
+    fn measure_joined(&self, message: &Message) -> Measure;
+
+    /// Tokens of a conversation whose messages before the last add up to `before` (the sum of
+    /// [`Additive::measure_joined`] over them), ending with `last`, sent with `tools`. Equals
+    /// [`TokenCounter::try_count`] of the whole conversation.
+    fn count_after(&self, before: Measure, last: &Message, tools: &[ToolSpec]) -> usize;
+
+    /// Tokens of a message counted on its own, told from its joined measure alone, for a counter
+    /// that can: then counting each message of a measured conversation costs no second look at
+    /// any of them. `None` (the default) for a counter that must see the message again.
     fn count_alone(&self, joined: Measure) -> Option<usize> {
         let _ = joined;
         None
     }
 
-    /// Tokens of a conversation whose messages before the last add up to `before` (the sum of
-    /// [`TokenCounter::measure_joined`] over them), ending with `last`, sent with `tools`.
-    /// Equals `count` of the whole conversation. Only meaningful for a counter whose
-    /// `measure_joined` returns `Some`; the default ignores `before`.
-    fn count_after(&self, before: Measure, last: &Message, tools: &[ToolSpec]) -> usize {
-        let _ = before;
-        self.count(std::slice::from_ref(last), tools)
+    /// [`TokenCounter::try_count_each`] of `messages`, and the joined measure of every message but
+    /// the last, from the same pass; the measures are `None` from a counter that answers the
+    /// counts from elsewhere (a running count) without them. The default measures and counts
+    /// message by message.
+    fn count_each_measured(&self, messages: &[Message]) -> (Counts, Option<Vec<Measure>>) {
+        let Some((last, rest)) = messages.split_last() else {
+            return (Counts::default(), Some(Vec::new()));
+        };
+        let measures: Vec<Measure> = rest.iter().map(|m| self.measure_joined(m)).collect();
+        let each = messages.iter().map(|m| self.count_after(Measure::default(), m, &[])).collect();
+        let total = self.count_after(measures.iter().copied().sum(), last, &[]);
+        (Counts { total, each }, Some(measures))
     }
 
-    /// Tokens of `messages` with some of them rewritten, sent with `tools`: equals `count` of the
-    /// conversation in which `messages[i]` is `replacement` for every `(i, replacement)` of
-    /// `rewritten` (indices in increasing order, each once; one out of range is ignored), without
-    /// building that conversation.
-    ///
-    /// A compactor uses it to count what it made without copying the conversation. The default
-    /// measures every message with [`TokenCounter::measure_joined`] where the counts add up, and
-    /// otherwise counts a copy. A counter that keeps the measures of a conversation (a running
-    /// count) answers from them, measuring only the rewritten messages.
+    /// [`TokenCounter::try_count_rewritten`] for a non-empty `messages`, from the measures of the
+    /// messages before the last (the rewritten ones in place of the originals) and the last.
     fn count_rewritten(
         &self,
         messages: &[Message],
@@ -111,26 +194,23 @@ pub trait TokenCounter: Send + Sync + fmt::Debug {
         tools: &[ToolSpec],
     ) -> usize {
         let Some(last) = messages.len().checked_sub(1) else {
-            return self.count(&[], tools);
+            return 0;
         };
-        if rewritten.is_empty() {
-            return self.count(messages, tools);
-        }
-        let message = |index: usize| match rewritten.binary_search_by_key(&index, |(i, _)| *i) {
-            Ok(at) => rewritten[at].1,
-            Err(_) => &messages[index],
-        };
-        let mut before = Measure::default();
-        for index in 0..last {
-            match self.measure_joined(message(index)) {
-                Some(measure) => before += measure,
-                None => {
-                    let copy: Vec<Message> = (0..=last).map(|i| message(i).clone()).collect();
-                    return self.count(&copy, tools);
-                }
-            }
-        }
-        self.count_after(before, message(last), tools)
+        let before =
+            (0..last).map(|index| self.measure_joined(rewritten_at(messages, rewritten, index))).sum();
+        self.count_after(before, rewritten_at(messages, rewritten, last), tools)
+    }
+}
+
+/// `messages[index]`, or its replacement in `rewritten` (sorted by index).
+pub(crate) fn rewritten_at<'a>(
+    messages: &'a [Message],
+    rewritten: &[(usize, &'a Message)],
+    index: usize,
+) -> &'a Message {
+    match rewritten.binary_search_by_key(&index, |(i, _)| *i) {
+        Ok(at) => rewritten[at].1,
+        Err(_) => &messages[index],
     }
 }
 
@@ -169,7 +249,7 @@ impl std::iter::Sum for Measure {
     }
 }
 
-/// The result of [`TokenCounter::count_each`].
+/// The result of [`TokenCounter::try_count_each`].
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Counts {
     /// Tokens of the whole conversation.
@@ -178,116 +258,39 @@ pub struct Counts {
     pub each: Vec<usize>,
 }
 
-impl<T: TokenCounter + ?Sized> TokenCounter for &T {
-    fn count(&self, messages: &[Message], tools: &[ToolSpec]) -> usize {
-        (**self).count(messages, tools)
-    }
-    fn count_each(&self, messages: &[Message]) -> Counts {
-        (**self).count_each(messages)
-    }
-    fn count_each_measured(&self, messages: &[Message]) -> (Counts, Option<Vec<Measure>>) {
-        (**self).count_each_measured(messages)
-    }
-    fn describe(&self) -> String {
-        (**self).describe()
-    }
-    fn try_count(&self, messages: &[Message], tools: &[ToolSpec]) -> Result<usize, crate::Error> {
-        (**self).try_count(messages, tools)
-    }
-    fn try_count_each(&self, messages: &[Message]) -> Result<Counts, crate::Error> {
-        (**self).try_count_each(messages)
-    }
-    fn measure_joined(&self, message: &Message) -> Option<Measure> {
-        (**self).measure_joined(message)
-    }
-    fn count_alone(&self, joined: Measure) -> Option<usize> {
-        (**self).count_alone(joined)
-    }
-    fn count_after(&self, before: Measure, last: &Message, tools: &[ToolSpec]) -> usize {
-        (**self).count_after(before, last, tools)
-    }
-    fn count_rewritten(
-        &self,
-        messages: &[Message],
-        rewritten: &[(usize, &Message)],
-        tools: &[ToolSpec],
-    ) -> usize {
-        (**self).count_rewritten(messages, rewritten, tools)
-    }
+/// Forwards every method of [`TokenCounter`] to the counter behind a pointer, so that `&T`,
+/// `Box<T>` and `Arc<T>` are counters wherever `T` is.
+macro_rules! forward_token_counter {
+    ($($pointer:ty),+) => {$(
+        impl<T: TokenCounter + ?Sized> TokenCounter for $pointer {
+            fn try_count(&self, messages: &[Message], tools: &[ToolSpec]) -> Result<usize, crate::Error> {
+                (**self).try_count(messages, tools)
+            }
+            fn describe(&self) -> String {
+                (**self).describe()
+            }
+            fn try_count_each(&self, messages: &[Message]) -> Result<Counts, crate::Error> {
+                (**self).try_count_each(messages)
+            }
+            fn additive(&self) -> Option<&dyn Additive> {
+                (**self).additive()
+            }
+            fn try_count_rewritten(
+                &self,
+                messages: &[Message],
+                rewritten: &[(usize, &Message)],
+                tools: &[ToolSpec],
+            ) -> Result<usize, crate::Error> {
+                (**self).try_count_rewritten(messages, rewritten, tools)
+            }
+            fn count(&self, messages: &[Message], tools: &[ToolSpec]) -> usize {
+                (**self).count(messages, tools)
+            }
+            fn count_each(&self, messages: &[Message]) -> Counts {
+                (**self).count_each(messages)
+            }
+        }
+    )+};
 }
 
-impl<T: TokenCounter + ?Sized> TokenCounter for Box<T> {
-    fn count(&self, messages: &[Message], tools: &[ToolSpec]) -> usize {
-        (**self).count(messages, tools)
-    }
-    fn count_each(&self, messages: &[Message]) -> Counts {
-        (**self).count_each(messages)
-    }
-    fn count_each_measured(&self, messages: &[Message]) -> (Counts, Option<Vec<Measure>>) {
-        (**self).count_each_measured(messages)
-    }
-    fn describe(&self) -> String {
-        (**self).describe()
-    }
-    fn try_count(&self, messages: &[Message], tools: &[ToolSpec]) -> Result<usize, crate::Error> {
-        (**self).try_count(messages, tools)
-    }
-    fn try_count_each(&self, messages: &[Message]) -> Result<Counts, crate::Error> {
-        (**self).try_count_each(messages)
-    }
-    fn measure_joined(&self, message: &Message) -> Option<Measure> {
-        (**self).measure_joined(message)
-    }
-    fn count_alone(&self, joined: Measure) -> Option<usize> {
-        (**self).count_alone(joined)
-    }
-    fn count_after(&self, before: Measure, last: &Message, tools: &[ToolSpec]) -> usize {
-        (**self).count_after(before, last, tools)
-    }
-    fn count_rewritten(
-        &self,
-        messages: &[Message],
-        rewritten: &[(usize, &Message)],
-        tools: &[ToolSpec],
-    ) -> usize {
-        (**self).count_rewritten(messages, rewritten, tools)
-    }
-}
-
-impl<T: TokenCounter + ?Sized> TokenCounter for std::sync::Arc<T> {
-    fn count(&self, messages: &[Message], tools: &[ToolSpec]) -> usize {
-        (**self).count(messages, tools)
-    }
-    fn count_each(&self, messages: &[Message]) -> Counts {
-        (**self).count_each(messages)
-    }
-    fn count_each_measured(&self, messages: &[Message]) -> (Counts, Option<Vec<Measure>>) {
-        (**self).count_each_measured(messages)
-    }
-    fn describe(&self) -> String {
-        (**self).describe()
-    }
-    fn try_count(&self, messages: &[Message], tools: &[ToolSpec]) -> Result<usize, crate::Error> {
-        (**self).try_count(messages, tools)
-    }
-    fn try_count_each(&self, messages: &[Message]) -> Result<Counts, crate::Error> {
-        (**self).try_count_each(messages)
-    }
-    fn measure_joined(&self, message: &Message) -> Option<Measure> {
-        (**self).measure_joined(message)
-    }
-    fn count_alone(&self, joined: Measure) -> Option<usize> {
-        (**self).count_alone(joined)
-    }
-    fn count_after(&self, before: Measure, last: &Message, tools: &[ToolSpec]) -> usize {
-        (**self).count_after(before, last, tools)
-    }
-    fn count_rewritten(
-        &self,
-        messages: &[Message],
-        rewritten: &[(usize, &Message)],
-        tools: &[ToolSpec],
-    ) -> usize {
-        (**self).count_rewritten(messages, rewritten, tools)
-    }
-}
+forward_token_counter!(&T, Box<T>, std::sync::Arc<T>);

@@ -88,16 +88,16 @@ impl HuggingFaceTokenCounter {
 }
 
 impl TokenCounter for HuggingFaceTokenCounter {
-    fn count(&self, messages: &[Message], tools: &[ToolSpec]) -> usize {
+    fn try_count(&self, messages: &[Message], tools: &[ToolSpec]) -> Result<usize, Error> {
         if messages.is_empty() && tools.is_empty() {
-            return 0;
+            return Ok(0);
         }
         let text = rendered_text(messages, tools);
-        self.count_text(&text)
-            + NonText::of_messages(messages).tokens(self.tokens_per_image, self.tokens_per_file)
+        Ok(self.count_text(&text)
+            + NonText::of_messages(messages).tokens(self.tokens_per_image, self.tokens_per_file))
     }
 
-    fn count_each(&self, messages: &[Message]) -> Counts {
+    fn try_count_each(&self, messages: &[Message]) -> Result<Counts, Error> {
         // A tokenizer may need the whole text at once (a pre-tokenizer such as Metaspace sees
         // where each message starts), so the total is one tokenization of the whole and each
         // message another of its own. They are independent: the whole runs beside the messages,
@@ -105,14 +105,14 @@ impl TokenCounter for HuggingFaceTokenCounter {
         let own = |message: &Message| self.count(std::slice::from_ref(message), &[]);
         let work = parallel::work_estimate(messages);
         if work < parallel::PARALLEL_THRESHOLD {
-            return Counts { total: self.count(messages, &[]), each: messages.iter().map(own).collect() };
+            return Ok(Counts { total: self.count(messages, &[]), each: messages.iter().map(own).collect() });
         }
-        std::thread::scope(|scope| {
+        Ok(std::thread::scope(|scope| {
             let whole = scope.spawn(|| self.count(messages, &[]));
             let each = parallel::map(messages, work, own);
             let total = whole.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
             Counts { total, each }
-        })
+        }))
     }
 
     fn describe(&self) -> String {

@@ -69,7 +69,7 @@ mod spec;
 mod tiktoken;
 
 pub use approximate::ApproximateTokenCounter;
-pub use counter::{Counts, Measure, TokenCounter};
+pub use counter::{Additive, Counts, Measure, TokenCounter};
 pub use error::Error;
 #[cfg(feature = "huggingface")]
 pub use huggingface::HuggingFaceTokenCounter;

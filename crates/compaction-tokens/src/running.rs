@@ -5,10 +5,10 @@ use std::ops::Range;
 
 use compaction_model::{Message, ToolSpec};
 
-use crate::counter::{Counts, Measure, TokenCounter};
+use crate::counter::{Additive, Counts, Measure, TokenCounter};
 
 /// The running measure of a conversation, for counters whose counts add up message by message
-/// ([`TokenCounter::measure_joined`] returns `Some`).
+/// ([`TokenCounter::additive`] returns `Some`).
 ///
 /// An agent loop appends messages, counts the whole conversation before every model call, and
 /// now and then rewrites a few messages in place (a compaction). Counting from scratch makes a
@@ -21,7 +21,8 @@ use crate::counter::{Counts, Measure, TokenCounter};
 /// The caller promises that messages it has passed are unchanged, except those it names as
 /// rewritten; after anything else (messages removed, inserted or reordered), call
 /// [`RunningCount::clear`]. A counter whose counts do not add up is asked for the whole count
-/// every time.
+/// every time, through its infallible [`TokenCounter::count`]: the running count is for counters
+/// that cannot fail.
 ///
 /// ```
 /// use compaction_model::Message;
@@ -95,16 +96,16 @@ impl RunningCount {
         if range.is_empty() {
             return counter.count(&[], tools);
         }
-        if !self.catch_up(counter, messages) {
+        let Some(additive) = self.catch_up(counter, messages) else {
             return counter.count(&messages[range], tools);
-        }
+        };
         let last = range.end - 1;
         let before = wrapping_sub(self.prefix_sum(last), self.prefix_sum(range.start));
-        counter.count_after(before, &messages[last], tools)
+        additive.count_after(before, &messages[last], tools)
     }
 
     /// Tokens of the stretch `messages[range]` with some of its messages rewritten, sent with
-    /// `tools`: [`TokenCounter::count_rewritten`] of that stretch, `rewritten`'s indices counted
+    /// `tools`: [`TokenCounter::try_count_rewritten`] of that stretch, `rewritten`'s indices counted
     /// from `range.start`. Only the rewritten messages are measured; the rest comes from the
     /// running measures, on the same terms as [`RunningCount::count`].
     ///
@@ -122,36 +123,41 @@ impl RunningCount {
         if range.is_empty() || rewritten.is_empty() {
             return self.count_range(counter, messages, range, tools);
         }
-        if !self.catch_up(counter, messages) {
-            return counter.count_rewritten(&messages[range], rewritten, tools);
-        }
+        let Some(additive) = self.catch_up(counter, messages) else {
+            let copy: Vec<Message> = (0..range.len())
+                .map(|i| crate::counter::rewritten_at(&messages[range.clone()], rewritten, i).clone())
+                .collect();
+            return counter.count(&copy, tools);
+        };
         let last = range.end - 1;
         let mut before = wrapping_sub(self.prefix_sum(last), self.prefix_sum(range.start));
         let mut last_message = &messages[last];
         for &(offset, message) in rewritten {
             match range.start.checked_add(offset) {
-                Some(index) if index < last => match counter.measure_joined(message) {
-                    Some(measure) => {
-                        before = wrapping_add(wrapping_sub(before, self.measures[index]), measure)
-                    }
-                    None => return counter.count_rewritten(&messages[range], rewritten, tools),
-                },
+                Some(index) if index < last => {
+                    let measure = additive.measure_joined(message);
+                    before = wrapping_add(wrapping_sub(before, self.measures[index]), measure)
+                }
                 Some(index) if index == last => last_message = message,
                 _ => {}
             }
         }
-        counter.count_after(before, last_message, tools)
+        additive.count_after(before, last_message, tools)
     }
 
     /// Tokens of `messages[index]` on its own (`counter.count(&messages[index..=index], &[])`),
     /// counted once and remembered until the message is rewritten.
     pub fn own(&mut self, counter: &dyn TokenCounter, messages: &[Message], index: usize) -> usize {
-        if index >= messages.len() || !self.catch_up(counter, messages) {
+        let additive = match index < messages.len() {
+            true => self.catch_up(counter, messages),
+            false => None,
+        };
+        let Some(additive) = additive else {
             return messages.get(index).map_or(0, |m| counter.count(std::slice::from_ref(m), &[]));
-        }
+        };
         let measure = self.measures[index];
         *self.own[index].get_or_insert_with(|| {
-            counter
+            additive
                 .count_alone(measure)
                 .unwrap_or_else(|| counter.count(std::slice::from_ref(&messages[index]), &[]))
         })
@@ -167,14 +173,18 @@ impl RunningCount {
         range: Range<usize>,
     ) -> Counts {
         let range = range.start.min(messages.len())..range.end.min(messages.len());
-        if range.is_empty() || !self.catch_up(counter, messages) {
+        let additive = match range.is_empty() {
+            true => None,
+            false => self.catch_up(counter, messages),
+        };
+        let Some(additive) = additive else {
             return counter.count_each(&messages[range]);
-        }
+        };
         let total = self.count_range(counter, messages, range.clone(), &[]);
         let missing: Vec<usize> = range.clone().filter(|&i| self.own[i].is_none()).collect();
         // A counter that tells a message's own count from its measure needs no second look.
         let told: Option<Vec<usize>> =
-            missing.iter().map(|&i| counter.count_alone(self.measures[i])).collect();
+            missing.iter().map(|&i| additive.count_alone(self.measures[i])).collect();
         if let Some(told) = told {
             for (&index, count) in missing.iter().zip(told) {
                 self.own[index] = Some(count);
@@ -194,31 +204,32 @@ impl RunningCount {
     }
 
     /// Brings the measures up to date with `messages`: measures appended and rewritten
-    /// messages. `false` when this counter cannot be counted incrementally (the caller counts
-    /// the whole), after which nothing is kept.
-    fn catch_up(&mut self, counter: &dyn TokenCounter, messages: &[Message]) -> bool {
+    /// messages; the counter's additive measuring, or `None` when this counter cannot be
+    /// counted incrementally (the caller counts the whole), after which nothing is kept.
+    fn catch_up<'c>(
+        &mut self,
+        counter: &'c dyn TokenCounter,
+        messages: &[Message],
+    ) -> Option<&'c dyn Additive> {
+        let Some(additive) = counter.additive() else {
+            self.clear();
+            return None;
+        };
         let description = counter.describe();
         if self.counter.as_deref() != Some(description.as_str()) || self.measures.len() > messages.len() {
             *self = RunningCount { counter: Some(description), ..RunningCount::default() };
         }
         let stale = std::mem::take(&mut self.stale);
         for index in stale {
-            let Some(measure) = counter.measure_joined(&messages[index]) else {
-                self.clear();
-                return false;
-            };
+            let measure = additive.measure_joined(&messages[index]);
             let old = std::mem::replace(&mut self.measures[index], measure);
             self.add(index, measure, old);
         }
         let appended = &messages[self.measures.len()..];
-        for measure in measure_all(counter, appended) {
-            let Some(measure) = measure else {
-                self.clear();
-                return false;
-            };
+        for measure in measure_all(additive, appended) {
             self.push(measure);
         }
-        true
+        Some(additive)
     }
 
     /// Appends a message's measure to the tree.
@@ -264,7 +275,7 @@ impl RunningCount {
 /// Every message's joined measure, in order: on all cores for a long conversation measured
 /// the first time (a tokenizer's measure is its count), one by one for the few messages an
 /// agent step appends.
-fn measure_all(counter: &dyn TokenCounter, messages: &[Message]) -> Vec<Option<Measure>> {
+fn measure_all(counter: &dyn Additive, messages: &[Message]) -> Vec<Measure> {
     #[cfg(any(feature = "tiktoken", feature = "huggingface"))]
     if messages.len() >= 256 {
         return crate::parallel::map(messages, crate::parallel::PARALLEL_THRESHOLD, |message| {
@@ -364,7 +375,10 @@ mod tests {
                         expected,
                         "{rewrites:?} in {range:?}"
                     );
-                    assert_eq!(counter.count_rewritten(&messages[range.clone()], &relative, tools), expected);
+                    assert_eq!(
+                        counter.try_count_rewritten(&messages[range.clone()], &relative, tools).unwrap(),
+                        expected
+                    );
                 }
             }
         }
@@ -377,11 +391,8 @@ mod tests {
             let messages = conversation(len);
             let (counts, measures) = counter.count_each_measured(&messages);
             assert_eq!(counts, counter.count_each(&messages));
-            let joined: Vec<Measure> = messages
-                .iter()
-                .take(len.saturating_sub(1))
-                .filter_map(|m| counter.measure_joined(m))
-                .collect();
+            let joined: Vec<Measure> =
+                messages.iter().take(len.saturating_sub(1)).map(|m| counter.measure_joined(m)).collect();
             assert_eq!(measures, Some(joined));
         }
     }
@@ -406,7 +417,7 @@ mod tests {
             ApproximateTokenCounter::new(2.7).expect("valid").with_charges(7, 11),
         ] {
             for message in &messages {
-                let joined = counter.measure_joined(message).expect("adds up");
+                let joined = counter.measure_joined(message);
                 let alone = counter.count(std::slice::from_ref(message), &[]);
                 assert_eq!(counter.count_alone(joined), Some(alone), "{message:?}");
             }

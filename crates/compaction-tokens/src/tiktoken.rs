@@ -5,7 +5,7 @@ use std::sync::LazyLock;
 use compaction_model::{Message, ToolSpec};
 use tiktoken_rs::CoreBPE;
 
-use crate::counter::{Counts, Measure, TokenCounter};
+use crate::counter::{rewritten_at, Additive, Counts, Measure, TokenCounter};
 use crate::error::Error;
 use crate::parallel;
 use crate::render::{render_tools, rendered_message, NonText};
@@ -280,9 +280,9 @@ impl TiktokenCounter {
 }
 
 impl TokenCounter for TiktokenCounter {
-    fn count(&self, messages: &[Message], tools: &[ToolSpec]) -> usize {
+    fn try_count(&self, messages: &[Message], tools: &[ToolSpec]) -> Result<usize, Error> {
         if messages.is_empty() && tools.is_empty() {
-            return 0;
+            return Ok(0);
         }
         // The conversation is the messages joined by newlines, with the tool schemas right
         // after the last one. Every rendered message starts with `[` after a newline, where a new
@@ -291,18 +291,58 @@ impl TokenCounter for TiktokenCounter {
         let Some((last, rest)) = messages.split_last() else {
             let mut text = String::new();
             render_tools(tools, &mut text);
-            return self.count_text(&text);
+            return Ok(self.count_text(&text));
         };
         let before: Measure =
             parallel::map(rest, parallel::work_estimate(rest), |message| self.measure_joined(message))
                 .into_iter()
-                .flatten()
                 .sum();
-        self.count_after(before, last, tools)
+        Ok(self.count_after(before, last, tools))
     }
 
-    fn count_each(&self, messages: &[Message]) -> Counts {
-        self.count_each_measured(messages).0
+    fn describe(&self) -> String {
+        format!("tiktoken:{}", self.encoding.name())
+    }
+
+    fn try_count_each(&self, messages: &[Message]) -> Result<Counts, Error> {
+        Ok(self.count_each_measured(messages).0)
+    }
+
+    fn additive(&self) -> Option<&dyn Additive> {
+        Some(self)
+    }
+
+    // As the default, with the measuring spread over the cores as `try_count` spreads it.
+    fn try_count_rewritten(
+        &self,
+        messages: &[Message],
+        rewritten: &[(usize, &Message)],
+        tools: &[ToolSpec],
+    ) -> Result<usize, Error> {
+        if messages.is_empty() {
+            return self.try_count(messages, tools);
+        }
+        Ok(self.count_rewritten(messages, rewritten, tools))
+    }
+}
+
+impl Additive for TiktokenCounter {
+    fn measure_joined(&self, message: &Message) -> Measure {
+        let mut text = rendered_message(message);
+        text.push_str(NEXT_MESSAGE_START);
+        let non_text = NonText::of_message(message);
+        Measure {
+            text: self.count_text(&text) - self.next_start_tokens(),
+            images: non_text.images,
+            files: non_text.files,
+        }
+    }
+
+    fn count_after(&self, before: Measure, last: &Message, tools: &[ToolSpec]) -> usize {
+        let mut tail = rendered_message(last);
+        render_tools(tools, &mut tail);
+        let non_text = NonText { images: before.images, files: before.files } + NonText::of_message(last);
+        before.text + self.count_text(&tail) + non_text.tokens(self.tokens_per_image, self.tokens_per_file)
     }
 
     fn count_each_measured(&self, messages: &[Message]) -> (Counts, Option<Vec<Measure>>) {
@@ -334,29 +374,7 @@ impl TokenCounter for TiktokenCounter {
         (Counts { total, each }, Some(measures))
     }
 
-    fn describe(&self) -> String {
-        format!("tiktoken:{}", self.encoding.name())
-    }
-
-    fn measure_joined(&self, message: &Message) -> Option<Measure> {
-        let mut text = rendered_message(message);
-        text.push_str(NEXT_MESSAGE_START);
-        let non_text = NonText::of_message(message);
-        Some(Measure {
-            text: self.count_text(&text) - self.next_start_tokens(),
-            images: non_text.images,
-            files: non_text.files,
-        })
-    }
-
-    fn count_after(&self, before: Measure, last: &Message, tools: &[ToolSpec]) -> usize {
-        let mut tail = rendered_message(last);
-        render_tools(tools, &mut tail);
-        let non_text = NonText { images: before.images, files: before.files } + NonText::of_message(last);
-        before.text + self.count_text(&tail) + non_text.tokens(self.tokens_per_image, self.tokens_per_file)
-    }
-
-    // As the default, with the measuring spread over the cores as `count` spreads it.
+    // As the default, with the measuring spread over the cores as `try_count` spreads it.
     fn count_rewritten(
         &self,
         messages: &[Message],
@@ -364,20 +382,15 @@ impl TokenCounter for TiktokenCounter {
         tools: &[ToolSpec],
     ) -> usize {
         let Some(last) = messages.len().checked_sub(1) else {
-            return self.count(&[], tools);
-        };
-        let message = |index: usize| match rewritten.binary_search_by_key(&index, |(i, _)| *i) {
-            Ok(at) => rewritten[at].1,
-            Err(_) => &messages[index],
+            return 0;
         };
         let indices: Vec<usize> = (0..last).collect();
         let before: Measure = parallel::map(&indices, parallel::work_estimate(&messages[..last]), |&index| {
-            self.measure_joined(message(index))
+            self.measure_joined(rewritten_at(messages, rewritten, index))
         })
         .into_iter()
-        .flatten()
         .sum();
-        self.count_after(before, message(last), tools)
+        self.count_after(before, rewritten_at(messages, rewritten, last), tools)
     }
 }
 
@@ -489,7 +502,7 @@ mod tests {
                 let (counts, measures) = counter.count_each_measured(&messages);
                 assert_eq!(counts, counter.count_each(&messages));
                 let joined: Vec<Measure> =
-                    messages[..messages.len() - 1].iter().filter_map(|m| counter.measure_joined(m)).collect();
+                    messages[..messages.len() - 1].iter().map(|m| counter.measure_joined(m)).collect();
                 assert_eq!(measures, Some(joined), "{encoding:?} {messages:?}");
                 // The first message rewritten as the last: counted without building the copy.
                 let rewritten = [(0, &messages[messages.len() - 1])];
@@ -497,7 +510,7 @@ mod tests {
                 copy[0] = messages[messages.len() - 1].clone();
                 let whole = counter.count_text(&rendered_conversation(&copy));
                 assert_eq!(
-                    counter.count_rewritten(&messages, &rewritten, &[]),
+                    counter.try_count_rewritten(&messages, &rewritten, &[]).unwrap(),
                     whole,
                     "{encoding:?} {copy:?}"
                 );

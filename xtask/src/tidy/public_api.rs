@@ -20,7 +20,7 @@ const PUBLIC_ITEM_BUDGET: &[(&str, usize)] = &[
     ("compaction-json", 53),
     ("compaction-model", 101),
     ("compaction-formats", 52),
-    ("compaction-tokens", 55),
+    ("compaction-tokens", 56),
     ("compaction-core", 157),
     ("compaction-llm", 81),
     ("compaction-hook", 76),

@@ -95,16 +95,21 @@ fn is_marker(loss: &Loss) -> bool {
 impl CompactionPolicy {
     /// The compacted form of `messages` when they count more than the trigger and the
     /// compactor made them smaller; `Ok(None)` when they stay as they are. `Err` names what
-    /// the conversion back to rig would lose besides compaction's markers.
+    /// the conversion back to rig would lose besides compaction's markers, or why the count or
+    /// the compaction failed.
     pub(crate) fn compact(&self, messages: &[RigMessage]) -> Result<Option<Vec<RigMessage>>, String> {
         let mut ours = from_rig(messages);
         let trigger = self.trigger_tokens.unwrap_or(self.target_tokens);
-        if self.counter.count(&ours, &[]) <= trigger {
+        let failed = |error: &dyn std::error::Error| {
+            format!("{} could not compact: {}", self.compactor.name(), compaction_core::error_chain(error))
+        };
+        let tokens = self.counter.try_count(&ours, &[]).map_err(|error| failed(&error))?;
+        if tokens <= trigger {
             self.remember(None);
             return Ok(None);
         }
-        let Some(compaction) = self.compactor.compact(&ours, self.target_tokens, self.counter.as_ref())
-        else {
+        let compacted = self.compactor.try_compact(&ours, self.target_tokens, self.counter.as_ref());
+        let Some(compaction) = compacted.map_err(|error| failed(&error))? else {
             self.remember(None);
             return Ok(None);
         };

@@ -394,8 +394,6 @@ pub fn run(args: Args) -> Result<()> {
     if benchmarked == 0 {
         anyhow::bail!("no transcript could be benchmarked ({failed} failed)");
     }
-    // Summaries are asked of no model and counts of a provider only with --counter PROVIDER.
-    crate::strategy::counting_failed()?;
     let cached = pricing.cache.is_none_or(|c| c != CacheKind::None);
     let (unpriced, recorded) = (tally.unpriced, tally.recorded.take());
     let (totals, transcripts) = tally.finish(&grid);
@@ -622,12 +620,21 @@ fn bench_one(work: Work, args: &Args, grid: &[Configuration], pricing: &Pricing)
         options
     };
     let index = |conversation: usize| unit.as_ref().map_or(conversation, |&(index, _)| index);
-    let benched = |conversation: usize, read: &compaction_formats::Conversation| Transcript {
-        path: name.clone(),
-        conversation: Some(index(conversation)),
-        format: Some(read.format.as_str().to_owned()),
-        error: None,
-        results: replay_all(read, grid, pricing, args.hook.context_window),
+    // A count a provider could not make fails the transcript, with the call named.
+    let benched = |conversation: usize, read: &compaction_formats::Conversation| match replay_all(
+        read,
+        grid,
+        pricing,
+        args.hook.context_window,
+    ) {
+        Ok(results) => Transcript {
+            path: name.clone(),
+            conversation: Some(index(conversation)),
+            format: Some(read.format.as_str().to_owned()),
+            error: None,
+            results,
+        },
+        Err(error) => failed(name.clone(), Some(index(conversation)), crate::strategy::chain(&error)),
     };
     let first = match compaction_formats::read(bytes, &options(0)) {
         Ok(read) => read,
@@ -752,13 +759,14 @@ fn trimmed(source: &[u8], range: std::ops::Range<usize>) -> std::ops::Range<usiz
     range.start + first..range.start + last + 1
 }
 
-/// The figures of one conversation under every configuration.
+/// The figures of one conversation under every configuration; an error when the hook's counter
+/// could not count (a provider's, with --counter PROVIDER).
 fn replay_all(
     conversation: &compaction_formats::Conversation,
     grid: &[Configuration],
     pricing: &Pricing,
     window: usize,
-) -> Vec<ResultRow> {
+) -> Result<Vec<ResultRow>, compaction_hook::Error> {
     let calls = super::simulate::recorded_calls(&conversation.usage);
     let one_hour = calls.iter().any(|c| c.lifetime() == Some(compaction_replay::Lifetime::OneHour));
     let compacted_at: Vec<usize> =
@@ -775,7 +783,7 @@ fn replay_all(
         let recording = Recording::new(&conversation.messages)
             .with_calls(&calls)
             .with_provider_compactions(&compacted_at);
-        let steps = replay.run(recording, &mut || {}).steps;
+        let steps = replay.run(recording, &mut || {})?.steps;
         rows.push(ResultRow {
             configuration: configuration.name.clone(),
             figures: figures(&steps, true, pricing, window),
@@ -797,7 +805,7 @@ fn replay_all(
                                 .with_calls(&calls)
                                 .with_provider_compactions(&compacted_at),
                             &mut || {},
-                        )
+                        )?
                         .steps
                 }
                 Err(_) => Vec::new(),
@@ -808,7 +816,7 @@ fn replay_all(
         0,
         ResultRow { configuration: "none".into(), figures: figures(&steps, false, pricing, window) },
     );
-    rows
+    Ok(rows)
 }
 
 /// One replay's figures: with compaction, or (`with` false) as recorded.

@@ -55,19 +55,19 @@ pub fn run(args: Args) -> Result<()> {
     let conversation = args.input.read_streaming()?;
     let name = crate::input::Source::from_arg(args.input.input.as_deref()).name();
     if args.provider {
-        let Some(count) = crate::provider::context_tokens(&conversation, counter.as_ref()) else {
+        let Some(count) = crate::provider::context_tokens(&conversation, counter.as_ref())? else {
             bail!(
                 "{name}: the {} log records no provider counts; count without --provider for a local count",
                 conversation.format.label()
             );
         };
-        crate::strategy::counting_failed()?;
         return crate::output::write_output(None, format!("{count}\n").as_bytes());
     }
     let tools = given.as_ref().unwrap_or(&conversation.tools);
-    let count = counter.count(&conversation.messages, tools);
+    // A provider's count that failed is an error naming the call, never an estimate.
+    let count = counter.try_count(&conversation.messages, tools)?;
     if let Some(missing) = crate::provider::left_out(&conversation.messages, !tools.is_empty()) {
-        let provider = crate::provider::context_tokens(&conversation, counter.as_ref());
+        let provider = crate::provider::context_tokens(&conversation, counter.as_ref())?;
         let how = match crate::strategy::is_provider_spec(&args.counter) {
             true => format!("counted by {}", counter.describe()),
             false => "counted locally".to_owned(),
@@ -82,11 +82,8 @@ pub fn run(args: Args) -> Result<()> {
                  no provider counts"
             ),
         };
-        // A provider's count that failed is an error naming the call, never an estimate.
-        crate::strategy::counting_failed()?;
         crate::progress::say(&text);
     }
-    crate::strategy::counting_failed()?;
     let written = crate::output::write_output(None, format!("{count}\n").as_bytes());
     // The process ends after this: freeing a large conversation message by message would only
     // delay its exit, which gives the memory back at once.

@@ -260,13 +260,16 @@ pub fn run(args: Args) -> Result<()> {
     let failed = |error: &dyn std::error::Error| {
         anyhow::anyhow!("{strategy}: {}; nothing was written", crate::strategy::chain(error))
     };
-    let count_failed = |error: compaction_tokens::Error| anyhow::anyhow!(crate::strategy::chain(&error));
+    // A count a provider could not make is an error naming the call, before anything is written.
+    let count_failed = anyhow::Error::new;
     // The provider's own count, when the log records one, anchors the hook's estimate.
-    let context_tokens = match args.context_window {
-        Some(_) => Some(args.context_tokens.unwrap_or_else(|| {
-            crate::provider::context_tokens(&input.conversation, counter.as_ref()).unwrap_or(0)
-        })),
-        None => None,
+    let context_tokens = match (args.context_window, args.context_tokens) {
+        (Some(_), Some(given)) => Some(given),
+        (Some(_), None) => {
+            let recorded = crate::provider::context_tokens(&input.conversation, counter.as_ref());
+            Some(recorded.map_err(count_failed)?.unwrap_or(0))
+        }
+        (None, _) => None,
     };
     // The conversation moves into an agent state and back: nothing is copied, and the state's
     // running count makes the counts before and after cost what changed, not the whole again.
@@ -346,8 +349,6 @@ pub fn run(args: Args) -> Result<()> {
     };
     let compact_time = started.elapsed();
     spinner.finish_and_clear();
-    // A count a provider could not make is an error, before anything is written.
-    crate::strategy::counting_failed()?;
     failures.extend(built.take_offload_failures());
     super::offload::say_failures(&failures);
     let summaries = built.summary_log();

@@ -212,11 +212,11 @@ pub fn run(args: Args) -> Result<()> {
     let messages = std::mem::take(&mut conversation.messages);
     let replayed = replay.run_owned(messages, &calls, &compacted_at, &mut || bar.inc(1));
     bar.finish_and_clear();
-    let steps = replayed.steps;
-    let mut failures = replayed.failures;
     // A count a provider could not make, or a summary that failed with --raise-on-failure,
     // fails the command before any table is shown.
-    crate::strategy::counting_failed()?;
+    let replayed = replayed?;
+    let steps = replayed.steps;
+    let mut failures = replayed.failures;
     let summaries = built.summary_log();
     if let (true, Some(failure)) = (summaries.raised, summaries.failures.last()) {
         return Err(anyhow::anyhow!("{strategy}: {failure}"));

@@ -548,7 +548,7 @@ fn a_provider_count_that_fails_is_an_error_naming_the_call() {
     assert!(done.stderr.contains(&call) && done.stderr.contains("HTTP 400"), "{}", done.stderr);
     assert!(done.stdout.is_empty(), "no count is printed");
 
-    // Pruning counts through the infallible path; the failure still stops it before writing.
+    // Pruning counts through the fallible counts: the failure is its error, before writing.
     let dir = tempfile::tempdir().unwrap();
     let output = dir.path().join("out.json").display().to_string();
     for strategy in ["tool-result-pruning", "sliding-window"] {

@@ -55,7 +55,7 @@ fn the_note_counts_with_replace_and_leaves_other_braces() {
     let note = "{num_removed} gone {x} {{num_removed}} {num_removed}";
     let compactor =
         SlidingWindowCompactor::new(SlidingWindowSettings::default().with_omission_note(Some(note.into())));
-    let compaction = compactor.compact(&messages, 250, &CharCounter).expect("over the target");
+    let compaction = compactor.try_compact(&messages, 250, &CharCounter).unwrap().expect("over the target");
     let out = compaction.messages(&messages);
     // Kept: the system message, the newest turn (200 characters) and the task; the note goes
     // after the system block.
@@ -76,7 +76,11 @@ fn the_note_counts_with_replace_and_leaves_other_braces() {
     // An empty note, as `None`, removes silently.
     let silent =
         SlidingWindowCompactor::new(SlidingWindowSettings::default().with_omission_note(Some(String::new())));
-    let out = silent.compact(&messages, 250, &CharCounter).expect("over the target").messages(&messages);
+    let out = silent
+        .try_compact(&messages, 250, &CharCounter)
+        .unwrap()
+        .expect("over the target")
+        .messages(&messages);
     assert_eq!(out.len(), 4);
     assert!(out.iter().all(|m| !m.meta.contains_key("context_compaction")));
 }
@@ -91,10 +95,11 @@ fn the_window_declines_when_only_its_old_note_would_go() {
             .unwrap(),
     );
     messages.insert(1, note);
-    assert_eq!(SlidingWindowCompactor::default().compact(&messages, 0, &CharCounter), None);
+    assert_eq!(SlidingWindowCompactor::default().try_compact(&messages, 0, &CharCounter).unwrap(), None);
     // Without a note to leave, the old one goes.
     let silent = SlidingWindowCompactor::new(SlidingWindowSettings::default().with_omission_note(None));
-    let out = silent.compact(&messages, 0, &CharCounter).expect("the note goes").messages(&messages);
+    let out =
+        silent.try_compact(&messages, 0, &CharCounter).unwrap().expect("the note goes").messages(&messages);
     assert_eq!(out, turns(0));
 }
 
@@ -104,12 +109,12 @@ fn the_window_declines_where_its_note_would_outweigh_what_it_removes() {
     let messages = vec![Message::user(""), Message::assistant("done")];
     let counter = ApproximateTokenCounter::default();
     let compactor = SlidingWindowCompactor::new(SlidingWindowSettings::default().with_min_keep_steps(0));
-    assert_eq!(compactor.compact(&messages, 0, &counter), None);
+    assert_eq!(compactor.try_compact(&messages, 0, &counter).unwrap(), None);
     // Without a note, removing the step does make it smaller.
     let silent = SlidingWindowCompactor::new(
         SlidingWindowSettings::default().with_min_keep_steps(0).with_omission_note(None),
     );
-    let out = silent.compact(&messages, 0, &counter).expect("smaller").messages(&messages);
+    let out = silent.try_compact(&messages, 0, &counter).unwrap().expect("smaller").messages(&messages);
     assert_eq!(out, vec![Message::user("")]);
 }
 
@@ -228,7 +233,8 @@ fn a_failed_round_keeps_what_worked_or_fails_when_asked_to() {
     assert!(compaction_core::error_chain(&error).contains("rate limited"), "{error}");
     let raising = raising.with_generator(Arc::new(script()));
     assert!(matches!(raising.try_compact(&messages, 450, &CharCounter), Err(Error::Generate(_))));
-    assert_eq!(raising.compact(&messages, 450, &CharCounter), None);
+    // A failure is never "nothing to compact": asked again, it is an error again.
+    assert!(raising.try_compact(&messages, 450, &CharCounter).is_err());
 
     // Blank and bloated replies fail the same way, each with its own error.
     let blank = Scripted::new(vec![Ok(Message::assistant(" \u{1c}\n"))]);
@@ -263,9 +269,9 @@ fn a_chain_stops_once_the_target_is_met() {
     assert!(!model.0.load(std::sync::atomic::Ordering::SeqCst), "the summarizer was asked");
     // The window does not budget for its own note, as in the reference, so at 80 it stops above
     // the target and the summarizer is asked (and, not answering, changes nothing).
-    let compaction = chain.compact(&messages, 80, &counter).expect("the window compacted");
+    let compaction = chain.try_compact(&messages, 80, &counter).unwrap().expect("the window compacted");
     assert!(!compaction.report.target_reached);
     assert!(model.0.load(std::sync::atomic::Ordering::SeqCst), "the summarizer was not asked");
-    assert_eq!(chain.compact(&messages, 100_000, &counter), None);
-    assert_eq!(ChainCompactor::new().compact(&messages, 0, &counter), None);
+    assert_eq!(chain.try_compact(&messages, 100_000, &counter).unwrap(), None);
+    assert_eq!(ChainCompactor::new().try_compact(&messages, 0, &counter).unwrap(), None);
 }

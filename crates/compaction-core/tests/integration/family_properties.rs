@@ -115,7 +115,7 @@ proptest! {
         );
         let target = counter.count(&messages, &[]) * percent / 100;
         let before = messages.clone();
-        let Some(compaction) = compactor.compact(&messages, target, &counter) else { return Ok(()) };
+        let Some(compaction) = compactor.try_compact(&messages, target, &counter).unwrap() else { return Ok(()) };
         prop_assert_eq!(&messages, &before);
         check_common(&messages, &compaction, &counter, target);
         let out = compaction.messages(&messages);
@@ -125,7 +125,7 @@ proptest! {
         let mut longer = out;
         longer.extend(build(&more, 0));
         let target = counter.count(&longer, &[]) * percent / 100;
-        if let Some(again) = compactor.compact(&longer, target, &counter) {
+        if let Some(again) = compactor.try_compact(&longer, target, &counter).unwrap() {
             check_common(&longer, &again, &counter, target);
             prop_assert!(notes(&again.messages(&longer)) <= 1);
         }
@@ -171,7 +171,7 @@ proptest! {
             .then(ToolResultPruningCompactor::default())
             .then(SlidingWindowCompactor::default());
         let target = counter.count(&messages, &[]) * percent / 100;
-        let Some(compaction) = chain.compact(&messages, target, &counter) else { return Ok(()) };
+        let Some(compaction) = chain.try_compact(&messages, target, &counter).unwrap() else { return Ok(()) };
         check_common(&messages, &compaction, &counter, target);
         let stages: Vec<&str> = compaction.report.stages.iter().map(|s| s.strategy.as_str()).collect();
         prop_assert!(!stages.is_empty() && stages.len() <= 2);

@@ -46,8 +46,12 @@ pub fn counter_from_fixture(spec: &Value) -> Box<dyn TokenCounter> {
 pub struct CharCounter;
 
 impl TokenCounter for CharCounter {
-    fn count(&self, messages: &[Message], _tools: &[compaction_model::ToolSpec]) -> usize {
-        messages.iter().map(message_chars).sum()
+    fn try_count(
+        &self,
+        messages: &[Message],
+        _tools: &[compaction_model::ToolSpec],
+    ) -> Result<usize, compaction_tokens::Error> {
+        Ok(messages.iter().map(message_chars).sum())
     }
 
     fn describe(&self) -> String {

@@ -74,7 +74,7 @@ fn masking_matches_swe_agents_last_n_observations_on_a_real_trajectory() {
         let label = format!("{name} n={} polling={} length={length}", case["n"], case["polling"]);
         let compactor = compactor(case);
         assert_eq!(compactor.masked_indices(&prefix), want, "{label}");
-        let Some(compaction) = compactor.compact(&prefix, 0, &counter) else {
+        let Some(compaction) = compactor.try_compact(&prefix, 0, &counter).unwrap() else {
             assert!(want.is_empty(), "{label}: nothing masked");
             continue;
         };
@@ -121,7 +121,7 @@ fn masking_in_place_call_after_call_is_what_swe_agent_sends_at_each_call() {
         for call in calls {
             let length = call["length"].as_u64().expect("length") as usize;
             conversation.extend_from_slice(&messages[conversation.len()..length]);
-            if let Some(compaction) = compactor.compact(&conversation, 0, &counter) {
+            if let Some(compaction) = compactor.try_compact(&conversation, 0, &counter).unwrap() {
                 compaction.apply(&mut conversation).expect("applies");
             }
             let masked: Vec<usize> = (0..conversation.len())
@@ -142,7 +142,8 @@ fn masking_in_place_call_after_call_is_what_swe_agent_sends_at_each_call() {
 fn a_masked_swe_agent_trajectory_is_written_with_its_notes() {
     let (conversation, messages) = read("pandas.tool-calls.traj");
     let compactor = ObservationMaskingCompactor::new(MaskingSettings::new(5)).expect("valid");
-    let compaction = compactor.compact(&messages, 0, &ApproximateTokenCounter::default()).expect("masks");
+    let compaction =
+        compactor.try_compact(&messages, 0, &ApproximateTokenCounter::default()).unwrap().expect("masks");
     let changed = compaction.replaced_indices().expect("in place");
     let mut masked = messages.clone();
     compaction.apply(&mut masked).expect("applies");
@@ -180,7 +181,8 @@ fn a_mini_swe_agent_run_masks_its_user_messages_but_the_task() {
     ];
     let compactor = ObservationMaskingCompactor::new(MaskingSettings::new(1)).expect("valid");
     assert_eq!(ObservationMaskingCompactor::observations(&messages), vec![1, 3, 5, 7]);
-    let compaction = compactor.compact(&messages, 0, &ApproximateTokenCounter::default()).expect("masks");
+    let compaction =
+        compactor.try_compact(&messages, 0, &ApproximateTokenCounter::default()).unwrap().expect("masks");
     assert_eq!(compaction.report.changed_indices(), vec![3, 5]);
     let after = compaction.messages(&messages);
     assert_eq!(after[3].text(), Some("Old environment output: (5 lines omitted)"));
@@ -212,7 +214,8 @@ fn images_are_counted_and_a_tool_result_keeps_its_call() {
     assert_eq!(ObservationMaskingCompactor::observations(&messages), vec![0, 2, 4, 7]);
     let compactor = ObservationMaskingCompactor::new(MaskingSettings::new(1)).expect("valid");
     let after = compactor
-        .compact(&messages, 0, &ApproximateTokenCounter::default())
+        .try_compact(&messages, 0, &ApproximateTokenCounter::default())
+        .unwrap()
         .expect("masks")
         .messages(&messages);
     let result = after[4].tool_call_result().expect("the result stays");
@@ -231,7 +234,8 @@ fn images_are_counted_and_a_tool_result_keeps_its_call() {
         Message::assistant("ok"),
         user("done"),
     ];
-    let compaction = compactor.compact(&text_action, 0, &ApproximateTokenCounter::default()).expect("masks");
+    let compaction =
+        compactor.try_compact(&text_action, 0, &ApproximateTokenCounter::default()).unwrap().expect("masks");
     assert_eq!(
         compaction.messages(&text_action)[2].text(),
         Some("Old environment output: (2 lines omitted) (2 images omitted)")
@@ -256,10 +260,15 @@ fn demonstrations_and_compacted_messages_are_left_alone() {
     assert_eq!(ObservationMaskingCompactor::observations(&messages), vec![1, 3, 5, 7]);
     let counter = ApproximateTokenCounter::default();
     let mut conversation = messages.clone();
-    compactor.compact(&conversation, 0, &counter).expect("masks").apply(&mut conversation).expect("applies");
+    compactor
+        .try_compact(&conversation, 0, &counter)
+        .unwrap()
+        .expect("masks")
+        .apply(&mut conversation)
+        .expect("applies");
     assert_eq!(conversation[3].text(), Some("Old environment output: (8 lines omitted)"));
     // Masked once, a message is not masked again: its note is not its output.
-    assert!(compactor.compact(&conversation, 0, &counter).is_none());
+    assert!(compactor.try_compact(&conversation, 0, &counter).unwrap().is_none());
 }
 
 #[test]

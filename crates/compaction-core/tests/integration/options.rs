@@ -41,7 +41,7 @@ fn every_option_is_off_by_default() {
 fn excluded_tools_are_never_pruned() {
     let messages = four_steps();
     let compactor = compactor(PruningSettings::default().with_exclude_tools(["read"]));
-    let compaction = compactor.compact(&messages, 0, &CharCounter).expect("pruned");
+    let compaction = compactor.try_compact(&messages, 0, &CharCounter).unwrap().expect("pruned");
     assert_eq!(compaction.report.changed_indices(), vec![4]);
     assert_eq!(compaction.report.tool_names(), vec!["search"]);
 }
@@ -52,13 +52,14 @@ fn clear_at_least_skips_small_savings() {
     let target = CharCounter.count(&messages, &[]) - 1;
     let freed_by_one = compactor(PruningSettings::default())
         .plan(&messages, target, &CharCounter)
+        .unwrap()
         .expect("something to prune")
         .tokens_freed();
     let enough = compactor(PruningSettings::default().with_clear_at_least(Some(freed_by_one)));
-    assert!(enough.compact(&messages, target, &CharCounter).is_some());
+    assert!(enough.try_compact(&messages, target, &CharCounter).unwrap().is_some());
     let too_little = compactor(PruningSettings::default().with_clear_at_least(Some(freed_by_one + 1)));
-    assert_eq!(too_little.compact(&messages, target, &CharCounter), None);
-    assert_eq!(too_little.plan(&messages, target, &CharCounter), None);
+    assert_eq!(too_little.try_compact(&messages, target, &CharCounter).unwrap(), None);
+    assert_eq!(too_little.plan(&messages, target, &CharCounter).unwrap(), None);
 }
 
 #[test]
@@ -73,7 +74,7 @@ fn clear_tool_inputs_empties_the_pruned_calls_and_marks_them() {
         result(&c, 500),
     ];
     let compactor = compactor(PruningSettings::default().with_clear_tool_inputs(true));
-    let compaction = compactor.compact(&messages, 0, &CharCounter).expect("pruned");
+    let compaction = compactor.try_compact(&messages, 0, &CharCounter).unwrap().expect("pruned");
     // Only `a`'s result was big enough to prune, so only `a`'s arguments go.
     assert_eq!(compaction.report.changed_indices(), vec![2]);
     let assistant = &compaction.messages(&messages)[1];
@@ -121,7 +122,7 @@ fn clear_tool_inputs_drops_raw_arguments_too() {
         result(&c, 500),
     ];
     let compactor = compactor(PruningSettings::default().with_clear_tool_inputs(true));
-    let compaction = compactor.compact(&messages, 0, &CharCounter).expect("pruned");
+    let compaction = compactor.try_compact(&messages, 0, &CharCounter).unwrap().expect("pruned");
     let out = compaction.messages(&messages);
     let cleared = out[1].tool_calls().next().expect("call");
     assert!(cleared.has_no_arguments(), "{cleared:?}");
@@ -143,7 +144,7 @@ fn clear_tool_inputs_clears_every_pruned_result_of_a_batch() {
         result(&c, 500),
     ];
     let compactor = compactor(PruningSettings::default().with_clear_tool_inputs(true));
-    let compaction = compactor.compact(&messages, 0, &CharCounter).expect("pruned");
+    let compaction = compactor.try_compact(&messages, 0, &CharCounter).unwrap().expect("pruned");
     let out = compaction.messages(&messages);
     assert!(out[1].tool_calls().all(|call| call.arguments.is_empty()));
     assert!(out[2].tool_call_results().all(|r| r.origin.arguments.is_empty()));
@@ -168,7 +169,8 @@ fn a_preview_keeps_both_ends_around_the_placeholder() {
         result(&c, 500),
     ];
     let settings = PruningSettings::default().with_preview_chars(20).with_min_tokens(0);
-    let compaction = compactor(settings.clone()).compact(&messages, 0, &CharCounter).expect("pruned");
+    let compaction =
+        compactor(settings.clone()).try_compact(&messages, 0, &CharCounter).unwrap().expect("pruned");
     let out = compaction.messages(&messages);
     let pruned = out[2].tool_call_result().expect("result");
     let placeholder = compaction_core::DEFAULT_PLACEHOLDER.replace("{tool_name}", "read");
@@ -193,7 +195,7 @@ fn a_preview_keeps_both_ends_around_the_placeholder() {
         calling(std::slice::from_ref(&c)),
         result(&c, 500),
     ];
-    assert_eq!(compactor(settings).compact(&short, 0, &CharCounter), None);
+    assert_eq!(compactor(settings).try_compact(&short, 0, &CharCounter).unwrap(), None);
 }
 
 #[test]
@@ -229,10 +231,10 @@ fn clearing_again_extends_the_marker() {
     let compactor =
         compactor(PruningSettings::default().with_clear_tool_inputs(true).with_keep_tool_results(Some(1)));
     let target = CharCounter.count(&messages, &[]) - 1;
-    let first = compactor.compact(&messages, target, &CharCounter).expect("pruned");
+    let first = compactor.try_compact(&messages, target, &CharCounter).unwrap().expect("pruned");
     assert_eq!(first.report.changed_indices(), vec![2]);
     let first_messages = first.messages(&messages);
-    let second = compactor.compact(&first_messages, target - 500, &CharCounter).expect("pruned");
+    let second = compactor.try_compact(&first_messages, target - 500, &CharCounter).unwrap().expect("pruned");
     let second_messages = second.messages(&first_messages);
     assert_eq!(second.report.changed_indices(), vec![4]);
     assert_eq!(second_messages[1], first_messages[1]);
@@ -250,10 +252,10 @@ fn keep_tool_results_protects_results_one_by_one() {
         result(&c, 500),
     ];
     // By steps the one step is protected whole; by results only the newest one or two are.
-    assert_eq!(ToolResultPruningCompactor::default().compact(&messages, 0, &CharCounter), None);
+    assert_eq!(ToolResultPruningCompactor::default().try_compact(&messages, 0, &CharCounter).unwrap(), None);
     for (keep, changed) in [(1, vec![2, 3]), (2, vec![2]), (3, vec![])] {
         let compactor = compactor(PruningSettings::default().with_keep_tool_results(Some(keep)));
-        let got = compactor.compact(&messages, 0, &CharCounter);
+        let got = compactor.try_compact(&messages, 0, &CharCounter).unwrap();
         assert_eq!(got.map(|c| c.report.changed_indices()).unwrap_or_default(), changed, "keep {keep}");
     }
     let zero = PruningSettings::default().with_keep_tool_results(Some(0));
@@ -266,7 +268,7 @@ fn the_report_tells_what_changed() {
     let counter = ApproximateTokenCounter::default();
     let before = counter.count(&messages, &[]);
     let compactor = compactor(PruningSettings::default().with_min_tokens(0));
-    let compaction = compactor.compact(&messages, before - 150, &counter).expect("pruned");
+    let compaction = compactor.try_compact(&messages, before - 150, &counter).unwrap().expect("pruned");
     let report = &compaction.report;
     assert_eq!(report.strategy, "tool_result_pruning");
     assert_eq!(report.tokens_before, before);
@@ -294,10 +296,10 @@ fn plan_is_the_report_without_the_messages() {
     let messages = four_steps();
     let settings = PruningSettings::default().with_clear_tool_inputs(true);
     let compactor = compactor(settings);
-    let planned = compactor.plan(&messages, 0, &CharCounter).expect("a plan");
-    let compaction = compactor.compact(&messages, 0, &CharCounter).expect("pruned");
+    let planned = compactor.plan(&messages, 0, &CharCounter).unwrap().expect("a plan");
+    let compaction = compactor.try_compact(&messages, 0, &CharCounter).unwrap().expect("pruned");
     assert_eq!(planned, compaction.report);
-    assert_eq!(compactor.plan(&messages, usize::MAX, &CharCounter), None);
+    assert_eq!(compactor.plan(&messages, usize::MAX, &CharCounter).unwrap(), None);
 }
 
 #[test]
@@ -364,7 +366,7 @@ fn bad_settings_are_typed_errors() {
 fn a_compactor_is_a_trait_object() {
     let boxed: Box<dyn Compactor> = Box::new(ToolResultPruningCompactor::default());
     let messages = four_steps();
-    let compaction = boxed.compact(&messages, 0, &CharCounter).expect("pruned");
+    let compaction = boxed.try_compact(&messages, 0, &CharCounter).unwrap().expect("pruned");
     assert!(compaction.messages(&messages).iter().zip(&messages).any(|(a, b)| a != b));
     assert!(matches!(compaction.messages(&messages)[2].parts[0], Part::ToolCallResult(_)));
 }

@@ -254,9 +254,12 @@ fn check(messages: &[Message], settings: PruningSettings, percent: usize, counte
     let before = messages.to_vec();
     let total = counter.count(messages, &[]);
     let target = total * percent / 100;
-    let compaction = compactor.compact(messages, target, counter);
+    let compaction = compactor.try_compact(messages, target, counter).unwrap();
     assert_eq!(messages, &before[..], "input changed");
-    assert_eq!(compactor.plan(messages, target, counter).as_ref(), compaction.as_ref().map(|c| &c.report));
+    assert_eq!(
+        compactor.plan(messages, target, counter).unwrap().as_ref(),
+        compaction.as_ref().map(|c| &c.report)
+    );
     let Some(compaction) = compaction else {
         return;
     };
@@ -339,7 +342,7 @@ fn check(messages: &[Message], settings: PruningSettings, percent: usize, counte
     }
     assert_eq!(pairs(messages), pairs(out), "a call lost its result");
     if counter.count(out, &[]) <= target {
-        assert_eq!(compactor.compact(out, target, counter), None, "second run compacted again");
+        assert_eq!(compactor.try_compact(out, target, counter).unwrap(), None, "second run compacted again");
     }
 }
 
@@ -392,7 +395,7 @@ fn memo_agrees(messages: &[Message], compactor: &dyn Compactor, percent: usize, 
     for message in messages {
         with_memo.push(message.clone());
         let target = counter.count(&with_memo, &[]) * percent / 100;
-        let fresh = compactor.compact(&with_memo, target, counter);
+        let fresh = compactor.try_compact(&with_memo, target, counter).unwrap();
         let remembered =
             compactor.compact_with_memo(&with_memo, target, counter, &mut memo).expect("compacts");
         assert_eq!(fresh, remembered, "the memo changed the answer at message {}", with_memo.len() - 1);

@@ -10,7 +10,7 @@ use compaction_core::{
     PruningSettings, Replacement, ToolResultPruningCompactor, DEFAULT_PLACEHOLDER, HAYSTACK_PRUNING_TYPE,
 };
 use compaction_model::{Message, Role, ToolResultContent, ToolSpec, TOOL_RESULT_OFFLOADED};
-use compaction_tokens::{Counts, Measure, TokenCounter};
+use compaction_tokens::{Additive, Counts, Measure, TokenCounter};
 use serde_json::{json, Value};
 
 use crate::{call, calling, result, CharCounter};
@@ -112,13 +112,13 @@ fn from_dict_reads_what_haystack_writes() {
 fn fits_already_returns_none() {
     let messages = three_steps();
     let compactor = ToolResultPruningCompactor::default();
-    assert_eq!(compactor.compact(&messages, total(&messages), &CharCounter), None);
-    assert_eq!(compactor.compact(&messages, total(&messages) + 100, &CharCounter), None);
+    assert_eq!(compactor.try_compact(&messages, total(&messages), &CharCounter).unwrap(), None);
+    assert_eq!(compactor.try_compact(&messages, total(&messages) + 100, &CharCounter).unwrap(), None);
 }
 
 #[test]
 fn empty_conversation_returns_none() {
-    assert_eq!(ToolResultPruningCompactor::default().compact(&[], 0, &CharCounter), None);
+    assert_eq!(ToolResultPruningCompactor::default().try_compact(&[], 0, &CharCounter).unwrap(), None);
 }
 
 #[test]
@@ -126,12 +126,13 @@ fn prunes_oldest_first_and_stops_at_the_target() {
     let messages = three_steps();
     let compactor = compactor(PruningSettings::default().with_min_tokens(0));
     // Pruning one result is enough.
-    let compaction = compactor.compact(&messages, total(&messages) - 100, &CharCounter).expect("pruned");
+    let compaction =
+        compactor.try_compact(&messages, total(&messages) - 100, &CharCounter).unwrap().expect("pruned");
     assert_eq!(compaction.report.changed_indices(), vec![2]);
     assert_eq!(compaction.messages(&messages)[4], messages[4]);
     assert!(compaction.report.target_reached);
     // A tighter target takes the next one too, but never the newest step's.
-    let compaction = compactor.compact(&messages, 0, &CharCounter).expect("pruned");
+    let compaction = compactor.try_compact(&messages, 0, &CharCounter).unwrap().expect("pruned");
     assert_eq!(compaction.report.changed_indices(), vec![2, 4]);
     assert_eq!(compaction.messages(&messages)[6], messages[6]);
     assert!(!compaction.report.target_reached);
@@ -150,8 +151,10 @@ fn pruned_message_keeps_origin_error_and_meta() {
         calling(std::slice::from_ref(&next)),
         result(&next, 10),
     ];
-    let compaction =
-        ToolResultPruningCompactor::default().compact(&messages, 0, &CharCounter).expect("pruned");
+    let compaction = ToolResultPruningCompactor::default()
+        .try_compact(&messages, 0, &CharCounter)
+        .unwrap()
+        .expect("pruned");
     let pruned = &compaction.messages(&messages)[2];
     assert_eq!(pruned.role, Role::Tool);
     let result = pruned.tool_call_result().expect("a result");
@@ -172,7 +175,7 @@ fn newest_steps_are_protected_even_when_the_target_is_missed() {
     let messages = three_steps();
     for (keep, changed) in [(1, vec![2, 4]), (2, vec![2]), (3, vec![])] {
         let compactor = compactor(PruningSettings::default().with_min_keep_steps(keep));
-        let got = compactor.compact(&messages, 0, &CharCounter);
+        let got = compactor.try_compact(&messages, 0, &CharCounter).unwrap();
         assert_eq!(
             got.map(|c| c.report.changed_indices()).unwrap_or_default(),
             changed,
@@ -192,8 +195,10 @@ fn parallel_results_of_one_step_are_protected_together() {
         result(&b, 500),
         result(&c, 500),
     ];
-    let compaction =
-        ToolResultPruningCompactor::default().compact(&messages, 0, &CharCounter).expect("pruned");
+    let compaction = ToolResultPruningCompactor::default()
+        .try_compact(&messages, 0, &CharCounter)
+        .unwrap()
+        .expect("pruned");
     assert_eq!(compaction.report.changed_indices(), vec![2]);
     assert_eq!(&compaction.messages(&messages)[3..], &messages[3..]);
 }
@@ -211,8 +216,10 @@ fn steps_without_results_neither_count_nor_are_protected() {
         Message::assistant("still thinking"),
     ];
     // The two text-only steps do not push the step with result 4 out of protection.
-    let compaction =
-        ToolResultPruningCompactor::default().compact(&messages, 0, &CharCounter).expect("pruned");
+    let compaction = ToolResultPruningCompactor::default()
+        .try_compact(&messages, 0, &CharCounter)
+        .unwrap()
+        .expect("pruned");
     assert_eq!(compaction.report.changed_indices(), vec![2]);
 }
 
@@ -229,11 +236,13 @@ fn small_results_are_left() {
         result(&c, 500),
     ];
     // 200 tokens is not above `min_tokens`; 201 is.
-    let compaction =
-        ToolResultPruningCompactor::default().compact(&messages, 0, &CharCounter).expect("pruned");
+    let compaction = ToolResultPruningCompactor::default()
+        .try_compact(&messages, 0, &CharCounter)
+        .unwrap()
+        .expect("pruned");
     assert_eq!(compaction.report.changed_indices(), vec![4]);
     let none_big_enough = compactor(PruningSettings::default().with_min_tokens(201));
-    assert_eq!(none_big_enough.compact(&messages, 0, &CharCounter), None);
+    assert_eq!(none_big_enough.try_compact(&messages, 0, &CharCounter).unwrap(), None);
 }
 
 #[test]
@@ -241,7 +250,7 @@ fn compacted_results_are_left_whatever_their_marker_holds() {
     let mut messages = three_steps();
     messages[2].meta = meta(json!({"context_compaction": null})).into();
     messages[4].meta = meta(json!({"context_compaction": {"strategy": "something_else"}})).into();
-    assert_eq!(ToolResultPruningCompactor::default().compact(&messages, 0, &CharCounter), None);
+    assert_eq!(ToolResultPruningCompactor::default().try_compact(&messages, 0, &CharCounter).unwrap(), None);
 }
 
 #[test]
@@ -250,11 +259,16 @@ fn results_with_a_skip_key_are_left() {
     // Presence counts, not the value.
     messages[2].meta = meta(json!({"tool_result_offloaded": false})).into();
     messages[4].meta = meta(json!({"keep_me": 1})).into();
-    let compaction =
-        ToolResultPruningCompactor::default().compact(&messages, 0, &CharCounter).expect("pruned");
+    let compaction = ToolResultPruningCompactor::default()
+        .try_compact(&messages, 0, &CharCounter)
+        .unwrap()
+        .expect("pruned");
     assert_eq!(compaction.report.changed_indices(), vec![4]);
     let custom = compactor(PruningSettings::default().with_skip_meta_keys(["keep_me"]));
-    assert_eq!(custom.compact(&messages, 0, &CharCounter).expect("pruned").report.changed_indices(), vec![2]);
+    assert_eq!(
+        custom.try_compact(&messages, 0, &CharCounter).unwrap().expect("pruned").report.changed_indices(),
+        vec![2]
+    );
 }
 
 #[test]
@@ -262,7 +276,8 @@ fn placeholder_fills_in_only_the_tool_name() {
     let messages = three_steps();
     let placeholder = r#"{"note": "pruned"} {tool_name}/{tool_name} {other} {}"#;
     let compactor = compactor(PruningSettings::default().with_placeholder(placeholder));
-    let compaction = compactor.compact(&messages, total(&messages) - 1, &CharCounter).expect("pruned");
+    let compaction =
+        compactor.try_compact(&messages, total(&messages) - 1, &CharCounter).unwrap().expect("pruned");
     let compacted = compaction.messages(&messages);
     let text = &compacted[2].tool_call_result().expect("result").result;
     assert_eq!(*text, r#"{"note": "pruned"} search/search {other} {}"#.into());
@@ -272,9 +287,9 @@ fn placeholder_fills_in_only_the_tool_name() {
 fn a_placeholder_that_saves_nothing_is_not_used() {
     let messages = three_steps();
     let long = compactor(PruningSettings::default().with_placeholder("p".repeat(500)).with_min_tokens(0));
-    assert_eq!(long.compact(&messages, 0, &CharCounter), None);
+    assert_eq!(long.try_compact(&messages, 0, &CharCounter).unwrap(), None);
     let one_shorter = compactor(PruningSettings::default().with_placeholder("p".repeat(499)));
-    let compaction = one_shorter.compact(&messages, 0, &CharCounter).expect("pruned");
+    let compaction = one_shorter.try_compact(&messages, 0, &CharCounter).unwrap().expect("pruned");
     assert_eq!(compaction.report.results[0].tokens_freed, 1);
 }
 
@@ -282,7 +297,7 @@ fn a_placeholder_that_saves_nothing_is_not_used() {
 fn the_input_is_not_changed() {
     let messages = three_steps();
     let before = messages.clone();
-    let compaction = ToolResultPruningCompactor::default().compact(&messages, 0, &CharCounter);
+    let compaction = ToolResultPruningCompactor::default().try_compact(&messages, 0, &CharCounter).unwrap();
     assert!(compaction.is_some());
     assert_eq!(messages, before);
 }
@@ -305,8 +320,10 @@ fn a_message_with_several_results_has_each_pruned_on_its_own() {
         calling(std::slice::from_ref(&c)),
         result(&c, 500),
     ];
-    let compaction =
-        ToolResultPruningCompactor::default().compact(&messages, 0, &CharCounter).expect("pruned");
+    let compaction = ToolResultPruningCompactor::default()
+        .try_compact(&messages, 0, &CharCounter)
+        .unwrap()
+        .expect("pruned");
     let pruned = &compaction.messages(&messages)[2];
     // The message keeps its name, its role and its text, since it holds more than results.
     assert_eq!(pruned.name.as_deref(), Some("runner"));
@@ -340,8 +357,10 @@ fn a_batch_of_results_only_becomes_a_tool_message() {
     batch.role = Role::User;
     let batch = batch.with_name("runner");
     let messages = vec![calling(&[a, b]), batch, calling(std::slice::from_ref(&c)), result(&c, 500)];
-    let compaction =
-        ToolResultPruningCompactor::default().compact(&messages, 0, &CharCounter).expect("pruned");
+    let compaction = ToolResultPruningCompactor::default()
+        .try_compact(&messages, 0, &CharCounter)
+        .unwrap()
+        .expect("pruned");
     let pruned = &compaction.messages(&messages)[1];
     assert_eq!((pruned.role, pruned.name.as_deref()), (Role::Tool, Some("runner")));
     assert_eq!(pruned.tool_call_results().count(), 2);
@@ -352,8 +371,10 @@ fn a_batch_of_results_only_becomes_a_tool_message() {
 fn results_after_no_assistant_message_are_never_protected() {
     let a = call("search", "a");
     let messages = vec![Message::user("go"), result(&a, 500)];
-    let compaction =
-        ToolResultPruningCompactor::default().compact(&messages, 0, &CharCounter).expect("pruned");
+    let compaction = ToolResultPruningCompactor::default()
+        .try_compact(&messages, 0, &CharCounter)
+        .unwrap()
+        .expect("pruned");
     assert_eq!(compaction.report.changed_indices(), vec![1]);
 }
 
@@ -365,7 +386,7 @@ fn tool_results_of_any_role_extend_a_step() {
     let messages = vec![calling(std::slice::from_ref(&a)), result(&a, 500), user_result];
     // Both results belong to the one step, so both are protected.
     assert_eq!(agent_step_spans(&messages, 0), vec![(0, 3)]);
-    assert_eq!(ToolResultPruningCompactor::default().compact(&messages, 0, &CharCounter), None);
+    assert_eq!(ToolResultPruningCompactor::default().try_compact(&messages, 0, &CharCounter).unwrap(), None);
 }
 
 #[test]
@@ -396,17 +417,9 @@ struct Spy {
 }
 
 impl TokenCounter for Spy {
-    fn count(&self, messages: &[Message], tools: &[ToolSpec]) -> usize {
+    fn try_count(&self, messages: &[Message], tools: &[ToolSpec]) -> Result<usize, compaction_tokens::Error> {
         self.widest_count.fetch_max(messages.len(), Ordering::Relaxed);
-        CharCounter.count(messages, tools)
-    }
-
-    fn count_each(&self, messages: &[Message]) -> Counts {
-        self.count_each_calls.fetch_add(1, Ordering::Relaxed);
-        Counts {
-            total: CharCounter.count(messages, &[]),
-            each: messages.iter().map(crate::message_chars).collect(),
-        }
+        CharCounter.try_count(messages, tools)
     }
 
     fn describe(&self) -> String {
@@ -414,12 +427,28 @@ impl TokenCounter for Spy {
     }
 
     // Its counts add up, so the compacted conversation is counted without counting it whole.
-    fn measure_joined(&self, message: &Message) -> Option<Measure> {
-        Some(Measure { text: crate::message_chars(message), ..Measure::default() })
+    fn additive(&self) -> Option<&dyn Additive> {
+        Some(self)
+    }
+}
+
+impl Additive for Spy {
+    fn measure_joined(&self, message: &Message) -> Measure {
+        Measure { text: crate::message_chars(message), ..Measure::default() }
     }
 
     fn count_after(&self, before: Measure, last: &Message, tools: &[ToolSpec]) -> usize {
         before.text + CharCounter.count(std::slice::from_ref(last), tools)
+    }
+
+    fn count_each_measured(&self, messages: &[Message]) -> (Counts, Option<Vec<Measure>>) {
+        self.count_each_calls.fetch_add(1, Ordering::Relaxed);
+        let counts = Counts {
+            total: CharCounter.count(messages, &[]),
+            each: messages.iter().map(crate::message_chars).collect(),
+        };
+        let measures = messages.iter().take(messages.len().saturating_sub(1)).map(|m| self.measure_joined(m));
+        (counts, Some(measures.collect()))
     }
 }
 
@@ -427,7 +456,8 @@ impl TokenCounter for Spy {
 fn the_conversation_is_counted_once() {
     let messages = three_steps();
     let spy = Spy::default();
-    let compaction = ToolResultPruningCompactor::default().compact(&messages, 0, &spy).expect("pruned");
+    let compaction =
+        ToolResultPruningCompactor::default().try_compact(&messages, 0, &spy).unwrap().expect("pruned");
     assert_eq!(spy.count_each_calls.load(Ordering::Relaxed), 1);
     // Only single replacements are counted afterwards, and the result is measured message by
     // message (the counts add up): the whole conversation is never counted again.
@@ -442,11 +472,12 @@ fn the_walk_offers_unprotected_results_with_index_and_own_count() {
     let mut offered = Vec::new();
     let mut replace = |index: usize, message: &Message, own: usize| {
         offered.push((index, own));
-        let origin = message.tool_call_result()?.origin.clone();
-        Some(Replacement::new(Message::tool("gone", origin, false), own, 4))
+        let Some(result) = message.tool_call_result() else { return Ok(None) };
+        Ok(Some(Replacement::new(Message::tool("gone", result.origin.clone(), false), own, 4)))
     };
     let compaction =
         replace_tool_results_until_target(&messages, 0, &CharCounter, 1, "test_strategy", &mut replace)
+            .unwrap()
             .expect("replaced");
     assert_eq!(offered, vec![(2, 500), (4, 500)]);
     assert_eq!(compaction.report.strategy, "test_strategy");
@@ -457,10 +488,65 @@ fn the_walk_offers_unprotected_results_with_index_and_own_count() {
 #[test]
 fn the_walk_returns_none_when_nothing_is_replaced() {
     let messages = three_steps();
-    let mut never = |_: usize, _: &Message, _: usize| None;
-    assert_eq!(replace_tool_results_until_target(&messages, 0, &CharCounter, 1, "s", &mut never), None);
+    let mut never = |_: usize, _: &Message, _: usize| Ok(None);
+    assert_eq!(
+        replace_tool_results_until_target(&messages, 0, &CharCounter, 1, "s", &mut never).unwrap(),
+        None
+    );
     // A replacement that frees nothing is not kept either.
     let mut same =
-        |_: usize, message: &Message, own: usize| Some(Replacement::new(message.clone(), own, own));
-    assert_eq!(replace_tool_results_until_target(&messages, 0, &CharCounter, 1, "s", &mut same), None);
+        |_: usize, message: &Message, own: usize| Ok(Some(Replacement::new(message.clone(), own, own)));
+    assert_eq!(
+        replace_tool_results_until_target(&messages, 0, &CharCounter, 1, "s", &mut same).unwrap(),
+        None
+    );
+}
+
+/// Counts `CharCounter`'s way for a whole conversation, and fails for one message alone: a
+/// provider's counter that fails partway through a compaction.
+#[derive(Debug)]
+struct FailsAlone;
+
+impl TokenCounter for FailsAlone {
+    fn try_count(&self, messages: &[Message], tools: &[ToolSpec]) -> Result<usize, compaction_tokens::Error> {
+        match messages.len() {
+            1 => Err(compaction_tokens::Error::Provider {
+                counter: "fails-alone".into(),
+                source: "HTTP 503".into(),
+            }),
+            _ => CharCounter.try_count(messages, tools),
+        }
+    }
+
+    fn describe(&self) -> String {
+        "fails-alone".into()
+    }
+
+    fn try_count_each(&self, messages: &[Message]) -> Result<Counts, compaction_tokens::Error> {
+        Ok(Counts {
+            total: CharCounter.count(messages, &[]),
+            each: messages.iter().map(crate::message_chars).collect(),
+        })
+    }
+}
+
+/// A count that fails partway is the compaction's error, never an estimate taken for a size, for
+/// every strategy that counts messages one by one.
+#[test]
+fn a_count_that_fails_partway_is_the_compactions_error() {
+    let messages = three_steps();
+    let pruning = ToolResultPruningCompactor::default().try_compact(&messages, 0, &FailsAlone);
+    assert!(matches!(pruning, Err(Error::Count(_))), "{pruning:?}");
+    let plan = ToolResultPruningCompactor::default().plan(&messages, 0, &FailsAlone);
+    assert!(matches!(plan, Err(Error::Count(_))), "{plan:?}");
+    let masking = compaction_core::ObservationMaskingCompactor::new(compaction_core::MaskingSettings::new(1))
+        .expect("valid")
+        .try_compact(&messages, 0, &FailsAlone);
+    assert!(matches!(masking, Err(Error::Count(_))), "{masking:?}");
+    // The cause is the error's source, said once.
+    let error = pruning.unwrap_err();
+    assert_eq!(
+        compaction_core::error_chain(&error),
+        "counting tokens failed: counter fails-alone could not count: HTTP 503"
+    );
 }

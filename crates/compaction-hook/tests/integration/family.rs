@@ -421,7 +421,8 @@ fn decide_then_complete_is_the_same_as_run() {
     let decision = hook.decide(&driven).expect("counts");
     let target = decision.target_tokens.expect("over the threshold");
     // The caller compacts however it likes: here, the same compactor, synchronously.
-    let compaction = SlidingWindowCompactor::default().compact(driven.messages(), target, hook.counter());
+    let compaction =
+        SlidingWindowCompactor::default().try_compact(driven.messages(), target, hook.counter()).unwrap();
     let outcome = hook.complete(&mut driven, decision, compaction);
 
     assert_eq!(outcome, hook.run(&mut ran));

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use compaction_core::ToolResultPruningCompactor;
 use compaction_hook::{AgentState, CompactionHook, CompactionHookSettings};
 use compaction_model::{Message, ToolCall, ToolSpec};
-use compaction_tokens::{ApproximateTokenCounter, Measure, TokenCounter};
+use compaction_tokens::{Additive, ApproximateTokenCounter, Measure, TokenCounter};
 
 /// The approximate counter, recording how many messages it was asked to measure.
 #[derive(Debug, Default)]
@@ -15,14 +15,20 @@ struct Recording {
 }
 
 impl TokenCounter for Recording {
-    fn count(&self, messages: &[Message], tools: &[ToolSpec]) -> usize {
+    fn try_count(&self, messages: &[Message], tools: &[ToolSpec]) -> Result<usize, compaction_tokens::Error> {
         self.measured.fetch_add(messages.len(), Ordering::Relaxed);
-        self.inner.count(messages, tools)
+        self.inner.try_count(messages, tools)
     }
     fn describe(&self) -> String {
         "recording".into()
     }
-    fn measure_joined(&self, message: &Message) -> Option<Measure> {
+    fn additive(&self) -> Option<&dyn Additive> {
+        Some(self)
+    }
+}
+
+impl Additive for Recording {
+    fn measure_joined(&self, message: &Message) -> Measure {
         self.measured.fetch_add(1, Ordering::Relaxed);
         self.inner.measure_joined(message)
     }

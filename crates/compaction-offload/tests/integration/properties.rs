@@ -246,7 +246,7 @@ proptest! {
             let compactor = ToolResultOffloadCompactor::new(store.clone(), settings).expect("valid");
             let messages = state.into_messages();
             let target = counter.count(&messages, &[]) * percent / 100;
-            let done = compactor.offload(&messages, target, &counter);
+            let done = compactor.offload(&messages, target, &counter).expect("counted");
             let offloaded = match &done.compaction {
                 Some(c) => {
                     let built = c.messages(&messages);
@@ -269,7 +269,7 @@ proptest! {
             }
             let pruning = PruningSettings::default().with_min_tokens(min_tokens);
             let placeholder = pruning.placeholder.clone();
-            let pruned = match ToolResultPruningCompactor::new(pruning).expect("valid").compact(&offloaded, target, &counter) {
+            let pruned = match ToolResultPruningCompactor::new(pruning).expect("valid").try_compact(&offloaded, target, &counter).unwrap() {
                 Some(c) => c.messages(&offloaded),
                 None => offloaded,
             };

@@ -134,7 +134,7 @@ fn offload_compactor_keys_are_random_and_unique() {
     .expect("valid");
     let messages = conversation(5, 100);
     let counter = ApproximateTokenCounter::default();
-    let compaction = compactor.compact(&messages, 0, &counter).expect("offloads");
+    let compaction = compactor.try_compact(&messages, 0, &counter).unwrap().expect("offloads");
     assert_eq!(compaction.report.strategy, "tool_result_offloading");
     assert_eq!(compaction.report.changed_indices(), vec![3, 5, 7, 9]);
     let references = store.references();
@@ -150,7 +150,7 @@ fn offload_compactor_keys_are_random_and_unique() {
     assert_eq!(marker.strategy, "tool_result_offloading");
     assert_eq!(marker.original_tokens as usize, counter.count(&messages[3..4], &[]));
     // Offloaded pointers are not offloaded again.
-    assert!(compactor.compact(&compaction.messages(&messages), 0, &counter).is_none());
+    assert!(compactor.try_compact(&compaction.messages(&messages), 0, &counter).unwrap().is_none());
 }
 
 #[test]
@@ -256,7 +256,7 @@ fn the_compactor_offloads_each_result_of_a_batch() {
         Message::tool("z".repeat(400), d, false),
     ];
     let counter = ApproximateTokenCounter::default();
-    let compaction = compactor.compact(&messages, 0, &counter).expect("offloads");
+    let compaction = compactor.try_compact(&messages, 0, &counter).unwrap().expect("offloads");
     assert!(compactor.take_failures().is_empty());
     let out = compaction.messages(&messages);
     let entries: Vec<_> = compaction.report.results.iter().map(|r| (r.index, r.position)).collect();
@@ -351,7 +351,7 @@ fn an_offloader_without_a_store_says_so() {
     let compactor =
         ToolResultOffloadCompactor::without_store(OffloadCompactorSettings::default()).expect("valid");
     let messages = conversation(3, 200);
-    let done = compactor.offload(&messages, 0, &ApproximateTokenCounter::default());
+    let done = compactor.offload(&messages, 0, &ApproximateTokenCounter::default()).expect("counted");
     assert!(done.compaction.is_none());
     assert!(
         done.failures.iter().all(|f| matches!(f.error, Error::NoStore { .. })) && !done.failures.is_empty()

@@ -92,11 +92,12 @@ fn the_compactor_counts_the_pointer_it_will_hold() {
     std::fs::write(dir.path().join("compacted_fetch_k0.txt"), "someone else's").expect("plant");
     let plan = compactor
         .plan(messages, 0, &counter, &ToolResultStore::profile(&store))
+        .expect("a local counter cannot fail")
         .expect("something to offload");
     assert_eq!(plan.writes().len(), 1);
     assert!(std::fs::read_dir(dir.path()).expect("dir").count() == 1, "planning wrote nothing");
     let outcomes = commit(plan.writes(), &store);
-    let done = plan.finish(outcomes);
+    let done = plan.finish(outcomes).expect("a local counter cannot fail");
     assert!(done.failures.is_empty());
     let compaction = done.compaction.expect("offloaded");
     let out = compaction.messages(messages);
@@ -192,7 +193,8 @@ fn async_stores_serve_the_hook_the_compactor_and_the_read_back_tool() {
     let mut messages = one_step(&["x".repeat(900).as_str()]).into_messages();
     messages.push(Message::assistant_with_calls(None, vec![call("fetch", "late")]));
     messages.push(Message::tool("recent", call("fetch", "late"), false));
-    let done = block_on(compactor.offload_async(&messages, 0, &ApproximateTokenCounter::default(), &fs));
+    let done = block_on(compactor.offload_async(&messages, 0, &ApproximateTokenCounter::default(), &fs))
+        .expect("a local counter cannot fail");
     assert!(done.failures.is_empty());
     assert_eq!(done.compaction.expect("offloaded").report.changed_indices(), vec![2]);
 }

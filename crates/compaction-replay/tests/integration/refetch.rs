@@ -127,7 +127,7 @@ fn replay(case: &Case, messages: &[Message]) -> Vec<Step> {
     if let Some(offload) = &offload {
         replay = replay.with_offload(offload);
     }
-    replay.run(Recording::new(messages), &mut || {}).steps
+    replay.run(Recording::new(messages), &mut || {}).unwrap().steps
 }
 
 #[test]

@@ -25,7 +25,7 @@ fn a_compaction_breaks_the_shared_prefix_at_its_first_change() {
         CompactionHookSettings::new(6_000),
     )
     .unwrap();
-    let replayed = Replay::new(&hook).run(Recording::new(&messages), &mut || {});
+    let replayed = Replay::new(&hook).run(Recording::new(&messages), &mut || {}).unwrap();
     let steps = &replayed.steps;
     assert_eq!(steps.len(), 13);
     let compacted: Vec<_> = steps.iter().filter(|s| s.compacted).collect();
@@ -52,7 +52,11 @@ fn a_compaction_breaks_the_shared_prefix_at_its_first_change() {
 struct Whole;
 
 impl compaction_tokens::TokenCounter for Whole {
-    fn count(&self, messages: &[Message], _tools: &[compaction_model::ToolSpec]) -> usize {
+    fn try_count(
+        &self,
+        messages: &[Message],
+        _tools: &[compaction_model::ToolSpec],
+    ) -> Result<usize, compaction_tokens::Error> {
         let results = messages.iter().flat_map(Message::tool_call_results);
         let chars: usize = results
             .map(|r| match &r.result {
@@ -60,7 +64,7 @@ impl compaction_tokens::TokenCounter for Whole {
                 _ => 0,
             })
             .sum();
-        chars / 4 + 10 * messages.len()
+        Ok(chars / 4 + 10 * messages.len())
     }
 
     fn describe(&self) -> String {
@@ -102,8 +106,8 @@ fn a_replay_that_takes_the_messages_gives_the_same_steps() {
             let replay = Replay::new(&hook);
             let recording =
                 Recording::new(&messages).with_calls(calls).with_provider_compactions(compactions);
-            let borrowed = replay.run(recording, &mut || {}).steps;
-            let owned = replay.run_owned(messages.clone(), calls, compactions, &mut || {}).steps;
+            let borrowed = replay.run(recording, &mut || {}).unwrap().steps;
+            let owned = replay.run_owned(messages.clone(), calls, compactions, &mut || {}).unwrap().steps;
             assert!(
                 borrowed.iter().any(|s| s.compacted),
                 "the window forces compaction: {whole}, {} records, {compactions:?}",
