@@ -15,17 +15,30 @@ use std::ops::Range;
 use compaction_model::{Message, Part, ResultPart, ToolCall, ToolResultContent};
 use serde_json::{json, Value};
 
+use crate::codec::Codec;
+use crate::conversation::{Back, Conversation, Input, Layout, ProviderCompaction};
 use crate::error::Error;
+use crate::format::Format;
+pub(crate) use crate::kept::{EventLog, MessageSlots, Slot, Style};
 use crate::notes::Note;
 use crate::threads;
 use crate::usage::MessageUsage;
-use crate::Format;
+use crate::values::ResultsFound;
 use compaction_json::splice::{self, Edit, Seg};
 
 /// The non-blank lines of a JSON Lines file: 1-based line number and byte range (without the
 /// line break; a byte-order mark on the first line left out).
 pub(crate) fn json_lines(bytes: &[u8]) -> JsonLines<'_> {
     JsonLines::after(bytes, 0)
+}
+
+/// The `type` of each of the first lines of a JSON Lines file, for errors.
+pub(crate) fn first_types(bytes: &[u8]) -> Vec<String> {
+    json_lines(bytes)
+        .take(20)
+        .filter_map(|(_, range)| compaction_model::value_from_slice(&bytes[range]).ok())
+        .map(|value| value.get("type").and_then(Value::as_str).unwrap_or("(none)").to_owned())
+        .collect()
 }
 
 /// The non-blank lines of a piece of a JSON Lines file, as [`json_lines`] gives them.
@@ -74,49 +87,11 @@ impl Iterator for JsonLines<'_> {
     }
 }
 
-/// How the value at a slot is written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Style {
-    /// An Anthropic `tool_result` block's `content`: a string, or text and image blocks.
-    AnthropicResult,
-    /// An Anthropic `tool_use` block's `input`: a JSON object.
-    AnthropicInput,
-    /// A Responses/Codex `function_call_output`'s `output`: a string, a list of `input_text`
-    /// and `input_image` items, or Codex's older `{"content", "success"}` object.
-    ResponsesOutput,
-    /// A Responses/Codex `function_call`'s `arguments`: JSON text in a string.
-    ArgumentsText,
-    /// A `local_shell_call`'s `action`: a JSON object, written as [`cleared_shell_action`]
-    /// when the call's arguments were cleared.
-    ShellAction,
-}
-
 /// What a `local_shell_call` whose arguments were cleared holds as its `action`: an `exec` of
 /// no command, the least action Codex reads (its `LocalShellAction` is a tagged `exec` with a
 /// required `command`), where `{}` would make the line one Codex cannot read.
 pub(crate) fn cleared_shell_action() -> Value {
     json!({"type": "exec", "command": []})
-}
-
-/// Where a tool result or a tool call's input sits in the file.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Slot {
-    /// The line (index into [`EventLog::bases`]).
-    pub base: u32,
-    /// The path to the value inside the line.
-    pub path: Box<[Seg]>,
-    pub style: Style,
-    /// Where the value lies in the line, when the reader saw it: the path need not be followed.
-    pub span: Option<[u32; 2]>,
-}
-
-/// The slots of one message: one per tool result and one per tool call, in part order (`None`
-/// where the part has no place it can be written to), and the fingerprint of the rest.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct MessageSlots {
-    pub results: Vec<Option<Slot>>,
-    pub calls: Vec<Option<Slot>>,
-    pub fingerprint: u64,
 }
 
 /// Everything but the results' content and the arguments of the calls that have a slot: what a
@@ -163,23 +138,11 @@ pub(crate) fn fingerprint(message: &Message, slots: &MessageSlots) -> u64 {
             }
             other => {
                 6u8.hash(&mut hasher);
-                crate::write::haystack_form(other).to_string().hash(&mut hasher);
+                crate::form::haystack_form(other).to_string().hash(&mut hasher);
             }
         }
     }
     hasher.finish()
-}
-
-/// What writing an event log back needs, besides its bytes.
-#[derive(Debug, Default)]
-pub(crate) struct EventLog {
-    /// The byte range of each line read.
-    pub bases: Vec<Range<usize>>,
-    /// Per message of the conversation, its slots.
-    pub slots: Vec<MessageSlots>,
-    /// Whether no object of the file repeats a key: a slot's value is then found without
-    /// crossing what follows each key on its path.
-    pub unique_keys: bool,
 }
 
 /// What a log reader hands back.
@@ -189,7 +152,7 @@ pub(crate) struct LogDecoded {
     pub slots: Vec<MessageSlots>,
     pub usage: Vec<MessageUsage>,
     pub notes: Vec<Note>,
-    pub compactions: Vec<crate::ProviderCompaction>,
+    pub compactions: Vec<ProviderCompaction>,
     pub tools: Vec<compaction_model::ToolSpec>,
 }
 
@@ -232,6 +195,7 @@ pub(crate) fn write_back(
     source: &[u8],
     log: &EventLog,
     format: Format,
+    codec: &dyn Codec,
     messages: &[Message],
     changed: Option<&[usize]>,
     out: &mut dyn Write,
@@ -274,7 +238,7 @@ pub(crate) fn write_back(
             for (result, slot) in results.zip(&slots.results) {
                 let Some(slot) = slot else { continue };
                 if let Some(edit) =
-                    edit_result(source, log, slot, &result.result).map_err(|e| of_message(e, index))?
+                    edit_result(source, log, slot, codec, &result.result).map_err(|e| of_message(e, index))?
                 {
                     edits.push(edit);
                 }
@@ -347,6 +311,7 @@ fn edit_result(
     source: &[u8],
     log: &EventLog,
     slot: &Slot,
+    codec: &dyn Codec,
     result: &ToolResultContent,
 ) -> Result<Option<Edit>, Error> {
     let range = locate(source, log, slot)?;
@@ -356,7 +321,7 @@ fn edit_result(
     }
     let original: Value = compaction_model::value_from_slice(&source[range.clone()])
         .map_err(|e| Error::WriteBack { reason: format!("a tool result no longer parses: {e}") })?;
-    if decode_result(&original, slot.style).as_ref() == Some(result) {
+    if decode_result(&original, slot.style, codec).as_ref() == Some(result) {
         return Ok(None);
     }
     let mut range = range;
@@ -457,7 +422,7 @@ pub(crate) fn encode_result(result: &ToolResultContent, style: Style, was_string
                         Style::ResponsesOutput => "responses",
                         _ => "anthropic",
                     };
-                    match crate::provider_item(&Part::Text(text.clone())) {
+                    match crate::provider::provider_item(&Part::Text(text.clone())) {
                         Some((format, item)) if format == own => item.clone(),
                         _ => text_part(text.text.as_str(), style),
                     }
@@ -484,7 +449,7 @@ pub(crate) fn encode_result(result: &ToolResultContent, style: Style, was_string
                             "type": "base64", "media_type": mime, "data": file.base64_data}}),
                     }
                 }
-                other => crate::write::haystack_form(other),
+                other => crate::form::haystack_form(other),
             })
             .collect(),
     };
@@ -498,12 +463,54 @@ fn text_part(text: &str, style: Style) -> Value {
     }
 }
 
-/// The result a slot's value was read as, to tell whether a command changed it.
-fn decode_result(value: &Value, style: Style) -> Option<ToolResultContent> {
+/// The result a slot's value was read as, to tell whether a command changed it: read by the
+/// log's format (Claude Code's results are Anthropic's, Codex's are Responses').
+fn decode_result(value: &Value, style: Style, codec: &dyn Codec) -> Option<ToolResultContent> {
     match style {
-        Style::AnthropicResult => crate::anthropic::result_content(Some(value.clone())).ok(),
-        Style::ResponsesOutput => crate::responses::output_content(value).ok(),
+        Style::AnthropicResult | Style::ResponsesOutput => codec.result_content(value),
         _ => None,
+    }
+}
+
+/// A line's JSON as a log's reader takes it.
+#[derive(Debug)]
+pub(crate) struct Event {
+    /// The line's value; for a Claude Code event read lean, only the fields its reader reads.
+    pub(crate) value: Value,
+    /// Where a Claude Code event's `message` starts in the line, when it was built by hand: the
+    /// reader's slots then start there, and a write-back finds a tool result without crossing
+    /// the envelope.
+    pub(crate) message_at: Option<u32>,
+    /// The tool results' texts a Claude Code event left in the input.
+    pub(crate) found: ResultsFound,
+}
+
+impl Event {
+    /// A line parsed whole.
+    pub(crate) fn whole(value: Value) -> Event {
+        Event { value, message_at: None, found: ResultsFound::default() }
+    }
+}
+
+pub(crate) fn from_log(
+    format: Format,
+    decoded: LogDecoded,
+    mut log: EventLog,
+    layout: Layout,
+) -> Conversation {
+    log.slots = decoded.slots;
+    Conversation {
+        format,
+        messages: decoded.messages,
+        tools: decoded.tools,
+        usage: decoded.usage,
+        notes: decoded.notes,
+        compactions: decoded.compactions,
+        conversations: 1,
+        selected: 0,
+        layout,
+        back: Back::Log(log),
+        source: Input::Bytes(Vec::new()),
     }
 }
 
