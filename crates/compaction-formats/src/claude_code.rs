@@ -27,7 +27,7 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::anthropic::{self, Opaque};
-use crate::codec::{not_a_tree, Codec, TreeRead};
+use crate::codec::{not_a_tree, Codec, LineRead, TreeRead};
 use crate::conversation::Decoded;
 use crate::conversation::ProviderCompaction;
 use crate::document::{json_type, member, member_of, take_members};
@@ -603,6 +603,10 @@ pub(crate) fn why_empty(source: &[u8]) -> String {
 pub(crate) struct ClaudeCode;
 
 impl Codec for ClaudeCode {
+    fn line_reader(&self, name: &str, full_history: bool) -> Option<Box<dyn LineRead>> {
+        Some(Box::new(Reader::new(name, full_history)))
+    }
+
     fn read_tree(&self, _values: &[Value], tree: &TreeRead<'_>) -> Result<Decoded, Error> {
         Err(not_a_tree(tree.name, Format::ClaudeCode.label()))
     }
@@ -613,5 +617,15 @@ impl Codec for ClaudeCode {
 
     fn why_empty(&self, source: &[u8]) -> String {
         why_empty(source)
+    }
+}
+
+impl LineRead for Reader {
+    fn line(&mut self, number: usize, base: u32, event: Event) -> Result<(), Error> {
+        Reader::line(self, number, base, event)
+    }
+
+    fn finish(self: Box<Self>) -> Result<LogDecoded, Error> {
+        Reader::finish(*self)
     }
 }

@@ -13,6 +13,7 @@ use serde_json::Value;
 use crate::conversation::{Decoded, Layout};
 use crate::document::Locator;
 use crate::error::Error;
+use crate::eventlog::{Event, LogDecoded};
 use crate::overlay::Shape;
 
 /// What a format's reader of a JSON tree is given besides the messages taken out of it.
@@ -61,10 +62,25 @@ pub(crate) trait Codec: Sync {
         None
     }
 
+    /// A reader of the format's logs a line at a time, for a format written as JSON Lines of
+    /// events (Claude Code, Codex, Responses items); `None` for the others.
+    fn line_reader(&self, _name: &str, _full_history: bool) -> Option<Box<dyn LineRead>> {
+        None
+    }
+
     /// What a read that found no message saw, for its error.
     fn why_empty(&self, _source: &[u8]) -> String {
         String::new()
     }
+}
+
+/// A log's reader, fed its lines in order.
+pub(crate) trait LineRead: std::fmt::Debug + Send + Sync {
+    /// Reads line `number` (the `base`-th line read), as the pipeline parsed it.
+    fn line(&mut self, number: usize, base: u32, event: Event) -> Result<(), Error>;
+
+    /// The messages read, once every line is.
+    fn finish(self: Box<Self>) -> Result<LogDecoded, Error>;
 }
 
 /// The error of reading a log's JSON tree: a log is JSON Lines.

@@ -15,12 +15,12 @@
 use compaction_model::ToolResultContent;
 use serde_json::Value;
 
-use crate::codec::{not_a_tree, Codec, TreeRead};
+use crate::codec::{not_a_tree, Codec, LineRead, TreeRead};
 use crate::conversation::Decoded;
 use crate::conversation::ProviderCompaction;
 use crate::document::json_type;
 use crate::error::{Error, Location};
-use crate::eventlog::LogDecoded;
+use crate::eventlog::{Event, LogDecoded};
 use crate::format::Format;
 use crate::notes::{plural, Note, NoteKind};
 use crate::responses::output_content;
@@ -263,6 +263,10 @@ pub(crate) fn why_empty(source: &[u8]) -> String {
 pub(crate) struct Codex;
 
 impl Codec for Codex {
+    fn line_reader(&self, name: &str, full_history: bool) -> Option<Box<dyn LineRead>> {
+        Some(Box::new(Reader::new(name, full_history)))
+    }
+
     fn read_tree(&self, _values: &[Value], tree: &TreeRead<'_>) -> Result<Decoded, Error> {
         Err(not_a_tree(tree.name, Format::Codex.label()))
     }
@@ -273,5 +277,15 @@ impl Codec for Codex {
 
     fn why_empty(&self, source: &[u8]) -> String {
         why_empty(source)
+    }
+}
+
+impl LineRead for Reader {
+    fn line(&mut self, number: usize, base: u32, event: Event) -> Result<(), Error> {
+        Reader::line(self, number, base, &event.value)
+    }
+
+    fn finish(self: Box<Self>) -> Result<LogDecoded, Error> {
+        Reader::finish(*self)
     }
 }

@@ -113,6 +113,7 @@ mod haystack;
 mod ids;
 mod inplace;
 mod kept;
+mod logback;
 mod notes;
 mod openai;
 mod openhands;

@@ -7,13 +7,14 @@ use compaction_json::dupkeys;
 use compaction_model::JsonSource;
 use serde_json::Value;
 
+use crate::codec::LineRead;
 use crate::conversation::{non_empty, Back, Conversation, Layout, ReadOptions};
 use crate::error::{self, Error};
 use crate::eventlog::{from_log, json_lines, Event, EventLog, JsonLines, LogDecoded};
 use crate::format::Format;
 use crate::notes::{self, Note, NoteKind};
 use crate::threads;
-use crate::{claude_code, codex, responses};
+use crate::{claude_code, formats};
 
 /// Below this many bytes an event log is read on one thread, and a tree's repeated keys are
 /// looked for after its parse; starting another thread costs more.
@@ -68,7 +69,13 @@ pub(crate) fn read_log_on(
     let bytes = source.as_bytes();
     let name = options.name.as_str();
     let mut log = EventLog::default();
-    let mut reader = LogReader::new(format, name, options.full_history);
+    // Only the formats of logs come here; another would be read as Responses items, as ever.
+    let mut reader = LogReader::new(format, name, options.full_history)
+        .or_else(|| LogReader::new(Format::Responses, name, options.full_history))
+        .ok_or_else(|| Error::Unrecognized {
+            name: name.to_owned(),
+            reason: format!("a {} file is not read line by line", format.label()),
+        })?;
     let mut repeated = Repeated::default();
     let lines: Vec<(usize, Range<usize>)> = json_lines(bytes).collect();
     read_lines(Lines::Shared(source), &lines, 0, &mut reader, &mut repeated, name, parallel.then_some(0))?;
@@ -244,11 +251,8 @@ pub struct LineReader {
 impl LineReader {
     /// A reader of `format`, or `None` when the format is not read line by line.
     pub fn new(format: Format, options: &ReadOptions) -> Option<LineReader> {
-        if !matches!(format, Format::ClaudeCode | Format::Codex | Format::Responses) {
-            return None;
-        }
         Some(LineReader {
-            reader: LogReader::new(format, &options.name, options.full_history),
+            reader: LogReader::new(format, &options.name, options.full_history)?,
             format,
             name: options.name.clone(),
             number: 0,
@@ -310,30 +314,23 @@ impl LineReader {
     }
 }
 
-/// The readers of line-by-line logs.
+/// A log's reader, from the format's module, with the format it reads.
 #[derive(Debug)]
-enum LogReader {
-    ClaudeCode(claude_code::Reader),
-    Codex(codex::Reader),
-    Responses(responses::LinesReader),
+struct LogReader {
+    format: Format,
+    reader: Box<dyn LineRead>,
 }
 
 impl LogReader {
-    fn new(format: Format, name: &str, full_history: bool) -> Self {
-        match format {
-            Format::ClaudeCode => LogReader::ClaudeCode(claude_code::Reader::new(name, full_history)),
-            Format::Codex => LogReader::Codex(codex::Reader::new(name, full_history)),
-            _ => LogReader::Responses(responses::LinesReader::new(name)),
-        }
+    /// The reader of `format`, when it is read line by line.
+    fn new(format: Format, name: &str, full_history: bool) -> Option<Self> {
+        let reader = formats::of(format).line_reader(name, full_history)?;
+        Some(LogReader { format, reader })
     }
 
     /// The format read.
     fn format(&self) -> Format {
-        match self {
-            LogReader::ClaudeCode(_) => Format::ClaudeCode,
-            LogReader::Codex(_) => Format::Codex,
-            LogReader::Responses(_) => Format::Responses,
-        }
+        self.format
     }
 
     /// Reads line `number` of file `name` from its bytes, parsed whole: a line [`parse_ahead`]
@@ -349,19 +346,11 @@ impl LogReader {
 
     /// Reads a line's JSON.
     fn line(&mut self, number: usize, base: u32, event: Event) -> Result<(), Error> {
-        match self {
-            LogReader::ClaudeCode(reader) => reader.line(number, base, event),
-            LogReader::Codex(reader) => reader.line(number, base, &event.value),
-            LogReader::Responses(reader) => reader.line(number, base, &event.value),
-        }
+        self.reader.line(number, base, event)
     }
 
     fn finish(self) -> Result<LogDecoded, Error> {
-        match self {
-            LogReader::ClaudeCode(reader) => reader.finish(),
-            LogReader::Codex(reader) => reader.finish(),
-            LogReader::Responses(reader) => reader.finish(),
-        }
+        self.reader.finish()
     }
 }
 

@@ -20,11 +20,11 @@ use compaction_model::{
 };
 use serde_json::{Map, Value};
 
-use crate::codec::{not_a_tree, Codec, TreeRead};
+use crate::codec::{not_a_tree, Codec, LineRead, TreeRead};
 use crate::conversation::Decoded;
 use crate::document::json_type;
 use crate::error::snippet;
-use crate::eventlog::{LogDecoded, MessageSlots, Slot, Style};
+use crate::eventlog::{Event, LogDecoded, MessageSlots, Slot, Style};
 use crate::notes::{plural, Note, NoteKind, Tally};
 use crate::pairing::{unpaired, OpenCalls};
 use compaction_json::splice::Seg;
@@ -503,6 +503,10 @@ pub(crate) fn read_tree(
 pub(crate) struct Responses;
 
 impl Codec for Responses {
+    fn line_reader(&self, name: &str, _full_history: bool) -> Option<Box<dyn LineRead>> {
+        Some(Box::new(LinesReader::new(name)))
+    }
+
     /// Never asked: a list of items is read by [`read_tree`] before the messages are taken out.
     fn read_tree(&self, _values: &[Value], tree: &TreeRead<'_>) -> Result<Decoded, crate::error::Error> {
         Err(not_a_tree(tree.name, crate::format::Format::Responses.label()))
@@ -510,5 +514,15 @@ impl Codec for Responses {
 
     fn result_content(&self, value: &Value) -> Option<ToolResultContent> {
         output_content(value).ok()
+    }
+}
+
+impl LineRead for LinesReader {
+    fn line(&mut self, number: usize, base: u32, event: Event) -> Result<(), crate::error::Error> {
+        LinesReader::line(self, number, base, &event.value)
+    }
+
+    fn finish(self: Box<Self>) -> Result<LogDecoded, crate::error::Error> {
+        LinesReader::finish(*self)
     }
 }

@@ -13,7 +13,7 @@ use crate::notes::{Note, NoteKind};
 use crate::provider::provider_item;
 use crate::read::read_tree;
 use crate::tree::{write_tree_rewritten, write_tree_to};
-use crate::{eventlog, formats, haystack, ids, request};
+use crate::{formats, haystack, ids, logback, request};
 
 /// Writes `messages` (the conversation's, or a changed version of them) to `out`: in `target`
 /// when one is given, else back in the format read.
@@ -113,7 +113,7 @@ fn write_unescaped(
         }
         Back::Log(log) if own => {
             let codec = formats::of(format);
-            let log = eventlog::write_back(conversation.source(), log, format, codec, messages, changed, out);
+            let log = logback::write_back(conversation.source(), log, format, codec, messages, changed, out);
             return log.map(|()| Vec::new());
         }
         Back::Streamed if own => {

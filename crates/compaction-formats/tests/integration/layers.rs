@@ -18,8 +18,8 @@ const LAYERS: &[(&str, &[&str])] = &[
     (
         "shared helpers",
         &[
-            "codec", "document", "eventlog", "form", "inplace", "lines", "overlay", "pairing", "results",
-            "shapes", "style", "tree",
+            "codec", "document", "eventlog", "form", "inplace", "logback", "overlay", "pairing", "shapes",
+            "style", "tree",
         ],
     ),
     // One module per format (a format may build on another: Claude Code on Anthropic).
@@ -173,6 +173,8 @@ fn every_module_has_a_layer() {
     let listed: BTreeSet<&str> = LAYERS.iter().flat_map(|(_, names)| names.iter().copied()).collect();
     let missing: Vec<&String> = modules.keys().filter(|m| !listed.contains(m.as_str())).collect();
     assert!(missing.is_empty(), "modules with no layer in LAYERS: {missing:?}");
+    let gone: Vec<&&str> = listed.iter().filter(|m| !modules.contains_key(**m)).collect();
+    assert!(gone.is_empty(), "LAYERS names modules that are not in src/: {gone:?}");
 }
 
 #[test]
