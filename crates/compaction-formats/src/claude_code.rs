@@ -599,10 +599,28 @@ pub(crate) fn why_empty(source: &[u8]) -> String {
     format!("no `user` or `assistant` line was read; the first lines are of type {}", shown.join(", "))
 }
 
+/// Keys only Claude Code events carry.
+const CLAUDE_CODE_KEYS: &[&str] =
+    &["sessionId", "uuid", "parentUuid", "isSidechain", "leafUuid", "messageId"];
+/// Event types Claude Code writes.
+const CLAUDE_CODE_TYPES: &[&str] =
+    &["user", "assistant", "system", "summary", "progress", "file-history-snapshot", "queue-operation"];
+
 /// Claude Code session logs.
 pub(crate) struct ClaudeCode;
 
 impl Codec for ClaudeCode {
+    fn is_log_record(&self, object: &Map<String, Value>) -> bool {
+        let kind = object.get("type").and_then(Value::as_str);
+        // A `user` or `assistant` event wraps its API message in `message`, which no other format
+        // does; every other Claude Code event carries the session's bookkeeping keys.
+        let wraps_message =
+            matches!(kind, Some("user" | "assistant")) && object.get("message").is_some_and(Value::is_object);
+        wraps_message
+            || (kind.is_some_and(|k| CLAUDE_CODE_TYPES.contains(&k))
+                && CLAUDE_CODE_KEYS.iter().any(|k| object.contains_key(*k)))
+    }
+
     fn line_reader(&self, name: &str, full_history: bool) -> Option<Box<dyn LineRead>> {
         Some(Box::new(Reader::new(name, full_history)))
     }

@@ -8,7 +8,7 @@
 use std::io::Write;
 
 use compaction_model::{Message, ToolResultContent};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::conversation::{Decoded, Layout};
 use crate::document::Locator;
@@ -60,6 +60,12 @@ pub(crate) trait Codec: Sync {
     /// changed it; `None` when it does not read as one.
     fn result_content(&self, _value: &Value) -> Option<ToolResultContent> {
         None
+    }
+
+    /// Whether one line of a JSON Lines file is a record of this format's logs (detection asks
+    /// the formats of logs in turn); false for a format that is not a log.
+    fn is_log_record(&self, _line: &Map<String, Value>) -> bool {
+        false
     }
 
     /// A reader of the format's logs a line at a time, for a format written as JSON Lines of

@@ -13,7 +13,7 @@
 //! item a line (and `record_type` lines). Both are read.
 
 use compaction_model::ToolResultContent;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::codec::{not_a_tree, Codec, LineRead, TreeRead};
 use crate::conversation::Decoded;
@@ -263,6 +263,11 @@ pub(crate) fn why_empty(source: &[u8]) -> String {
 pub(crate) struct Codex;
 
 impl Codec for Codex {
+    fn is_log_record(&self, object: &Map<String, Value>) -> bool {
+        let kind = object.get("type").and_then(Value::as_str);
+        object.contains_key("payload") && kind.is_some_and(|k| RECORD_TYPES.contains(&k))
+    }
+
     fn line_reader(&self, name: &str, full_history: bool) -> Option<Box<dyn LineRead>> {
         Some(Box::new(Reader::new(name, full_history)))
     }

@@ -6,17 +6,14 @@ use crate::document::{items, json_type, key_list, Top};
 use crate::error::Error;
 use crate::eventlog::json_lines;
 use crate::format::Format;
+use crate::formats;
 use crate::shapes::message_format;
 
 /// How many lines (or array elements) detection looks at before it decides.
 const LOOK: usize = 50;
 
-/// Keys only Claude Code events carry.
-const CLAUDE_CODE_KEYS: &[&str] =
-    &["sessionId", "uuid", "parentUuid", "isSidechain", "leafUuid", "messageId"];
-/// Event types Claude Code writes.
-const CLAUDE_CODE_TYPES: &[&str] =
-    &["user", "assistant", "system", "summary", "progress", "file-history-snapshot", "queue-operation"];
+/// The formats of event logs, in the order a line is asked whether it is one of their records.
+const LOG_FORMATS: [Format; 3] = [Format::Codex, Format::ClaudeCode, Format::Responses];
 
 /// What one line of a JSON Lines file says about the file.
 enum Says {
@@ -27,22 +24,8 @@ enum Says {
 }
 
 fn line_says(object: &Map<String, Value>) -> Says {
-    let kind = object.get("type").and_then(Value::as_str);
-    if object.contains_key("payload") && kind.is_some_and(|k| crate::codex::RECORD_TYPES.contains(&k)) {
-        return Says::Log(Format::Codex);
-    }
-    // A `user` or `assistant` event wraps its API message in `message`, which no other format
-    // does; every other Claude Code event carries the session's bookkeeping keys.
-    let wraps_message =
-        matches!(kind, Some("user" | "assistant")) && object.get("message").is_some_and(Value::is_object);
-    if wraps_message
-        || (kind.is_some_and(|k| CLAUDE_CODE_TYPES.contains(&k))
-            && CLAUDE_CODE_KEYS.iter().any(|k| object.contains_key(*k)))
-    {
-        return Says::Log(Format::ClaudeCode);
-    }
-    if crate::responses::is_item(object) {
-        return Says::Log(Format::Responses);
+    if let Some(format) = LOG_FORMATS.into_iter().find(|format| formats::of(*format).is_log_record(object)) {
+        return Says::Log(format);
     }
     if ["history", "messages", "traj", "source"].iter().any(|k| object.contains_key(*k)) {
         return Says::Tree;

@@ -503,6 +503,10 @@ pub(crate) fn read_tree(
 pub(crate) struct Responses;
 
 impl Codec for Responses {
+    fn is_log_record(&self, object: &Map<String, Value>) -> bool {
+        is_item(object)
+    }
+
     fn line_reader(&self, name: &str, _full_history: bool) -> Option<Box<dyn LineRead>> {
         Some(Box::new(LinesReader::new(name)))
     }
