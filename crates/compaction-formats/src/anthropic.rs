@@ -11,13 +11,17 @@ use compaction_model::{
 };
 use serde_json::{json, Map, Value};
 
+use std::io::Write;
+
+use crate::codec::{write_line, Codec, TreeRead};
+use crate::conversation::Decoded;
+use crate::conversation::Layout;
 use crate::document::{json_type, key_list, member, string_member, take_members, Locator};
 use crate::error::{snippet, Error};
 use crate::notes::{plural, Note, NoteKind};
 use crate::overlay::Shape;
 use crate::pairing::{unpaired, OpenCalls};
 use crate::values::ResultsFound;
-use crate::Decoded;
 
 /// Key in a reasoning part's `extra` for a `thinking` block's signature.
 const SIGNATURE: &str = "signature";
@@ -276,7 +280,7 @@ fn part(block: Value, opaque: Option<&mut Opaque>) -> Result<Part, String> {
                     }
                     _ => block.to_string(),
                 };
-                Ok(crate::opaque_part("anthropic", text, block))
+                Ok(crate::provider::opaque_part("anthropic", text, block))
             }
             None => Err(format!("blocks of type {} are not supported here", snippet(&kind))),
         };
@@ -415,7 +419,7 @@ fn result_content_left(
 
 /// The type of the provider item an opaque part keeps, if it keeps one.
 fn opaque_kind(part: &Part) -> Option<&str> {
-    crate::provider_item(part)?.1.get("type")?.as_str()
+    crate::provider::provider_item(part)?.1.get("type")?.as_str()
 }
 
 // ---- writing ----
@@ -459,7 +463,7 @@ pub(crate) fn encode_group(group: &[&Message], prefer_string: bool) -> Value {
     };
     if let ([message], true) = (group, prefer_string) {
         if let [part @ Part::Text(text)] = message.parts.as_slice() {
-            if crate::provider_item(part).is_none() {
+            if crate::provider::provider_item(part).is_none() {
                 return json!({"role": role, "content": text.text});
             }
         }
@@ -475,7 +479,7 @@ pub(crate) fn encode_group(group: &[&Message], prefer_string: bool) -> Value {
 
 fn block_value(part: &Part) -> Option<Value> {
     Some(match part {
-        Part::Text(text) => match crate::provider_item(part) {
+        Part::Text(text) => match crate::provider::provider_item(part) {
             // A block kept opaque is written back as it was read.
             Some(("anthropic", item)) => item.clone(),
             _ => json!({"type": "text", "text": text.text}),
@@ -503,7 +507,7 @@ fn block_value(part: &Part) -> Option<Value> {
                 Value::Object(block)
             }
         },
-        other => crate::write::haystack_form(other),
+        other => crate::form::haystack_form(other),
     })
 }
 
@@ -533,7 +537,7 @@ fn result_value(result: &ToolCallResult) -> Value {
                     ResultPart::Text(text) => block_value(&Part::Text(text.clone())).unwrap_or(Value::Null),
                     ResultPart::Image(image) => image_value(image),
                     ResultPart::File(file) => file_value(file),
-                    other => crate::write::haystack_form(other),
+                    other => crate::form::haystack_form(other),
                 })
                 .collect(),
         ),
@@ -546,4 +550,44 @@ fn result_value(result: &ToolCallResult) -> Value {
         block.insert("is_error".into(), Value::Bool(true));
     }
     Value::Object(block)
+}
+
+/// Anthropic Messages.
+pub(crate) struct Anthropic;
+
+impl Codec for Anthropic {
+    fn read_tree(&self, values: &[Value], tree: &TreeRead<'_>) -> Result<Decoded, Error> {
+        read(values, tree.system, tree.locator, tree.full_history)
+    }
+
+    fn encode(
+        &self,
+        messages: &[&Message],
+        unit: Option<usize>,
+        originals: &[Value],
+    ) -> (Vec<Value>, &'static Shape) {
+        let prefer_string = unit
+            .and_then(|u| originals.get(u))
+            .is_none_or(|original| original.get("content").is_some_and(Value::is_string));
+        let fresh = match unit {
+            Some(_) => vec![encode_group(messages, prefer_string)],
+            None => encode(messages),
+        };
+        (fresh, &SHAPE)
+    }
+
+    fn encode_system(&self, messages: &[&Message]) -> Option<Value> {
+        Some(encode_system(messages))
+    }
+
+    fn convert(&self, messages: &[Message], _layout: Layout, out: &mut dyn Write) -> Result<(), Error> {
+        let (system, rest): (Vec<&Message>, Vec<&Message>) =
+            messages.iter().partition(|m| m.role == Role::System);
+        let mut object = Map::new();
+        if !system.is_empty() {
+            object.insert("system".into(), encode_system(&system));
+        }
+        object.insert("messages".into(), Value::Array(encode(&rest)));
+        write_line(&Value::Object(object), out)
+    }
 }

@@ -21,22 +21,25 @@ use std::sync::Arc;
 use compaction_json::dupkeys::{self, Keys, Tracked};
 use compaction_json::scan;
 use compaction_json::splice::{self, Seg};
-use compaction_model::{JsonSource, Role};
+use compaction_model::{JsonSource, Role, ToolResultContent};
 use serde::de::{self, Deserialize, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::anthropic::{self, Opaque};
+use crate::codec::{not_a_tree, Codec, LineRead, TreeRead};
+use crate::conversation::Decoded;
+use crate::conversation::ProviderCompaction;
 use crate::document::{json_type, member, member_of, take_members};
 use crate::error::{snippet, Error, Location};
+use crate::eventlog::Event;
 use crate::eventlog::{LogDecoded, MessageSlots, Slot, Style};
+use crate::format::Format;
 use crate::notes::{plural, thousands, Note, NoteKind, Tally};
 use crate::pairing::OpenCalls;
 use crate::usage::{rfc3339_millis, MessageUsage, Usage};
 use crate::values;
 use crate::values::ResultsFound;
-use crate::Event;
-use crate::ProviderCompaction;
 
 /// Reads a Claude Code log line by line.
 #[derive(Debug)]
@@ -583,7 +586,7 @@ impl<'de> Visitor<'de> for FieldsSeed<'_> {
 
 /// What a file read as Claude Code holds when it yields no message, for the error.
 pub(crate) fn why_empty(source: &[u8]) -> String {
-    let types = crate::detect::first_types(source);
+    let types = crate::eventlog::first_types(source);
     if types.iter().any(|t| crate::codex::RECORD_TYPES.contains(&t.as_str())) {
         return "its lines carry `type`/`payload` like a Codex rollout, not Claude Code's `message`; try \
                 --format codex"
@@ -594,4 +597,53 @@ pub(crate) fn why_empty(source: &[u8]) -> String {
     }
     let shown: Vec<String> = types.iter().take(4).map(|t| snippet(t)).collect();
     format!("no `user` or `assistant` line was read; the first lines are of type {}", shown.join(", "))
+}
+
+/// Keys only Claude Code events carry.
+const CLAUDE_CODE_KEYS: &[&str] =
+    &["sessionId", "uuid", "parentUuid", "isSidechain", "leafUuid", "messageId"];
+/// Event types Claude Code writes.
+const CLAUDE_CODE_TYPES: &[&str] =
+    &["user", "assistant", "system", "summary", "progress", "file-history-snapshot", "queue-operation"];
+
+/// Claude Code session logs.
+pub(crate) struct ClaudeCode;
+
+impl Codec for ClaudeCode {
+    fn is_log_record(&self, object: &Map<String, Value>) -> bool {
+        let kind = object.get("type").and_then(Value::as_str);
+        // A `user` or `assistant` event wraps its API message in `message`, which no other format
+        // does; every other Claude Code event carries the session's bookkeeping keys.
+        let wraps_message =
+            matches!(kind, Some("user" | "assistant")) && object.get("message").is_some_and(Value::is_object);
+        wraps_message
+            || (kind.is_some_and(|k| CLAUDE_CODE_TYPES.contains(&k))
+                && CLAUDE_CODE_KEYS.iter().any(|k| object.contains_key(*k)))
+    }
+
+    fn line_reader(&self, name: &str, full_history: bool) -> Option<Box<dyn LineRead>> {
+        Some(Box::new(Reader::new(name, full_history)))
+    }
+
+    fn read_tree(&self, _values: &[Value], tree: &TreeRead<'_>) -> Result<Decoded, Error> {
+        Err(not_a_tree(tree.name, Format::ClaudeCode.label()))
+    }
+
+    fn result_content(&self, value: &Value) -> Option<ToolResultContent> {
+        anthropic::result_content(Some(value.clone())).ok()
+    }
+
+    fn why_empty(&self, source: &[u8]) -> String {
+        why_empty(source)
+    }
+}
+
+impl LineRead for Reader {
+    fn line(&mut self, number: usize, base: u32, event: Event) -> Result<(), Error> {
+        Reader::line(self, number, base, event)
+    }
+
+    fn finish(self: Box<Self>) -> Result<LogDecoded, Error> {
+        Reader::finish(*self)
+    }
 }

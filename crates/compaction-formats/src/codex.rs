@@ -12,15 +12,20 @@
 //! Older rollouts have no envelope: a first line of session metadata, then one bare Responses
 //! item a line (and `record_type` lines). Both are read.
 
-use serde_json::Value;
+use compaction_model::ToolResultContent;
+use serde_json::{Map, Value};
 
+use crate::codec::{not_a_tree, Codec, LineRead, TreeRead};
+use crate::conversation::Decoded;
+use crate::conversation::ProviderCompaction;
 use crate::document::json_type;
 use crate::error::{Error, Location};
-use crate::eventlog::LogDecoded;
+use crate::eventlog::{Event, LogDecoded};
+use crate::format::Format;
 use crate::notes::{plural, Note, NoteKind};
+use crate::responses::output_content;
 use crate::responses::{is_item, Items};
 use crate::usage::{rfc3339_millis, MessageUsage, Usage};
-use crate::ProviderCompaction;
 use compaction_json::splice::Seg;
 
 /// Record types of a rollout line's envelope (for detection).
@@ -244,7 +249,7 @@ impl Reader {
 
 /// What a file read as a Codex rollout holds when it yields no message, for the error.
 pub(crate) fn why_empty(source: &[u8]) -> String {
-    let types = crate::detect::first_types(source);
+    let types = crate::eventlog::first_types(source);
     if types.iter().any(|t| matches!(t.as_str(), "user" | "assistant" | "summary" | "file-history-snapshot"))
     {
         return "its lines look like a Claude Code session (`type` user/assistant with a `message`); try \
@@ -252,4 +257,40 @@ pub(crate) fn why_empty(source: &[u8]) -> String {
             .into();
     }
     "no `response_item` or `compacted` line holds a message".into()
+}
+
+/// Codex CLI rollouts.
+pub(crate) struct Codex;
+
+impl Codec for Codex {
+    fn is_log_record(&self, object: &Map<String, Value>) -> bool {
+        let kind = object.get("type").and_then(Value::as_str);
+        object.contains_key("payload") && kind.is_some_and(|k| RECORD_TYPES.contains(&k))
+    }
+
+    fn line_reader(&self, name: &str, full_history: bool) -> Option<Box<dyn LineRead>> {
+        Some(Box::new(Reader::new(name, full_history)))
+    }
+
+    fn read_tree(&self, _values: &[Value], tree: &TreeRead<'_>) -> Result<Decoded, Error> {
+        Err(not_a_tree(tree.name, Format::Codex.label()))
+    }
+
+    fn result_content(&self, value: &Value) -> Option<ToolResultContent> {
+        output_content(value).ok()
+    }
+
+    fn why_empty(&self, source: &[u8]) -> String {
+        why_empty(source)
+    }
+}
+
+impl LineRead for Reader {
+    fn line(&mut self, number: usize, base: u32, event: Event) -> Result<(), Error> {
+        Reader::line(self, number, base, &event.value)
+    }
+
+    fn finish(self: Box<Self>) -> Result<LogDecoded, Error> {
+        Reader::finish(*self)
+    }
 }

@@ -5,17 +5,15 @@ use serde_json::{Map, Value};
 use crate::document::{items, json_type, key_list, Top};
 use crate::error::Error;
 use crate::eventlog::json_lines;
-use crate::Format;
+use crate::format::Format;
+use crate::formats;
+use crate::shapes::message_format;
 
 /// How many lines (or array elements) detection looks at before it decides.
 const LOOK: usize = 50;
 
-/// Keys only Claude Code events carry.
-const CLAUDE_CODE_KEYS: &[&str] =
-    &["sessionId", "uuid", "parentUuid", "isSidechain", "leafUuid", "messageId"];
-/// Event types Claude Code writes.
-const CLAUDE_CODE_TYPES: &[&str] =
-    &["user", "assistant", "system", "summary", "progress", "file-history-snapshot", "queue-operation"];
+/// The formats of event logs, in the order a line is asked whether it is one of their records.
+const LOG_FORMATS: [Format; 3] = [Format::Codex, Format::ClaudeCode, Format::Responses];
 
 /// What one line of a JSON Lines file says about the file.
 enum Says {
@@ -26,22 +24,8 @@ enum Says {
 }
 
 fn line_says(object: &Map<String, Value>) -> Says {
-    let kind = object.get("type").and_then(Value::as_str);
-    if object.contains_key("payload") && kind.is_some_and(|k| crate::codex::RECORD_TYPES.contains(&k)) {
-        return Says::Log(Format::Codex);
-    }
-    // A `user` or `assistant` event wraps its API message in `message`, which no other format
-    // does; every other Claude Code event carries the session's bookkeeping keys.
-    let wraps_message =
-        matches!(kind, Some("user" | "assistant")) && object.get("message").is_some_and(Value::is_object);
-    if wraps_message
-        || (kind.is_some_and(|k| CLAUDE_CODE_TYPES.contains(&k))
-            && CLAUDE_CODE_KEYS.iter().any(|k| object.contains_key(*k)))
-    {
-        return Says::Log(Format::ClaudeCode);
-    }
-    if crate::responses::is_item(object) {
-        return Says::Log(Format::Responses);
+    if let Some(format) = LOG_FORMATS.into_iter().find(|format| formats::of(*format).is_log_record(object)) {
+        return Says::Log(format);
     }
     if ["history", "messages", "traj", "source"].iter().any(|k| object.contains_key(*k)) {
         return Says::Tree;
@@ -82,11 +66,13 @@ fn has_key(json: &[u8], key: &str) -> bool {
 }
 
 /// The format of an event log in JSON Lines (Claude Code, Codex, Responses items a line), told
-/// from its first lines; `None` when the input is something the tree reader takes (one JSON
-/// value, JSON Lines of messages or of conversations, or JSON that does not parse, whose error
-/// the tree reader words). JSON Lines of records no format knows are refused, saying what their
-/// lines carry.
-pub(crate) fn detect_lines(bytes: &[u8], name: &str) -> Result<Option<Format>, Error> {
+/// from the first lines of `bytes` (a prefix of the file is enough: about fifty lines); `None`
+/// when the input is something else, read with [`read()`](crate::read()). JSON Lines of records
+/// no format knows are an error saying what their lines carry.
+///
+/// `None` is for what the tree reader takes: one JSON value, JSON Lines of messages or of
+/// conversations, or JSON that does not parse, whose error the tree reader words.
+pub fn detect_lines(bytes: &[u8], name: &str) -> Result<Option<Format>, Error> {
     let mut lines = json_lines(bytes).take(LOOK);
     let Some((_, first)) = lines.next() else { return Ok(None) };
     if bytes[first.clone()].first() != Some(&b'{') {
@@ -153,15 +139,6 @@ pub(crate) fn detect_lines(bytes: &[u8], name: &str) -> Result<Option<Format>, E
     Err(Error::Unrecognized { name: name.to_owned(), reason })
 }
 
-/// The `type` of each of the first lines of a JSON Lines file, for errors.
-pub(crate) fn first_types(bytes: &[u8]) -> Vec<String> {
-    json_lines(bytes)
-        .take(20)
-        .filter_map(|(_, range)| compaction_model::value_from_slice(&bytes[range]).ok())
-        .map(|value| value.get("type").and_then(Value::as_str).unwrap_or("(none)").to_owned())
-        .collect()
-}
-
 pub(crate) fn detect(top: &Top) -> Option<Format> {
     if let Top::Value(Value::Object(object)) = top {
         return detect_object(object);
@@ -226,32 +203,6 @@ fn detect_object(object: &Map<String, Value>) -> Option<Format> {
 /// unchanged, so it is the default.
 fn detect_messages<'a>(messages: impl Iterator<Item = &'a Value>) -> Format {
     messages.filter_map(Value::as_object).find_map(message_format).unwrap_or(Format::OpenAi)
-}
-
-/// The format one message tells, if it tells one.
-pub(crate) fn message_format(message: &Map<String, Value>) -> Option<Format> {
-    if ["_role", "_content", "meta"].iter().any(|k| message.contains_key(*k)) {
-        return Some(Format::Haystack);
-    }
-    if ["tool_calls", "tool_call_id", "function_call"].iter().any(|k| message.contains_key(*k))
-        || message.get("content").is_some_and(Value::is_null)
-        || matches!(message.get("role").and_then(Value::as_str), Some("developer" | "tool"))
-    {
-        return Some(Format::OpenAi);
-    }
-    let Some(Value::Array(parts)) = message.get("content") else { return None };
-    for part in parts.iter().filter_map(Value::as_object) {
-        match part.get("type").and_then(Value::as_str) {
-            None => return Some(Format::Haystack),
-            Some("tool_use" | "tool_result" | "thinking" | "redacted_thinking" | "document") => {
-                return Some(Format::Anthropic)
-            }
-            Some("image") if part.contains_key("source") => return Some(Format::Anthropic),
-            Some("image_url" | "input_audio" | "refusal" | "file") => return Some(Format::OpenAi),
-            _ => {}
-        }
-    }
-    None
 }
 
 /// What was seen, for a file whose format could not be told.

@@ -5,34 +5,10 @@ use compaction_model::ToolSpec;
 use serde_json::{Map, Value};
 
 use crate::error::{Error, Location};
+use crate::format::Format;
 use crate::threads;
-use crate::Format;
 
-/// A parsed file: one JSON value, or JSON Lines.
-#[derive(Debug, Clone)]
-pub(crate) enum Top {
-    Value(Value),
-    Lines(Vec<Line>),
-}
-
-/// One line of a JSON Lines file.
-#[derive(Debug, Clone)]
-pub(crate) struct Line {
-    /// 1 for the first line of the file (blank lines count).
-    pub number: usize,
-    pub value: Value,
-}
-
-/// Where a conversation's messages sit in the file.
-#[derive(Debug, Clone)]
-pub(crate) enum Place {
-    /// The file is the messages: an array, or one message a line.
-    Root,
-    /// Under a key of the top-level object.
-    Key(String),
-    /// Under a key of one element (or line) of a file of conversations.
-    Item { index: usize, key: String },
-}
+pub(crate) use crate::kept::{Line, Place, Top};
 
 /// Names a message's position in errors: `file: line 7`, `file: conversation 3: message 12`.
 #[derive(Debug, Clone)]

@@ -76,7 +76,7 @@ pub enum Error {
         /// The input's name.
         name: String,
         /// The format it was read in.
-        format: crate::Format,
+        format: crate::format::Format,
         /// What was seen instead, when something was.
         reason: String,
     },
@@ -99,7 +99,7 @@ pub enum Error {
     #[error("{target} cannot hold the conversation: {problem}")]
     Unwritable {
         /// The format asked for.
-        target: crate::Target,
+        target: crate::format::Target,
         /// What stands in the way, naming the messages.
         problem: String,
     },

@@ -1,6 +1,5 @@
-//! Logs of events (Claude Code sessions, Codex rollouts, Responses item lists): read line by
-//! line into messages, and written back by editing only the tool results (and tool inputs) a
-//! command changed, every other byte as it was.
+//! Logs of events (Claude Code sessions, Codex rollouts, Responses item lists): their lines, what
+//! a reader hands back, and the fingerprint a write-back (`logback.rs`) checks.
 //!
 //! A reader records, for every message it makes, where each of its tool results and tool-call
 //! inputs sits in the file (a [`Slot`]: which line, and the path inside it), and a fingerprint
@@ -9,23 +8,32 @@
 //! each result or input that now differs from what its slot holds is replaced in place.
 
 use std::hash::{Hash, Hasher};
-use std::io::Write;
 use std::ops::Range;
 
-use compaction_model::{Message, Part, ResultPart, ToolCall, ToolResultContent};
+use compaction_model::{Message, Part};
 use serde_json::{json, Value};
 
-use crate::error::Error;
+use crate::conversation::{Back, Conversation, Input, Layout, ProviderCompaction};
+use crate::format::Format;
+pub(crate) use crate::kept::{EventLog, MessageSlots, Slot, Style};
 use crate::notes::Note;
 use crate::threads;
 use crate::usage::MessageUsage;
-use crate::Format;
-use compaction_json::splice::{self, Edit, Seg};
+use crate::values::ResultsFound;
 
 /// The non-blank lines of a JSON Lines file: 1-based line number and byte range (without the
 /// line break; a byte-order mark on the first line left out).
 pub(crate) fn json_lines(bytes: &[u8]) -> JsonLines<'_> {
     JsonLines::after(bytes, 0)
+}
+
+/// The `type` of each of the first lines of a JSON Lines file, for errors.
+pub(crate) fn first_types(bytes: &[u8]) -> Vec<String> {
+    json_lines(bytes)
+        .take(20)
+        .filter_map(|(_, range)| compaction_model::value_from_slice(&bytes[range]).ok())
+        .map(|value| value.get("type").and_then(Value::as_str).unwrap_or("(none)").to_owned())
+        .collect()
 }
 
 /// The non-blank lines of a piece of a JSON Lines file, as [`json_lines`] gives them.
@@ -74,49 +82,11 @@ impl Iterator for JsonLines<'_> {
     }
 }
 
-/// How the value at a slot is written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Style {
-    /// An Anthropic `tool_result` block's `content`: a string, or text and image blocks.
-    AnthropicResult,
-    /// An Anthropic `tool_use` block's `input`: a JSON object.
-    AnthropicInput,
-    /// A Responses/Codex `function_call_output`'s `output`: a string, a list of `input_text`
-    /// and `input_image` items, or Codex's older `{"content", "success"}` object.
-    ResponsesOutput,
-    /// A Responses/Codex `function_call`'s `arguments`: JSON text in a string.
-    ArgumentsText,
-    /// A `local_shell_call`'s `action`: a JSON object, written as [`cleared_shell_action`]
-    /// when the call's arguments were cleared.
-    ShellAction,
-}
-
 /// What a `local_shell_call` whose arguments were cleared holds as its `action`: an `exec` of
 /// no command, the least action Codex reads (its `LocalShellAction` is a tagged `exec` with a
 /// required `command`), where `{}` would make the line one Codex cannot read.
 pub(crate) fn cleared_shell_action() -> Value {
     json!({"type": "exec", "command": []})
-}
-
-/// Where a tool result or a tool call's input sits in the file.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Slot {
-    /// The line (index into [`EventLog::bases`]).
-    pub base: u32,
-    /// The path to the value inside the line.
-    pub path: Box<[Seg]>,
-    pub style: Style,
-    /// Where the value lies in the line, when the reader saw it: the path need not be followed.
-    pub span: Option<[u32; 2]>,
-}
-
-/// The slots of one message: one per tool result and one per tool call, in part order (`None`
-/// where the part has no place it can be written to), and the fingerprint of the rest.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct MessageSlots {
-    pub results: Vec<Option<Slot>>,
-    pub calls: Vec<Option<Slot>>,
-    pub fingerprint: u64,
 }
 
 /// Everything but the results' content and the arguments of the calls that have a slot: what a
@@ -163,23 +133,11 @@ pub(crate) fn fingerprint(message: &Message, slots: &MessageSlots) -> u64 {
             }
             other => {
                 6u8.hash(&mut hasher);
-                crate::write::haystack_form(other).to_string().hash(&mut hasher);
+                crate::form::haystack_form(other).to_string().hash(&mut hasher);
             }
         }
     }
     hasher.finish()
-}
-
-/// What writing an event log back needs, besides its bytes.
-#[derive(Debug, Default)]
-pub(crate) struct EventLog {
-    /// The byte range of each line read.
-    pub bases: Vec<Range<usize>>,
-    /// Per message of the conversation, its slots.
-    pub slots: Vec<MessageSlots>,
-    /// Whether no object of the file repeats a key: a slot's value is then found without
-    /// crossing what follows each key on its path.
-    pub unique_keys: bool,
 }
 
 /// What a log reader hands back.
@@ -189,7 +147,7 @@ pub(crate) struct LogDecoded {
     pub slots: Vec<MessageSlots>,
     pub usage: Vec<MessageUsage>,
     pub notes: Vec<Note>,
-    pub compactions: Vec<crate::ProviderCompaction>,
+    pub compactions: Vec<ProviderCompaction>,
     pub tools: Vec<compaction_model::ToolSpec>,
 }
 
@@ -227,309 +185,47 @@ impl LogDecoded {
     }
 }
 
-/// Writes the log back with the changed tool results and inputs edited in place.
-pub(crate) fn write_back(
-    source: &[u8],
-    log: &EventLog,
-    format: Format,
-    messages: &[Message],
-    changed: Option<&[usize]>,
-    out: &mut dyn Write,
-) -> Result<(), Error> {
-    let label = format.label();
-    if messages.len() != log.slots.len() {
-        return Err(Error::WriteBack {
-            reason: format!(
-                "{} messages were read and {} are to be written; a {label} log can take back only \
-                 changed tool results and tool inputs (write another format with a target)",
-                log.slots.len(),
-                messages.len()
-            ),
-        });
-    }
-    let all: Vec<usize>;
-    let indices = match changed {
-        Some(changed) => changed,
-        None => {
-            all = (0..messages.len()).collect();
-            &all
-        }
-    };
-    // The edits of the messages, found on two threads when there are many (each is found in its
-    // own line of the input), kept in the order of the messages; the first error in that order
-    // is the one given, as one thread would give it.
-    let edits_of = |indices: &[usize]| -> Result<Vec<Edit>, Error> {
-        let mut edits = Vec::new();
-        for &index in indices {
-            let (Some(message), Some(slots)) = (messages.get(index), log.slots.get(index)) else { continue };
-            if fingerprint(message, slots) != slots.fingerprint {
-                return Err(Error::WriteBack {
-                    reason: format!(
-                        "message {index} changed in more than its tool results and inputs, which a \
-                         {label} log cannot take back (write another format with a target)"
-                    ),
-                });
-            }
-            let results = message.tool_call_results();
-            for (result, slot) in results.zip(&slots.results) {
-                let Some(slot) = slot else { continue };
-                if let Some(edit) =
-                    edit_result(source, log, slot, &result.result).map_err(|e| of_message(e, index))?
-                {
-                    edits.push(edit);
-                }
-            }
-            for (call, slot) in message.tool_calls().zip(&slots.calls) {
-                let Some(slot) = slot else { continue };
-                if let Some(edit) = edit_call(source, log, slot, call).map_err(|e| of_message(e, index))? {
-                    edits.push(edit);
-                }
-            }
-        }
-        Ok(edits)
-    };
-    let parallel = threads::two_cores() && source.len() >= PARALLEL_EDITS;
-    let edits = threads::on_halves(indices, parallel, edits_of)?;
-    splice::write_edited(source, edits, out)?;
-    Ok(())
-}
-
 /// Below this many messages one thread fingerprints them all.
 const PARALLEL_SEAL: usize = 2000;
 
-/// Below this many bytes of input one thread finds a write-back's edits.
-const PARALLEL_EDITS: usize = 1 << 20;
-
-/// The bytes of the value at `slot`.
-fn locate(source: &[u8], log: &EventLog, slot: &Slot) -> Result<Range<usize>, Error> {
-    let lost = || Error::WriteBack {
-        reason: format!("the value at {} is no longer where it was read", path_text(&slot.path)),
-    };
-    let base = log.bases.get(slot.base as usize).ok_or_else(lost)?;
-    if let Some([start, end]) = slot.span {
-        let span = base.start + start as usize..base.start + end as usize;
-        return if span.end <= base.end { Ok(span) } else { Err(lost()) };
-    }
-    let line = &source[..base.end];
-    let found = if log.unique_keys { splice::find_unique } else { splice::find };
-    found(line, base.start, &slot.path).ok_or_else(lost)
+/// A line's JSON as a log's reader takes it.
+#[derive(Debug)]
+pub(crate) struct Event {
+    /// The line's value; for a Claude Code event read lean, only the fields its reader reads.
+    pub(crate) value: Value,
+    /// Where a Claude Code event's `message` starts in the line, when it was built by hand: the
+    /// reader's slots then start there, and a write-back finds a tool result without crossing
+    /// the envelope.
+    pub(crate) message_at: Option<u32>,
+    /// The tool results' texts a Claude Code event left in the input.
+    pub(crate) found: ResultsFound,
 }
 
-/// A path inside a line as a reader would write it: `payload.output`, `[3].output`.
-fn path_text(path: &[Seg]) -> String {
-    let mut text = String::new();
-    for seg in path {
-        match seg {
-            Seg::Key(key) if text.is_empty() => text.push_str(key),
-            Seg::Key(key) => {
-                text.push('.');
-                text.push_str(key);
-            }
-            Seg::Index(index) => text.push_str(&format!("[{index}]")),
-            Seg::At(offset) => text.push_str(&format!("byte {offset}")),
-        }
-    }
-    if text.is_empty() {
-        text.push_str("the line's top");
-    }
-    text
-}
-
-/// `error` said of message `index`, when it is about writing back.
-fn of_message(error: Error, index: usize) -> Error {
-    match error {
-        Error::WriteBack { reason } => Error::WriteBack { reason: format!("message {index}: {reason}") },
-        other => other,
+impl Event {
+    /// A line parsed whole.
+    pub(crate) fn whole(value: Value) -> Event {
+        Event { value, message_at: None, found: ResultsFound::default() }
     }
 }
 
-fn edit_result(
-    source: &[u8],
-    log: &EventLog,
-    slot: &Slot,
-    result: &ToolResultContent,
-) -> Result<Option<Edit>, Error> {
-    let range = locate(source, log, slot)?;
-    if let Some(was_string) = surely_replaced(&source[range.clone()], result) {
-        let value = encode_result(result, slot.style, was_string);
-        return Ok(Some(Edit { range, bytes: serde_json::to_vec(&value)? }));
-    }
-    let original: Value = compaction_model::value_from_slice(&source[range.clone()])
-        .map_err(|e| Error::WriteBack { reason: format!("a tool result no longer parses: {e}") })?;
-    if decode_result(&original, slot.style).as_ref() == Some(result) {
-        return Ok(None);
-    }
-    let mut range = range;
-    let value = match (slot.style, &original) {
-        // Codex's older `{"content", "success"}` output: only the text changes.
-        (Style::ResponsesOutput, Value::Object(object))
-            if object.get("content").is_some_and(Value::is_string) =>
-        {
-            let inner = splice::find(source, range.start, &[Seg::Key("content")]).ok_or_else(|| {
-                Error::WriteBack { reason: "a tool result is no longer where it was read".into() }
-            })?;
-            range = inner;
-            Value::String(result_text(result))
-        }
-        _ => encode_result(result, slot.style, original.is_string()),
-    };
-    Ok(Some(Edit { range, bytes: serde_json::to_vec(&value)? }))
-}
-
-/// Whether `result` cannot be what `original`, the JSON value at its slot, reads as, told
-/// without decoding it; if so, whether `original` is a string. A list reads as parts and a
-/// string as one text, never the other; a string whose contents are shorter than the text, or
-/// longer than six bytes for each of its bytes (the longest escape, `\u0000`, spells one byte in
-/// six), cannot spell it. A long output replaced by a short note, what pruning does, is then
-/// written without decoding the output first.
-fn surely_replaced(original: &[u8], result: &ToolResultContent) -> Option<bool> {
-    match (original.first(), result) {
-        (Some(b'['), ToolResultContent::Text(_)) => Some(false),
-        (Some(b'"'), ToolResultContent::Parts(_)) => Some(true),
-        (Some(b'"'), ToolResultContent::Text(text)) => {
-            let (contents, decoded) = (original.len().saturating_sub(2), text.as_str().len());
-            (contents < decoded || contents > decoded.saturating_mul(6)).then_some(true)
-        }
-        _ => None,
-    }
-}
-
-fn edit_call(source: &[u8], log: &EventLog, slot: &Slot, call: &ToolCall) -> Result<Option<Edit>, Error> {
-    let range = locate(source, log, slot)?;
-    let original: Value = compaction_model::value_from_slice(&source[range.clone()])
-        .map_err(|e| Error::WriteBack { reason: format!("a tool input no longer parses: {e}") })?;
-    let value = match slot.style {
-        Style::ArgumentsText => {
-            let text = match &call.raw_arguments {
-                Some(raw) => raw.clone(),
-                None => {
-                    // Unchanged when the text still means these arguments: spacing is kept.
-                    let same = original
-                        .as_str()
-                        .and_then(|t| compaction_model::value_from_slice(t.as_bytes()).ok())
-                        .is_some_and(|v| v.as_object() == Some(&call.arguments));
-                    if same {
-                        return Ok(None);
-                    }
-                    Value::from(call.arguments.clone()).to_string()
-                }
-            };
-            Value::String(text)
-        }
-        Style::ShellAction if call.arguments.is_empty() && call.raw_arguments.is_none() => {
-            cleared_shell_action()
-        }
-        _ => Value::from(call.arguments.clone()),
-    };
-    if value == original {
-        return Ok(None);
-    }
-    Ok(Some(Edit { range, bytes: serde_json::to_vec(&value)? }))
-}
-
-/// All of a result's text, joined.
-fn result_text(result: &ToolResultContent) -> String {
-    match result {
-        ToolResultContent::Text(text) => text.to_string(),
-        ToolResultContent::Parts(parts) => parts
-            .iter()
-            .filter_map(|part| match part {
-                ResultPart::Text(text) => Some(text.text.as_str()),
-                _ => None,
-            })
-            .collect::<Vec<_>>()
-            .join(""),
-    }
-}
-
-/// The result as it is written at a slot of `style`; a lone text as a string where the original
-/// was one.
-pub(crate) fn encode_result(result: &ToolResultContent, style: Style, was_string: bool) -> Value {
-    let parts: Vec<Value> = match result {
-        ToolResultContent::Text(text) if was_string => return Value::String(text.to_string()),
-        ToolResultContent::Text(text) => vec![text_part(text.as_str(), style)],
-        ToolResultContent::Parts(parts) => parts
-            .iter()
-            .map(|part| match part {
-                ResultPart::Text(text) => {
-                    // A block kept opaque goes back as it was, in its own format.
-                    let own = match style {
-                        Style::ResponsesOutput => "responses",
-                        _ => "anthropic",
-                    };
-                    match crate::provider_item(&Part::Text(text.clone())) {
-                        Some((format, item)) if format == own => item.clone(),
-                        _ => text_part(text.text.as_str(), style),
-                    }
-                }
-                ResultPart::Image(image) => {
-                    let mime = image.mime_type.as_deref().unwrap_or("image/png");
-                    match style {
-                        Style::ResponsesOutput => json!({
-                            "type": "input_image",
-                            "image_url": format!("data:{mime};base64,{}", image.base64_image),
-                        }),
-                        _ => json!({"type": "image", "source": {
-                            "type": "base64", "media_type": mime, "data": image.base64_image}}),
-                    }
-                }
-                ResultPart::File(file) => {
-                    let mime = file.mime_type.as_deref().unwrap_or("application/octet-stream");
-                    match style {
-                        Style::ResponsesOutput => json!({
-                            "type": "input_file",
-                            "file_data": format!("data:{mime};base64,{}", file.base64_data),
-                        }),
-                        _ => json!({"type": "document", "source": {
-                            "type": "base64", "media_type": mime, "data": file.base64_data}}),
-                    }
-                }
-                other => crate::write::haystack_form(other),
-            })
-            .collect(),
-    };
-    Value::Array(parts)
-}
-
-fn text_part(text: &str, style: Style) -> Value {
-    match style {
-        Style::ResponsesOutput => json!({"type": "input_text", "text": text}),
-        _ => json!({"type": "text", "text": text}),
-    }
-}
-
-/// The result a slot's value was read as, to tell whether a command changed it.
-fn decode_result(value: &Value, style: Style) -> Option<ToolResultContent> {
-    match style {
-        Style::AnthropicResult => crate::anthropic::result_content(Some(value.clone())).ok(),
-        Style::ResponsesOutput => crate::responses::output_content(value).ok(),
-        _ => None,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use compaction_model::ToolResultContent;
-
-    use super::surely_replaced;
-
-    #[test]
-    fn a_result_is_surely_replaced_only_where_no_spelling_could_match() {
-        let text = |t: &str| ToolResultContent::Text(t.into());
-        // Six bytes of escape for one byte of text, or the text as it is: either could match.
-        assert_eq!(surely_replaced(br#""\u0000""#, &text("\0")), None);
-        assert_eq!(surely_replaced(br#""abc""#, &text("abc")), None);
-        assert_eq!(surely_replaced(br#""\n\n""#, &text("xyz")), None);
-        // Seven bytes for one, or fewer bytes than the text has: no spelling matches.
-        assert_eq!(surely_replaced(br#""\u0000x""#, &text("\0")), Some(true));
-        assert_eq!(surely_replaced(br#""ab""#, &text("abc")), Some(true));
-        let long = br#""a long output, some sixty bytes of it, replaced by a short note""#;
-        assert_eq!(surely_replaced(long, &text("[pruned]")), Some(true));
-        // A list is never one text, a string never parts; anything else is decoded.
-        let list = br#"[{"type": "text", "text": "x"}]"#;
-        assert_eq!(surely_replaced(list, &text("x")), Some(false));
-        assert_eq!(surely_replaced(br#""x""#, &ToolResultContent::Parts(Vec::new())), Some(true));
-        assert_eq!(surely_replaced(list, &ToolResultContent::Parts(Vec::new())), None);
-        assert_eq!(surely_replaced(br#"{"content": "x"}"#, &text("y")), None);
+pub(crate) fn from_log(
+    format: Format,
+    decoded: LogDecoded,
+    mut log: EventLog,
+    layout: Layout,
+) -> Conversation {
+    log.slots = decoded.slots;
+    Conversation {
+        format,
+        messages: decoded.messages,
+        tools: decoded.tools,
+        usage: decoded.usage,
+        notes: decoded.notes,
+        compactions: decoded.compactions,
+        conversations: 1,
+        selected: 0,
+        layout,
+        back: Back::Log(log),
+        source: Input::Bytes(Vec::new()),
     }
 }

@@ -14,12 +14,14 @@ use std::ops::Range;
 use compaction_model::{JsonSource, Message};
 use serde_json::Value;
 
+use crate::codec::{Codec, TreeRead};
+use crate::conversation::{Decoded, Layout};
 use crate::document::{Locator, Place, Top};
 use crate::error::Error;
+use crate::format::{Format, Target};
 use crate::overlay::{self, Shape};
 use crate::threads;
-use crate::write::{write_native_rewritten, write_native_to, Native};
-use crate::{Decoded, Format, Layout, Target};
+use crate::tree::{write_native_rewritten, write_native_to, Native};
 use compaction_json::scan::{skip_value, whitespace as skip_whitespace};
 
 /// The keys of a Haystack message; anything else on it is kept when it is written back.
@@ -40,15 +42,7 @@ pub(crate) fn read(values: &[Value], locator: &Locator) -> Result<Decoded, Error
     Ok(decoded)
 }
 
-/// Where each message of a Haystack array sits in the input.
-#[derive(Debug)]
-pub(crate) struct Spans {
-    /// Each message's bytes.
-    spans: Vec<Range<usize>>,
-    /// Whether each message's bytes spell exactly its encoding (perhaps spaced or escaped
-    /// otherwise), so they can stand for it.
-    verbatim: Vec<bool>,
-}
+pub(crate) use crate::kept::HaystackSpans as Spans;
 
 /// Inputs smaller than this are parsed on one thread; starting another costs more than it saves.
 const PARALLEL_BYTES: usize = 1 << 20;
@@ -116,7 +110,7 @@ fn is_haystack(bytes: &[u8], mut at: usize) -> bool {
             return false;
         }
         first = false;
-        if let Some(format) = value.as_object().and_then(crate::detect::message_format) {
+        if let Some(format) = value.as_object().and_then(crate::shapes::message_format) {
             return format == Format::Haystack;
         }
         at = skip_whitespace(bytes, end);
@@ -217,7 +211,7 @@ pub(crate) fn write_spans(
     if messages.len() != spans.spans.len() {
         // Messages were dropped or added: match them to those read, as the tree path does.
         let native = tree_native(source, spans)?;
-        return write_native_to(&native, Target::Haystack, messages, None, out);
+        return write_native_to(&native, &Haystack, Target::Haystack, messages, None, out);
     }
     let mut unchanged = vec![changed.is_some(); messages.len()];
     for &index in changed.unwrap_or_default() {
@@ -277,7 +271,7 @@ pub(crate) fn write_spans_rewritten(
     out: &mut dyn Write,
 ) -> Result<(), Error> {
     let native = tree_native(source, spans)?;
-    write_native_rewritten(&native, Target::Haystack, messages, origin, out)
+    write_native_rewritten(&native, &Haystack, Target::Haystack, messages, origin, out)
 }
 
 /// The tree path's view of a conversation read by [`read_spans`].
@@ -317,4 +311,26 @@ pub(crate) fn write_messages(messages: &[Message], layout: Layout, out: &mut dyn
         }
     }
     Ok(())
+}
+
+/// Haystack `ChatMessage` JSON.
+pub(crate) struct Haystack;
+
+impl Codec for Haystack {
+    fn read_tree(&self, values: &[Value], tree: &TreeRead<'_>) -> Result<Decoded, Error> {
+        read(values, tree.locator)
+    }
+
+    fn encode(
+        &self,
+        messages: &[&Message],
+        _unit: Option<usize>,
+        _originals: &[Value],
+    ) -> (Vec<Value>, &'static Shape) {
+        (messages.iter().map(|m| m.to_value()).collect(), &SHAPE)
+    }
+
+    fn convert(&self, messages: &[Message], layout: Layout, out: &mut dyn Write) -> Result<(), Error> {
+        write_messages(messages, layout, out)
+    }
 }

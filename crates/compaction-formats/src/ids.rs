@@ -13,8 +13,8 @@ use std::collections::HashSet;
 use compaction_model::{Message, Part, Role, ToolCall};
 
 use crate::error::Error;
+use crate::format::Target;
 use crate::notes::{Note, NoteKind};
-use crate::Target;
 
 /// The prefix of an id made up here; a number follows, the first one no id of the input uses.
 const PREFIX: &str = "call_compaction_";

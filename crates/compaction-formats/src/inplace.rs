@@ -14,8 +14,8 @@ use serde_json::Value;
 
 use crate::document::{Place, Top};
 use crate::error::Error;
+use crate::kept::Native;
 use crate::style::{margin, Style};
-use crate::write::Native;
 use compaction_json::scan::whitespace as skip_whitespace;
 use compaction_json::splice::{self, Seg};
 

@@ -7,11 +7,15 @@ use compaction_model::{
 };
 use serde_json::{json, Map, Value};
 
+use std::io::Write;
+
+use crate::codec::{write_line, Codec, TreeRead};
+use crate::conversation::Decoded;
+use crate::conversation::Layout;
 use crate::document::{json_type, key_list, member_of, Locator};
 use crate::error::{snippet, Error};
 use crate::overlay::Shape;
 use crate::pairing::{unpaired, Answer, OpenCalls};
-use crate::Decoded;
 
 static FUNCTION: Shape =
     Shape { known: &["name", "arguments"], nested: &[], json_text: &["arguments"], aliases: &[] };
@@ -446,7 +450,7 @@ fn result_value(result: &ToolResultContent) -> Value {
                     ResultPart::Text(text) => json!({"type": "text", "text": text.text}),
                     ResultPart::Image(image) => image_value(image),
                     ResultPart::File(file) => file_value(file),
-                    other => crate::write::haystack_form(other),
+                    other => crate::form::haystack_form(other),
                 })
                 .collect(),
         ),
@@ -469,4 +473,38 @@ fn call_value(call: &ToolCall) -> Value {
     object.insert("type".into(), "function".into());
     object.insert("function".into(), json!({"name": call.tool_name, "arguments": arguments_text(call)}));
     Value::Object(object)
+}
+
+/// OpenAI Chat Completions.
+pub(crate) struct OpenAi;
+
+impl Codec for OpenAi {
+    fn read_tree(&self, values: &[Value], tree: &TreeRead<'_>) -> Result<Decoded, Error> {
+        read(values, tree.locator)
+    }
+
+    fn encode(
+        &self,
+        messages: &[&Message],
+        _unit: Option<usize>,
+        _originals: &[Value],
+    ) -> (Vec<Value>, &'static Shape) {
+        (messages.iter().flat_map(|m| encode(std::slice::from_ref(*m))).collect(), &SHAPE)
+    }
+
+    fn convert(&self, messages: &[Message], _layout: Layout, out: &mut dyn Write) -> Result<(), Error> {
+        write_line(&Value::Array(encode(messages)), out)
+    }
+}
+
+/// SWE-agent and mini-swe-agent trajectories: Chat Completions messages, with SWE-agent's own
+/// markers kept.
+pub(crate) struct SweAgent;
+
+impl Codec for SweAgent {
+    fn read_tree(&self, values: &[Value], tree: &TreeRead<'_>) -> Result<Decoded, Error> {
+        let mut decoded = read(values, tree.locator)?;
+        keep_swe_agent_markers(values, &mut decoded);
+        Ok(decoded)
+    }
 }

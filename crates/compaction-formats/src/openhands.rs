@@ -30,12 +30,14 @@ use compaction_model::SharedObject;
 use compaction_model::{JsonObject, Message, Part, Role, TextPart, ToolCall};
 use serde_json::{Map, Value};
 
+use crate::codec::{Codec, TreeRead};
+use crate::conversation::Decoded;
 use crate::document::{json_type, Locator};
 use crate::error::Error;
 use crate::notes::{plural, Note, NoteKind, Tally};
+use crate::openai;
 use crate::pairing::{unpaired, OpenCalls};
 use crate::usage::{MessageUsage, Usage};
-use crate::{openai, Decoded};
 
 /// Keys of a memory-dict action that are not its arguments.
 const NOT_ARGUMENTS: &[&str] = &[
@@ -441,4 +443,13 @@ fn action_call(
         }
     };
     Ok((response_id, thought, call))
+}
+
+/// OpenHands event logs.
+pub(crate) struct OpenHands;
+
+impl Codec for OpenHands {
+    fn read_tree(&self, values: &[Value], tree: &TreeRead<'_>) -> Result<Decoded, Error> {
+        read(values, tree.locator, tree.full_history, tree.instruction)
+    }
 }

@@ -20,25 +20,19 @@ use std::sync::OnceLock;
 use compaction_model::{JsonSource, Message};
 use serde_json::{Map, Value};
 
-use crate::detect::message_format;
 use crate::document::{read_tools, Locator};
 use crate::error::Error;
+use crate::format::Format;
 use crate::openai::{Apart, Prepared};
 use crate::pairing::OpenCalls;
+use crate::shapes::message_format;
 use crate::style::{margin, Style};
 use crate::threads;
-use crate::{haystack, openai, overlay, Format};
+use crate::{haystack, openai, overlay};
 use compaction_json::dupkeys::{scan_keys, Keys};
 use compaction_json::scan::{skip_value as value_end, whitespace as skip_whitespace};
 
-/// Where a request's parts sit in its bytes.
-#[derive(Debug)]
-pub(crate) struct Spans {
-    /// Each message's bytes.
-    messages: Vec<Range<usize>>,
-    /// Where each message's string `content` sits (quotes included), if it has one.
-    contents: Vec<Option<Range<usize>>>,
-}
+pub(crate) use crate::kept::RequestSpans as Spans;
 
 /// A request read: its messages, its tools and where everything sits.
 pub(crate) struct Read {

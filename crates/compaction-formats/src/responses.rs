@@ -20,9 +20,11 @@ use compaction_model::{
 };
 use serde_json::{Map, Value};
 
+use crate::codec::{not_a_tree, Codec, LineRead, TreeRead};
+use crate::conversation::Decoded;
 use crate::document::json_type;
 use crate::error::snippet;
-use crate::eventlog::{LogDecoded, MessageSlots, Slot, Style};
+use crate::eventlog::{Event, LogDecoded, MessageSlots, Slot, Style};
 use crate::notes::{plural, Note, NoteKind, Tally};
 use crate::pairing::{unpaired, OpenCalls};
 use compaction_json::splice::Seg;
@@ -170,7 +172,10 @@ impl Items {
             "reasoning" => {
                 let text = reasoning_text(object);
                 let mut extra = JsonObject::new();
-                extra.insert(crate::PROVIDER_ITEM.into(), crate::provider_marker("responses", item.clone()));
+                extra.insert(
+                    crate::provider::PROVIDER_ITEM.into(),
+                    crate::provider::provider_marker("responses", item.clone()),
+                );
                 let part = Part::Reasoning(ReasoningPart {
                     reasoning_text: text,
                     extra: extra.into(),
@@ -190,7 +195,11 @@ impl Items {
                     _ => item.to_string(),
                 };
                 let turn = self.turn();
-                self.decoded.messages[turn].parts.push(crate::opaque_part("responses", text, item.clone()));
+                self.decoded.messages[turn].parts.push(crate::provider::opaque_part(
+                    "responses",
+                    text,
+                    item.clone(),
+                ));
             }
         }
         Ok(())
@@ -349,13 +358,13 @@ fn content_part(item: &Value) -> Result<Part, String> {
                 Ok(Part::Image(image))
             }
             // A file id or a remote URL: the image is not in the log.
-            None => Ok(crate::opaque_part("responses", item.to_string(), item.clone())),
+            None => Ok(crate::provider::opaque_part("responses", item.to_string(), item.clone())),
         },
         "input_file" => match text("file_data").as_deref().and_then(data_url) {
             Some((mime, data)) => Ok(Part::File(FilePart::new(data, Some(mime), text("filename")))),
-            None => Ok(crate::opaque_part("responses", item.to_string(), item.clone())),
+            None => Ok(crate::provider::opaque_part("responses", item.to_string(), item.clone())),
         },
-        _ => Ok(crate::opaque_part("responses", item.to_string(), item.clone())),
+        _ => Ok(crate::provider::opaque_part("responses", item.to_string(), item.clone())),
     }
 }
 
@@ -376,7 +385,9 @@ pub(crate) fn output_content(output: &Value) -> Result<ToolResultContent, String
             .iter()
             .enumerate()
             .map(|(k, item)| match content_part(item) {
-                Ok(Part::Text(text)) if crate::provider_item(&Part::Text(text.clone())).is_none() => {
+                Ok(Part::Text(text))
+                    if crate::provider::provider_item(&Part::Text(text.clone())).is_none() =>
+                {
                     Ok(ResultPart::Text(text))
                 }
                 Ok(Part::Image(image)) => Ok(ResultPart::Image(image)),
@@ -413,15 +424,16 @@ impl LinesReader {
         LinesReader { name: name.to_owned(), items: Items::default(), lines: 0 }
     }
 
-    pub(crate) fn line(&mut self, number: usize, base: u32, item: &Value) -> Result<(), crate::Error> {
+    pub(crate) fn line(&mut self, number: usize, base: u32, item: &Value) -> Result<(), crate::error::Error> {
         self.lines += 1;
         self.items.item(item, base, &[]).map_err(|problem| {
-            let at = crate::Location::file(&self.name).with_line(number).with_item("item", self.lines - 1);
-            crate::Error::Invalid { at: Box::new(at), problem }
+            let at =
+                crate::error::Location::file(&self.name).with_line(number).with_item("item", self.lines - 1);
+            crate::error::Error::Invalid { at: Box::new(at), problem }
         })
     }
 
-    pub(crate) fn finish(mut self) -> Result<LogDecoded, crate::Error> {
+    pub(crate) fn finish(mut self) -> Result<LogDecoded, crate::error::Error> {
         let mut notes: Vec<Note> =
             self.items.skipped.note("item", "the model never saw").into_iter().collect();
         notes.extend(self.items.opaque_note());
@@ -437,14 +449,14 @@ pub(crate) fn read_tree(
     top: crate::document::Top,
     body: std::ops::Range<usize>,
     name: &str,
-) -> Result<crate::Conversation, crate::Error> {
+) -> Result<crate::conversation::Conversation, crate::error::Error> {
     use crate::document::Top;
     let (items, key): (Vec<Value>, Option<&'static str>) = match top {
         Top::Value(Value::Array(items)) => (items, None),
         Top::Value(Value::Object(mut object)) => match object.shift_remove("input") {
             Some(Value::Array(items)) => (items, Some("input")),
             _ => {
-                return Err(crate::Error::Unrecognized {
+                return Err(crate::error::Error::Unrecognized {
                     name: name.to_owned(),
                     reason: "a Responses item list is an array of items or an object with an `input` array"
                         .into(),
@@ -452,7 +464,7 @@ pub(crate) fn read_tree(
             }
         },
         _ => {
-            return Err(crate::Error::Unrecognized {
+            return Err(crate::error::Error::Unrecognized {
                 name: name.to_owned(),
                 reason:
                     "a Responses item list is an array of items, an object with `input`, or one item a line"
@@ -468,8 +480,8 @@ pub(crate) fn read_tree(
         }
         path.push(Seg::Index(u32::try_from(index).unwrap_or(u32::MAX)));
         reader.item(item, 0, &path).map_err(|problem| {
-            let at = crate::Location::file(name).with_item("item", index);
-            crate::Error::Invalid { at: Box::new(at), problem }
+            let at = crate::error::Location::file(name).with_item("item", index);
+            crate::error::Error::Invalid { at: Box::new(at), problem }
         })?;
     }
     let mut notes: Vec<Note> = reader.skipped.note("item", "the model never saw").into_iter().collect();
@@ -480,5 +492,42 @@ pub(crate) fn read_tree(
     // One base: the whole JSON value, whose items are found by their index.
     let whole = std::iter::once(body).collect();
     let log = crate::eventlog::EventLog { bases: whole, slots: Vec::new(), unique_keys: false };
-    Ok(crate::from_log(crate::Format::Responses, decoded, log, crate::Layout::Array))
+    Ok(crate::eventlog::from_log(
+        crate::format::Format::Responses,
+        decoded,
+        log,
+        crate::conversation::Layout::Array,
+    ))
+}
+
+/// OpenAI Responses items (a list, or one item a line).
+pub(crate) struct Responses;
+
+impl Codec for Responses {
+    fn is_log_record(&self, object: &Map<String, Value>) -> bool {
+        is_item(object)
+    }
+
+    fn line_reader(&self, name: &str, _full_history: bool) -> Option<Box<dyn LineRead>> {
+        Some(Box::new(LinesReader::new(name)))
+    }
+
+    /// Never asked: a list of items is read by [`read_tree`] before the messages are taken out.
+    fn read_tree(&self, _values: &[Value], tree: &TreeRead<'_>) -> Result<Decoded, crate::error::Error> {
+        Err(not_a_tree(tree.name, crate::format::Format::Responses.label()))
+    }
+
+    fn result_content(&self, value: &Value) -> Option<ToolResultContent> {
+        output_content(value).ok()
+    }
+}
+
+impl LineRead for LinesReader {
+    fn line(&mut self, number: usize, base: u32, event: Event) -> Result<(), crate::error::Error> {
+        LinesReader::line(self, number, base, &event.value)
+    }
+
+    fn finish(self: Box<Self>) -> Result<LogDecoded, crate::error::Error> {
+        LinesReader::finish(*self)
+    }
 }

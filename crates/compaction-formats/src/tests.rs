@@ -87,7 +87,7 @@ const HAYSTACK: &str = include_str!("../../../examples/transcripts/haystack/agen
 
 /// The tree path's output for the same conversation and messages.
 fn written_by_tree(input: &[u8], messages: &[Message]) -> Vec<u8> {
-    let conversation = crate::read_tree(input, &ReadOptions::named("t")).unwrap();
+    let conversation = crate::read::read_tree(input, &ReadOptions::named("t")).unwrap();
     let mut out = Vec::new();
     write(&conversation, messages, Some(Target::Haystack), None, &mut out).unwrap();
     out
@@ -115,7 +115,7 @@ fn a_haystack_array_is_written_as_the_tree_path_writes_it() {
     spaced.extend_from_slice(b"\n]\n");
     for input in [HAYSTACK.as_bytes().to_vec(), compact, pretty, spaced] {
         let conversation = read(input.clone(), &ReadOptions::named("t")).unwrap();
-        assert!(matches!(conversation.back, crate::Back::Spans(_)), "read without a tree");
+        assert!(matches!(conversation.back, crate::conversation::Back::Spans(_)), "read without a tree");
         let pruned = conversation.messages.iter().position(Message::has_tool_call_result).unwrap();
         let mut messages = conversation.messages.clone();
         prune(&mut messages, pruned);
@@ -153,7 +153,7 @@ fn a_large_haystack_array_with_many_changes_is_written_as_the_tree_path_writes_i
     let spaced = String::from_utf8(compact.clone()).unwrap().replace("\",\"", "\", \"").into_bytes();
     for input in [compact, spaced] {
         let conversation = read(input.clone(), &ReadOptions::named("t")).unwrap();
-        assert!(matches!(conversation.back, crate::Back::Spans(_)), "read without a tree");
+        assert!(matches!(conversation.back, crate::conversation::Back::Spans(_)), "read without a tree");
         let mut messages = conversation.messages.clone();
         let changed: Vec<usize> = (0..messages.len())
             .filter(|&index| messages[index].has_tool_call_result() && index % 5 != 0)
@@ -246,7 +246,7 @@ fn a_python_written_haystack_file_keeps_its_bytes() {
         let mut input = compaction_testkit::python_dumps(&value, ensure_ascii).into_bytes();
         input.push(b'\n');
         let conversation = read(input.clone(), &ReadOptions::named("t")).unwrap();
-        assert!(matches!(conversation.back, crate::Back::Spans(_)), "read without a tree");
+        assert!(matches!(conversation.back, crate::conversation::Back::Spans(_)), "read without a tree");
         let pruned = conversation.messages.iter().position(Message::has_tool_call_result).unwrap();
         let mut messages = conversation.messages.clone();
         prune(&mut messages, pruned);
@@ -291,7 +291,7 @@ fn a_key_repeated_through_an_escape_is_written_where_it_was_read() {
 
 /// The tree path's output for an OpenAI request, for the same messages.
 fn written_as_openai_by_tree(input: &[u8], messages: &[Message], changed: Option<&[usize]>) -> Value {
-    let conversation = crate::read_tree(input, &ReadOptions::named("t")).unwrap();
+    let conversation = crate::read::read_tree(input, &ReadOptions::named("t")).unwrap();
     let mut out = Vec::new();
     write(&conversation, messages, None, changed, &mut out).unwrap();
     serde_json::from_slice(&out).unwrap()
@@ -308,8 +308,8 @@ fn an_openai_request_is_read_and_written_without_a_tree() {
     let ascii = compaction_testkit::python_dumps(&value, true).into_bytes();
     for input in [OPENAI.as_bytes().to_vec(), compact, pretty, ascii] {
         let conversation = read(input.clone(), &ReadOptions::named("t")).unwrap();
-        assert!(matches!(conversation.back, crate::Back::Request(_)), "read without a tree");
-        let by_tree = crate::read_tree(&input, &ReadOptions::named("t")).unwrap();
+        assert!(matches!(conversation.back, crate::conversation::Back::Request(_)), "read without a tree");
+        let by_tree = crate::read::read_tree(&input, &ReadOptions::named("t")).unwrap();
         assert_eq!(conversation.messages, by_tree.messages);
         assert_eq!(conversation.tools.len(), 1);
         assert_eq!(conversation.tools, by_tree.tools);
@@ -371,11 +371,11 @@ fn an_unusual_openai_request_is_left_to_the_tree_path() {
     ];
     for (input, format) in cases {
         let read_fast = read(input.as_bytes().to_vec(), &ReadOptions::named("t"));
-        let read_slow = crate::read_tree(input.as_bytes(), &ReadOptions::named("t"));
+        let read_slow = crate::read::read_tree(input.as_bytes(), &ReadOptions::named("t"));
         match (read_fast, format) {
             (Ok(conversation), Some(format)) => {
                 assert_eq!(conversation.format, *format, "{input}");
-                assert!(!matches!(conversation.back, crate::Back::Request(_)), "{input}");
+                assert!(!matches!(conversation.back, crate::conversation::Back::Request(_)), "{input}");
                 let slow = read_slow.unwrap();
                 assert_eq!(conversation.messages, slow.messages, "{input}");
                 assert_eq!(conversation.notes, slow.notes, "{input}");
@@ -399,8 +399,8 @@ fn a_key_repeated_in_a_request_is_noted_as_the_tree_path_notes_it() {
         r#""metadata":{"k":1,"k":2}}"#
     );
     let conversation = read(input.as_bytes().to_vec(), &ReadOptions::named("t")).unwrap();
-    assert!(matches!(conversation.back, crate::Back::Request(_)), "read without a tree");
-    let by_tree = crate::read_tree(input.as_bytes(), &ReadOptions::named("t")).unwrap();
+    assert!(matches!(conversation.back, crate::conversation::Back::Request(_)), "read without a tree");
+    let by_tree = crate::read::read_tree(input.as_bytes(), &ReadOptions::named("t")).unwrap();
     assert_eq!(conversation.messages, by_tree.messages);
     assert_eq!(conversation.notes, by_tree.notes);
     assert_eq!(conversation.notes.len(), 1);
@@ -437,8 +437,8 @@ fn a_large_request_reads_on_two_threads_as_the_tree_path_reads_it() {
         assert!(input.len() > 2 << 20, "large enough for two threads: {}", input.len());
         let conversation = read(input.clone(), &ReadOptions::named("t")).unwrap();
         assert_eq!(conversation.format, format);
-        assert_eq!(matches!(conversation.back, crate::Back::Request(_)), fast);
-        let by_tree = crate::read_tree(&input, &ReadOptions::named("t")).unwrap();
+        assert_eq!(matches!(conversation.back, crate::conversation::Back::Request(_)), fast);
+        let by_tree = crate::read::read_tree(&input, &ReadOptions::named("t")).unwrap();
         assert_eq!(conversation.messages.len(), 6000 + usize::from(!fast) * 2);
         assert_eq!(conversation.messages, by_tree.messages);
     }
@@ -465,8 +465,8 @@ fn a_long_request_of_uneven_messages_reads_as_the_tree_path_reads_it() {
         let input = serde_json::to_vec(&json!({"model": "m", "messages": messages})).unwrap();
         assert!(input.len() > 2 << 20, "large enough for two threads: {}", input.len());
         let conversation = read(input.clone(), &ReadOptions::named("t")).unwrap();
-        assert!(matches!(conversation.back, crate::Back::Request(_)));
-        let by_tree = crate::read_tree(&input, &ReadOptions::named("t")).unwrap();
+        assert!(matches!(conversation.back, crate::conversation::Back::Request(_)));
+        let by_tree = crate::read::read_tree(&input, &ReadOptions::named("t")).unwrap();
         assert_eq!(conversation.messages.len(), 48_000);
         assert_eq!(conversation.messages, by_tree.messages, "long first: {long_first}");
     }
@@ -526,8 +526,8 @@ fn a_haystack_file_in_pythons_dialect_reads_and_writes_alike_on_both_paths() {
         r#"[{{"role": "user", "meta": {{"v": NaN}}, "name": null, "content": [{{"text": "a\ud83db \ude00 \ud83d\u0041 \ud83d"}}]}}, {{"role": "assistant", "meta": {{}}, "name": null, "content": [{{"tool_call": {call}}}]}}, {{"role": "tool", "meta": {{"w": -Infinity}}, "name": null, "content": [{{"tool_call_result": {{"result": "out \ud83d end", "origin": {call}, "error": false}}}}]}}]"#
     );
     let conversation = read(input.clone().into_bytes(), &ReadOptions::named("t")).unwrap();
-    assert!(matches!(conversation.back, crate::Back::Spans(_)), "read without a tree");
-    let tree = crate::read_tree(input.as_bytes(), &ReadOptions::named("t")).unwrap();
+    assert!(matches!(conversation.back, crate::conversation::Back::Spans(_)), "read without a tree");
+    let tree = crate::read::read_tree(input.as_bytes(), &ReadOptions::named("t")).unwrap();
     assert_eq!(conversation.messages, tree.messages);
     assert_eq!(conversation.messages[0].text().map(|t| t.chars().count()), Some(10));
     let mut out = Vec::new();

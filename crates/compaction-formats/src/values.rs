@@ -5,7 +5,7 @@
 //! Here a string is decoded straight into its own buffer, eight bytes at a time between escapes.
 //!
 //! What this builds, serde_json builds too, with the same repeated keys found (see
-//! [`dupkeys::Tracked`]); what it is not sure of (a lone surrogate escape, nesting deeper than
+//! [`dupkeys::Tracked`](compaction_json::dupkeys::Tracked)); what it is not sure of (a lone surrogate escape, nesting deeper than
 //! [`Tracked::DEPTH`], anything that is not JSON) gives `None`, and the caller leaves the text
 //! to serde_json, which reads it or words the error. The text is UTF-8, as its caller checked.
 //!

@@ -1,580 +1,289 @@
-//! Writing a conversation back into the file it was read from.
-//!
-//! The output goes straight to the writer, one element of the messages array at a time: an
-//! original the command left alone is serialized from where it sits in `Native`, and only the
-//! elements that changed are built. Nothing holds a second copy of the file, and the messages as
-//! read are not kept beside the ones a command works on: `changed` says which messages differ,
-//! and only when it cannot tell are the originals decoded again (see `plan_write`).
+//! Writing a conversation: back in the format read, through what the read kept of the file, or
+//! converted to a target.
 
-use std::borrow::Cow;
 use std::io::Write;
-use std::ops::Range;
 
-use compaction_model::{Message, Role};
-use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
-use serde_json::{Map, Value};
+use compaction_model::{Message, Part, SurrogateEscapes};
 
-use crate::document::{Line, Locator, Place, Top};
+use crate::conversation::{Back, Conversation, ReadOptions};
 use crate::error::Error;
-use crate::inplace::{self, Element, System};
-use crate::{anthropic, haystack, openai, overlay, Target};
+use crate::format::{Format, Target};
+use crate::kept::Native;
+use crate::notes::{Note, NoteKind};
+use crate::provider::provider_item;
+use crate::read::read_tree;
+use crate::tree::{write_tree_rewritten, write_tree_to};
+use crate::{formats, haystack, ids, logback, request};
 
-/// A part of a kind a writer has no spelling for, written as Haystack's JSON for it: kept as
-/// data rather than left out. The model's parts serialize to JSON without fail.
-pub(crate) fn haystack_form<T: Serialize + ?Sized>(part: &T) -> Value {
-    compaction_model::to_value(part).unwrap_or_else(|e| Value::String(e.to_string()))
-}
-
-/// What writing back in the input's own format needs.
-#[derive(Debug)]
-pub(crate) struct Native {
-    /// The file with this conversation's messages taken out.
-    pub top: Top,
-    pub place: Place,
-    /// The original JSON of each source message (a unit); Anthropic's `system` is the last.
-    pub originals: Vec<Value>,
-    /// The unit that is Anthropic's `system` prompt (the last), when the file has one.
-    pub system: Option<usize>,
-    /// For each message read, the unit it came from.
-    pub units: Vec<usize>,
-    /// The messages as read, to tell which ones a command changed, when whoever read them kept
-    /// them (the Haystack span reader does, for the rare write that needs them); else empty.
-    pub read: Vec<Message>,
-    /// Units before this one are not in the conversation read (a provider compacted them away);
-    /// they are written back as they were, first.
-    pub hidden: usize,
-}
-
-/// Messages of the output that came from one source message, or a run that came from none.
-struct Group {
-    unit: Option<usize>,
-    /// The group's place in `Plan::order`.
-    range: Range<usize>,
-    /// Whether the group is exactly what `unit` was read as, so the original is written.
-    verbatim: bool,
-}
-
-/// What the messages array and the envelope will hold, decided before anything is written.
-struct Plan<'a> {
-    /// The messages the array is made of, by index: all of them, or all but the system ones
-    /// for Anthropic, whose system prompt goes in the envelope.
-    order: Vec<usize>,
-    groups: Vec<Group>,
-    system: SystemEdit<'a>,
-}
-
-/// What to do with an Anthropic envelope's `system` when writing back.
-enum SystemEdit<'a> {
-    Keep,
-    Set(Cow<'a, Value>),
-    Remove,
-}
-
-/// What tells a group the command left alone from one it changed.
-enum Baseline<'a> {
-    /// The messages as read.
-    Read(&'a [Message]),
-    /// For each message, whether it may differ from the one read at its index; the output is as
-    /// long as the conversation read.
-    Changed(Vec<bool>),
-}
-
-/// How far ahead to look for a message a command left in place when it changed the count.
-const ALIGN_WINDOW: usize = 64;
-
-/// For each output message (`messages`), the source message it came from: by position when the
-/// count is unchanged, else by finding each message among those read. `None` when only the
-/// messages read could tell.
-fn align(
-    baseline: &Baseline,
-    read: &[usize],
-    units: &[usize],
-    messages: &[&Message],
-) -> Option<Vec<Option<usize>>> {
-    if messages.len() == units.len() {
-        return Some(units.iter().copied().map(Some).collect());
-    }
-    let Baseline::Read(all) = baseline else { return None };
-    let mut cursor = 0;
-    let aligned = messages
-        .iter()
-        .map(|message| {
-            let end = read.len().min(cursor + ALIGN_WINDOW);
-            let found = (cursor..end).find(|&k| all.get(read[k]) == Some(*message))?;
-            cursor = found + 1;
-            Some(units[found])
-        })
-        .collect();
-    Some(aligned)
-}
-
-/// Splits positions `0..aligned.len()` into runs that came from the same source message.
-fn runs(aligned: &[Option<usize>]) -> Vec<(Option<usize>, Range<usize>)> {
-    let mut out = Vec::new();
-    let mut start = 0;
-    for end in 1..=aligned.len() {
-        if end == aligned.len() || aligned[end] != aligned[start] {
-            out.push((aligned[start], start..end));
-            start = end;
-        }
-    }
-    out
-}
-
-/// Where each unit's messages start among those read, and how many there are.
-fn unit_spans(native: &Native) -> Vec<Option<Range<usize>>> {
-    let mut spans: Vec<Option<Range<usize>>> = vec![None; native.originals.len()];
-    for (index, &unit) in native.units.iter().enumerate() {
-        match spans.get_mut(unit) {
-            // Only the first run of a unit counts: a unit's messages are read one after another.
-            Some(Some(span)) if span.end == index => span.end = index + 1,
-            Some(slot @ None) => *slot = Some(index..index + 1),
-            _ => {}
-        }
-    }
-    spans
-}
-
-/// Whether the output messages at `group` are exactly what `unit` was read as; `None` when
-/// `baseline` cannot tell.
-fn unchanged(
-    spans: &[Option<Range<usize>>],
-    baseline: &Baseline,
-    messages: &[Message],
-    unit: usize,
-    group: &[usize],
-) -> Option<bool> {
-    let Some(Some(span)) = spans.get(unit) else {
-        return Some(false);
-    };
-    if span.len() != group.len() {
-        return Some(false);
-    }
-    match baseline {
-        Baseline::Read(read) => {
-            let Some(read) = read.get(span.clone()) else { return Some(false) };
-            Some(read.iter().zip(group).all(|(read, &index)| messages.get(index) == Some(read)))
-        }
-        Baseline::Changed(changed) => {
-            if !group.iter().copied().eq(span.clone()) {
-                return None;
-            }
-            let mut edited = group.iter().filter(|&&index| changed[index]).map(|&index| &messages[index]);
-            match edited.next() {
-                None => Some(true),
-                // OpenAI and Anthropic messages are read without meta, and every command that
-                // rewrites a message leaves its marker there: such a message is not the one read.
-                Some(first) if !first.meta.is_empty() || edited.any(|m| !m.meta.is_empty()) => Some(false),
-                Some(_) => None,
-            }
-        }
-    }
-}
-
-/// Decides the output: which source message each group came from, which groups are written as
-/// their originals, and the envelope's `system`. `None` when `baseline` cannot tell.
+/// Writes `messages` (the conversation's, or a changed version of them) to `out`: in `target`
+/// when one is given, else back in the format read.
 ///
-/// `origin`, when the command knows it, says which message read each output message stands for
-/// (`None` for one it put in); otherwise that is worked out from `baseline`.
-fn plan<'a>(
-    native: &'a Native,
-    target: Target,
+/// Written back, the rest of the file is kept as it was: OpenAI, Anthropic and Haystack files
+/// keep their envelope and every message not changed; Claude Code sessions, Codex rollouts and
+/// Responses item lists keep every byte but those of the tool results (and tool inputs) that
+/// changed, and take back nothing else. SWE-agent and OpenHands conversations are written as
+/// [`Format::default_target`].
+///
+/// `changed`, when given, holds the indices of the messages that differ from those read (then
+/// `messages` is as long as the conversation); every other message is taken to be the one read.
+/// A Haystack message among them is written as its input bytes when those spell what encoding
+/// it gives (the same JSON value, keys in the same order). `None` means anything may have changed.
+///
+/// Returns what the output could not hold (a [`NoteKind::Dropped`] note per kind, naming the
+/// messages): reasoning, and calls or text on tool messages, in Chat Completions; tool-call
+/// arguments that are not a JSON object in Anthropic's `tool_use`; provider items of another
+/// format, written as their text. Written back in its own format, nothing is lost.
+pub fn write(
+    conversation: &Conversation,
     messages: &[Message],
-    baseline: &Baseline,
-    origin: Option<&[Option<usize>]>,
-) -> Option<Plan<'a>> {
-    let spans = unit_spans(native);
-    // A file that is only a list of messages has no envelope to hold a system prompt: a system
-    // message in it stays where it is, as in OpenAI's lists.
-    let envelope = !matches!(native.place, Place::Root);
-    let (order, read, system) = match target {
-        Target::Anthropic if envelope => {
-            let system_unit = native.system.filter(|&u| native.units.contains(&u));
-            // System messages go to the envelope's `system`: those read from it, and any
-            // `{"role": "system"}` message of the list, whose unit is then left out of the list's.
-            let in_system = |unit: usize| {
-                Some(unit) == native.system
-                    || native.originals.get(unit).and_then(|o| o.get("role")).and_then(Value::as_str)
-                        == Some("system")
-            };
-            let (system_order, order): (Vec<usize>, Vec<usize>) =
-                (0..messages.len()).partition(|&index| messages[index].role == Role::System);
-            let system = if system_order.is_empty() {
-                SystemEdit::Remove
-            } else {
-                let kept = match system_unit {
-                    Some(unit) => unchanged(&spans, baseline, messages, unit, &system_order)?,
-                    None => false,
-                };
-                match system_unit {
-                    Some(unit) if kept => SystemEdit::Set(Cow::Borrowed(&native.originals[unit])),
-                    _ => {
-                        let system_messages: Vec<&Message> =
-                            system_order.iter().map(|&i| &messages[i]).collect();
-                        SystemEdit::Set(Cow::Owned(anthropic::encode_system(&system_messages)))
-                    }
-                }
-            };
-            let read = (0..native.units.len()).filter(|&index| !in_system(native.units[index])).collect();
-            (order, read, system)
+    target: Option<Target>,
+    changed: Option<&[usize]>,
+    out: &mut dyn Write,
+) -> Result<Vec<Note>, Error> {
+    escaping_lone_surrogates(conversation, out, |out| {
+        write_unescaped(conversation, messages, target, changed, out)
+    })
+}
+
+/// Runs `write` on `out`, through [`SurrogateEscapes`] when the input may hold a lone surrogate
+/// escape (`\ud83d`, read as a stand-in character: see `compaction_model::lone_surrogate`), so
+/// that every message written gives it back as the escape it was; an input without one (no `\ud`
+/// or `\uD` in it) cannot have given a stand-in, and its output is passed on as it is made.
+fn escaping_lone_surrogates<T>(
+    conversation: &Conversation,
+    out: &mut dyn Write,
+    write: impl FnOnce(&mut dyn Write) -> Result<T, Error>,
+) -> Result<T, Error> {
+    let source = conversation.source();
+    // A log read line by line keeps no input to look in.
+    let streamed = matches!(conversation.back, Back::Streamed);
+    if !streamed
+        && memchr::memmem::find(source, b"\\ud").is_none()
+        && memchr::memmem::find(source, b"\\uD").is_none()
+    {
+        return write(out);
+    }
+    let mut escapes = SurrogateEscapes::new(out);
+    let written = write(&mut escapes)?;
+    escapes.into_inner()?;
+    Ok(written)
+}
+
+/// [`write()`], its output as it is made.
+fn write_unescaped(
+    conversation: &Conversation,
+    messages: &[Message],
+    target: Option<Target>,
+    changed: Option<&[usize]>,
+    out: &mut dyn Write,
+) -> Result<Vec<Note>, Error> {
+    let format = conversation.format;
+    let own = match target {
+        None => format.writes_back(),
+        Some(target) => format.native_target() == Some(target),
+    };
+    let target = target.unwrap_or_else(|| format.default_target());
+    let written = match &conversation.back {
+        Back::Spans(spans) if own => {
+            haystack::write_spans(conversation.source(), spans, messages, changed, out)
         }
-        Target::Haystack | Target::OpenAi | Target::Anthropic => (
-            (0..messages.len()).collect::<Vec<_>>(),
-            (0..native.units.len()).collect::<Vec<_>>(),
-            SystemEdit::Keep,
+        Back::Tree(native) if own => write_tree_to(
+            conversation.source(),
+            native,
+            formats::of_target(target),
+            target,
+            messages,
+            changed,
+            out,
         ),
-    };
-    let units: Vec<usize> = read.iter().map(|&index| native.units[index]).collect();
-    let refs: Vec<&Message> = order.iter().map(|&index| &messages[index]).collect();
-    let aligned = match origin {
-        // Told by the command: no guessing, so a message is never laid over another's original.
-        Some(origin) => order
-            .iter()
-            .map(|&index| {
-                origin.get(index).copied().flatten().and_then(|read| native.units.get(read).copied())
-            })
-            .collect(),
-        None => align(baseline, &read, &units, &refs)?,
-    };
-    let mut groups = Vec::new();
-    for (unit, range) in runs(&aligned) {
-        // Haystack output is always `ChatMessage.to_dict`'s shape, so older shapes are brought up
-        // to date: its groups are never written as they were read.
-        let verbatim = match unit {
-            Some(unit) if target != Target::Haystack => {
-                unchanged(&spans, baseline, messages, unit, &order[range.clone()])?
-            }
-            _ => false,
-        };
-        groups.push(Group { unit, range, verbatim });
-    }
-    Some(Plan { order, groups, system })
-}
-
-/// The plan for writing `messages` back, with as little as it takes to tell which are unchanged.
-fn plan_write<'a>(
-    native: &'a Native,
-    target: Target,
-    messages: &[Message],
-    changed: Option<&[usize]>,
-) -> Result<Plan<'a>, Error> {
-    let cannot = || Error::WriteBack { reason: "cannot tell which messages changed".into() };
-    // The Haystack span reader keeps the messages read when it falls back to this path.
-    if native.read.len() == native.units.len() {
-        return plan(native, target, messages, &Baseline::Read(&native.read), None).ok_or_else(cannot);
-    }
-    if let Some(changed) = changed.filter(|_| messages.len() == native.units.len()) {
-        let mut flags = vec![false; messages.len()];
-        for &index in changed {
-            if let Some(flag) = flags.get_mut(index) {
-                *flag = true;
-            }
-        }
-        if let Some(plan) = plan(native, target, messages, &Baseline::Changed(flags), None) {
-            return Ok(plan);
-        }
-    }
-    // Messages were dropped, added or moved, or a changed one carries no marker. The messages
-    // read are needed then, for as long as planning takes.
-    let read = decode_again(native, target)?;
-    plan(native, target, messages, &Baseline::Read(&read), None).ok_or_else(cannot)
-}
-
-/// The plan for writing back `messages` that a command made by dropping, adding or moving
-/// messages, with `origin` saying where each came from (see [`crate::write_rewritten`]).
-fn plan_rewritten<'a>(
-    native: &'a Native,
-    target: Target,
-    messages: &[Message],
-    origin: &[Option<usize>],
-) -> Result<Plan<'a>, Error> {
-    if origin.len() != messages.len() || origin.iter().flatten().any(|&read| read >= native.units.len()) {
-        return Err(Error::WriteBack {
-            reason: "the messages' origins do not match the conversation read".into(),
-        });
-    }
-    let decoded;
-    let read = if native.read.len() == native.units.len() {
-        &native.read
-    } else {
-        decoded = decode_again(native, target)?;
-        &decoded
-    };
-    plan(native, target, messages, &Baseline::Read(read), Some(origin))
-        .ok_or_else(|| Error::WriteBack { reason: "cannot tell which messages changed".into() })
-}
-
-/// The messages as read, decoded again from the originals by the decoder that read them.
-fn decode_again(native: &Native, target: Target) -> Result<Vec<Message>, Error> {
-    let locator = Locator::messages("the input");
-    let decoded = match target {
-        Target::Haystack => haystack::read(&native.originals, &locator)?,
-        Target::OpenAi => openai::read(&native.originals, &locator)?,
-        Target::Anthropic => {
-            // A `system` is kept after the messages.
-            let (values, system) = match (native.system, native.originals.split_last()) {
-                (Some(_), Some((last, values))) => (values, Some(last)),
-                _ => (native.originals.as_slice(), None),
-            };
-            anthropic::read(values, system, &locator, native.hidden == 0)?
-        }
-    };
-    if decoded.units != native.units {
-        return Err(Error::WriteBack { reason: "the messages read decode differently a second time".into() });
-    }
-    Ok(decoded.messages)
-}
-
-/// The messages array of the output, element by element.
-struct Elements<'a> {
-    native: &'a Native,
-    target: Target,
-    messages: &'a [Message],
-    plan: &'a Plan<'a>,
-}
-
-impl<'a> Elements<'a> {
-    fn iter(&self) -> impl Iterator<Item = Element> + '_ {
-        let hidden = (0..self.native.hidden).map(Element::Original);
-        hidden.chain(self.plan.groups.iter().flat_map(|group| self.group(group)))
-    }
-
-    /// A group's elements: the original when unchanged, else the fresh encoding laid over the
-    /// original when there is one to lay it over.
-    fn group(&self, group: &Group) -> Vec<Element> {
-        let originals = &self.native.originals;
-        if let (Some(unit), true) = (group.unit, group.verbatim) {
-            return vec![Element::Original(unit)];
-        }
-        let messages: Vec<&Message> =
-            self.plan.order[group.range.clone()].iter().map(|&index| &self.messages[index]).collect();
-        let (fresh, shape): (Vec<Value>, &overlay::Shape) = match self.target {
-            Target::Haystack => (messages.iter().map(|m| m.to_value()).collect(), &haystack::SHAPE),
-            Target::OpenAi => (
-                messages.iter().flat_map(|m| openai::encode(std::slice::from_ref(*m))).collect(),
-                &openai::SHAPE,
-            ),
-            Target::Anthropic => {
-                let prefer_string = group
-                    .unit
-                    .and_then(|u| originals.get(u))
-                    .is_none_or(|original| original.get("content").is_some_and(Value::is_string));
-                let fresh = match group.unit {
-                    Some(_) => vec![anthropic::encode_group(&messages, prefer_string)],
-                    None => anthropic::encode(&messages),
-                };
-                (fresh, &anthropic::SHAPE)
-            }
-        };
-        match group.unit {
-            Some(unit) if fresh.len() == 1 => {
-                let fresh = fresh.into_iter().next().unwrap_or(Value::Null);
-                let value = overlay::overlay(&originals[unit], fresh, shape);
-                vec![Element::Fresh { unit: Some(unit), value }]
-            }
-            // Only the first takes the original's place among its neighbours.
-            unit => fresh
-                .into_iter()
-                .enumerate()
-                .map(|(k, value)| Element::Fresh { unit: unit.filter(|_| k == 0), value })
-                .collect(),
-        }
-    }
-}
-
-impl Serialize for Elements<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_seq(self.iter().map(|element| match element {
-            Element::Original(unit) => Cow::Borrowed(&self.native.originals[unit]),
-            Element::Fresh { value, .. } => Cow::Owned(value),
-        }))
-    }
-}
-
-/// The object holding the conversation, with its messages put back under `key` and its
-/// `system` edited, keys where `Map::insert` and `Map::shift_remove` would leave them.
-struct Container<'a> {
-    object: &'a Map<String, Value>,
-    key: &'a str,
-    elements: &'a Elements<'a>,
-}
-
-impl Serialize for Container<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let system = &self.elements.plan.system;
-        let mut map = serializer.serialize_map(None)?;
-        for (key, value) in self.object {
-            if key == self.key {
-                map.serialize_entry(key, self.elements)?;
-            } else if key == "system" {
-                match system {
-                    SystemEdit::Keep => map.serialize_entry(key, value)?,
-                    SystemEdit::Set(system) => map.serialize_entry(key, system)?,
-                    SystemEdit::Remove => {}
-                }
+        Back::Request(spans) if own => {
+            if request::write(conversation.source(), spans, messages, changed, out)? {
+                Ok(())
             } else {
-                map.serialize_entry(key, value)?;
+                write_tree_to(
+                    conversation.source(),
+                    &*request_tree(conversation)?,
+                    formats::of_target(target),
+                    target,
+                    messages,
+                    changed,
+                    out,
+                )
             }
         }
-        // A key the object lacks is inserted at its end: the messages first, then `system`.
-        if !self.object.contains_key(self.key) {
-            map.serialize_entry(self.key, self.elements)?;
+        Back::Log(log) if own => {
+            let codec = formats::of(format);
+            let log = logback::write_back(conversation.source(), log, format, codec, messages, changed, out);
+            return log.map(|()| Vec::new());
         }
-        if let (SystemEdit::Set(system), false) = (system, self.object.contains_key("system")) {
-            map.serialize_entry("system", system)?;
+        Back::Streamed if own => {
+            return Err(Error::WriteBack {
+                reason: format!(
+                "the {} log was read line by line without keeping it; it can only be converted to a target",
+                format.label()
+            ),
+            })
         }
-        map.end()
-    }
+        _ => {
+            // Checked before a byte is written: an output the target's readers refuse is not made.
+            let (messages, made) = ids::complete(messages, target)?;
+            let mut notes: Vec<Note> = made.into_iter().collect();
+            formats::of_target(target).convert(&messages, conversation.layout, out)?;
+            notes.extend(losses(&messages, target));
+            return Ok(notes);
+        }
+    };
+    written.map(|()| if own { Vec::new() } else { losses(messages, target) })
 }
 
-/// A file's array of conversations, one of them written with its new messages.
-struct Items<'a> {
-    items: &'a [Value],
-    index: usize,
-    key: &'a str,
-    elements: &'a Elements<'a>,
-}
-
-impl Serialize for Items<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut seq = serializer.serialize_seq(None)?;
-        for (index, item) in self.items.iter().enumerate() {
-            match item {
-                Value::Object(object) if index == self.index => {
-                    seq.serialize_element(&Container { object, key: self.key, elements: self.elements })?
-                }
-                item => seq.serialize_element(item)?,
-            }
-        }
-        seq.end()
-    }
-}
-
-/// Writes the file back with `messages` in place of the conversation read, compact, as
-/// `serde_json` writes a value, ending in a newline (every line does, in JSON Lines).
-pub(crate) fn write_native_to(
-    native: &Native,
-    target: Target,
+/// [`write()`] for messages a command dropped, added or moved (a sliding window's omission note, a
+/// summary in place of what it summarizes): `origin` holds, for each of `messages`, the index of
+/// the message read that it stands for, as it was or changed, or `None` for a message the command
+/// put in.
+///
+/// Written back, each message lands on its own original, so the fields the model does not know
+/// stay with the message they belong to and an unchanged message is written as it was read; the
+/// originals of dropped messages are left out. Guessing instead (what [`write()`] must do without
+/// `changed` when the count changed) can lay a message over another's original when the count
+/// happens to come out the same. Event logs (Claude Code, Codex, Responses items) cannot take
+/// such a change back: that is an error naming a target to write instead. Converted to another
+/// format, `origin` is not needed.
+///
+/// # Errors
+///
+/// As [`write()`]; [`Error::WriteBack`] when `origin` is not as long as `messages` or names a
+/// message that was not read, or the format read cannot take the change back.
+pub fn write_rewritten(
+    conversation: &Conversation,
     messages: &[Message],
-    changed: Option<&[usize]>,
-    out: &mut dyn Write,
-) -> Result<(), Error> {
-    let plan = plan_write(native, target, messages, changed)?;
-    emit(native, target, messages, &plan, out)
-}
-
-/// [`write_native_to`] for messages dropped, added or moved, each with the message read it came
-/// from in `origin` (`None` for one put in).
-pub(crate) fn write_native_rewritten(
-    native: &Native,
-    target: Target,
-    messages: &[Message],
+    target: Option<Target>,
     origin: &[Option<usize>],
     out: &mut dyn Write,
-) -> Result<(), Error> {
-    let plan = plan_rewritten(native, target, messages, origin)?;
-    emit(native, target, messages, &plan, out)
+) -> Result<Vec<Note>, Error> {
+    escaping_lone_surrogates(conversation, out, |out| {
+        write_rewritten_unescaped(conversation, messages, target, origin, out)
+    })
 }
 
-/// [`write_native_to`] over `source`, the bytes the tree was read from: every byte outside the
-/// messages that changed is copied from it (see [`crate::inplace`]). Haystack output is always
-/// re-encoded, so it goes to [`write_native_to`].
-pub(crate) fn write_tree_to(
-    source: &[u8],
-    native: &Native,
-    target: Target,
+/// [`write_rewritten`], its output as it is made.
+fn write_rewritten_unescaped(
+    conversation: &Conversation,
     messages: &[Message],
-    changed: Option<&[usize]>,
-    out: &mut dyn Write,
-) -> Result<(), Error> {
-    let plan = plan_write(native, target, messages, changed)?;
-    emit_over(source, native, target, messages, &plan, out)
-}
-
-/// [`write_native_rewritten`] over `source`, as [`write_tree_to`].
-pub(crate) fn write_tree_rewritten(
-    source: &[u8],
-    native: &Native,
-    target: Target,
-    messages: &[Message],
+    target: Option<Target>,
     origin: &[Option<usize>],
     out: &mut dyn Write,
-) -> Result<(), Error> {
-    let plan = plan_rewritten(native, target, messages, origin)?;
-    emit_over(source, native, target, messages, &plan, out)
+) -> Result<Vec<Note>, Error> {
+    let format = conversation.format;
+    let own = match target {
+        None => format.writes_back(),
+        Some(target) => format.native_target() == Some(target),
+    };
+    let in_place = origin.len() == conversation.messages.len()
+        && origin.iter().enumerate().all(|(index, read)| *read == Some(index));
+    match &conversation.back {
+        Back::Spans(spans) if own => {
+            haystack::write_spans_rewritten(conversation.source(), spans, messages, origin, out)?;
+            Ok(Vec::new())
+        }
+        Back::Tree(native) if own => {
+            let target = target.unwrap_or_else(|| format.default_target());
+            write_tree_rewritten(
+                conversation.source(),
+                native,
+                formats::of_target(target),
+                target,
+                messages,
+                origin,
+                out,
+            )?;
+            Ok(Vec::new())
+        }
+        Back::Request(_) if own => {
+            let target = target.unwrap_or_else(|| format.default_target());
+            write_tree_rewritten(
+                conversation.source(),
+                &*request_tree(conversation)?,
+                formats::of_target(target),
+                target,
+                messages,
+                origin,
+                out,
+            )?;
+            Ok(Vec::new())
+        }
+        Back::Log(_) if own && !in_place => Err(Error::WriteBack {
+            reason: format!(
+                "{} messages were read and {} are to be written, with messages dropped or put in; a {} \
+                 log can take back only changed tool results and tool inputs (write another format \
+                 with a target)",
+                conversation.messages.len(),
+                messages.len(),
+                format.label()
+            ),
+        }),
+        _ => write_unescaped(conversation, messages, target, None, out),
+    }
 }
 
-/// Writes the file as `plan` says over `source` when the messages can be found in it, else
-/// from the tree.
-fn emit_over(
-    source: &[u8],
-    native: &Native,
-    target: Target,
-    messages: &[Message],
-    plan: &Plan<'_>,
-    out: &mut dyn Write,
-) -> Result<(), Error> {
-    if target != Target::Haystack {
-        let elements: Vec<Element> = Elements { native, target, messages, plan }.iter().collect();
-        let system = match &plan.system {
-            SystemEdit::Keep | SystemEdit::Set(Cow::Borrowed(_)) => System::Keep,
-            SystemEdit::Set(Cow::Owned(value)) => System::Set(value),
-            SystemEdit::Remove => System::Remove,
-        };
-        if inplace::write(source, native, &elements, system, out)? {
-            return Ok(());
+/// What the tree path keeps to write back an OpenAI request read without a tree, for the writes
+/// that need to decode the messages read again (messages dropped, added or moved).
+fn request_tree(conversation: &Conversation) -> Result<Box<Native>, Error> {
+    let options = ReadOptions::named("the input").with_format(Format::OpenAi);
+    match read_tree(conversation.source(), &options)?.back {
+        Back::Tree(native) => Ok(native),
+        _ => Err(Error::WriteBack { reason: "the request no longer reads as one".into() }),
+    }
+}
+
+/// What writing `messages` as `target` cannot hold as it is: one [`NoteKind::Dropped`] note per
+/// kind of loss, naming the messages.
+pub fn losses(messages: &[Message], target: Target) -> Vec<Note> {
+    let mut found: Vec<(&'static str, Vec<usize>)> = Vec::new();
+    let mut add = |what: &'static str, index: usize| match found.iter_mut().find(|(w, _)| *w == what) {
+        Some((_, indices)) => {
+            if indices.last() != Some(&index) {
+                indices.push(index);
+            }
+        }
+        None => found.push((what, vec![index])),
+    };
+    for (index, message) in messages.iter().enumerate() {
+        let tool = message.has_tool_call_result();
+        for part in &message.parts {
+            let foreign = provider_item(part).is_some_and(|(format, _)| match target {
+                Target::Anthropic => format != "anthropic",
+                Target::OpenAi => true,
+                Target::Haystack => false,
+            });
+            match part {
+                Part::Reasoning(_) if target == Target::OpenAi => {
+                    add("reasoning left out (Chat Completions has no place for it)", index)
+                }
+                Part::Text(_) if foreign => add("provider items written as their text", index),
+                Part::Text(_) | Part::Image(_) | Part::File(_) if tool && target == Target::OpenAi => {
+                    add("text, images or files beside a tool result left out", index)
+                }
+                Part::ToolCall(_) if tool && target == Target::OpenAi => {
+                    add("tool calls on a tool message left out", index)
+                }
+                Part::ToolCall(call) if target == Target::Anthropic && call.raw_arguments.is_some() => add(
+                    "tool-call arguments that are not a JSON object left out (`tool_use` input must be one)",
+                    index,
+                ),
+                _ => {}
+            }
         }
     }
-    emit(native, target, messages, plan, out)
-}
-
-/// Writes the file as `plan` says.
-fn emit(
-    native: &Native,
-    target: Target,
-    messages: &[Message],
-    plan: &Plan<'_>,
-    out: &mut dyn Write,
-) -> Result<(), Error> {
-    let elements = Elements { native, target, messages, plan };
-    match (&native.top, &native.place) {
-        (Top::Lines(_), Place::Root) => {
-            for element in elements.iter() {
-                match element {
-                    Element::Original(unit) => line(out, &native.originals[unit])?,
-                    Element::Fresh { value, .. } => line(out, &value)?,
-                }
+    found
+        .into_iter()
+        .map(|(what, indices)| {
+            let mut shown: Vec<String> = indices.iter().take(8).map(ToString::to_string).collect();
+            if indices.len() > 8 {
+                shown.push(format!("… ({} in all)", indices.len()));
             }
-        }
-        (Top::Lines(lines), Place::Item { index, key }) => {
-            for (number, Line { value, .. }) in lines.iter().enumerate() {
-                match value {
-                    Value::Object(object) if number == *index => {
-                        line(out, &Container { object, key, elements: &elements })?
-                    }
-                    value => line(out, value)?,
-                }
-            }
-        }
-        (Top::Value(_), Place::Root) => line(out, &elements)?,
-        (Top::Value(Value::Object(object)), Place::Key(key)) => {
-            line(out, &Container { object, key, elements: &elements })?
-        }
-        (Top::Value(Value::Array(items)), Place::Item { index, key }) => {
-            line(out, &Items { items, index: *index, key, elements: &elements })?
-        }
-        (Top::Lines(lines), _) => {
-            for Line { value, .. } in lines {
-                line(out, value)?;
-            }
-        }
-        (Top::Value(value), _) => line(out, value)?,
-    }
-    Ok(())
-}
-
-/// `value` as one line: compact JSON and a newline.
-fn line<T: Serialize + ?Sized>(out: &mut dyn Write, value: &T) -> Result<(), Error> {
-    serde_json::to_writer(&mut *out, value)?;
-    Ok(out.write_all(b"\n")?)
+            let noun = if indices.len() == 1 { "message" } else { "messages" };
+            let text = format!("written as {target}: {what}: {noun} {}", shown.join(", "));
+            Note::new(NoteKind::Dropped, indices.len(), text)
+        })
+        .collect()
 }

@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::claude_code::{lean_event, lean_event_by, lean_event_in, walk_fields, Reader};
-use crate::dupkeys::scan_keys;
 use crate::eventlog::{json_lines, Slot};
+use compaction_json::dupkeys::scan_keys;
 use compaction_json::splice::{find, find_unique};
 
 /// The Claude Code sessions to compare: the bundled excerpt and the corpus's sessions.
@@ -58,7 +58,7 @@ fn read(bytes: &[u8], full_history: bool, how: How) -> String {
         let line = &bytes[range.clone()];
         bases.push(range.clone());
         let event = match how {
-            How::Whole => crate::Event::whole(serde_json::from_slice::<Value>(line).unwrap()),
+            How::Whole => crate::eventlog::Event::whole(serde_json::from_slice::<Value>(line).unwrap()),
             How::Lean => lean_event(line).expect("read lean").0,
             How::Left => lean_event_in(&source, range).expect("read lean").0,
         };
@@ -215,14 +215,17 @@ fn a_log_reads_alike_on_one_thread_and_two() {
         ("codex/rollout-2025-10-04T09-00-00-0199a1b2.jsonl", crate::Format::Codex),
     ];
     for (relative, format) in logs {
-        let log = long_log(relative, 3 * crate::PARALLEL_LOG);
+        let log = long_log(relative, 3 * crate::pipeline::PARALLEL_LOG);
         let options = crate::ReadOptions::named("t");
         let read = |log: &[u8], parallel| {
-            crate::read_log_on(&compaction_model::JsonSource::new(log.to_vec()), &options, format, parallel)
-                .map(|c| {
-                    format!("{:?} {:?} {:?} {:?} {:?}", c.messages, c.usage, c.notes, c.compactions, c.back)
-                })
-                .map_err(|e| e.to_string())
+            crate::pipeline::read_log_on(
+                &compaction_model::JsonSource::new(log.to_vec()),
+                &options,
+                format,
+                parallel,
+            )
+            .map(|c| format!("{:?} {:?} {:?} {:?} {:?}", c.messages, c.usage, c.notes, c.compactions, c.back))
+            .map_err(|e| e.to_string())
         };
         let one = read(&log, false);
         assert!(one.as_ref().is_ok_and(|text| text.len() > 1000), "{relative}: {one:?}");
@@ -241,7 +244,7 @@ fn a_log_reads_alike_on_one_thread_and_two() {
 #[test]
 fn lines_pushed_in_blocks_read_as_lines_pushed_one_at_a_time() {
     let mut log = b"\xEF\xBB\xBF".to_vec();
-    log.extend(long_log("claude-code/fa812bfe-excerpt.jsonl", 3 * crate::PARALLEL_LOG));
+    log.extend(long_log("claude-code/fa812bfe-excerpt.jsonl", 3 * crate::pipeline::PARALLEL_LOG));
     // A blank line, a line ended by `\r\n`, and a last line without a line break.
     let at = log.len() / 2 + log[log.len() / 2..].iter().position(|&b| b == b'\n').unwrap() + 1;
     log.splice(at..at, b"  \n\r\n".iter().copied());
@@ -273,7 +276,9 @@ fn lines_pushed_in_blocks_read_as_lines_pushed_one_at_a_time() {
     };
     let one = one_at_a_time(&log);
     assert!(one.as_ref().is_ok_and(|text| text.len() > 1000), "{one:?}");
-    for cuts in [&[][..], &[1000, 5000], &[crate::PARALLEL_LOG + 17, 2 * crate::PARALLEL_LOG + 3]] {
+    for cuts in
+        [&[][..], &[1000, 5000], &[crate::pipeline::PARALLEL_LOG + 17, 2 * crate::pipeline::PARALLEL_LOG + 3]]
+    {
         assert_eq!(in_blocks(&log, cuts), one, "{cuts:?}");
     }
     // A broken line far into the file: the same error, with the same line number.
@@ -284,7 +289,7 @@ fn lines_pushed_in_blocks_read_as_lines_pushed_one_at_a_time() {
     let error = one_at_a_time(&broken).unwrap_err();
     assert!(error.contains("line"), "{error}");
     assert_eq!(in_blocks(&broken, &[]).unwrap_err(), error);
-    assert_eq!(in_blocks(&broken, &[5000, crate::PARALLEL_LOG + 1]).unwrap_err(), error);
+    assert_eq!(in_blocks(&broken, &[5000, crate::pipeline::PARALLEL_LOG + 1]).unwrap_err(), error);
 }
 
 #[test]
