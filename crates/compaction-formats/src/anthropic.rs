@@ -13,7 +13,7 @@ use serde_json::{json, Map, Value};
 
 use std::io::Write;
 
-use crate::codec::{write_line, Codec, TreeRead};
+use crate::codec::{Codec, TargetCodec, TreeRead, write_line};
 use crate::conversation::Decoded;
 use crate::conversation::Layout;
 use crate::document::{json_type, key_list, member, string_member, take_members, Locator};
@@ -559,7 +559,9 @@ impl Codec for Anthropic {
     fn read_tree(&self, values: &[Value], tree: &TreeRead<'_>) -> Result<Decoded, Error> {
         read(values, tree.system, tree.locator, tree.full_history)
     }
+}
 
+impl TargetCodec for Anthropic {
     fn encode(
         &self,
         messages: &[&Message],

@@ -34,28 +34,6 @@ pub(crate) trait Codec: Sync {
     /// Reads the messages taken out of a file's JSON tree (the file, or its conversation).
     fn read_tree(&self, values: &[Value], tree: &TreeRead<'_>) -> Result<Decoded, Error>;
 
-    /// Messages encoded afresh, to be written in place of source message `unit` (whose
-    /// original is in `originals`) or, with no unit, put in: the values, and the shape they
-    /// are laid over an original with. Only the formats that are targets encode.
-    fn encode(
-        &self,
-        _messages: &[&Message],
-        _unit: Option<usize>,
-        _originals: &[Value],
-    ) -> (Vec<Value>, &'static Shape) {
-        unreachable!("only a target encodes messages")
-    }
-
-    /// The `system` prompt for `messages`, in a format that keeps it apart from the messages.
-    fn encode_system(&self, _messages: &[&Message]) -> Option<Value> {
-        None
-    }
-
-    /// Writes `messages` in this format, nothing of a file read kept.
-    fn convert(&self, _messages: &[Message], _layout: Layout, _out: &mut dyn Write) -> Result<(), Error> {
-        unreachable!("only a target is converted to")
-    }
-
     /// The tool result a log's value at a result slot reads as, to tell whether a command
     /// changed it; `None` when it does not read as one.
     fn result_content(&self, _value: &Value) -> Option<ToolResultContent> {
@@ -78,6 +56,29 @@ pub(crate) trait Codec: Sync {
     fn why_empty(&self, _source: &[u8]) -> String {
         String::new()
     }
+}
+
+/// A format that can be written: a target of `convert` and of a write-back over a JSON tree
+/// (Haystack, OpenAI, Anthropic). Only these encode messages, and the writers ask only these,
+/// so no format is ever asked for what it cannot do.
+pub(crate) trait TargetCodec: Codec {
+    /// Messages encoded afresh, to be written in place of source message `unit` (whose
+    /// original is in `originals`) or, with no unit, put in: the values, and the shape they
+    /// are laid over an original with.
+    fn encode(
+        &self,
+        messages: &[&Message],
+        unit: Option<usize>,
+        originals: &[Value],
+    ) -> (Vec<Value>, &'static Shape);
+
+    /// The `system` prompt for `messages`, in a format that keeps it apart from the messages.
+    fn encode_system(&self, _messages: &[&Message]) -> Option<Value> {
+        None
+    }
+
+    /// Writes `messages` in this format, nothing of a file read kept.
+    fn convert(&self, messages: &[Message], layout: Layout, out: &mut dyn Write) -> Result<(), Error>;
 }
 
 /// A log's reader, fed its lines in order.

@@ -3,7 +3,7 @@
 
 use crate::anthropic::Anthropic;
 use crate::claude_code::ClaudeCode;
-use crate::codec::Codec;
+use crate::codec::{Codec, TargetCodec};
 use crate::codex::Codex;
 use crate::format::{Format, Target};
 use crate::haystack::Haystack;
@@ -26,7 +26,7 @@ pub(crate) fn of(format: Format) -> &'static dyn Codec {
 }
 
 /// The module of `target`.
-pub(crate) fn of_target(target: Target) -> &'static dyn Codec {
+pub(crate) fn of_target(target: Target) -> &'static dyn TargetCodec {
     match target {
         Target::Haystack => &Haystack,
         Target::OpenAi => &OpenAi,

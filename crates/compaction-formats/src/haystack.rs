@@ -14,7 +14,7 @@ use std::ops::Range;
 use compaction_model::{JsonSource, Message};
 use serde_json::Value;
 
-use crate::codec::{Codec, TreeRead};
+use crate::codec::{Codec, TargetCodec, TreeRead};
 use crate::conversation::{Decoded, Layout};
 use crate::document::{Locator, Place, Top};
 use crate::error::Error;
@@ -320,7 +320,9 @@ impl Codec for Haystack {
     fn read_tree(&self, values: &[Value], tree: &TreeRead<'_>) -> Result<Decoded, Error> {
         read(values, tree.locator)
     }
+}
 
+impl TargetCodec for Haystack {
     fn encode(
         &self,
         messages: &[&Message],

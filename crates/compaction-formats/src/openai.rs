@@ -9,7 +9,7 @@ use serde_json::{json, Map, Value};
 
 use std::io::Write;
 
-use crate::codec::{write_line, Codec, TreeRead};
+use crate::codec::{Codec, TargetCodec, TreeRead, write_line};
 use crate::conversation::Decoded;
 use crate::conversation::Layout;
 use crate::document::{json_type, key_list, member_of, Locator};
@@ -482,7 +482,9 @@ impl Codec for OpenAi {
     fn read_tree(&self, values: &[Value], tree: &TreeRead<'_>) -> Result<Decoded, Error> {
         read(values, tree.locator)
     }
+}
 
+impl TargetCodec for OpenAi {
     fn encode(
         &self,
         messages: &[&Message],

@@ -14,7 +14,7 @@ use compaction_model::{Message, Role};
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_json::{Map, Value};
 
-use crate::codec::{Codec, TreeRead};
+use crate::codec::{Codec, TargetCodec, TreeRead};
 use crate::document::{Line, Locator, Place, Top};
 use crate::error::Error;
 use crate::format::Target;
@@ -156,7 +156,7 @@ fn unchanged(
 /// (`None` for one it put in); otherwise that is worked out from `baseline`.
 fn plan<'a>(
     native: &'a Native,
-    codec: &dyn Codec,
+    codec: &dyn TargetCodec,
     target: Target,
     messages: &[Message],
     baseline: &Baseline,
@@ -235,7 +235,7 @@ fn plan<'a>(
 /// The plan for writing `messages` back, with as little as it takes to tell which are unchanged.
 fn plan_write<'a>(
     native: &'a Native,
-    codec: &dyn Codec,
+    codec: &dyn TargetCodec,
     target: Target,
     messages: &[Message],
     changed: Option<&[usize]>,
@@ -266,7 +266,7 @@ fn plan_write<'a>(
 /// messages, with `origin` saying where each came from (see [`crate::write_rewritten`]).
 fn plan_rewritten<'a>(
     native: &'a Native,
-    codec: &dyn Codec,
+    codec: &dyn TargetCodec,
     target: Target,
     messages: &[Message],
     origin: &[Option<usize>],
@@ -312,7 +312,7 @@ fn decode_again(native: &Native, codec: &dyn Codec) -> Result<Vec<Message>, Erro
 /// The messages array of the output, element by element.
 struct Elements<'a> {
     native: &'a Native,
-    codec: &'a dyn Codec,
+    codec: &'a dyn TargetCodec,
     messages: &'a [Message],
     plan: &'a Plan<'a>,
 }
@@ -421,7 +421,7 @@ impl Serialize for Items<'_> {
 /// `serde_json` writes a value, ending in a newline (every line does, in JSON Lines).
 pub(crate) fn write_native_to(
     native: &Native,
-    codec: &dyn Codec,
+    codec: &dyn TargetCodec,
     target: Target,
     messages: &[Message],
     changed: Option<&[usize]>,
@@ -435,7 +435,7 @@ pub(crate) fn write_native_to(
 /// from in `origin` (`None` for one put in).
 pub(crate) fn write_native_rewritten(
     native: &Native,
-    codec: &dyn Codec,
+    codec: &dyn TargetCodec,
     target: Target,
     messages: &[Message],
     origin: &[Option<usize>],
@@ -451,7 +451,7 @@ pub(crate) fn write_native_rewritten(
 pub(crate) fn write_tree_to(
     source: &[u8],
     native: &Native,
-    codec: &dyn Codec,
+    codec: &dyn TargetCodec,
     target: Target,
     messages: &[Message],
     changed: Option<&[usize]>,
@@ -465,7 +465,7 @@ pub(crate) fn write_tree_to(
 pub(crate) fn write_tree_rewritten(
     source: &[u8],
     native: &Native,
-    codec: &dyn Codec,
+    codec: &dyn TargetCodec,
     target: Target,
     messages: &[Message],
     origin: &[Option<usize>],
@@ -480,7 +480,7 @@ pub(crate) fn write_tree_rewritten(
 fn emit_over(
     source: &[u8],
     native: &Native,
-    codec: &dyn Codec,
+    codec: &dyn TargetCodec,
     target: Target,
     messages: &[Message],
     plan: &Plan<'_>,
@@ -503,7 +503,7 @@ fn emit_over(
 /// Writes the file as `plan` says.
 fn emit(
     native: &Native,
-    codec: &dyn Codec,
+    codec: &dyn TargetCodec,
     messages: &[Message],
     plan: &Plan<'_>,
     out: &mut dyn Write,
