@@ -90,12 +90,13 @@ pub(crate) fn two_runs<R: Send>(
     guess: Option<usize>,
     read: impl Fn(usize, Option<usize>) -> R + Sync,
 ) -> (R, Option<R>) {
-    let Some(guess) = guess else { return (read(first, None), None) };
-    std::thread::scope(|scope| {
-        let second = scope.spawn(|| read(guess, None));
-        let run = read(first, Some(guess));
-        (run, Some(second.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))))
-    })
+    match guess {
+        Some(guess) if threads::two_cores() => {
+            let (run, second) = threads::join(|| read(first, Some(guess)), || read(guess, None));
+            (run, Some(second))
+        }
+        _ => (read(first, None), None),
+    }
 }
 
 /// What the tree path's detection says of the array: its first element must be a message, and

@@ -9,7 +9,7 @@ use serde_json::{json, Map, Value};
 
 use std::io::Write;
 
-use crate::codec::{Codec, TargetCodec, TreeRead, write_line};
+use crate::codec::{write_line, Codec, TargetCodec, TreeRead};
 use crate::conversation::Decoded;
 use crate::conversation::Layout;
 use crate::document::{json_type, key_list, member_of, Locator};

@@ -139,26 +139,24 @@ fn read_lines(
             run_start = k + 1;
         }
     }
+    // The reader waits on what the other thread sends: only with two threads allowed.
+    let parallel = parallel.filter(|_| threads::two_cores());
     let theirs = |run: usize| parallel.is_some_and(|first| !matches!((first + run) % 8, 0 | 3 | 5));
-    std::thread::scope(|scope| -> Result<(), Error> {
-        let (send, receive) = std::sync::mpsc::sync_channel::<Vec<Ahead>>(4);
-        if parallel.is_some() {
-            let runs = &runs;
-            scope.spawn(move || {
-                for (_, run) in runs.iter().enumerate().filter(|(k, _)| theirs(*k)) {
-                    let parsed = lines[run.clone()]
-                        .iter()
-                        .map(|(_, range)| parse_ahead(format, input, range.clone()))
-                        .collect();
-                    // The reader stopped (an error): nothing more is wanted.
-                    if send.send(parsed).is_err() {
-                        return;
-                    }
-                }
-            });
-        } else {
-            drop(send);
+    let (send, receive) = std::sync::mpsc::sync_channel::<Vec<Ahead>>(4);
+    let runs = &runs;
+    let parse_theirs = move || {
+        for (_, run) in runs.iter().enumerate().filter(|(k, _)| theirs(*k)) {
+            let parsed = lines[run.clone()]
+                .iter()
+                .map(|(_, range)| parse_ahead(format, input, range.clone()))
+                .collect();
+            // The reader stopped (an error): nothing more is wanted.
+            if send.send(parsed).is_err() {
+                return;
+            }
         }
+    };
+    let read_in_order = move || -> Result<(), Error> {
         for (k, run) in runs.iter().enumerate() {
             // Should the other thread have stopped, its runs are parsed here.
             let mut ahead = if theirs(k) { receive.recv().ok().map(Vec::into_iter) } else { None };
@@ -177,8 +175,16 @@ fn read_lines(
                 }
             }
         }
+        // Stops the other thread if it is still parsing.
+        drop(receive);
         Ok(())
-    })?;
+    };
+    if parallel.is_some() {
+        threads::join(read_in_order, parse_theirs).0?;
+    } else {
+        drop(parse_theirs);
+        read_in_order()?;
+    }
     Ok(runs.len())
 }
 

@@ -145,18 +145,17 @@ pub(crate) fn read_tree(bytes: &[u8], options: &ReadOptions) -> Result<Conversat
     let name = options.name.as_str();
     // The repeated-key scan needs nothing from the tree: on two or more cores it runs beside
     // the parse of a large file instead of after it.
-    let (top, scanned) = std::thread::scope(|scope| {
-        let scan = (threads::two_cores() && bytes.len() >= PARALLEL_LOG).then(|| {
-            scope.spawn(|| {
-                let mut repeated = Repeated::default();
-                repeated.scan(bytes, None);
-                repeated
-            })
-        });
-        let top = parse_top(bytes, name);
-        let scanned = scan.map(|scan| scan.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)));
-        (top, scanned)
-    });
+    let scan = || {
+        let mut repeated = Repeated::default();
+        repeated.scan(bytes, None);
+        repeated
+    };
+    let (top, scanned) = if threads::two_cores() && bytes.len() >= PARALLEL_LOG {
+        let (top, scanned) = threads::join(|| parse_top(bytes, name), scan);
+        (top, Some(scanned))
+    } else {
+        (parse_top(bytes, name), None)
+    };
     let mut top = top?;
     let format = match options.format {
         Some(format) => format,

@@ -1,19 +1,13 @@
 //! Work split in two, the second part on another thread: what a large read or write-back does
-//! when the machine has the cores for it.
+//! when two threads are allowed (`compaction_model::parallel`, which starts every thread).
 
-/// Whether this machine has two cores or more.
+use compaction_model::parallel;
+
+pub(crate) use compaction_model::parallel::join;
+
+/// Whether two threads or more are allowed here (the machine's cores, bounded by the caller).
 pub(crate) fn two_cores() -> bool {
-    std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get) > 1
-}
-
-/// Runs `first` here and `second` on another thread at the same time, and gives both results; a
-/// panic on the other thread goes on here.
-pub(crate) fn join<A, B: Send>(first: impl FnOnce() -> A, second: impl FnOnce() -> B + Send) -> (A, B) {
-    std::thread::scope(|scope| {
-        let later = scope.spawn(second);
-        let first = first();
-        (first, later.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
-    })
+    parallel::max_threads() > 1
 }
 
 /// `work` on each half of `items`, the second half on another thread when `parallel`, the
@@ -51,7 +45,8 @@ pub(crate) fn made_ahead<T: Sync, R: Send, E: Send, O>(
     make: impl Fn(&T) -> Result<R, E> + Sync,
     take: impl FnOnce(&mut dyn Iterator<Item = Result<R, E>>) -> O,
 ) -> O {
-    if !parallel || items.len() < 2 {
+    // The maker and the taker must run at once (the taker waits on what the maker sends).
+    if !parallel || items.len() < 2 || !two_cores() {
         let mut failed = false;
         return take(&mut items.iter().map_while(|item| {
             let result = (!failed).then(|| make(item))?;
@@ -59,33 +54,33 @@ pub(crate) fn made_ahead<T: Sync, R: Send, E: Send, O>(
             Some(result)
         }));
     }
-    std::thread::scope(|scope| {
-        let (made, to_take) = std::sync::mpsc::sync_channel::<Vec<Result<R, E>>>(BLOCKS_AHEAD);
-        let make = &make;
-        let maker = scope.spawn(move || {
-            for block in items.chunks(BLOCK) {
-                let mut results = Vec::with_capacity(block.len());
-                let mut failed = false;
-                for item in block {
-                    let result = make(item);
-                    failed = result.is_err();
-                    results.push(result);
-                    if failed {
-                        break;
-                    }
-                }
-                // Nobody takes any more: stop.
-                if made.send(results).is_err() || failed {
-                    return;
+    let (made, to_take) = std::sync::mpsc::sync_channel::<Vec<Result<R, E>>>(BLOCKS_AHEAD);
+    let make = &make;
+    let maker = move || {
+        for block in items.chunks(BLOCK) {
+            let mut results = Vec::with_capacity(block.len());
+            let mut failed = false;
+            for item in block {
+                let result = make(item);
+                failed = result.is_err();
+                results.push(result);
+                if failed {
+                    break;
                 }
             }
-        });
+            // Nobody takes any more: stop.
+            if made.send(results).is_err() || failed {
+                return;
+            }
+        }
+    };
+    let taker = move || {
         let taken = take(&mut to_take.iter().flatten());
         // Stops the maker if it is still making.
         drop(to_take);
-        maker.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
         taken
-    })
+    };
+    join(taker, maker).0
 }
 
 #[cfg(test)]

@@ -72,6 +72,7 @@ mod error;
 mod message;
 mod meta;
 mod object;
+pub mod parallel;
 mod prefix;
 mod sniff;
 mod text;

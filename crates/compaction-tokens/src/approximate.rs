@@ -64,24 +64,26 @@ const PARALLEL_MESSAGES: usize = 2048;
 
 /// Each message's rendered length in characters, and its images and files. A long conversation's
 /// messages lie all over memory, and the walk over their parts waits on memory more than it
-/// computes: from [`PARALLEL_MESSAGES`] on, on a machine with two cores, the second half is
+/// computes: from [`PARALLEL_MESSAGES`] on, with two threads allowed, the second half is
 /// walked on another thread (12,205 messages: 11–17 ms on one, about half on two). Halves, not
 /// `parallel::map`'s small chunks handed out in turn: interleaved, the two threads measured
 /// the same messages in 5 ms where halves take 3.
 fn sizes(messages: &[Message]) -> Vec<(usize, NonText)> {
     let size = |message: &Message| (rendered_message_chars(message), NonText::of_message(message));
-    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
-    if messages.len() < PARALLEL_MESSAGES || cores < 2 {
+    if messages.len() < PARALLEL_MESSAGES || compaction_model::parallel::max_threads() < 2 {
         return messages.iter().map(size).collect();
     }
     let (first, second) = messages.split_at(messages.len() / 2);
-    std::thread::scope(|scope| {
-        let later = scope.spawn(|| second.iter().map(size).collect::<Vec<_>>());
-        let mut all: Vec<(usize, NonText)> = Vec::with_capacity(messages.len());
-        all.extend(first.iter().map(size));
-        all.extend(later.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)));
-        all
-    })
+    let (mut all, later) = compaction_model::parallel::join(
+        || {
+            let mut all: Vec<(usize, NonText)> = Vec::with_capacity(messages.len());
+            all.extend(first.iter().map(size));
+            all
+        },
+        || second.iter().map(size).collect::<Vec<_>>(),
+    );
+    all.extend(later);
+    all
 }
 
 impl TokenCounter for ApproximateTokenCounter {

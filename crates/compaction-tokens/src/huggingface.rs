@@ -107,12 +107,11 @@ impl TokenCounter for HuggingFaceTokenCounter {
         if work < parallel::PARALLEL_THRESHOLD {
             return Ok(Counts { total: self.count(messages, &[]), each: messages.iter().map(own).collect() });
         }
-        Ok(std::thread::scope(|scope| {
-            let whole = scope.spawn(|| self.count(messages, &[]));
-            let each = parallel::map(messages, work, own);
-            let total = whole.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-            Counts { total, each }
-        }))
+        let (total, each) = compaction_model::parallel::join(
+            || self.count(messages, &[]),
+            || parallel::map(messages, work, own),
+        );
+        Ok(Counts { total, each })
     }
 
     fn describe(&self) -> String {

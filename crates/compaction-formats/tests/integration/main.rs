@@ -11,6 +11,7 @@ mod openai;
 mod openhands;
 mod responses;
 mod swe_agent;
+mod threads;
 
 use compaction_formats::{Conversation, Error, Format, ReadOptions, Target};
 use compaction_model::{Message, Part, Role, ToolResultContent};

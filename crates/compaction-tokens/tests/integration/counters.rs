@@ -123,3 +123,26 @@ fn raw_arguments_count_as_their_text() {
     let tokens = ApproximateTokenCounter::default().count(std::slice::from_ref(&message), &[]);
     assert!(tokens > 250_000, "counted {tokens}");
 }
+
+/// The approximate counter measures a long conversation on two threads when two are allowed, on
+/// this one alone when one is (`compaction_model::parallel`), with the same counts.
+#[test]
+fn the_threads_a_count_starts_are_the_callers_to_bound() {
+    use compaction_model::parallel;
+    use std::num::NonZeroUsize;
+
+    let messages: Vec<Message> = (0..5000)
+        .map(|k| if k % 2 == 0 { Message::user(format!("{k:>300}")) } else { Message::assistant("ok") })
+        .collect();
+    let counter = ApproximateTokenCounter::default();
+    let before = parallel::threads_started();
+    let alone = parallel::with_max_threads(NonZeroUsize::MIN, || counter.count_each(&messages));
+    assert_eq!(parallel::threads_started(), before, "one thread allowed: none started");
+    let two = NonZeroUsize::new(2).unwrap_or(NonZeroUsize::MIN);
+    let spread = parallel::with_max_threads(two, || counter.count_each(&messages));
+    assert_eq!(alone.total, spread.total);
+    assert_eq!(alone.each, spread.each);
+    if std::thread::available_parallelism().map_or(1, NonZeroUsize::get) >= 2 {
+        assert!(parallel::threads_started() > before, "two allowed: the conversation was split");
+    }
+}
