@@ -20,6 +20,7 @@ mod layers;
 mod licences;
 mod public_api;
 mod release;
+mod threads;
 
 use std::collections::BTreeMap;
 use std::path::Path;
