@@ -161,16 +161,17 @@ def test_an_unknown_encoding_is_a_value_error():
 
 
 @pytest.mark.parametrize(
-    ("ours", "theirs"),
+    "make",
     [
-        (ApproximateTokenCounter(chars_per_token=3.5, tokens_per_image=200), HaystackApproximate(3.5, 200)),
-        (
+        lambda: (ApproximateTokenCounter(chars_per_token=3.5, tokens_per_image=200), HaystackApproximate(3.5, 200)),
+        lambda: (
             ToolResultPruningCompactor(min_keep_steps=2, skip_meta_keys=("a", "b")),
             HaystackPruning(min_keep_steps=2, skip_meta_keys=("a", "b")),
         ),
     ],
 )
-def test_to_dict_is_haystacks_and_each_loads_the_other(ours, theirs):
+def test_to_dict_is_haystacks_and_each_loads_the_other(make):
+    ours, theirs = make()
     assert ours.to_dict() == theirs.to_dict()
     # Haystack's loader reads our dictionary into Haystack's class ...
     loaded = component_from_dict(import_class_by_name(ours.to_dict()["type"]), ours.to_dict(), name="x")
@@ -184,3 +185,16 @@ def test_tiktoken_to_dict_is_haystacks():
         "type": "haystack.token_counters.tiktoken_counter.TiktokenCounter",
         "init_parameters": {"encoding": "cl100k_base", "tokens_per_image": 85, "tokens_per_file": 5},
     }
+
+
+def test_a_pruned_message_keeps_its_name_where_haystack_drops_it():
+    # README, "Deviations from the reference": Haystack rebuilds the message with `from_tool`,
+    # which takes no name; ours keeps it, and the rest of the message is Haystack's.
+    origin = call("n1")
+    named = ChatMessage.from_dict({**ChatMessage.from_tool("z" * 4000, origin=origin).to_dict(), "name": "search"})
+    messages = [ChatMessage.from_user("go"), ChatMessage.from_assistant(tool_calls=[origin]), named]
+    messages += agent_run("newest")[2:]
+    ours = ToolResultPruningCompactor().compact(messages, target_tokens=0, token_counter=ApproximateTokenCounter())
+    theirs = HaystackPruning().compact(messages, target_tokens=0, token_counter=HaystackApproximate())
+    assert ours[2].name == "search" and theirs[2].name is None
+    assert {**ours[2].to_dict(), "name": None} == theirs[2].to_dict()
