@@ -6,11 +6,11 @@
 //! `[m.to_dict() for m in messages]`, which compaction-model reads and writes exactly
 //! (`messages_from_slice`, `messages_to_value`), so nothing is lost on the way in or out.
 //!
-//! A counter is either one of ours, given by its settings ([`CounterSpec`]; no Python is called
-//! while counting), or any Python object with Haystack's `count(messages=..., tools=...)`, which
-//! [`PyCounter`] calls back per count. The counter trait's `count` cannot fail, so the first
-//! Python exception a callback raises is kept and raised once the Rust call returns; the counts
-//! after it are 0 and their result is thrown away.
+//! A counter is either one of ours, given by its kind (`approximate` or `tiktoken`) and settings
+//! (no Python is called while counting), or any Python object with Haystack's
+//! `count(messages=..., tools=...)`, which `PyCounter` calls back per count. The counter trait's
+//! `count` cannot fail, so the first Python exception a callback raises is kept and raised once
+//! the Rust call returns; the counts after it are 0 and their result is thrown away.
 //!
 //! The work itself runs with the GIL released unless it calls back into Python.
 
