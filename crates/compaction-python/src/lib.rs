@@ -16,7 +16,9 @@
 
 use std::sync::Mutex;
 
-use compaction_core::{error_chain, Compactor, PruningSettings, ToolResultPruningCompactor};
+use compaction_core::{
+    error_chain, Compactor, PruningSettings, SlidingWindowCompactor, ToolResultPruningCompactor,
+};
 use compaction_model::{messages_from_slice, messages_to_value, Message, ToolSpec};
 use compaction_tokens::{ApproximateTokenCounter, TiktokenCounter, TokenCounter};
 use pyo3::exceptions::PyValueError;
@@ -137,17 +139,73 @@ fn count(
     py.detach(|| counter.try_count(&messages, &tools)).map_err(|e| PyValueError::new_err(error_chain(&e)))
 }
 
-/// Prunes tool results as Haystack's `ToolResultPruningCompactor.compact` does.
+/// The compactor Haystack's class `strategy` names, with its `init_parameters` (JSON text).
+fn compactor_from(strategy: &str, settings_json: &str) -> PyResult<Box<dyn Compactor>> {
+    let settings: serde_json::Value = serde_json::from_str(settings_json)
+        .map_err(|e| PyValueError::new_err(format!("compactor settings are not JSON: {e}")))?;
+    let invalid = |e: compaction_core::Error| PyValueError::new_err(error_chain(&e));
+    match strategy {
+        "ToolResultPruningCompactor" => {
+            let settings = PruningSettings::from_value(&settings).map_err(invalid)?;
+            Ok(Box::new(ToolResultPruningCompactor::new(settings).map_err(invalid)?))
+        }
+        "SlidingWindowCompactor" => {
+            Ok(Box::new(SlidingWindowCompactor::from_value(&settings).map_err(invalid)?))
+        }
+        other => Err(PyValueError::new_err(format!("unknown compactor {other:?}"))),
+    }
+}
+
+/// One message of a compacted conversation, as [`compact`] returns it: the index of an original
+/// message kept as it was, or the JSON text of a new one (a one-message list).
+#[derive(Debug, IntoPyObject)]
+enum Entry {
+    Kept(usize),
+    New(String),
+}
+
+/// The compacted conversation as [`Entry`]s: an original message that comes back unchanged is
+/// named by its index, in order (a strategy keeps what it keeps in order); the rest are written.
+fn entries(compacted: &[Message], original: &[Message]) -> PyResult<Vec<Entry>> {
+    let write = |index: usize, message: &Message| {
+        serde_json::to_string(&messages_to_value(std::slice::from_ref(message)))
+            .map(Entry::New)
+            .map_err(|e| PyValueError::new_err(format!("could not write message {index} as JSON: {e}")))
+    };
+    let mut out = Vec::with_capacity(compacted.len());
+    if compacted.len() == original.len() {
+        // Rewritten in place (pruning): message i stands where message i stood.
+        for (index, (new, old)) in compacted.iter().zip(original).enumerate() {
+            out.push(if new == old { Entry::Kept(index) } else { write(index, new)? });
+        }
+        return Ok(out);
+    }
+    let mut next = 0;
+    for (index, new) in compacted.iter().enumerate() {
+        match original[next.min(original.len())..].iter().position(|old| old == new) {
+            Some(offset) => {
+                next += offset;
+                out.push(Entry::Kept(next));
+                next += 1;
+            }
+            None => out.push(write(index, new)?),
+        }
+    }
+    Ok(out)
+}
+
+/// Compacts a conversation as Haystack's `strategy` class (`ToolResultPruningCompactor`,
+/// `SlidingWindowCompactor`) does with `init_parameters` `settings_json`.
 ///
-/// `settings_json` is the compactor's `init_parameters` as JSON. The counter is ours when `kind`
-/// is given (with its settings), else `count_json` (see [`PyCounter`]). Returns `None` when
-/// nothing was pruned, else the rewritten messages only, as `(index, message JSON)` pairs: the
-/// caller keeps its own objects for the rest.
+/// The counter is ours when `kind` is given (with its settings), else `count_json` (see
+/// `PyCounter`). Returns `None` when the strategy changed nothing, else the new conversation as
+/// [`Entry`]s, so the caller keeps its own objects for the messages that did not change.
 #[pyfunction]
-#[pyo3(signature = (messages_json, target_tokens, settings_json, kind, ratio_or_encoding, tokens_per_image, tokens_per_file, count_json))]
+#[pyo3(signature = (strategy, messages_json, target_tokens, settings_json, kind, ratio_or_encoding, tokens_per_image, tokens_per_file, count_json))]
 #[allow(clippy::too_many_arguments)]
-fn prune(
+fn compact(
     py: Python<'_>,
+    strategy: &str,
     messages_json: &str,
     target_tokens: usize,
     settings_json: &str,
@@ -156,13 +214,8 @@ fn prune(
     tokens_per_image: usize,
     tokens_per_file: usize,
     count_json: Option<Py<PyAny>>,
-) -> PyResult<Option<Vec<(usize, String)>>> {
-    let settings: serde_json::Value = serde_json::from_str(settings_json)
-        .map_err(|e| PyValueError::new_err(format!("compactor settings are not JSON: {e}")))?;
-    let settings =
-        PruningSettings::from_value(&settings).map_err(|e| PyValueError::new_err(error_chain(&e)))?;
-    let compactor =
-        ToolResultPruningCompactor::new(settings).map_err(|e| PyValueError::new_err(error_chain(&e)))?;
+) -> PyResult<Option<Vec<Entry>>> {
+    let compactor = compactor_from(strategy, settings_json)?;
     let messages = read_messages(messages_json)?;
     let compaction = match (kind, count_json) {
         (Some(kind), _) => {
@@ -175,30 +228,19 @@ fn prune(
             counter.check()?;
             compaction
         }
-        (None, None) => return Err(PyValueError::new_err("prune needs a counter kind or a count callback")),
+        (None, None) => {
+            return Err(PyValueError::new_err("compact needs a counter kind or a count callback"))
+        }
     }
     .map_err(|e| PyValueError::new_err(error_chain(&e)))?;
     let Some(compaction) = compaction else { return Ok(None) };
-    let compacted = compaction.messages(&messages);
-    let mut changed = Vec::new();
-    for (index, (new, old)) in compacted.iter().zip(&messages).enumerate() {
-        if new != old {
-            let text = serde_json::to_string(&messages_to_value(std::slice::from_ref(new))).map_err(|e| {
-                PyValueError::new_err(format!("could not write message {index} as JSON: {e}"))
-            })?;
-            changed.push((index, text));
-        }
-    }
-    if compacted.len() != messages.len() {
-        return Err(PyValueError::new_err("the pruning compactor changed the number of messages"));
-    }
-    Ok(Some(changed))
+    entries(&compaction.messages(&messages), &messages).map(Some)
 }
 
-/// The module: [`count`] and [`prune`].
+/// The module: [`count`] and [`compact`].
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(count, m)?)?;
-    m.add_function(wrap_pyfunction!(prune, m)?)?;
+    m.add_function(wrap_pyfunction!(compact, m)?)?;
     Ok(())
 }

@@ -20,6 +20,7 @@ SUBSTITUTED = [
     ("haystack.token_counters", "approximate_counter", "ApproximateTokenCounter"),
     ("haystack.token_counters", "tiktoken_counter", "TiktokenCounter"),
     ("haystack.hooks.compaction", "tool_result_pruning", "ToolResultPruningCompactor"),
+    ("haystack.hooks.compaction", "sliding_window", "SlidingWindowCompactor"),
 ]
 
 

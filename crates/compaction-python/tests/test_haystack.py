@@ -10,12 +10,18 @@ from typing import Annotated
 import pytest
 from haystack.core.serialization import component_from_dict, import_class_by_name
 from haystack.dataclasses import ChatMessage, FileContent, ImageContent, TextContent, ToolCall
+from haystack.hooks.compaction import SlidingWindowCompactor as HaystackSliding
 from haystack.hooks.compaction import ToolResultPruningCompactor as HaystackPruning
 from haystack.token_counters import ApproximateTokenCounter as HaystackApproximate
 from haystack.token_counters.utils import _rendered_conversation
 from haystack.tools import tool
 
-from compaction.haystack import ApproximateTokenCounter, TiktokenCounter, ToolResultPruningCompactor
+from compaction.haystack import (
+    ApproximateTokenCounter,
+    SlidingWindowCompactor,
+    TiktokenCounter,
+    ToolResultPruningCompactor,
+)
 
 pytestmark = pytest.mark.filterwarnings("ignore::haystack.utils.experimental.ExperimentalWarning")
 
@@ -123,6 +129,33 @@ def test_pruning_equals_haystacks(name, target, settings, counter):
         assert any(new is old for new, old in zip(ours, messages))
 
 
+def long_run():
+    """Two tasks, the second with four steps, long enough that a window has something to drop."""
+    first = agent_run("old " * 300, "older " * 300)
+    return [*first, ChatMessage.from_user("Now the second task."), *agent_run("x" * 800, "y" * 800, "z" * 800, "w")[2:]]
+
+
+@pytest.mark.parametrize("target", [0, 300, 900, 1500, 100_000])
+@pytest.mark.parametrize("settings", [{}, {"min_keep_steps": 0}, {"min_keep_steps": 2, "omission_note": None}])
+@pytest.mark.parametrize("counter", ["ours", "python"])
+def test_sliding_window_equals_haystacks(target, settings, counter):
+    messages = long_run()
+    if counter == "ours":
+        ours_counter, their_counter = ApproximateTokenCounter(), HaystackApproximate()
+    else:
+        ours_counter = their_counter = CharCounter()
+    ours = SlidingWindowCompactor(**settings).compact(messages, target_tokens=target, token_counter=ours_counter)
+    theirs = HaystackSliding(**settings).compact(messages, target_tokens=target, token_counter=their_counter)
+    if theirs is not None and their_counter.count(theirs) >= their_counter.count(messages):
+        # README, "Deviations from the reference": no note that outweighs what it replaces.
+        assert ours is None
+    else:
+        assert dicts(ours) == dicts(theirs)
+    if ours is not None:
+        kept = [m for m in ours if "context_compaction" not in m.meta]
+        assert all(any(m is old for old in messages) for m in kept), "kept messages are the caller's own objects"
+
+
 def test_pruning_prunes_old_results_and_keeps_the_newest_step():
     messages = agent_run("a" * 2000, "b" * 2000, "c" * 2000)
     compacted = ToolResultPruningCompactor().compact(messages, target_tokens=100, token_counter=ApproximateTokenCounter())
@@ -147,6 +180,7 @@ def test_a_python_counters_exception_reaches_the_caller():
         (lambda: ApproximateTokenCounter(chars_per_token=0), "`chars_per_token` must be greater than 0, got 0."),
         (lambda: ToolResultPruningCompactor(min_keep_steps=0), "`min_keep_steps` must be at least 1, got 0."),
         (lambda: ToolResultPruningCompactor(min_tokens=-1), "`min_tokens` must be at least 0, got -1."),
+        (lambda: SlidingWindowCompactor(min_keep_steps=-1), "`min_keep_steps` must be at least 0, got -1."),
     ],
 )
 def test_bad_settings_raise_haystacks_errors(make, message):
@@ -168,6 +202,8 @@ def test_an_unknown_encoding_is_a_value_error():
             ToolResultPruningCompactor(min_keep_steps=2, skip_meta_keys=("a", "b")),
             HaystackPruning(min_keep_steps=2, skip_meta_keys=("a", "b")),
         ),
+        lambda: (SlidingWindowCompactor(omission_note=None), HaystackSliding(omission_note=None)),
+        lambda: (SlidingWindowCompactor(min_keep_steps=3), HaystackSliding(min_keep_steps=3)),
     ],
 )
 def test_to_dict_is_haystacks_and_each_loads_the_other(make):

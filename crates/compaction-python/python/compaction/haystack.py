@@ -24,15 +24,19 @@ from haystack.utils.experimental import _experimental
 
 from compaction import _native
 
-__all__ = ["ApproximateTokenCounter", "TiktokenCounter", "ToolResultPruningCompactor"]
+__all__ = ["ApproximateTokenCounter", "SlidingWindowCompactor", "TiktokenCounter", "ToolResultPruningCompactor"]
 
 _DEFAULT_PLACEHOLDER = "[Tool result removed to free up context. Call `{tool_name}` again if you need it.]"
+_DEFAULT_OMISSION_NOTE = (
+    "[{num_removed} earlier messages were removed from this conversation to free up context and cannot be recovered.]"
+)
 
 # The class paths Haystack writes as `type` for the classes these stand in for.
 _HAYSTACK_TYPES = {
     "ApproximateTokenCounter": "haystack.token_counters.approximate_counter.ApproximateTokenCounter",
     "TiktokenCounter": "haystack.token_counters.tiktoken_counter.TiktokenCounter",
     "ToolResultPruningCompactor": "haystack.hooks.compaction.tool_result_pruning.ToolResultPruningCompactor",
+    "SlidingWindowCompactor": "haystack.hooks.compaction.sliding_window.SlidingWindowCompactor",
 }
 
 
@@ -68,6 +72,37 @@ def _counter_spec(counter: Any) -> tuple[str, Any, int, int] | None:
     if type(counter) is TiktokenCounter:
         return ("tiktoken", counter.encoding, counter.tokens_per_image, counter.tokens_per_file)
     return None
+
+
+def _compact(
+    compactor: Any, messages: list[ChatMessage], target_tokens: int, token_counter: Any
+) -> list[ChatMessage] | None:
+    """Runs `compactor`'s strategy in Rust; messages that come back unchanged are the caller's own objects."""
+    settings = json.dumps(compactor.to_dict()["init_parameters"])
+    spec = _counter_spec(token_counter)
+    if spec is not None:
+        kind, setting, per_image, per_file = spec
+        count_json = None
+    else:
+        kind, setting, per_image, per_file = None, None, 0, 0
+
+        def count_json(text: str) -> int:
+            return token_counter.count(messages=[ChatMessage.from_dict(d) for d in json.loads(text)])
+
+    entries = _native.compact(
+        type(compactor).__name__,
+        _messages_json(messages),
+        max(int(target_tokens), 0),
+        settings,
+        kind,
+        setting,
+        per_image,
+        per_file,
+        count_json,
+    )
+    if entries is None:
+        return None
+    return [messages[e] if isinstance(e, int) else ChatMessage.from_dict(json.loads(e)[0]) for e in entries]
 
 
 class ApproximateTokenCounter(TokenCounter):
@@ -231,40 +266,7 @@ class ToolResultPruningCompactor(Compactor):
         :param token_counter: The `TokenCounter` used to measure the conversation.
         :returns: The conversation with older tool results replaced, or None when no result was prunable.
         """
-        settings = json.dumps(
-            {
-                "min_keep_steps": self.min_keep_steps,
-                "min_tokens": self.min_tokens,
-                "placeholder": self.placeholder,
-                "skip_meta_keys": list(self.skip_meta_keys),
-            }
-        )
-        spec = _counter_spec(token_counter)
-        if spec is not None:
-            kind, setting, per_image, per_file = spec
-            count_json = None
-        else:
-            kind, setting, per_image, per_file = None, None, 0, 0
-
-            def count_json(text: str) -> int:
-                return token_counter.count(messages=[ChatMessage.from_dict(d) for d in json.loads(text)])
-
-        changed = _native.prune(
-            _messages_json(messages),
-            max(int(target_tokens), 0),
-            settings,
-            kind,
-            setting,
-            per_image,
-            per_file,
-            count_json,
-        )
-        if changed is None:
-            return None
-        compacted = list(messages)
-        for index, text in changed:
-            compacted[index] = ChatMessage.from_dict(json.loads(text)[0])
-        return compacted
+        return _compact(self, messages, target_tokens, token_counter)
 
     def to_dict(self) -> dict[str, Any]:
         """Serialize the compactor, as Haystack's does."""
@@ -278,5 +280,52 @@ class ToolResultPruningCompactor(Compactor):
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ToolResultPruningCompactor:
+        """Deserialize the compactor from Haystack's dictionary or ours."""
+        return _from_dict(cls, data)
+
+
+@_experimental
+class SlidingWindowCompactor(Compactor):
+    """
+    Drops the oldest history while keeping the task and a complete recent window (Haystack's, in Rust).
+
+    The leading system messages and the current task's user message stay; whole Agent steps are
+    removed oldest first until the rest fits `target_tokens`, and an omission note stands where they were.
+    """
+
+    def __init__(self, *, min_keep_steps: int = 1, omission_note: str | None = _DEFAULT_OMISSION_NOTE) -> None:
+        """
+        Initialize the compactor.
+
+        :param min_keep_steps: The fewest complete recent Agent steps to keep even when they exceed the target.
+        :param omission_note: The user message left in place of what was removed, or None to remove the messages
+            silently. `{num_removed}` is replaced by the number of removed messages.
+        :raises ValueError: If `min_keep_steps` is negative.
+        """
+        if min_keep_steps < 0:
+            raise ValueError(f"`min_keep_steps` must be at least 0, got {min_keep_steps}.")
+        self.min_keep_steps = min_keep_steps
+        self.omission_note = omission_note
+
+    def compact(
+        self, messages: list[ChatMessage], target_tokens: int, token_counter: TokenCounter
+    ) -> list[ChatMessage] | None:
+        """
+        Drop older history while preserving the task anchor and a complete recent conversation window.
+
+        :param messages: The conversation to compact, oldest to newest.
+        :param target_tokens: The size the kept conversation should come in under.
+        :param token_counter: The `TokenCounter` to measure messages with.
+        :returns: The conversation that survived, with an omission note if configured; or None when there is nothing
+            to remove but an earlier note.
+        """
+        return _compact(self, messages, target_tokens, token_counter)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialize the compactor, as Haystack's does."""
+        return _to_dict(self, min_keep_steps=self.min_keep_steps, omission_note=self.omission_note)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SlidingWindowCompactor:
         """Deserialize the compactor from Haystack's dictionary or ours."""
         return _from_dict(cls, data)
