@@ -15,6 +15,8 @@
 //!   them.
 //! - `msrv [--require-all]`: check each published crate with the Rust its `rust-version`
 //!   declares, where that toolchain is installed (the MSRV job of `.ci/run`).
+//! - `test [--rust | --python]`: every test, `cargo test` and then the Python package's pytest
+//!   suite in a virtual environment under the target directory (see `python.rs`).
 //!
 //! `cargo test -p xtask` also checks the workspace's architecture invariants (see `tidy/`).
 
@@ -23,6 +25,7 @@ mod dataset;
 mod gen;
 mod logs;
 mod msrv;
+mod python;
 mod reference;
 #[cfg(test)]
 mod tidy;
@@ -44,6 +47,7 @@ fn main() -> Result<()> {
         "gen-dataset" => dataset::gen_dataset(rest),
         "bench-vs-reference" => bench::bench_vs_reference(rest),
         "msrv" => msrv::msrv(rest),
+        "test" => python::test(rest),
         "help" | "--help" | "-h" => {
             print_help();
             Ok(())
@@ -64,7 +68,8 @@ fn print_help() {
          bench-vs-reference [--runs N] [--skip-1gb] [--only dataset,memory-by-format]\n\
          \x20                                        time this project against the reference, write BENCHMARKS.md\n\
          \x20                                        (--only: run those sections alone, print them)\n\
-         msrv [--require-all]                     check each published crate with the Rust it declares"
+         msrv [--require-all]                     check each published crate with the Rust it declares\n\
+         test [--rust | --python]                 every test: cargo test, then the Python package's pytest suite"
     );
 }
 
