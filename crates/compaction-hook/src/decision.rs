@@ -134,7 +134,7 @@ impl CompactionHook {
             return outcome;
         }
         let before = state.messages().len();
-        let changed = compaction.replaced_indices();
+        let changed = compaction.changes(state.messages()).changed().map(<[usize]>::to_vec);
         match state.apply(compaction) {
             Ok(report) => outcome.report = Some(report),
             Err(error) => {
