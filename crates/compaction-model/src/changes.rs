@@ -8,7 +8,10 @@
 /// in (a sliding window's note, a summary). When no message was dropped, added or moved, the
 /// description is the indices of the messages that changed ([`Changes::changed`]); otherwise it
 /// is, for each message written, the message read it stands for ([`Changes::origin`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// Serialized as `{"in_place": [indices]}`, `{"rewritten": [index or null, …]}` or `"unknown"`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Changes {
     /// Every message is where it was read; those at these indices (increasing, each once) changed,
     /// every other one is the message read. Empty: nothing changed.
@@ -140,6 +143,14 @@ mod tests {
         assert!(Changes::none().is_unchanged());
         assert!(!Changes::in_place(vec![2]).is_unchanged());
         assert_eq!(Changes::in_place(vec![2]).changed(), Some(&[2][..]));
+    }
+
+    #[test]
+    fn serialized_as_each_kind_named() {
+        let json = |changes: Changes| serde_json::to_string(&changes).expect("serializes");
+        assert_eq!(json(Changes::in_place(vec![2, 1])), r#"{"in_place":[1,2]}"#);
+        assert_eq!(json(Changes::rewritten(vec![None, Some(3)])), r#"{"rewritten":[null,3]}"#);
+        assert_eq!(json(Changes::Unknown), r#""unknown""#);
     }
 
     #[test]

@@ -274,7 +274,6 @@ pub fn run(args: Args) -> Result<()> {
     // The conversation moves into an agent state and back: nothing is copied, and the state's
     // running count makes the counts before and after cost what changed, not the whole again.
     let mut state = AgentState::new(std::mem::take(&mut input.conversation.messages)).with_tools(tools);
-    let read_len = state.messages().len();
     // How the conversation changed (as the writer takes it), the compactor's report, the hook's
     // outcome in --context-window mode, and the request's tokens before (messages and tools, as
     // `count` counts them).
@@ -319,19 +318,7 @@ pub fn run(args: Args) -> Result<()> {
                 let before = state.try_count_with_tools(hook.counter()).map_err(count_failed)?;
                 let outcome = hook.try_run(&mut state).map_err(|e| failed(&e))?;
                 let report = outcome.report.clone();
-                // In place, the hook names the messages rewritten; else the report says what was
-                // dropped and put in.
-                let changes = match (outcome.compacted, &outcome.changed, &report) {
-                    (false, _, _) => Changes::none(),
-                    (true, Some(changed), _) => Changes::in_place(changed.clone()),
-                    (true, None, Some(report)) => Changes::dropping_and_inserting(
-                        read_len,
-                        state.messages().len(),
-                        &report.removed,
-                        &report.inserted,
-                    ),
-                    (true, None, None) => Changes::Unknown,
-                };
+                let changes = outcome.changes.clone().unwrap_or_else(Changes::none);
                 // The hook's own estimate of the next request, on the compacted conversation.
                 let estimated_after = hook.try_estimate(&state).map_err(|e| failed(&e))?;
                 let hooked = Hooked { outcome, context_tokens, estimated_after };
