@@ -203,7 +203,11 @@ async fn main() -> Result<(), Box<dyn Error>> {
                                 "\n  refused: {} tokens > {} → pruned {} results, retrying",
                                 overflow.requested.unwrap_or_default(),
                                 overflow.limit.unwrap_or_default(),
-                                outcome.changed.map_or(0, |changed| changed.len()),
+                                outcome
+                                    .changes
+                                    .as_ref()
+                                    .and_then(|changes| changes.changed())
+                                    .map_or(0, <[usize]>::len),
                             );
                             // The error stated the real window: compact for it from now on.
                             if let Some(limit) =

@@ -239,9 +239,10 @@ impl Compactor for ChainCompactor {
             let compaction =
                 stage.compact_with_memo(&run.current, target_tokens, counter, &mut memo.stages[position])?;
             if let Some(compaction) = compaction {
+                let changes = compaction.changes(&run.current);
                 for later in &mut memo.stages[position + 1..] {
-                    match compaction.replaced_indices() {
-                        Some(indices) => later.rewritten(indices),
+                    match changes.changed() {
+                        Some(indices) => later.rewritten(indices.iter().copied()),
                         None => *later = Memo::default(),
                     }
                 }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use compaction_model::SharedObject;
 use compaction_model::{
-    CompactionMarker, JsonObject, Message, Part, ResultPart, Role, ToolCall, ToolCallResult,
+    Changes, CompactionMarker, JsonObject, Message, Part, ResultPart, Role, ToolCall, ToolCallResult,
     ToolResultContent, ToolSpec, STRATEGY_TOOL_RESULT_PRUNING,
 };
 use compaction_tokens::TokenCounter;
@@ -581,12 +581,20 @@ impl Compaction {
         }
     }
 
-    /// The indices of the messages that change, for in-place edits; `None` when the whole
-    /// conversation is replaced.
-    pub fn replaced_indices(&self) -> Option<Vec<usize>> {
+    /// What the compaction changes of `original` (the conversation that was compacted), as a
+    /// write-back takes it: the indices of the messages rewritten in place, or, when messages are
+    /// dropped or put in, where each message of the compacted conversation comes from (from the
+    /// report's removed and inserted messages; [`Changes::Unknown`] when they do not account for
+    /// the compacted conversation).
+    pub fn changes(&self, original: &[Message]) -> Changes {
         match &self.edits {
-            Edits::Replace(rewrites) => Some(rewrites.iter().map(|(index, _)| *index).collect()),
-            Edits::Whole(_) => None,
+            Edits::Replace(rewrites) => Changes::in_place(rewrites.iter().map(|(index, _)| *index).collect()),
+            Edits::Whole(messages) => Changes::dropping_and_inserting(
+                original.len(),
+                messages.len(),
+                &self.report.removed,
+                &self.report.inserted,
+            ),
         }
     }
 }

@@ -6,7 +6,7 @@
 //! and `cargo test` runs it.
 
 use compaction_formats::{Format, ReadOptions, Target};
-use compaction_model::Message;
+use compaction_model::{Changes, Message};
 
 /// The request as the agent logged it, with fields our messages have no place for (`model`,
 /// `temperature`, `refusal`) that writing back must keep.
@@ -43,7 +43,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // Written back: the same file, only that message rewritten.
     let mut same_file = Vec::new();
-    compaction_formats::write(&conversation, &messages, None, Some(&[index]), &mut same_file)?;
+    compaction_formats::write(
+        &conversation,
+        &messages,
+        None,
+        &Changes::in_place(vec![index]),
+        &mut same_file,
+    )?;
     let written: serde_json::Value = serde_json::from_slice(&same_file)?;
     assert_eq!(written["model"], "gpt-4o");
     assert_eq!(written["messages"][2]["refusal"], serde_json::Value::Null);
@@ -57,8 +63,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // Converted to Anthropic Messages: the system prompt moves to `system`, the tool result into
     // a user message's `tool_result` block.
     let mut anthropic = Vec::new();
-    let dropped =
-        compaction_formats::write(&conversation, &messages, Some(Target::Anthropic), None, &mut anthropic)?;
+    let dropped = compaction_formats::write(
+        &conversation,
+        &messages,
+        Some(Target::Anthropic),
+        &Changes::Unknown,
+        &mut anthropic,
+    )?;
     let converted: serde_json::Value = serde_json::from_slice(&anthropic)?;
     assert_eq!(converted["system"], "You fix failing builds.");
     assert_eq!(converted["messages"][2]["content"][0]["type"], "tool_result");

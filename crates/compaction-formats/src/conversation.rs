@@ -139,9 +139,10 @@ impl Conversation {
     }
 
     /// Whether written without a target (back in the format read, or as its default target) the
-    /// conversation can have messages dropped or put in ([`write_rewritten`](crate::write_rewritten)). Event logs (Claude
-    /// Code, Codex, Responses items) cannot: they take back only changed tool results and inputs,
-    /// so a command that drops messages must write them to a target.
+    /// conversation can have messages dropped or put in
+    /// ([`Changes::Rewritten`](compaction_model::Changes::Rewritten)). Event logs (Claude Code,
+    /// Codex, Responses items) cannot: they take back only changed tool results and inputs, so a
+    /// command that drops messages must write them to a target.
     pub fn takes_back_rewrites(&self) -> bool {
         !matches!(self.back, Back::Log(_) | Back::Streamed)
     }

@@ -35,9 +35,10 @@
 //! file) is kept. Haystack messages are written in `ChatMessage.to_dict`'s current shape, which
 //! gives back a file already in it. With a [`Target`] (Haystack, OpenAI or Anthropic) the
 //! conversation is converted instead. A command that drops or puts in messages (a sliding
-//! window's note, a summary) writes with [`write_rewritten`], saying where each message came
-//! from, so each lands on its own original; event logs cannot take such a change back
-//! ([`Conversation::takes_back_rewrites`]) and are written to a target instead.
+//! window's note, a summary) says where each message came from
+//! ([`Changes::Rewritten`](compaction_model::Changes::Rewritten)), so each lands on its own
+//! original; event logs cannot take such a change back ([`Conversation::takes_back_rewrites`])
+//! and are written to a target instead.
 //!
 //! Files holding several conversations (tau-bench's array of trajectories, OpenHands' evaluation
 //! output with one instance a line, a JSON Lines file of SWE-agent trajectories) are read one
@@ -64,6 +65,7 @@
 //!
 //! ```
 //! use compaction_formats::{Format, ReadOptions, Target};
+//! use compaction_model::Changes;
 //!
 //! # let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/transcripts/claude-code/fa812bfe-excerpt.jsonl");
 //! let conversation = compaction_formats::read(std::fs::read(path)?, &ReadOptions::named(path))?;
@@ -76,12 +78,12 @@
 //!
 //! // Written back, it is the session it was: only changed tool results would be rewritten.
 //! let mut out = Vec::new();
-//! compaction_formats::write(&conversation, &conversation.messages, None, Some(&[]), &mut out)?;
+//! compaction_formats::write(&conversation, &conversation.messages, None, &Changes::none(), &mut out)?;
 //! assert_eq!(out, conversation.source());
 //!
 //! // Or converted: here to Anthropic Messages.
 //! let mut out = Vec::new();
-//! compaction_formats::write(&conversation, &conversation.messages, Some(Target::Anthropic), None, &mut out)?;
+//! compaction_formats::write(&conversation, &conversation.messages, Some(Target::Anthropic), &Changes::Unknown, &mut out)?;
 //! assert!(out.starts_with(b"{\"messages\":["));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
@@ -143,4 +145,4 @@ pub use pipeline::LineReader;
 pub use provider::{provider_item, PROVIDER_ITEM};
 pub use read::read;
 pub use usage::{MessageUsage, Usage};
-pub use write::{losses, write, write_rewritten};
+pub use write::{losses, write};

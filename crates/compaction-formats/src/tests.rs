@@ -1,6 +1,6 @@
 //! Writing changed conversations back: what a compactor changed changes, nothing else.
 
-use compaction_model::{Message, Part, ToolResultContent};
+use compaction_model::{Changes, Message, Part, ToolResultContent};
 use serde_json::{json, Value};
 
 use crate::{read, write, Format, ReadOptions, Target};
@@ -19,7 +19,7 @@ fn prune(messages: &mut [Message], index: usize) {
 fn written(input: &str, messages: &[Message], target: Target) -> Value {
     let conversation = read(input.as_bytes().to_vec(), &ReadOptions::named("t")).unwrap();
     let mut out = Vec::new();
-    write(&conversation, messages, Some(target), None, &mut out).unwrap();
+    write(&conversation, messages, Some(target), &Changes::Unknown, &mut out).unwrap();
     serde_json::from_slice(&out).unwrap()
 }
 
@@ -89,7 +89,7 @@ const HAYSTACK: &str = include_str!("../../../examples/transcripts/haystack/agen
 fn written_by_tree(input: &[u8], messages: &[Message]) -> Vec<u8> {
     let conversation = crate::read::read_tree(input, &ReadOptions::named("t")).unwrap();
     let mut out = Vec::new();
-    write(&conversation, messages, Some(Target::Haystack), None, &mut out).unwrap();
+    write(&conversation, messages, Some(Target::Haystack), &Changes::Unknown, &mut out).unwrap();
     out
 }
 
@@ -124,16 +124,23 @@ fn a_haystack_array_is_written_as_the_tree_path_writes_it() {
             // out), so the output is the tree path's JSON, keys in the same order, though not
             // always its bytes.
             let mut out = Vec::new();
-            write(&conversation, messages, Some(Target::Haystack), Some(&changed), &mut out).unwrap();
+            write(
+                &conversation,
+                messages,
+                Some(Target::Haystack),
+                &Changes::in_place(changed.to_vec()),
+                &mut out,
+            )
+            .unwrap();
             assert_eq!(respelled(&out), written_by_tree(&input, messages));
             let mut out = Vec::new();
-            write(&conversation, messages, Some(Target::Haystack), None, &mut out).unwrap();
+            write(&conversation, messages, Some(Target::Haystack), &Changes::Unknown, &mut out).unwrap();
             assert_eq!(respelled(&out), written_by_tree(&input, messages));
         }
         let mut fewer = conversation.messages.clone();
         fewer.remove(1);
         let mut out = Vec::new();
-        write(&conversation, &fewer, Some(Target::Haystack), None, &mut out).unwrap();
+        write(&conversation, &fewer, Some(Target::Haystack), &Changes::Unknown, &mut out).unwrap();
         assert_eq!(out, written_by_tree(&input, &fewer));
     }
 }
@@ -163,7 +170,14 @@ fn a_large_haystack_array_with_many_changes_is_written_as_the_tree_path_writes_i
             prune(&mut messages, index);
         }
         let mut out = Vec::new();
-        write(&conversation, &messages, Some(Target::Haystack), Some(&changed), &mut out).unwrap();
+        write(
+            &conversation,
+            &messages,
+            Some(Target::Haystack),
+            &Changes::in_place(changed.to_vec()),
+            &mut out,
+        )
+        .unwrap();
         assert_eq!(respelled(&out), written_by_tree(&input, &messages));
     }
 }
@@ -178,8 +192,11 @@ fn a_rewritten_openai_conversation_lands_each_message_on_its_own_original() {
     messages.push(Message::user("[1 earlier message was removed]"));
     let origin: Vec<Option<usize>> = (1..count).map(Some).chain([None]).collect();
     assert_eq!(messages.len(), count, "the count is the same, so only the origins tell");
+    // What a compaction's report says (message 0 removed, the last put in) is that origin.
+    let changes = Changes::dropping_and_inserting(count, count, &[0], &[count - 1]);
+    assert_eq!(changes, Changes::rewritten(origin));
     let mut out = Vec::new();
-    crate::write_rewritten(&conversation, &messages, None, &origin, &mut out).unwrap();
+    crate::write(&conversation, &messages, None, &changes, &mut out).unwrap();
     let out: Value = serde_json::from_slice(&out).unwrap();
 
     let original: Value = serde_json::from_str(OPENAI).unwrap();
@@ -200,7 +217,7 @@ fn a_rewritten_haystack_array_and_a_log_that_cannot_take_it() {
     let messages: Vec<Message> = conversation.messages[1..].to_vec();
     let origin: Vec<Option<usize>> = (1..conversation.messages.len()).map(Some).collect();
     let mut out = Vec::new();
-    crate::write_rewritten(&conversation, &messages, None, &origin, &mut out).unwrap();
+    crate::write(&conversation, &messages, None, &Changes::rewritten(origin), &mut out).unwrap();
     let out: Value = serde_json::from_slice(&out).unwrap();
     assert_eq!(out, compaction_model::messages_to_value(&messages));
 
@@ -208,12 +225,12 @@ fn a_rewritten_haystack_array_and_a_log_that_cannot_take_it() {
     let conversation = read(log.as_bytes().to_vec(), &ReadOptions::named("t")).unwrap();
     assert!(!conversation.takes_back_rewrites());
     let messages: Vec<Message> = conversation.messages[1..].to_vec();
-    let origin: Vec<Option<usize>> = (1..conversation.messages.len()).map(Some).collect();
-    let error = crate::write_rewritten(&conversation, &messages, None, &origin, &mut Vec::new()).unwrap_err();
+    let changes = Changes::rewritten((1..conversation.messages.len()).map(Some).collect());
+    let error = crate::write(&conversation, &messages, None, &changes, &mut Vec::new()).unwrap_err();
     assert!(error.to_string().contains("Claude Code log can take back only"), "{error}");
     // Converted, it is written.
     let mut out = Vec::new();
-    crate::write_rewritten(&conversation, &messages, Some(Target::Anthropic), &origin, &mut out).unwrap();
+    crate::write(&conversation, &messages, Some(Target::Anthropic), &changes, &mut out).unwrap();
     let out: Value = serde_json::from_slice(&out).unwrap();
     assert!(out["messages"].is_array());
 }
@@ -228,7 +245,7 @@ fn a_rewritten_anthropic_conversation_keeps_its_system_and_blocks() {
     let mut origin: Vec<Option<usize>> = (0..messages.len()).map(Some).collect();
     origin[1] = None;
     let mut out = Vec::new();
-    crate::write_rewritten(&conversation, &messages, None, &origin, &mut out).unwrap();
+    crate::write(&conversation, &messages, None, &Changes::rewritten(origin), &mut out).unwrap();
     let out: Value = serde_json::from_slice(&out).unwrap();
     let mut expected: Value = serde_json::from_str(ANTHROPIC).unwrap();
     expected["messages"][0] = json!({"role": "user", "content": "[1 earlier message was removed]"});
@@ -251,7 +268,8 @@ fn a_python_written_haystack_file_keeps_its_bytes() {
         let mut messages = conversation.messages.clone();
         prune(&mut messages, pruned);
         let mut out = Vec::new();
-        write(&conversation, &messages, Some(Target::Haystack), Some(&[pruned]), &mut out).unwrap();
+        write(&conversation, &messages, Some(Target::Haystack), &Changes::in_place(vec![pruned]), &mut out)
+            .unwrap();
         // Runs of messages left alone are copied with the separators between them.
         let spelled = |items: &[Value]| {
             items.iter().map(|item| compaction_testkit::python_dumps(item, ensure_ascii)).collect::<Vec<_>>()
@@ -284,7 +302,7 @@ fn a_key_repeated_through_an_escape_is_written_where_it_was_read() {
     let mut messages = conversation.messages.clone();
     prune(&mut messages, 1);
     let mut out = Vec::new();
-    write(&conversation, &messages, None, Some(&[1]), &mut out).unwrap();
+    write(&conversation, &messages, None, &Changes::in_place(vec![1]), &mut out).unwrap();
     let expected = log.replace(r#""con\u0074ent":"second""#, r#""con\u0074ent":"[pruned]""#);
     assert_eq!(String::from_utf8(out).unwrap(), expected);
 }
@@ -293,7 +311,14 @@ fn a_key_repeated_through_an_escape_is_written_where_it_was_read() {
 fn written_as_openai_by_tree(input: &[u8], messages: &[Message], changed: Option<&[usize]>) -> Value {
     let conversation = crate::read::read_tree(input, &ReadOptions::named("t")).unwrap();
     let mut out = Vec::new();
-    write(&conversation, messages, None, changed, &mut out).unwrap();
+    write(
+        &conversation,
+        messages,
+        None,
+        &changed.map_or(Changes::Unknown, |c| Changes::in_place(c.to_vec())),
+        &mut out,
+    )
+    .unwrap();
     serde_json::from_slice(&out).unwrap()
 }
 
@@ -316,7 +341,7 @@ fn an_openai_request_is_read_and_written_without_a_tree() {
 
         // Left alone, the file comes back byte for byte.
         let mut out = Vec::new();
-        write(&conversation, &conversation.messages, None, Some(&[]), &mut out).unwrap();
+        write(&conversation, &conversation.messages, None, &Changes::none(), &mut out).unwrap();
         assert_eq!(String::from_utf8_lossy(&out), String::from_utf8_lossy(&input));
 
         // A pruned result, marked as compactors mark it, is the one message encoded.
@@ -324,7 +349,7 @@ fn an_openai_request_is_read_and_written_without_a_tree() {
         prune(&mut messages, 3);
         messages[3].meta.insert("compacted".into(), json!(true));
         let mut out = Vec::new();
-        write(&conversation, &messages, None, Some(&[3]), &mut out).unwrap();
+        write(&conversation, &messages, None, &Changes::in_place(vec![3]), &mut out).unwrap();
         let out: Value = serde_json::from_slice(&out).unwrap();
         assert_eq!(out, written_as_openai_by_tree(&input, &messages, Some(&[3])));
         assert_eq!(
@@ -339,7 +364,14 @@ fn an_openai_request_is_read_and_written_without_a_tree() {
         fewer.remove(1);
         for (messages, changed) in [(&unmarked, Some(&[3][..])), (&unmarked, None), (&fewer, None)] {
             let mut out = Vec::new();
-            write(&conversation, messages, None, changed, &mut out).unwrap();
+            write(
+                &conversation,
+                messages,
+                None,
+                &changed.map_or(Changes::Unknown, |c| Changes::in_place(c.to_vec())),
+                &mut out,
+            )
+            .unwrap();
             let out: Value = serde_json::from_slice(&out).unwrap();
             assert_eq!(out, written_as_openai_by_tree(&input, messages, changed));
         }
@@ -501,7 +533,7 @@ fn a_large_log_is_written_back_as_a_small_one_is() {
         expected = expected.replacen(&was, r#""content":"[pruned]""#, 1);
     }
     let mut out = Vec::new();
-    write(&conversation, &messages, None, Some(&changed), &mut out).unwrap();
+    write(&conversation, &messages, None, &Changes::in_place(changed.to_vec()), &mut out).unwrap();
     assert_eq!(out.len(), expected.len());
     assert!(String::from_utf8(out).unwrap() == expected);
     // A message changed beyond its results is refused, whichever thread finds it.
@@ -510,9 +542,10 @@ fn a_large_log_is_written_back_as_a_small_one_is() {
     messages[last].parts.clear();
     let mut out = Vec::new();
     // Unless it is among those said to have changed, it is not looked at.
-    assert!(write(&conversation, &messages, None, Some(&changed), &mut out).is_ok());
+    assert!(write(&conversation, &messages, None, &Changes::in_place(changed.to_vec()), &mut out).is_ok());
     let changed: Vec<usize> = changed.into_iter().chain([last]).collect();
-    let error = write(&conversation, &messages, None, Some(&changed), &mut out).unwrap_err();
+    let error =
+        write(&conversation, &messages, None, &Changes::in_place(changed.to_vec()), &mut out).unwrap_err();
     assert!(error.to_string().contains(&format!("message {last} changed")), "{error}");
 }
 
@@ -531,12 +564,12 @@ fn a_haystack_file_in_pythons_dialect_reads_and_writes_alike_on_both_paths() {
     assert_eq!(conversation.messages, tree.messages);
     assert_eq!(conversation.messages[0].text().map(|t| t.chars().count()), Some(10));
     let mut out = Vec::new();
-    write(&conversation, &conversation.messages, Some(Target::Haystack), Some(&[]), &mut out).unwrap();
+    write(&conversation, &conversation.messages, Some(Target::Haystack), &Changes::none(), &mut out).unwrap();
     assert_eq!(String::from_utf8(out).unwrap().trim_end(), input, "written back as it was");
     let mut messages = conversation.messages.clone();
     prune(&mut messages, 2);
     let mut out = Vec::new();
-    write(&conversation, &messages, Some(Target::Haystack), Some(&[2]), &mut out).unwrap();
+    write(&conversation, &messages, Some(Target::Haystack), &Changes::in_place(vec![2]), &mut out).unwrap();
     let by_tree = written_by_tree(input.as_bytes(), &messages);
     let value =
         |bytes: &[u8]| serde_json::to_string(&compaction_model::value_from_slice(bytes).unwrap()).unwrap();

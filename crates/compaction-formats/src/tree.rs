@@ -263,7 +263,8 @@ fn plan_write<'a>(
 }
 
 /// The plan for writing back `messages` that a command made by dropping, adding or moving
-/// messages, with `origin` saying where each came from (see [`crate::write_rewritten`]).
+/// messages, with `origin` saying where each came from (see
+/// [`Changes::Rewritten`](compaction_model::Changes::Rewritten)).
 fn plan_rewritten<'a>(
     native: &'a Native,
     codec: &dyn TargetCodec,

@@ -3,7 +3,7 @@
 
 use std::io::Write;
 
-use compaction_model::{Message, Part, SurrogateEscapes};
+use compaction_model::{Changes, Message, Part, SurrogateEscapes};
 
 use crate::conversation::{Back, Conversation, ReadOptions};
 use crate::error::Error;
@@ -24,24 +24,41 @@ use crate::{formats, haystack, ids, logback, request};
 /// changed, and take back nothing else. SWE-agent and OpenHands conversations are written as
 /// [`Format::default_target`].
 ///
-/// `changed`, when given, holds the indices of the messages that differ from those read (then
-/// `messages` is as long as the conversation); every other message is taken to be the one read.
-/// A Haystack message among them is written as its input bytes when those spell what encoding
-/// it gives (the same JSON value, keys in the same order). `None` means anything may have changed.
+/// `changes` says how `messages` came from those read (see [`Changes`]). Changed in place
+/// ([`Changes::InPlace`]), `messages` is as long as the conversation and every message not named
+/// is taken to be the one read; a Haystack message among those named is written as its input
+/// bytes when those spell what encoding it gives (the same JSON value, keys in the same order).
+/// With messages dropped or put in ([`Changes::Rewritten`]: a sliding window's omission note, a
+/// summary in place of what it summarizes), each message written back lands on its own original,
+/// so the fields the model does not know stay with the message they belong to and an unchanged
+/// message is written as it was read; the originals of dropped messages are left out. Guessing
+/// instead (what [`Changes::Unknown`] leaves to the writer when the count changed) can lay a
+/// message over another's original when the count happens to come out the same. Event logs
+/// (Claude Code, Codex, Responses items) cannot take such a change back: that is an error naming
+/// a target to write instead. Converted to another format, `changes` is not needed.
 ///
 /// Returns what the output could not hold (a [`NoteKind::Dropped`] note per kind, naming the
 /// messages): reasoning, and calls or text on tool messages, in Chat Completions; tool-call
 /// arguments that are not a JSON object in Anthropic's `tool_use`; provider items of another
 /// format, written as their text. Written back in its own format, nothing is lost.
+///
+/// # Errors
+///
+/// [`Error::WriteBack`] when the file cannot take `messages` back as `changes` describes them:
+/// a rewrite's origin not as long as `messages` or naming a message that was not read, messages
+/// dropped or put in, or changed beyond their tool results and inputs, in an event log; what
+/// writing to `out` returns.
 pub fn write(
     conversation: &Conversation,
     messages: &[Message],
     target: Option<Target>,
-    changed: Option<&[usize]>,
+    changes: &Changes,
     out: &mut dyn Write,
 ) -> Result<Vec<Note>, Error> {
-    escaping_lone_surrogates(conversation, out, |out| {
-        write_unescaped(conversation, messages, target, changed, out)
+    escaping_lone_surrogates(conversation, out, |out| match changes {
+        Changes::InPlace(changed) => write_unescaped(conversation, messages, target, Some(changed), out),
+        Changes::Rewritten(origin) => write_rewritten_unescaped(conversation, messages, target, origin, out),
+        Changes::Unknown => write_unescaped(conversation, messages, target, None, out),
     })
 }
 
@@ -136,36 +153,7 @@ fn write_unescaped(
     written.map(|()| if own { Vec::new() } else { losses(messages, target) })
 }
 
-/// [`write()`] for messages a command dropped, added or moved (a sliding window's omission note, a
-/// summary in place of what it summarizes): `origin` holds, for each of `messages`, the index of
-/// the message read that it stands for, as it was or changed, or `None` for a message the command
-/// put in.
-///
-/// Written back, each message lands on its own original, so the fields the model does not know
-/// stay with the message they belong to and an unchanged message is written as it was read; the
-/// originals of dropped messages are left out. Guessing instead (what [`write()`] must do without
-/// `changed` when the count changed) can lay a message over another's original when the count
-/// happens to come out the same. Event logs (Claude Code, Codex, Responses items) cannot take
-/// such a change back: that is an error naming a target to write instead. Converted to another
-/// format, `origin` is not needed.
-///
-/// # Errors
-///
-/// As [`write()`]; [`Error::WriteBack`] when `origin` is not as long as `messages` or names a
-/// message that was not read, or the format read cannot take the change back.
-pub fn write_rewritten(
-    conversation: &Conversation,
-    messages: &[Message],
-    target: Option<Target>,
-    origin: &[Option<usize>],
-    out: &mut dyn Write,
-) -> Result<Vec<Note>, Error> {
-    escaping_lone_surrogates(conversation, out, |out| {
-        write_rewritten_unescaped(conversation, messages, target, origin, out)
-    })
-}
-
-/// [`write_rewritten`], its output as it is made.
+/// [`write()`] of messages dropped or put in ([`Changes::Rewritten`]), its output as it is made.
 fn write_rewritten_unescaped(
     conversation: &Conversation,
     messages: &[Message],

@@ -134,7 +134,7 @@ impl CompactionHook {
             return outcome;
         }
         let before = state.messages().len();
-        let changed = compaction.replaced_indices();
+        let changes = compaction.changes(state.messages());
         match state.apply(compaction) {
             Ok(report) => outcome.report = Some(report),
             Err(error) => {
@@ -144,7 +144,7 @@ impl CompactionHook {
                 return outcome;
             }
         }
-        outcome.changed = changed;
+        outcome.changes = Some(changes);
         outcome.compacted = true;
         if state.context_tokens != 0 {
             let overhead = i128::from(outcome.overhead.unwrap_or(0));
@@ -256,7 +256,7 @@ impl CompactionOutcome {
             overhead: decision.overhead,
             compacted: false,
             report: None,
-            changed: None,
+            changes: None,
             failure: None,
             declined: None,
         }

@@ -7,6 +7,7 @@ use compaction_core::{
     last_assistant_index, CompactionReport, Compactor, InitParameters, IntegerSetting,
     SlidingWindowCompactor, ToolResultPruningCompactor, HAYSTACK_SLIDING_WINDOW_TYPE,
 };
+use compaction_model::Changes;
 use compaction_tokens::{ApproximateTokenCounter, TokenCounter};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
@@ -150,10 +151,11 @@ pub struct CompactionOutcome {
     pub compacted: bool,
     /// The compactor's report, when it compacted.
     pub report: Option<CompactionReport>,
-    /// The indices of the messages the compaction rewrote in place, every other message being
-    /// as it was; `None` when it did not compact or replaced the whole conversation. A writer
-    /// can copy the untouched messages' original bytes.
-    pub changed: Option<Vec<usize>>,
+    /// What the compaction changed, when it compacted: the messages it rewrote in place, every
+    /// other message being as it was, or, when it dropped or put in messages, the message read
+    /// each one stands for. Handed to the write-back (`compaction_formats::write`), it lets the
+    /// untouched messages keep their original bytes. `None` when it did not compact.
+    pub changes: Option<Changes>,
     /// What failed, in words, when the run could not count or compact (the conversation is then
     /// as it was), or could not re-anchor the provider's count after compacting. `None` when
     /// nothing failed. [`CompactionHook::try_run`] returns such failures as errors instead.
@@ -362,7 +364,7 @@ impl CompactionHook {
                 overhead: None,
                 compacted: false,
                 report: None,
-                changed: None,
+                changes: None,
                 failure: None,
                 declined: None,
             },

@@ -194,9 +194,10 @@ impl AgentState {
         compaction: compaction_core::Compaction,
     ) -> Result<compaction_core::CompactionReport, compaction_core::Error> {
         compaction.check(&self.messages)?;
-        match compaction.replaced_indices() {
+        let changes = compaction.changes(&self.messages);
+        match changes.changed() {
             Some(indices) => {
-                self.running().rewritten(&indices);
+                self.running().rewritten(indices);
                 for (_, memo) in self.memos().iter_mut() {
                     memo.rewritten(indices.iter().copied());
                 }

@@ -18,8 +18,8 @@ use crate::project_root;
 /// change that removes some, so the next addition is seen.
 const PUBLIC_ITEM_BUDGET: &[(&str, usize)] = &[
     ("compaction-json", 53),
-    ("compaction-model", 109),
-    ("compaction-formats", 52),
+    ("compaction-model", 119),
+    ("compaction-formats", 51),
     ("compaction-tokens", 56),
     ("compaction-core", 157),
     ("compaction-llm", 81),

@@ -7,6 +7,7 @@ use anyhow::Result;
 use crate::input::InputArgs;
 use crate::output::Output;
 use compaction_formats::Target;
+use compaction_model::Changes;
 
 /// Read a conversation in any known format and write it in Haystack, OpenAI or Anthropic form.
 ///
@@ -37,6 +38,7 @@ pub fn run(args: Args) -> Result<()> {
     };
     super::refuse_dropping_conversations(&args.input, args.output.as_deref(), &conversation, args.to)?;
     // Converting changes no message.
-    let ready = super::write_conversation(output, &conversation, &conversation.messages, args.to, Some(&[]))?;
+    let ready =
+        super::write_conversation(output, &conversation, &conversation.messages, args.to, &Changes::none())?;
     crate::output::commit_run(ready, 0)
 }

@@ -11,7 +11,7 @@ use std::path::Path;
 
 use anyhow::Result;
 use compaction_formats::{Conversation, Format, Target};
-use compaction_model::Message;
+use compaction_model::{Changes, Message};
 use compaction_tokens::TokenCounter;
 
 use crate::input::{InputArgs, Source};
@@ -27,38 +27,19 @@ pub fn counter(spec: &str) -> Result<Box<dyn TokenCounter>> {
 }
 
 /// Writes `messages` of `conversation` to `output`, back in the format read or as `to`, and says
-/// once on standard error what the output could not hold. A file is then ready to be committed.
+/// once on standard error what the output could not hold. `changes` says how `messages` came from
+/// those read, so that each is written over its own original. A file is then ready to be
+/// committed.
 pub fn write_conversation(
     output: Output,
     conversation: &Conversation,
     messages: &[Message],
     to: Option<Target>,
-    changed: Option<&[usize]>,
+    changes: &Changes,
 ) -> Result<Option<Ready>> {
     let mut losses = Vec::new();
     let ready = output.write_with(|out| {
-        losses = compaction_formats::write(conversation, messages, to, changed, out)?;
-        Ok(())
-    })?;
-    for loss in losses {
-        crate::progress::say(&format!("note: {loss}"));
-    }
-    Ok(ready)
-}
-
-/// [`write_conversation`] for messages a strategy dropped or put in: `origin` names, for each
-/// of `messages`, the message read it stands for (`None` for a note or a summary), so each is
-/// written over its own original.
-pub fn write_rewritten_conversation(
-    output: Output,
-    conversation: &Conversation,
-    messages: &[Message],
-    to: Option<Target>,
-    origin: &[Option<usize>],
-) -> Result<Option<Ready>> {
-    let mut losses = Vec::new();
-    let ready = output.write_with(|out| {
-        losses = compaction_formats::write_rewritten(conversation, messages, to, origin, out)?;
+        losses = compaction_formats::write(conversation, messages, to, changes, out)?;
         Ok(())
     })?;
     for loss in losses {

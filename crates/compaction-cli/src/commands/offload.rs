@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use anyhow::Result;
 use compaction_hook::AgentState;
-use compaction_model::{Message, Role};
+use compaction_model::{Changes, Message, Role};
 use compaction_offload::{
     AlwaysOffload, FileSystemToolResultStore, NeverOffload, OffloadFailure, OffloadOutcome, OffloadOverChars,
     OffloadStrategies, PolicyKey, ToolResultOffloadHook,
@@ -194,7 +194,7 @@ pub fn run(args: Args) -> Result<()> {
             &conversation,
             &conversation.messages,
             args.to,
-            Some(&outcome.offloaded),
+            &Changes::in_place(outcome.offloaded.clone()),
         )?
     };
     let ending = partial(&outcome.failures);

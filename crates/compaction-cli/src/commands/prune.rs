@@ -12,7 +12,7 @@ use compaction_core::{
 };
 use compaction_hook::{AgentState, CompactionHook, CompactionHookSettings, CompactionOutcome};
 use compaction_model::{
-    Message, STRATEGY_SLIDING_WINDOW, STRATEGY_SUMMARIZATION, STRATEGY_TOOL_RESULT_OFFLOADING,
+    Changes, Message, STRATEGY_SLIDING_WINDOW, STRATEGY_SUMMARIZATION, STRATEGY_TOOL_RESULT_OFFLOADING,
 };
 use compaction_offload::OffloadFailure;
 use compaction_tokens::TokenCounter;
@@ -274,71 +274,60 @@ pub fn run(args: Args) -> Result<()> {
     // The conversation moves into an agent state and back: nothing is copied, and the state's
     // running count makes the counts before and after cost what changed, not the whole again.
     let mut state = AgentState::new(std::mem::take(&mut input.conversation.messages)).with_tools(tools);
-    let read_len = state.messages().len();
-    // How the conversation changed, the compactor's report, the hook's outcome in
-    // --context-window mode, and the request's tokens before (messages and tools, as `count`
-    // counts them).
-    let (compacted, report, hook, tokens_before): (
-        Compacted,
-        Option<CompactionReport>,
-        Option<Hooked>,
-        usize,
-    ) = match (args.target_tokens, args.context_window) {
-        (Some(target), _) => {
-            // The target is the request's, as `count` counts it: the compactor, which counts
-            // messages, is given it less what the tools take, as the hook does.
-            let counting = state.counting(counter.as_ref());
-            let request = counting.try_count(state.messages(), &state.tools).map_err(count_failed)?;
-            let messages_only = match state.tools.is_empty() {
-                true => request,
-                false => counting.try_count(state.messages(), &[]).map_err(count_failed)?,
-            };
-            let compactor_target = target.saturating_sub(request.saturating_sub(messages_only));
-            let compaction = built
-                .compactor
-                .try_compact(state.messages(), compactor_target, &counting)
-                .map_err(|e| failed(&e))?;
-            drop(counting);
-            match compaction {
-                Some(compaction) => {
-                    let changed = compaction.replaced_indices();
-                    let report = state.apply(compaction).map_err(|e| failed(&e))?;
-                    let compacted = match changed {
-                        Some(changed) => Compacted::InPlace(changed),
-                        None => Compacted::Whole,
-                    };
-                    (compacted, Some(report), None, request)
+    // How the conversation changed (as the writer takes it), the compactor's report, the hook's
+    // outcome in --context-window mode, and the request's tokens before (messages and tools, as
+    // `count` counts them).
+    let (changes, report, hook, tokens_before): (Changes, Option<CompactionReport>, Option<Hooked>, usize) =
+        match (args.target_tokens, args.context_window) {
+            (Some(target), _) => {
+                // The target is the request's, as `count` counts it: the compactor, which counts
+                // messages, is given it less what the tools take, as the hook does.
+                let counting = state.counting(counter.as_ref());
+                let request = counting.try_count(state.messages(), &state.tools).map_err(count_failed)?;
+                let messages_only = match state.tools.is_empty() {
+                    true => request,
+                    false => counting.try_count(state.messages(), &[]).map_err(count_failed)?,
+                };
+                let compactor_target = target.saturating_sub(request.saturating_sub(messages_only));
+                let compaction = built
+                    .compactor
+                    .try_compact(state.messages(), compactor_target, &counting)
+                    .map_err(|e| failed(&e))?;
+                drop(counting);
+                match compaction {
+                    Some(compaction) => {
+                        let changes = compaction.changes(state.messages());
+                        let report = state.apply(compaction).map_err(|e| failed(&e))?;
+                        (changes, Some(report), None, request)
+                    }
+                    None => (Changes::none(), None, None, request),
                 }
-                None => (Compacted::Unchanged, None, None, request),
             }
-        }
-        (None, Some(window)) => {
-            let mut settings = CompactionHookSettings::new(window)
-                .with_compact_at(args.compact_at)
-                .with_compact_to(args.compact_to);
-            if let Some(rule) = args.cache_aware.rule(false, false) {
-                settings = settings.with_cache(rule);
+            (None, Some(window)) => {
+                let mut settings = CompactionHookSettings::new(window)
+                    .with_compact_at(args.compact_at)
+                    .with_compact_to(args.compact_to);
+                if let Some(rule) = args.cache_aware.rule(false, false) {
+                    settings = settings.with_cache(rule);
+                }
+                let hook = CompactionHook::new(built.take_compactor(), settings)
+                    .map_err(|e| UsageError(e.to_string()))?
+                    .with_counter(Box::new(counter.clone()));
+                let context_tokens = context_tokens.unwrap_or(0);
+                state = state.with_context_tokens(context_tokens);
+                let before = state.try_count_with_tools(hook.counter()).map_err(count_failed)?;
+                let outcome = hook.try_run(&mut state).map_err(|e| failed(&e))?;
+                let report = outcome.report.clone();
+                let changes = outcome.changes.clone().unwrap_or_else(Changes::none);
+                // The hook's own estimate of the next request, on the compacted conversation.
+                let estimated_after = hook.try_estimate(&state).map_err(|e| failed(&e))?;
+                let hooked = Hooked { outcome, context_tokens, estimated_after };
+                (changes, report, Some(hooked), before)
             }
-            let hook = CompactionHook::new(built.take_compactor(), settings)
-                .map_err(|e| UsageError(e.to_string()))?
-                .with_counter(Box::new(counter.clone()));
-            let context_tokens = context_tokens.unwrap_or(0);
-            state = state.with_context_tokens(context_tokens);
-            let before = state.try_count_with_tools(hook.counter()).map_err(count_failed)?;
-            let outcome = hook.try_run(&mut state).map_err(|e| failed(&e))?;
-            let report = outcome.report.clone();
-            let compacted = match (outcome.compacted, outcome.changed.clone()) {
-                (false, _) => Compacted::Unchanged,
-                (true, Some(changed)) => Compacted::InPlace(changed),
-                (true, None) => Compacted::Whole,
-            };
-            // The hook's own estimate of the next request, on the compacted conversation.
-            let estimated_after = hook.try_estimate(&state).map_err(|e| failed(&e))?;
-            let hooked = Hooked { outcome, context_tokens, estimated_after };
-            (compacted, report, Some(hooked), before)
-        }
-        (None, None) => return Err(UsageError("give --target-tokens N or --context-window N".into()).into()),
-    };
+            (None, None) => {
+                return Err(UsageError("give --target-tokens N or --context-window N".into()).into())
+            }
+        };
     let counter = counter.as_ref();
     // What `count` prints on the output: the compacted conversation and the tools, counted
     // whole (from the running measures where the counter's counts add up).
@@ -362,28 +351,14 @@ pub fn run(args: Args) -> Result<()> {
     input.conversation.messages = state.into_messages();
 
     let started = Instant::now();
-    // In-place edits are already in the conversation read, so the writer knows which messages
-    // changed; a conversation with messages dropped or put in is written with where each came
-    // from.
-    let written = match compacted {
-        Compacted::Unchanged => Written::InPlace(Some(Vec::new())),
-        Compacted::InPlace(changed) => Written::InPlace(Some(changed)),
-        Compacted::Whole => Written::rewritten(report.as_ref(), read_len, input.conversation.messages.len()),
-    };
     let conversation = &input.conversation;
     let messages = &conversation.messages;
     let mut ready_output = None;
     if let Some(output) = output {
-        ready_output = match &written {
-            Written::InPlace(Some(changed)) if changed.is_empty() && args.to.is_none() => {
-                output.write(conversation.source())?
-            }
-            Written::InPlace(changed) => {
-                super::write_conversation(output, conversation, messages, args.to, changed.as_deref())?
-            }
-            Written::Rewritten(origin) => {
-                super::write_rewritten_conversation(output, conversation, messages, args.to, origin)?
-            }
+        // Nothing changed and nothing to convert: the input is the output, byte for byte.
+        ready_output = match changes.is_unchanged() && args.to.is_none() {
+            true => output.write(conversation.source())?,
+            false => super::write_conversation(output, conversation, messages, args.to, &changes)?,
         };
         let target = args.to.unwrap_or_else(|| conversation.format.default_target());
         if let (Some(report), false) = (&report, target == Target::Haystack) {
@@ -489,43 +464,6 @@ fn refuse_lossy_write_back(
         conversation.format.label()
     ))
     .into())
-}
-
-/// How the compacted conversation is written.
-enum Written {
-    /// Over the conversation read: these messages changed (all may have when `None`).
-    InPlace(Option<Vec<usize>>),
-    /// With messages dropped or put in: for each, the message read it stands for.
-    Rewritten(Vec<Option<usize>>),
-}
-
-impl Written {
-    /// A conversation of `len` messages made from the `read_len` read by what `report` says was
-    /// removed and inserted; anything may have changed when the report does not account for it.
-    fn rewritten(report: Option<&CompactionReport>, read_len: usize, len: usize) -> Written {
-        report
-            .and_then(|report| origin(report, read_len, len))
-            .map_or(Written::InPlace(None), Written::Rewritten)
-    }
-}
-
-/// For each message of a compacted conversation of `len` messages, the index of the message of
-/// the `read_len` read that it stands for (`None` for one the compaction put in), from the
-/// report's removed and inserted messages; `None` when they do not account for `len`.
-fn origin(report: &CompactionReport, read_len: usize, len: usize) -> Option<Vec<Option<usize>>> {
-    if read_len + report.inserted.len() != len + report.removed.len() {
-        return None;
-    }
-    let mut removed = vec![false; read_len];
-    for &index in &report.removed {
-        *removed.get_mut(index)? = true;
-    }
-    let mut inserted = vec![false; len];
-    for &index in &report.inserted {
-        *inserted.get_mut(index)? = true;
-    }
-    let mut kept = (0..read_len).filter(|&index| !removed[index]);
-    inserted.into_iter().map(|new| if new { Some(None) } else { kept.next().map(Some) }).collect()
 }
 
 /// What `prune` says on standard error.
@@ -792,16 +730,6 @@ fn plural(n: usize, noun: &str) -> String {
     } else {
         format!("{} {noun}s", thousands(n))
     }
-}
-
-/// How the conversation changed.
-enum Compacted {
-    /// Not at all.
-    Unchanged,
-    /// In place, at these indices; every other message is as it was read.
-    InPlace(Vec<usize>),
-    /// As a whole: messages dropped or put in.
-    Whole,
 }
 
 /// What the hook did in --context-window mode.

@@ -9,7 +9,7 @@ use compaction_core::{
     ChainCompactor, ChatGenerator, Compaction, Compactor, GeneratorError, SlidingWindowCompactor,
     SlidingWindowSettings, SummarizationCompactor, SummarizationSettings, ToolResultPruningCompactor,
 };
-use compaction_model::{Message, Role, ToolCall};
+use compaction_model::{is_compacted, Changes, Message, Role, ToolCall};
 use compaction_tokens::{ApproximateTokenCounter, TokenCounter};
 use proptest::prelude::*;
 use serde_json::json;
@@ -75,6 +75,24 @@ fn check_common(messages: &[Message], compaction: &Compaction, counter: &dyn Tok
     assert_eq!(out.len() + report.removed.len(), messages.len() + report.inserted.len());
     for &i in &report.inserted {
         assert!(out[i].meta.contains_key("context_compaction"), "{i} inserted without a marker");
+    }
+
+    // The changes a write-back is given, applied to the input, give the output: each message
+    // written is the one read it stands for (unless a compaction marked it changed), or one put
+    // in, and every message said to be as read is so.
+    let changes = compaction.changes(messages);
+    assert_ne!(changes, Changes::Unknown, "the report does not account for the output");
+    assert!(changes.describes(messages, &out), "{changes:?} does not describe the output");
+    let origin = changes.origin(out.len()).expect("an origin for every message written");
+    for (written, read) in origin.into_iter().enumerate() {
+        match read {
+            None => assert!(report.inserted.contains(&written), "{written} put in, not reported"),
+            Some(read) => assert!(
+                out[written] == messages[read]
+                    || (changes.may_differ(written) && is_compacted(&out[written].meta)),
+                "{written} is neither message {read} as read nor marked changed"
+            ),
+        }
     }
 }
 
@@ -181,7 +199,7 @@ proptest! {
             prop_assert!(compaction.report.stages[0].tokens_after > target);
         }
         if stages == ["tool_result_pruning"] {
-            prop_assert!(compaction.replaced_indices().is_some(), "in-place edits stay in place");
+            prop_assert!(compaction.changes(&messages).changed().is_some(), "in-place edits stay in place");
         }
     }
 }

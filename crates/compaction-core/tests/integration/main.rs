@@ -2,6 +2,7 @@
 //! cases, properties over random conversations, the options beyond the reference, and observation
 //! masking against SWE-agent's own processor.
 
+mod changes;
 mod conformance;
 mod family_cases;
 mod family_conformance;

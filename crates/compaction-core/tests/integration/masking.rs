@@ -144,11 +144,12 @@ fn a_masked_swe_agent_trajectory_is_written_with_its_notes() {
     let compactor = ObservationMaskingCompactor::new(MaskingSettings::new(5)).expect("valid");
     let compaction =
         compactor.try_compact(&messages, 0, &ApproximateTokenCounter::default()).unwrap().expect("masks");
-    let changed = compaction.replaced_indices().expect("in place");
+    let changes = compaction.changes(&messages);
+    assert!(changes.changed().is_some(), "in place");
     let mut masked = messages.clone();
     compaction.apply(&mut masked).expect("applies");
     let mut out = Vec::new();
-    compaction_formats::write(&conversation, &masked, None, Some(&changed), &mut out).expect("written");
+    compaction_formats::write(&conversation, &masked, None, &changes, &mut out).expect("written");
     let written: Value = serde_json::from_slice(&out).expect("JSON");
     let written = written.as_array().expect("OpenAI messages");
     assert_eq!(written.len(), messages.len());

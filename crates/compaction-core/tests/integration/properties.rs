@@ -401,8 +401,8 @@ fn memo_agrees(messages: &[Message], compactor: &dyn Compactor, percent: usize, 
         assert_eq!(fresh, remembered, "the memo changed the answer at message {}", with_memo.len() - 1);
         assert!(memo.settled <= with_memo.len());
         if let Some(compaction) = remembered {
-            match compaction.replaced_indices() {
-                Some(indices) => memo.rewritten(indices),
+            match compaction.changes(&with_memo).changed() {
+                Some(indices) => memo.rewritten(indices.iter().copied()),
                 None => memo = compaction_core::Memo::default(),
             }
             compaction.apply(&mut with_memo).expect("fits the conversation it was made from");

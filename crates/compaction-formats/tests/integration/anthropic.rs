@@ -2,7 +2,7 @@
 //! place, the view starting at the last one, and the messages before it written back untouched.
 
 use compaction_formats::{NoteKind, ReadOptions, Target};
-use compaction_model::Role;
+use compaction_model::{Changes, Role};
 use serde_json::{json, Value};
 
 use crate::{read, read_with, roles};
@@ -50,12 +50,12 @@ fn written_back_the_messages_before_it_are_untouched() {
     let text = conversation().to_string();
     let read = read(&text);
     let mut out = Vec::new();
-    compaction_formats::write(&read, &read.messages, None, Some(&[]), &mut out).unwrap();
+    compaction_formats::write(&read, &read.messages, None, &Changes::none(), &mut out).unwrap();
     assert_eq!(serde_json::from_slice::<Value>(&out).unwrap(), conversation());
     let mut messages = read.messages.clone();
     crate::prune(&mut messages, 2, "[pruned]");
     let mut out = Vec::new();
-    compaction_formats::write(&read, &messages, None, Some(&[2]), &mut out).unwrap();
+    compaction_formats::write(&read, &messages, None, &Changes::in_place(vec![2]), &mut out).unwrap();
     let mut expected = conversation();
     expected["messages"][4]["content"][0]["content"] = json!("[pruned]");
     assert_eq!(serde_json::from_slice::<Value>(&out).unwrap(), expected);

@@ -2,7 +2,7 @@
 //! and write-back that changes only pruned results.
 
 use compaction_formats::{Error, Format, NoteKind, ReadOptions};
-use compaction_model::{Part, ResultPart, Role, ToolResultContent};
+use compaction_model::{Changes, Part, ResultPart, Role, ToolResultContent};
 use serde_json::{json, Value};
 
 use crate::{lines, read, read_with, roles, written_back};
@@ -208,10 +208,13 @@ fn what_a_session_cannot_hold_is_refused() {
     let mut messages = conversation.messages.clone();
     messages[1].parts.insert(0, Part::Text(compaction_model::TextPart::new("new words")));
     let mut out = Vec::new();
-    let error = compaction_formats::write(&conversation, &messages, None, Some(&[1]), &mut out).unwrap_err();
+    let error =
+        compaction_formats::write(&conversation, &messages, None, &Changes::in_place(vec![1]), &mut out)
+            .unwrap_err();
     assert!(matches!(error, Error::WriteBack { .. }), "{error}");
     messages.remove(1);
-    let error = compaction_formats::write(&conversation, &messages, None, None, &mut out).unwrap_err();
+    let error =
+        compaction_formats::write(&conversation, &messages, None, &Changes::Unknown, &mut out).unwrap_err();
     assert!(error.to_string().contains("can take back only"), "{error}");
 }
 
@@ -233,14 +236,21 @@ fn a_text_changed_anywhere_in_a_long_session_is_refused() {
     assert_eq!(written_back(&conversation, &conversation.messages, &[]), text.as_bytes());
     // Every message looked at, none changed: each matches its fingerprint.
     let mut out = Vec::new();
-    compaction_formats::write(&conversation, &conversation.messages, None, None, &mut out).unwrap();
+    compaction_formats::write(&conversation, &conversation.messages, None, &Changes::Unknown, &mut out)
+        .unwrap();
     assert_eq!(out, text.as_bytes());
     for index in [0, 1499, 1500, 2999] {
         let mut messages = conversation.messages.clone();
         messages[index].parts[0] = Part::Text(compaction_model::TextPart::new("other words"));
         let mut out = Vec::new();
-        let error = compaction_formats::write(&conversation, &messages, None, Some(&[index]), &mut out)
-            .expect_err("a changed text cannot be written back");
+        let error = compaction_formats::write(
+            &conversation,
+            &messages,
+            None,
+            &Changes::in_place(vec![index]),
+            &mut out,
+        )
+        .expect_err("a changed text cannot be written back");
         assert!(error.to_string().contains(&format!("message {index} changed in more than")), "{error}");
     }
 }

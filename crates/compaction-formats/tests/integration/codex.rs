@@ -2,7 +2,7 @@
 //! `token_count`, raw arguments, and write-back that changes only pruned outputs.
 
 use compaction_formats::{Format, NoteKind, ReadOptions};
-use compaction_model::Role;
+use compaction_model::{Changes, Role};
 use serde_json::{json, Value};
 
 use crate::{lines, read, read_with, roles, written_back};
@@ -183,7 +183,9 @@ fn read_line_by_line_it_is_the_same_conversation() {
         assert_eq!(lines.notes, whole.notes);
         // Read without its bytes, it converts but cannot be written back.
         let mut out = Vec::new();
-        assert!(compaction_formats::write(&lines, &lines.messages, None, None, &mut out).is_err());
+        assert!(
+            compaction_formats::write(&lines, &lines.messages, None, &Changes::Unknown, &mut out).is_err()
+        );
     }
 }
 
@@ -245,6 +247,8 @@ fn a_computer_call_whose_action_changed_is_refused_not_lost() {
         }
     }
     let mut out = Vec::new();
-    let error = compaction_formats::write(&conversation, &messages, None, Some(&[0]), &mut out).unwrap_err();
+    let error =
+        compaction_formats::write(&conversation, &messages, None, &Changes::in_place(vec![0]), &mut out)
+            .unwrap_err();
     assert!(error.to_string().contains("message 0 changed in more than"), "{error}");
 }

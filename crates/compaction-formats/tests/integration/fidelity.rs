@@ -6,7 +6,7 @@
 use std::ops::Range;
 
 use compaction_formats::{Conversation, ReadOptions, Target};
-use compaction_model::{CompactionMarker, Message, Role};
+use compaction_model::{Changes, CompactionMarker, Message, Role};
 use serde::Serialize;
 use serde_json::{json, Value};
 
@@ -307,7 +307,14 @@ fn messages_kept_by_a_rewrite_keep_their_bytes() {
         let messages = vec![conversation.messages[0].clone(), summary, conversation.messages[6].clone()];
         let origin = [Some(0), None, Some(6)];
         let mut out = Vec::new();
-        compaction_formats::write_rewritten(&conversation, &messages, None, &origin, &mut out).unwrap();
+        compaction_formats::write(
+            &conversation,
+            &messages,
+            None,
+            &Changes::rewritten(origin.to_vec()),
+            &mut out,
+        )
+        .unwrap();
         let output = String::from_utf8(out).unwrap();
         // The envelope up to the first message and from the last on, and both kept messages.
         assert!(output.starts_with(&input[..spans[0].end]), "{output}");

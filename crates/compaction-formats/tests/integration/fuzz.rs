@@ -14,7 +14,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 
 use compaction_formats::{Conversation, Format, LineReader, ReadOptions, Target};
-use compaction_model::{Part, ToolResultContent};
+use compaction_model::{Changes, Part, ToolResultContent};
 
 /// A small xorshift: the cases are the same on every run and every machine.
 struct Rng(u64);
@@ -155,7 +155,7 @@ fn option_sets() -> Vec<ReadOptions> {
 fn write_every_way(conversation: &Conversation) {
     let messages = &conversation.messages;
     let mut out = Vec::new();
-    let _ = compaction_formats::write(conversation, messages, None, Some(&[]), &mut out);
+    let _ = compaction_formats::write(conversation, messages, None, &Changes::none(), &mut out);
     // A pruned-like change: the first tool result's text replaced.
     if let Some(index) = messages.iter().position(|m| m.tool_call_results().next().is_some()) {
         let mut changed = messages.clone();
@@ -166,19 +166,31 @@ fn write_every_way(conversation: &Conversation) {
         }
         changed[index].meta.insert("compaction".into(), serde_json::json!({"strategy": "fuzz"}));
         out.clear();
-        let _ = compaction_formats::write(conversation, &changed, None, Some(&[index]), &mut out);
+        let _ = compaction_formats::write(
+            conversation,
+            &changed,
+            None,
+            &Changes::in_place(vec![index]),
+            &mut out,
+        );
         out.clear();
-        let _ = compaction_formats::write(conversation, &changed, None, None, &mut out);
+        let _ = compaction_formats::write(conversation, &changed, None, &Changes::Unknown, &mut out);
     }
     // A message dropped, as a sliding window does.
     if messages.len() > 1 {
         let origin: Vec<Option<usize>> = (1..messages.len()).map(Some).collect();
         out.clear();
-        let _ = compaction_formats::write_rewritten(conversation, &messages[1..], None, &origin, &mut out);
+        let _ = compaction_formats::write(
+            conversation,
+            &messages[1..],
+            None,
+            &Changes::rewritten(origin),
+            &mut out,
+        );
     }
     for &target in Target::ALL {
         out.clear();
-        let _ = compaction_formats::write(conversation, messages, Some(target), None, &mut out);
+        let _ = compaction_formats::write(conversation, messages, Some(target), &Changes::Unknown, &mut out);
     }
 }
 

@@ -14,7 +14,7 @@ mod swe_agent;
 mod threads;
 
 use compaction_formats::{Conversation, Error, Format, ReadOptions, Target};
-use compaction_model::{Message, Part, Role, ToolResultContent};
+use compaction_model::{Changes, Message, Part, Role, ToolResultContent};
 use serde_json::Value;
 
 /// Reads `text` with `options`.
@@ -50,14 +50,22 @@ pub fn prune(messages: &mut [Message], index: usize, text: &str) {
 /// The conversation written back in its own format (only `changed` changed).
 pub fn written_back(conversation: &Conversation, messages: &[Message], changed: &[usize]) -> Vec<u8> {
     let mut out = Vec::new();
-    compaction_formats::write(conversation, messages, None, Some(changed), &mut out).unwrap();
+    compaction_formats::write(conversation, messages, None, &Changes::in_place(changed.to_vec()), &mut out)
+        .unwrap();
     out
 }
 
 /// The conversation converted to `target`.
 pub fn converted(conversation: &Conversation, target: Target) -> String {
     let mut out = Vec::new();
-    compaction_formats::write(conversation, &conversation.messages, Some(target), None, &mut out).unwrap();
+    compaction_formats::write(
+        conversation,
+        &conversation.messages,
+        Some(target),
+        &Changes::Unknown,
+        &mut out,
+    )
+    .unwrap();
     String::from_utf8(out).unwrap()
 }
 

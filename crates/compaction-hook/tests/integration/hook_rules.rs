@@ -4,7 +4,7 @@ use compaction_core::{PruningSettings, ToolResultPruningCompactor};
 use compaction_hook::{
     run_compaction_hooks, AgentState, CompactionHook, CompactionHookSettings, Compactor, Error,
 };
-use compaction_model::{Message, ToolCall, ToolSpec};
+use compaction_model::{Changes, Message, ToolCall, ToolSpec};
 use compaction_tokens::{ApproximateTokenCounter, TokenCounter};
 use serde_json::json;
 
@@ -123,6 +123,9 @@ fn hooks_chain_and_each_sees_what_the_previous_left() {
     // The second hook measured what the first left, and pruned further.
     assert!(outcomes[1].estimated_tokens < outcomes[0].estimated_tokens);
     assert_eq!(outcomes[1].report.as_ref().map(|r| r.changed_indices()), Some(vec![7, 9, 11]));
+    // What each changed, as a write-back takes it: those messages, in place.
+    assert_eq!(outcomes[0].changes, Some(Changes::in_place(vec![3, 5])));
+    assert_eq!(outcomes[1].changes, Some(Changes::in_place(vec![7, 9, 11])));
     assert!(state.messages().last().expect("last").meta.is_empty());
 }
 
