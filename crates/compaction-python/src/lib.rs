@@ -175,8 +175,9 @@ enum Entry {
 enum Plan {
     /// The original message at this index, unchanged.
     Kept(usize),
-    /// A new message, standing where the original at `original` stood, if it does.
-    Changed { original: Option<usize> },
+    /// A new message, standing where an original stood, if it does: that message's index in the
+    /// conversation and in the originals `entries` is given.
+    Changed { original: Option<(usize, usize)> },
 }
 
 /// An original message that comes back unchanged is named by its index, in order (a strategy
@@ -188,15 +189,13 @@ fn plan(compacted: &[Message], original: &[Message]) -> Vec<Plan> {
             .iter()
             .zip(original)
             .enumerate()
-            .map(
-                |(index, (new, old))| {
-                    if new == old {
-                        Plan::Kept(index)
-                    } else {
-                        Plan::Changed { original: Some(index) }
-                    }
-                },
-            )
+            .map(|(index, (new, old))| {
+                if new == old {
+                    Plan::Kept(index)
+                } else {
+                    Plan::Changed { original: Some((index, index)) }
+                }
+            })
             .collect();
     }
     let mut out = Vec::with_capacity(compacted.len());
@@ -229,7 +228,7 @@ fn entries(
             Plan::Kept(at) => Entry::Kept(at),
             Plan::Changed { original: at } => {
                 let old = match at {
-                    Some(at) => Some((&original[at], objects.get_item(at)?)),
+                    Some((at, kept_at)) => Some((&original[kept_at], objects.get_item(at)?)),
                     None => None,
                 };
                 match build::message_object(py, message, old.as_ref().map(|(m, o)| (*m, o)), classes)? {
@@ -283,21 +282,43 @@ fn compact(
             return Err(PyValueError::new_err("compact needs a counter kind or a count callback"))
         }
     };
-    let work = || {
-        let compaction = compactor.try_compact(&messages, target_tokens, counter.as_ref())?;
-        Ok::<_, compaction_core::Error>(compaction.map(|compaction| {
-            let compacted = compaction.messages(&messages);
-            let plan = plan(&compacted, &messages);
-            (compacted, plan)
-        }))
+    let work = move || {
+        let Some(compaction) = compactor.try_compact(&messages, target_tokens, counter.as_ref())? else {
+            return Ok::<_, compaction_core::Error>((messages, None));
+        };
+        let done = match compaction.replaced_indices() {
+            // Rewritten in place (pruning): only the messages rewritten are copied (their
+            // originals, to compare and reuse parts of), and only they are compared.
+            Some(indices) => {
+                let originals: Vec<Message> = indices.iter().map(|&at| messages[at].clone()).collect();
+                let mut compacted = messages;
+                compaction.apply(&mut compacted)?;
+                let mut plan: Vec<Plan> = (0..compacted.len()).map(Plan::Kept).collect();
+                for (kept_at, (&at, old)) in indices.iter().zip(&originals).enumerate() {
+                    if compacted[at] != *old {
+                        plan[at] = Plan::Changed { original: Some((at, kept_at)) };
+                    }
+                }
+                (compacted, Some((plan, originals)))
+            }
+            None => {
+                let compacted = compaction.messages(&messages);
+                let plan = plan(&compacted, &messages);
+                (compacted, Some((plan, messages)))
+            }
+        };
+        Ok(done)
     };
     // A Python counter takes the GIL for each count: holding it throughout saves taking it back.
     let done = if kind.is_some() { py.detach(work) } else { work() };
     let done =
         done.map_err(|e| python_error(py, &e).unwrap_or_else(|| PyValueError::new_err(error_chain(&e))))?;
-    let Some((compacted, plan)) = done else { return Ok(None) };
-    let entries = entries(py, &compacted, &plan, &messages, objects, &classes)?;
-    py.detach(|| drop((compacted, messages)));
+    let (compacted, Some((plan, originals))) = done else {
+        py.detach(|| drop(done));
+        return Ok(None);
+    };
+    let entries = entries(py, &compacted, &plan, &originals, objects, &classes)?;
+    py.detach(|| drop((compacted, originals)));
     Ok(Some(entries))
 }
 
