@@ -2,27 +2,35 @@
 //!
 //! The package's Python half (`python/compaction/`) holds the classes a Haystack user sees, with
 //! Haystack's names, arguments, defaults and errors. Each of them hands its work here in one call
-//! per conversation: the messages cross as the JSON text of Haystack's own
-//! `[m.to_dict() for m in messages]`, which compaction-model reads and writes exactly
-//! (`messages_from_slice`, `messages_to_value`), so nothing is lost on the way in or out.
+//! per conversation, with the caller's own `ChatMessage` objects: `convert` reads them attribute
+//! by attribute into compaction-model's messages, exactly as reading the JSON of Haystack's
+//! `[m.to_dict() for m in messages]` would, without writing or parsing that JSON. What comes back
+//! names the caller's messages that did not change by index, so only the changed ones are built.
 //!
 //! A counter is either one of ours, given by its kind (`approximate` or `tiktoken`) and settings
-//! (no Python is called while counting), or any Python object with Haystack's
-//! `count(messages=..., tools=...)`, which `PyCounter` calls back per count. The counter trait's
-//! `count` cannot fail, so the first Python exception a callback raises is kept and raised once
-//! the Rust call returns; the counts after it are 0 and their result is thrown away.
-//!
-//! The work itself runs with the GIL released unless it calls back into Python.
+//! (counted with the GIL released; no Python is called while counting), or any Python object
+//! with Haystack's `count(messages=..., tools=...)`, which `PyCounter` calls back per count. A
+//! callback's exception is the count's error: it ends the compaction and is raised as it was.
 
-use std::sync::Mutex;
+mod build;
+mod convert;
+
+// mimalloc for this module's own allocations (Python keeps its allocator): a conversation read
+// from Python objects is many small allocations, each freed when the call returns, and glibc's
+// malloc spent about a third of a 50 MB count in them (see BENCHMARKS.md, section (l)).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use compaction_core::{
     error_chain, Compactor, PruningSettings, SlidingWindowCompactor, ToolResultPruningCompactor,
 };
-use compaction_model::{messages_from_slice, messages_to_value, Message, ToolSpec};
+use compaction_model::{messages_to_value, Message, ToolSpec};
 use compaction_tokens::{ApproximateTokenCounter, TiktokenCounter, TokenCounter};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+
+use crate::convert::{messages_from_objects, Classes};
 
 /// Builds the Rust counter a spec names.
 fn counter_from(
@@ -52,54 +60,32 @@ fn counter_from(
 ///
 /// `count_json` is a Python callable taking that text and returning the count: the package's
 /// Python half builds it around the user's counter (`ChatMessage.from_dict` on each message,
-/// then `counter.count(messages=...)`).
+/// then `counter.count(messages=...)`). An exception it raises is the count's error
+/// ([`compaction_tokens::Error::Provider`], the exception as its source), which ends the
+/// compaction; [`python_error`] finds it again to raise it.
 #[derive(Debug)]
 struct PyCounter {
     count_json: Py<PyAny>,
-    /// The first exception a callback raised, raised when the Rust call returns.
-    failed: Mutex<Option<PyErr>>,
-}
-
-impl PyCounter {
-    fn call(&self, messages: &[Message]) -> Result<usize, PyErr> {
-        let text = serde_json::to_string(&messages_to_value(messages))
-            .map_err(|e| PyValueError::new_err(format!("could not write messages as JSON: {e}")))?;
-        Python::attach(|py| self.count_json.call1(py, (text,))?.extract::<usize>(py))
-    }
-
-    /// Raises the first exception a callback raised, if one did.
-    fn check(&self) -> PyResult<()> {
-        match self.failed.lock().map(|mut failed| failed.take()) {
-            Ok(Some(error)) => Err(error),
-            Ok(None) => Ok(()),
-            Err(_) => Err(PyValueError::new_err("a token counter callback panicked")),
-        }
-    }
 }
 
 impl TokenCounter for PyCounter {
-    fn count(&self, messages: &[Message], _tools: &[ToolSpec]) -> usize {
+    fn try_count(
+        &self,
+        messages: &[Message],
+        _tools: &[ToolSpec],
+    ) -> Result<usize, compaction_tokens::Error> {
         if messages.is_empty() {
-            return 0;
+            return Ok(0);
         }
-        if let Ok(failed) = self.failed.lock() {
-            if failed.is_some() {
-                return 0;
-            }
-        }
-        match self.call(messages) {
-            Ok(count) => count,
-            Err(error) => {
-                if let Ok(mut failed) = self.failed.lock() {
-                    failed.get_or_insert(error);
-                }
-                0
-            }
-        }
-    }
-
-    fn try_count(&self, messages: &[Message], tools: &[ToolSpec]) -> Result<usize, compaction_tokens::Error> {
-        Ok(self.count(messages, tools))
+        let call = || -> PyResult<usize> {
+            let text = serde_json::to_string(&messages_to_value(messages))
+                .map_err(|e| PyValueError::new_err(format!("could not write messages as JSON: {e}")))?;
+            Python::attach(|py| self.count_json.call1(py, (text,))?.extract::<usize>(py))
+        };
+        call().map_err(|error| compaction_tokens::Error::Provider {
+            counter: self.describe(),
+            source: Box::new(error),
+        })
     }
 
     fn describe(&self) -> String {
@@ -107,8 +93,16 @@ impl TokenCounter for PyCounter {
     }
 }
 
-fn read_messages(messages_json: &str) -> PyResult<Vec<Message>> {
-    messages_from_slice(messages_json.as_bytes()).map_err(|e| PyValueError::new_err(error_chain(&e)))
+/// The Python exception in `error`'s chain of causes (a Python counter's), if there is one.
+fn python_error(py: Python<'_>, error: &(dyn std::error::Error + 'static)) -> Option<PyErr> {
+    let mut cause = Some(error);
+    while let Some(current) = cause {
+        if let Some(raised) = current.downcast_ref::<PyErr>() {
+            return Some(raised.clone_ref(py));
+        }
+        cause = current.source();
+    }
+    None
 }
 
 fn read_tools(tools_json: Option<&str>) -> PyResult<Vec<ToolSpec>> {
@@ -120,13 +114,17 @@ fn read_tools(tools_json: Option<&str>) -> PyResult<Vec<ToolSpec>> {
     }
 }
 
-/// The token count of a conversation (`messages_json`, Haystack's `to_dict` list as JSON) sent
-/// with the tool schemas `tools_json` (a JSON list of `tool_spec`s), by one of our counters.
+/// The token count of a conversation (`messages`, Haystack `ChatMessage`s; `classes` and
+/// `fallback` as `convert` takes them) sent with the tool schemas `tools_json` (a JSON list of
+/// `tool_spec`s), by one of our counters. Counts with the GIL released.
 #[pyfunction]
-#[pyo3(signature = (messages_json, tools_json, kind, ratio_or_encoding, tokens_per_image, tokens_per_file))]
+#[pyo3(signature = (messages, classes, fallback, tools_json, kind, ratio_or_encoding, tokens_per_image, tokens_per_file))]
+#[allow(clippy::too_many_arguments)]
 fn count(
     py: Python<'_>,
-    messages_json: &str,
+    messages: &Bound<'_, PyAny>,
+    classes: &Bound<'_, PyTuple>,
+    fallback: &Bound<'_, PyAny>,
     tools_json: Option<&str>,
     kind: &str,
     ratio_or_encoding: &Bound<'_, PyAny>,
@@ -134,9 +132,15 @@ fn count(
     tokens_per_file: usize,
 ) -> PyResult<usize> {
     let counter = counter_from(kind, ratio_or_encoding, tokens_per_image, tokens_per_file)?;
-    let messages = read_messages(messages_json)?;
+    let messages = messages_from_objects(messages, &Classes::from_tuple(classes)?, fallback)?;
     let tools = read_tools(tools_json)?;
-    py.detach(|| counter.try_count(&messages, &tools)).map_err(|e| PyValueError::new_err(error_chain(&e)))
+    let counted = py.detach(|| {
+        let counted = counter.try_count(&messages, &tools);
+        // Freed here too, without the GIL: a long conversation is many allocations.
+        drop(messages);
+        counted
+    });
+    counted.map_err(|e| PyValueError::new_err(error_chain(&e)))
 }
 
 /// The compactor Haystack's class `strategy` names, with its `init_parameters` (JSON text).
@@ -157,39 +161,87 @@ fn compactor_from(strategy: &str, settings_json: &str) -> PyResult<Box<dyn Compa
 }
 
 /// One message of a compacted conversation, as [`compact`] returns it: the index of an original
-/// message kept as it was, or the JSON text of a new one (a one-message list).
+/// message kept as it was, a new `ChatMessage` built here (`build`), or the JSON text of a new
+/// one (a one-message list) that `build` leaves to `ChatMessage.from_dict`.
 #[derive(Debug, IntoPyObject)]
 enum Entry {
     Kept(usize),
+    Built(Py<PyAny>),
     New(String),
 }
 
-/// The compacted conversation as [`Entry`]s: an original message that comes back unchanged is
-/// named by its index, in order (a strategy keeps what it keeps in order); the rest are written.
-fn entries(compacted: &[Message], original: &[Message]) -> PyResult<Vec<Entry>> {
-    let write = |index: usize, message: &Message| {
-        serde_json::to_string(&messages_to_value(std::slice::from_ref(message)))
-            .map(Entry::New)
-            .map_err(|e| PyValueError::new_err(format!("could not write message {index} as JSON: {e}")))
-    };
-    let mut out = Vec::with_capacity(compacted.len());
+/// Where each message of a compacted conversation comes from.
+#[derive(Debug, Clone, Copy)]
+enum Plan {
+    /// The original message at this index, unchanged.
+    Kept(usize),
+    /// A new message, standing where an original stood, if it does: that message's index in the
+    /// conversation and in the originals `entries` is given.
+    Changed { original: Option<(usize, usize)> },
+}
+
+/// An original message that comes back unchanged is named by its index, in order (a strategy
+/// keeps what it keeps in order); the rest are new. Runs without the GIL.
+fn plan(compacted: &[Message], original: &[Message]) -> Vec<Plan> {
     if compacted.len() == original.len() {
         // Rewritten in place (pruning): message i stands where message i stood.
-        for (index, (new, old)) in compacted.iter().zip(original).enumerate() {
-            out.push(if new == old { Entry::Kept(index) } else { write(index, new)? });
-        }
-        return Ok(out);
+        return compacted
+            .iter()
+            .zip(original)
+            .enumerate()
+            .map(|(index, (new, old))| {
+                if new == old {
+                    Plan::Kept(index)
+                } else {
+                    Plan::Changed { original: Some((index, index)) }
+                }
+            })
+            .collect();
     }
+    let mut out = Vec::with_capacity(compacted.len());
     let mut next = 0;
-    for (index, new) in compacted.iter().enumerate() {
+    for new in compacted {
         match original[next.min(original.len())..].iter().position(|old| old == new) {
             Some(offset) => {
                 next += offset;
-                out.push(Entry::Kept(next));
+                out.push(Plan::Kept(next));
                 next += 1;
             }
-            None => out.push(write(index, new)?),
+            None => out.push(Plan::Changed { original: None }),
         }
+    }
+    out
+}
+
+/// The compacted conversation as [`Entry`]s, following `plan`.
+fn entries(
+    py: Python<'_>,
+    compacted: &[Message],
+    plan: &[Plan],
+    original: &[Message],
+    objects: &Bound<'_, PyAny>,
+    classes: &Classes<'_>,
+) -> PyResult<Vec<Entry>> {
+    let mut out = Vec::with_capacity(plan.len());
+    for (index, (step, message)) in plan.iter().zip(compacted).enumerate() {
+        let entry = match *step {
+            Plan::Kept(at) => Entry::Kept(at),
+            Plan::Changed { original: at } => {
+                let old = match at {
+                    Some((at, kept_at)) => Some((&original[kept_at], objects.get_item(at)?)),
+                    None => None,
+                };
+                match build::message_object(py, message, old.as_ref().map(|(m, o)| (*m, o)), classes)? {
+                    Some(built) => Entry::Built(built.unbind()),
+                    None => serde_json::to_string(&messages_to_value(std::slice::from_ref(message)))
+                        .map(Entry::New)
+                        .map_err(|e| {
+                            PyValueError::new_err(format!("could not write message {index} as JSON: {e}"))
+                        })?,
+                }
+            }
+        };
+        out.push(entry);
     }
     Ok(out)
 }
@@ -197,16 +249,20 @@ fn entries(compacted: &[Message], original: &[Message]) -> PyResult<Vec<Entry>> 
 /// Compacts a conversation as Haystack's `strategy` class (`ToolResultPruningCompactor`,
 /// `SlidingWindowCompactor`) does with `init_parameters` `settings_json`.
 ///
-/// The counter is ours when `kind` is given (with its settings), else `count_json` (see
-/// `PyCounter`). Returns `None` when the strategy changed nothing, else the new conversation as
-/// [`Entry`]s, so the caller keeps its own objects for the messages that did not change.
+/// `messages` are Haystack `ChatMessage`s (`classes` and `fallback` as `convert` takes them).
+/// The counter is ours when `kind` is given (with its settings; the work then runs with the GIL
+/// released), else `count_json` (see `PyCounter`), whose exception is raised as it was. Returns
+/// `None` when the strategy changed nothing, else the new conversation as [`Entry`]s, so the
+/// caller keeps its own objects for the messages that did not change.
 #[pyfunction]
-#[pyo3(signature = (strategy, messages_json, target_tokens, settings_json, kind, ratio_or_encoding, tokens_per_image, tokens_per_file, count_json))]
+#[pyo3(signature = (strategy, messages, classes, fallback, target_tokens, settings_json, kind, ratio_or_encoding, tokens_per_image, tokens_per_file, count_json))]
 #[allow(clippy::too_many_arguments)]
 fn compact(
     py: Python<'_>,
     strategy: &str,
-    messages_json: &str,
+    messages: &Bound<'_, PyAny>,
+    classes: &Bound<'_, PyTuple>,
+    fallback: &Bound<'_, PyAny>,
     target_tokens: usize,
     settings_json: &str,
     kind: Option<&str>,
@@ -216,31 +272,67 @@ fn compact(
     count_json: Option<Py<PyAny>>,
 ) -> PyResult<Option<Vec<Entry>>> {
     let compactor = compactor_from(strategy, settings_json)?;
-    let messages = read_messages(messages_json)?;
-    let compaction = match (kind, count_json) {
-        (Some(kind), _) => {
-            let counter = counter_from(kind, ratio_or_encoding, tokens_per_image, tokens_per_file)?;
-            py.detach(|| compactor.try_compact(&messages, target_tokens, counter.as_ref()))
-        }
-        (None, Some(count_json)) => {
-            let counter = PyCounter { count_json, failed: Mutex::new(None) };
-            let compaction = compactor.try_compact(&messages, target_tokens, &counter);
-            counter.check()?;
-            compaction
-        }
+    let classes = Classes::from_tuple(classes)?;
+    let objects = messages;
+    let messages = messages_from_objects(objects, &classes, fallback)?;
+    let counter: Box<dyn TokenCounter> = match (kind, count_json) {
+        (Some(kind), _) => counter_from(kind, ratio_or_encoding, tokens_per_image, tokens_per_file)?,
+        (None, Some(count_json)) => Box::new(PyCounter { count_json }),
         (None, None) => {
             return Err(PyValueError::new_err("compact needs a counter kind or a count callback"))
         }
-    }
-    .map_err(|e| PyValueError::new_err(error_chain(&e)))?;
-    let Some(compaction) = compaction else { return Ok(None) };
-    entries(&compaction.messages(&messages), &messages).map(Some)
+    };
+    let work = move || {
+        let Some(compaction) = compactor.try_compact(&messages, target_tokens, counter.as_ref())? else {
+            return Ok::<_, compaction_core::Error>((messages, None));
+        };
+        let done = match compaction.replaced_indices() {
+            // Rewritten in place (pruning): only the messages rewritten are copied (their
+            // originals, to compare and reuse parts of), and only they are compared.
+            Some(indices) => {
+                let originals: Vec<Message> = indices.iter().map(|&at| messages[at].clone()).collect();
+                let mut compacted = messages;
+                compaction.apply(&mut compacted)?;
+                let mut plan: Vec<Plan> = (0..compacted.len()).map(Plan::Kept).collect();
+                for (kept_at, (&at, old)) in indices.iter().zip(&originals).enumerate() {
+                    if compacted[at] != *old {
+                        plan[at] = Plan::Changed { original: Some((at, kept_at)) };
+                    }
+                }
+                (compacted, Some((plan, originals)))
+            }
+            None => {
+                let compacted = compaction.messages(&messages);
+                let plan = plan(&compacted, &messages);
+                (compacted, Some((plan, messages)))
+            }
+        };
+        Ok(done)
+    };
+    // A Python counter takes the GIL for each count: holding it throughout saves taking it back.
+    let done = if kind.is_some() { py.detach(work) } else { work() };
+    let done =
+        done.map_err(|e| python_error(py, &e).unwrap_or_else(|| PyValueError::new_err(error_chain(&e))))?;
+    let (compacted, Some((plan, originals))) = done else {
+        py.detach(|| drop(done));
+        return Ok(None);
+    };
+    let entries = entries(py, &compacted, &plan, &originals, objects, &classes)?;
+    py.detach(|| drop((compacted, originals)));
+    Ok(Some(entries))
 }
 
-/// The module: [`count`] and [`compact`].
+/// `float.__repr__` as the reader writes a float it meets (exposed for the test suite).
+#[pyfunction]
+fn float_repr(x: f64) -> String {
+    convert::float_repr(x)
+}
+
+/// The module: [`count`] and [`compact`] (and `float_repr`, for the tests).
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(count, m)?)?;
     m.add_function(wrap_pyfunction!(compact, m)?)?;
+    m.add_function(wrap_pyfunction!(float_repr, m)?)?;
     Ok(())
 }

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import pytest
 from haystack.core.serialization import component_from_dict, import_class_by_name
-from haystack.dataclasses import ChatMessage, FileContent, ImageContent, TextContent, ToolCall
+from haystack.dataclasses import ChatMessage, FileContent, ImageContent, ReasoningContent, TextContent, ToolCall
 from haystack.hooks.compaction import SlidingWindowCompactor as HaystackSliding
 from haystack.hooks.compaction import ToolResultPruningCompactor as HaystackPruning
 from haystack.token_counters import ApproximateTokenCounter as HaystackApproximate
@@ -64,7 +64,71 @@ CONVERSATIONS = {
         ChatMessage.from_tool("first " * 300, origin=call("p1", q="x")),
         ChatMessage.from_tool("second " * 300, origin=call("p2", nested={"b": [1, 2.5, None], "a": True})),
     ],
+    # Every content part kind, each with its optional fields set, read from the objects in Rust.
+    "every part kind": [
+        ChatMessage.from_system("Be brief.", name="boss", meta={"v": 1}),
+        ChatMessage.from_user(
+            content_parts=[
+                TextContent("see these"),
+                ImageContent(base64_image="Zm9v", mime_type="image/png", detail="low", meta={"page": 2}),
+                FileContent(base64_data="Zm9v", mime_type="text/plain", filename="a.txt", extra={"k": [1]}),
+            ],
+            name="alice",
+        ),
+        ChatMessage.from_assistant(
+            "thinking done",
+            reasoning=ReasoningContent(reasoning_text="let me see " * 50, extra={"signature": "sig"}),
+            tool_calls=[ToolCall(tool_name="shot", arguments={"x": 1}, id="k1", extra={"provider": {"i": 0}})],
+        ),
+        ChatMessage.from_tool(
+            tool_result=[TextContent(text="shot: " * 100), IMAGE, FILE], origin=call("k1", name="shot", x=1)
+        ),
+        ChatMessage.from_tool("plain " * 200, origin=call("k2", name="shot"), error=True),
+        ChatMessage.from_assistant("done"),
+    ],
+    # Metadata with nested values of every JSON type, tuples and non-string keys (json.dumps's way).
+    "nested meta": [
+        ChatMessage.from_user(
+            "hi",
+            meta={"a": {"b": [1, {"c": None}, (2, 3)], "d": True}, 7: "seven", 2.5: "x", None: 0, False: [], "e": ""},
+        ),
+        ChatMessage.from_assistant("yo " * 300, meta={"usage": {"prompt_tokens": 12, "ratio": 0.25}}),
+    ],
+    "non-ascii": [
+        ChatMessage.from_user("Grüße, 世界! 🎉 " * 20, name="zoë"),
+        ChatMessage.from_assistant("Ответ: ✓ " * 20, tool_calls=[call("u1", q="naïve café 🍵")]),
+        ChatMessage.from_tool("résultat " * 200, origin=call("u1", q="naïve café 🍵")),
+        ChatMessage.from_assistant("fin"),
+    ],
+    # Arguments as json.dumps writes them: floats by repr, ints of any size digit for digit.
+    "floats and large ints": [
+        ChatMessage.from_user("compute"),
+        ChatMessage.from_assistant(
+            tool_calls=[
+                call(
+                    "f1",
+                    name="calc",
+                    big=2**70,
+                    negative=-(2**65) + 1,
+                    small=-3,
+                    floats=[0.1, 1e16, 1.5e-7, -0.0, 123456789.123, 1e300],
+                    pair=(1, 2.0),
+                )
+            ]
+        ),
+        ChatMessage.from_tool("number " * 300, origin=call("f1", name="calc", big=2**70, floats=[0.1, 1e16])),
+        ChatMessage.from_assistant("ok"),
+    ],
+    # A lone surrogate cannot be UTF-8: that message goes through its JSON, as all did before.
+    "lone surrogate": [
+        ChatMessage.from_user("bad \ud800 half"),
+        ChatMessage.from_assistant(tool_calls=[call("s1", q="ok")]),
+        ChatMessage.from_tool("long \udfff " * 200, origin=call("s1", q="ok")),
+        ChatMessage.from_assistant("end"),
+    ],
 }
+
+PRUNABLE = ["agent run", "parallel calls", "images and files", "every part kind", "non-ascii", "floats and large ints"]
 
 
 @pytest.mark.parametrize("name", CONVERSATIONS)
@@ -107,7 +171,7 @@ def dicts(messages):
     return None if messages is None else [m.to_dict() for m in messages]
 
 
-@pytest.mark.parametrize("name", ["agent run", "parallel calls", "images and files"])
+@pytest.mark.parametrize("name", PRUNABLE)
 @pytest.mark.parametrize("target", [0, 150, 400, 10_000])
 @pytest.mark.parametrize(
     "settings", [{}, {"min_tokens": 0}, {"min_keep_steps": 2, "min_tokens": 10, "placeholder": "[gone {tool_name}]"}]
@@ -234,3 +298,25 @@ def test_a_pruned_message_keeps_its_name_where_haystack_drops_it():
     theirs = HaystackPruning().compact(messages, target_tokens=0, token_counter=HaystackApproximate())
     assert ours[2].name == "search" and theirs[2].name is None
     assert {**ours[2].to_dict(), "name": None} == theirs[2].to_dict()
+
+
+def test_floats_are_written_as_json_dumps_writes_them():
+    import math
+    import random
+
+    from compaction import _native
+
+    rng = random.Random(7)
+    edges = [0.0, -0.0, 1.0, 0.1, 1e15, 1e16, 123456789012345.6, 1e-4, 1e-5, 1.5e-7, 5e-324, 1.7976931348623157e308]
+    randoms = [rng.uniform(-1e6, 1e6) for _ in range(2000)]
+    randoms += [math.ldexp(rng.random(), rng.randint(-1070, 1020)) for _ in range(2000)]
+    for x in edges + [-e for e in edges] + randoms:
+        assert _native.float_repr(x) == repr(x)
+    assert [_native.float_repr(x) for x in (math.nan, math.inf, -math.inf)] == ["NaN", "Infinity", "-Infinity"]
+
+
+def test_a_part_of_no_content_class_is_a_type_error_naming_it():
+    message = ChatMessage.from_user("hi")
+    message._content.append(object())
+    with pytest.raises(TypeError, match="Unsupported type in ChatMessage content: `object`"):
+        ApproximateTokenCounter().count([message])

@@ -5,8 +5,8 @@ of Haystack's, works on Haystack's own `ChatMessage` objects, and writes and rea
 `to_dict` form (type strings included), so a pipeline saved with these classes loads with
 Haystack's and the other way round.
 
-Messages cross into Rust as the JSON text of `[m.to_dict() for m in messages]`, one call per
-conversation. A counter of ours is passed to Rust by its settings, so no Python runs per message;
+Messages cross into Rust as the `ChatMessage` objects themselves, one call per conversation:
+Rust reads their attributes, as reading the JSON of `[m.to_dict() for m in messages]` would. A counter of ours is passed to Rust by its settings, so no Python runs per message;
 any other object with Haystack's `count(messages=..., tools=...)` is called back from Rust.
 """
 
@@ -16,7 +16,16 @@ import json
 from typing import Any
 
 from haystack.core.errors import DeserializationError
-from haystack.dataclasses import ChatMessage
+from haystack.dataclasses import (
+    ChatMessage,
+    ChatRole,
+    FileContent,
+    ImageContent,
+    ReasoningContent,
+    TextContent,
+    ToolCall,
+    ToolCallResult,
+)
 from haystack.hooks.compaction.types import Compactor
 from haystack.token_counters.types import TokenCounter
 from haystack.tools import ToolsType, flatten_tools_or_toolsets
@@ -40,8 +49,14 @@ _HAYSTACK_TYPES = {
 }
 
 
-def _messages_json(messages: list[ChatMessage]) -> str:
-    return json.dumps([message.to_dict() for message in messages])
+# The content classes Rust tells parts apart by (by identity, as `ChatMessage.to_dict` does),
+# then the classes it builds changed messages with.
+_CLASSES = (TextContent, ToolCall, ToolCallResult, ReasoningContent, ImageContent, FileContent, ChatMessage, ChatRole)
+
+
+def _message_json(message: ChatMessage) -> str:
+    """One message's JSON, for what Rust does not read from the object itself (lone surrogates)."""
+    return json.dumps(message.to_dict())
 
 
 def _tools_json(tools: ToolsType | None) -> str | None:
@@ -91,7 +106,9 @@ def _compact(
 
     entries = _native.compact(
         type(compactor).__name__,
-        _messages_json(messages),
+        messages,
+        _CLASSES,
+        _message_json,
         max(int(target_tokens), 0),
         settings,
         kind,
@@ -102,7 +119,11 @@ def _compact(
     )
     if entries is None:
         return None
-    return [messages[e] if isinstance(e, int) else ChatMessage.from_dict(json.loads(e)[0]) for e in entries]
+    # An int names the caller's own message; a str is the JSON of a message Rust left to from_dict.
+    return [
+        messages[e] if isinstance(e, int) else ChatMessage.from_dict(json.loads(e)[0]) if isinstance(e, str) else e
+        for e in entries
+    ]
 
 
 class ApproximateTokenCounter(TokenCounter):
@@ -134,7 +155,9 @@ class ApproximateTokenCounter(TokenCounter):
         if not messages and not tools:
             return 0
         return _native.count(
-            _messages_json(messages),
+            messages,
+            _CLASSES,
+            _message_json,
             _tools_json(tools),
             "approximate",
             float(self.chars_per_token),
@@ -182,7 +205,7 @@ class TiktokenCounter(TokenCounter):
         """Check the encoding: it is part of the package, so nothing is downloaded."""
         if self._encoder is not None:
             return
-        _native.count("[]", None, "tiktoken", self.encoding, self.tokens_per_image, self.tokens_per_file)
+        _native.count([], _CLASSES, _message_json, None, "tiktoken", self.encoding, self.tokens_per_image, self.tokens_per_file)
         self._encoder = self.encoding
 
     def count(self, messages: list[ChatMessage], tools: ToolsType | None = None) -> int:
@@ -197,7 +220,9 @@ class TiktokenCounter(TokenCounter):
             return 0
         self.warm_up()
         return _native.count(
-            _messages_json(messages),
+            messages,
+            _CLASSES,
+            _message_json,
             _tools_json(tools),
             "tiktoken",
             self.encoding,
