@@ -286,7 +286,8 @@ fn compact(
         let Some(compaction) = compactor.try_compact(&messages, target_tokens, counter.as_ref())? else {
             return Ok::<_, compaction_core::Error>((messages, None));
         };
-        let done = match compaction.replaced_indices() {
+        let changes = compaction.changes(&messages);
+        let done = match changes.changed() {
             // Rewritten in place (pruning): only the messages rewritten are copied (their
             // originals, to compare and reuse parts of), and only they are compared.
             Some(indices) => {
