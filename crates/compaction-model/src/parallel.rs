@@ -32,7 +32,7 @@
 use std::cell::Cell;
 use std::num::NonZeroUsize;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// The process-wide bound; 0 when none is set.
 static MAX_THREADS: AtomicUsize = AtomicUsize::new(0);
@@ -53,7 +53,7 @@ pub fn set_max_threads(limit: Option<NonZeroUsize>) {
 /// How many threads work asked for on this thread may use, this one included: the machine's
 /// cores, bounded by [`with_max_threads`] or else [`set_max_threads`]; at least 1.
 pub fn max_threads() -> usize {
-    let cores = std::thread::available_parallelism().map_or(1, NonZeroUsize::get);
+    let cores = cores();
     let local = LOCAL_MAX.with(Cell::get);
     let bound = if local > 0 { local } else { MAX_THREADS.load(Ordering::Relaxed) };
     if bound > 0 {
@@ -61,6 +61,14 @@ pub fn max_threads() -> usize {
     } else {
         cores
     }
+}
+
+/// The machine's cores, asked once: on Linux each ask reads the process's CPU affinity and its
+/// cgroup's quota, tens of microseconds that a count of many short conversations would pay again
+/// and again.
+fn cores() -> usize {
+    static CORES: OnceLock<usize> = OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, NonZeroUsize::get))
 }
 
 /// Runs `work` with at most `limit` threads for it (this one included), and for what the
@@ -152,7 +160,7 @@ pub fn map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> 
     }
     let next = AtomicUsize::new(0);
     let pieces = std::sync::Mutex::new(Vec::new());
-    on_threads(max_threads(), || {
+    let work = || {
         let mut done = Vec::new();
         loop {
             let start = next.fetch_add(CHUNK, Ordering::Relaxed);
@@ -163,6 +171,15 @@ pub fn map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> 
             done.push((start, items[start..end].iter().map(&f).collect::<Vec<R>>()));
         }
         pieces.lock().unwrap_or_else(std::sync::PoisonError::into_inner).append(&mut done);
+    };
+    // Every worker is a thread of its own and this one waits: a tokenizer that keeps state per
+    // thread (tiktoken-rs picks a regex by thread) counted 19 MB in 0.25 s with this thread as a
+    // worker, 0.23 s as it is.
+    std::thread::scope(|scope| {
+        let started: Vec<_> = (0..max_threads()).map(|_| spawn_in(scope, work)).collect();
+        for thread in started {
+            thread.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        }
     });
     let mut pieces = pieces.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
     pieces.sort_unstable_by_key(|(start, _)| *start);
