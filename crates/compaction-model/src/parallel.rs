@@ -3,7 +3,7 @@
 //! Reading a large file, counting a long conversation and writing it back spread their work over
 //! the machine's cores. A library user may not want that: inside an async runtime, beside a pool
 //! of their own, or on a machine they share. Every crate of the workspace starts its threads
-//! through the helpers here ([`join`], [`map`], [`on_threads`]), which ask [`max_threads`] how
+//! through the helpers here ([`join`], [`map`]), which ask [`max_threads`] how
 //! many they may use:
 //!
 //! * by default, the machine's cores ([`std::thread::available_parallelism`]);
@@ -133,23 +133,6 @@ pub fn join<A, B: Send>(first: impl FnOnce() -> A, second: impl FnOnce() -> B + 
     })
 }
 
-/// Runs `work` on `threads` threads at once, this one and `threads − 1` started (fewer when
-/// [`max_threads`] is lower), and returns once every one has: for work that takes its pieces
-/// from a shared queue. With one thread allowed, `work` runs once, here.
-pub fn on_threads(threads: usize, work: impl Fn() + Sync) {
-    let threads = threads.min(max_threads()).max(1);
-    if threads == 1 {
-        return work();
-    }
-    std::thread::scope(|scope| {
-        let started: Vec<_> = (1..threads).map(|_| spawn_in(scope, &work)).collect();
-        work();
-        for thread in started {
-            thread.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        }
-    });
-}
-
 /// Items handed out per grab by [`map`]: small enough to balance uneven items.
 const CHUNK: usize = 8;
 
@@ -214,7 +197,6 @@ mod tests {
             assert_eq!(*order.lock().unwrap(), ["first", "second"]);
             let ids = map(&(0..100).collect::<Vec<_>>(), |_| std::thread::current().id());
             assert!(ids.iter().all(|id| *id == here));
-            on_threads(8, || assert_eq!(std::thread::current().id(), here));
             assert_eq!(threads_started(), before);
             assert_eq!(max_threads(), 1);
         });

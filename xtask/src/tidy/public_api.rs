@@ -18,7 +18,7 @@ use crate::project_root;
 /// change that removes some, so the next addition is seen.
 const PUBLIC_ITEM_BUDGET: &[(&str, usize)] = &[
     ("compaction-json", 53),
-    ("compaction-model", 119),
+    ("compaction-model", 118),
     ("compaction-formats", 51),
     ("compaction-tokens", 56),
     ("compaction-core", 157),
