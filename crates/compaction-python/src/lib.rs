@@ -14,6 +14,7 @@
 
 mod build;
 mod convert;
+mod offload;
 
 // mimalloc for this module's own allocations (Python keeps its allocator): a conversation read
 // from Python objects is many small allocations, each freed when the call returns, and glibc's
@@ -335,5 +336,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(count, m)?)?;
     m.add_function(wrap_pyfunction!(compact, m)?)?;
     m.add_function(wrap_pyfunction!(float_repr, m)?)?;
+    offload::register(m)?;
     Ok(())
 }

@@ -21,6 +21,7 @@ SUBSTITUTED = [
     ("haystack.token_counters", "tiktoken_counter", "TiktokenCounter"),
     ("haystack.hooks.compaction", "tool_result_pruning", "ToolResultPruningCompactor"),
     ("haystack.hooks.compaction", "sliding_window", "SlidingWindowCompactor"),
+    *[("haystack.hooks.tool_result_offloading", m, c) for m, c in [("hooks", "ToolResultOffloadHook"), ("policies", "AlwaysOffload"), ("policies", "NeverOffload"), ("policies", "OffloadOverChars"), ("stores", "FileSystemToolResultStore")]] + [("haystack.hooks.compaction", "tool_result_offloading", "ToolResultOffloadCompactor")],  # noqa: E501
 ]
 
 

@@ -12,5 +12,7 @@ A counter of ours is passed to Rust by its settings, so no Python runs per messa
 
 from compaction.haystack.compactors import SlidingWindowCompactor, ToolResultPruningCompactor
 from compaction.haystack.counters import ApproximateTokenCounter, TiktokenCounter
+from compaction.haystack.offload import AlwaysOffload, FileSystemToolResultStore, NeverOffload, OffloadOverChars, ToolResultOffloadCompactor, ToolResultOffloadHook  # noqa: E501
 
 __all__ = ["ApproximateTokenCounter", "SlidingWindowCompactor", "TiktokenCounter", "ToolResultPruningCompactor"]
+__all__ += ["AlwaysOffload", "FileSystemToolResultStore", "NeverOffload", "OffloadOverChars", "ToolResultOffloadCompactor", "ToolResultOffloadHook"]  # noqa: E501
