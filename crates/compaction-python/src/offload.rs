@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex};
 
 use compaction_core::error_chain;
 use compaction_hook::AgentState;
-use compaction_model::{messages_to_value, Message};
+use compaction_model::{lone_surrogate, messages_to_value, Message};
 use compaction_offload::{
     commit, BuiltinPolicy, Content, Error, FileSystemToolResultStore, OffloadCompactorSettings,
     OffloadFailure, OffloadPolicy, OffloadStrategies, PolicyKey, StoreProfile, StoredContent,
@@ -54,6 +54,78 @@ fn store_error(error: &Error) -> PyErr {
             PyErr::from(std::io::Error::new(std::io::ErrorKind::AlreadyExists, error_chain(error)))
         }
         _ => PyOSError::new_err(error_chain(error)),
+    }
+}
+
+/// Whether `text` holds a lone surrogate's stand-in (see compaction-model's `lone_surrogate`):
+/// all of them are encoded with a leading 0xF4 byte, which ordinary text rarely has.
+fn has_stand_in(text: &str) -> bool {
+    text.as_bytes().contains(&0xF4) && text.chars().any(|c| lone_surrogate(c).is_some())
+}
+
+/// `text` as a Python `str`, each stand-in turned back into the lone surrogate it holds.
+fn py_text<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyAny>> {
+    if !has_stand_in(text) {
+        return Ok(PyString::new(py, text).into_any());
+    }
+    // A surrogate in UTF-8's three-byte form, which Python's `surrogatepass` decodes.
+    let mut bytes = Vec::with_capacity(text.len());
+    for c in text.chars() {
+        match lone_surrogate(c) {
+            Some(unit) => bytes.extend_from_slice(&[
+                0xE0 | (unit >> 12) as u8,
+                0x80 | ((unit >> 6) & 0x3F) as u8,
+                0x80 | (unit & 0x3F) as u8,
+            ]),
+            None => bytes.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes()),
+        }
+    }
+    PyBytes::new(py, &bytes).call_method1("decode", ("utf-8", "surrogatepass"))
+}
+
+/// JSON text with each stand-in written as the escape of its surrogate, as `json.dumps`
+/// writes it, so that `json.loads` gives the surrogate back.
+fn escape_stand_ins(json: String) -> String {
+    if !has_stand_in(&json) {
+        return json;
+    }
+    let mut out = String::with_capacity(json.len());
+    for c in json.chars() {
+        match lone_surrogate(c) {
+            Some(unit) => out.push_str(&format!("\\u{unit:04x}")),
+            None => out.push(c),
+        }
+    }
+    out
+}
+
+/// Our file-system store as Haystack's writes text: a text holding a lone surrogate (which
+/// UTF-8 cannot hold) is a failed write, so the result stays in context, where Haystack's
+/// `write_text` raises `UnicodeEncodeError`.
+#[derive(Debug)]
+struct Utf8Store(FileSystemToolResultStore);
+
+impl ToolResultStore for Utf8Store {
+    fn write(&self, key: &str, content: Content<'_>) -> Result<String, Error> {
+        if let Content::Text(text) = content {
+            if let Some((at, unit)) =
+                text.chars().enumerate().find_map(|(at, c)| lone_surrogate(c).map(|unit| (at, unit)))
+            {
+                let message = format!(
+                    "'utf-8' codec can't encode character '\\u{unit:04x}' in position {at}: surrogates not allowed"
+                );
+                return Err(Error::Store { key: key.to_owned(), source: message.into() });
+            }
+        }
+        self.0.write(key, content)
+    }
+
+    fn read(&self, reference: &str) -> Result<StoredContent, Error> {
+        self.0.read(reference)
+    }
+
+    fn profile(&self) -> StoreProfile {
+        self.0.profile()
     }
 }
 
@@ -111,7 +183,7 @@ impl ToolResultStore for PyStore {
             let kwargs = PyDict::new(py);
             kwargs.set_item("key", key)?;
             match content {
-                Content::Text(text) => kwargs.set_item("content", text)?,
+                Content::Text(text) => kwargs.set_item("content", py_text(py, text)?)?,
                 Content::Bytes(bytes) => kwargs.set_item("content", PyBytes::new(py, bytes))?,
             }
             let reference = self.store.bind(py).call_method("write", (), Some(&kwargs))?;
@@ -139,14 +211,14 @@ impl ToolResultStore for PyStore {
 
 /// The store a Python object stands for: ours when it is a [`FileSystemStore`], else the object.
 enum Store {
-    Ours(FileSystemToolResultStore),
+    Ours(Utf8Store),
     Python(PyStore),
 }
 
 impl Store {
     fn from_object(object: &Bound<'_, PyAny>) -> PyResult<Self> {
         if let Ok(ours) = object.cast::<FileSystemStore>() {
-            return Ok(Store::Ours(ours.get().store.clone()));
+            return Ok(Store::Ours(Utf8Store(ours.get().store.clone())));
         }
         // As Haystack reads it, per result: `getattr(store, "supports_binary_content", False)`.
         let binary = match object.getattr("supports_binary_content") {
@@ -183,8 +255,8 @@ impl OffloadPolicy for PyPolicy {
         }
         let answer = Python::attach(|py| {
             let kwargs = PyDict::new(py);
-            kwargs.set_item("tool_name", tool_name)?;
-            kwargs.set_item("result", result)?;
+            kwargs.set_item("tool_name", py_text(py, tool_name)?)?;
+            kwargs.set_item("result", py_text(py, result)?)?;
             kwargs.set_item("state", self.state.bind(py))?;
             self.policy.bind(py).call_method("should_offload", (), Some(&kwargs))?.is_truthy()
         });
@@ -234,9 +306,14 @@ fn strategies_from(
 /// A store failure as the Python side logs it: the tool and the error (a Python store's own
 /// exception, as Haystack logs it, else the error and its causes).
 fn failure_entry(py: Python<'_>, failure: &OffloadFailure) -> (String, String) {
-    let text = match python_error(py, &failure.error) {
-        Some(raised) => raised.to_string(),
-        None => error_chain(&failure.error),
+    let text = match (python_error(py, &failure.error), &failure.error) {
+        // `str(error)`, as Haystack logs it.
+        (Some(raised), _) => match raised.value(py).str() {
+            Ok(text) => text.to_string(),
+            Err(_) => raised.to_string(),
+        },
+        (None, Error::Store { source, .. }) => source.to_string(),
+        (None, error) => error_chain(error),
     };
     (failure.tool_name.clone(), text)
 }
@@ -248,11 +325,16 @@ fn entry(
     original: Option<(&Message, &Bound<'_, PyAny>)>,
     classes: &Classes<'_>,
 ) -> PyResult<Entry> {
+    let json = serde_json::to_string(&messages_to_value(std::slice::from_ref(message)))
+        .map_err(|e| PyValueError::new_err(format!("could not write a message as JSON: {e}")))?;
+    // A pointer quotes its result's text, which may hold a lone surrogate: the JSON way writes
+    // it back as the surrogate's escape, which `json.loads` reads as the surrogate.
+    if has_stand_in(&json) {
+        return Ok(Entry::New(escape_stand_ins(json)));
+    }
     match build::message_object(py, message, original, classes)? {
         Some(built) => Ok(Entry::Built(built.unbind())),
-        None => serde_json::to_string(&messages_to_value(std::slice::from_ref(message)))
-            .map(Entry::New)
-            .map_err(|e| PyValueError::new_err(format!("could not write a message as JSON: {e}"))),
+        None => Ok(Entry::New(json)),
     }
 }
 
@@ -396,7 +478,17 @@ fn offload_compact(
         py.detach(|| drop(compacted));
         return Ok((None, failures));
     };
-    let entries = crate::entries(py, &compacted, &plan, &originals, objects, &classes)?;
+    let mut entries = Vec::with_capacity(plan.len());
+    for (step, message) in plan.iter().zip(&compacted) {
+        entries.push(match *step {
+            Plan::Kept(at) => Entry::Kept(at),
+            Plan::Changed { original: Some((at, kept_at)) } => {
+                let object = objects.get_item(at)?;
+                entry(py, message, Some((&originals[kept_at], &object)), &classes)?
+            }
+            Plan::Changed { original: None } => entry(py, message, None, &classes)?,
+        });
+    }
     py.detach(|| drop((compacted, originals)));
     Ok((Some(entries), failures))
 }

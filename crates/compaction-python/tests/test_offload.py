@@ -443,3 +443,38 @@ def test_a_users_own_policy_loads_as_haystack_loads_it(tmp_path):
     assert outcome[0] == outcome[1] and set(outcome[0]) == {"1_d_3.txt", "1_z_4.txt"}
     with pytest.raises(Exception, match="The value of 'store' is not a dictionary"):
         ToolResultOffloadHook.from_dict({**data, "init_parameters": {**data["init_parameters"], "store": 3}})
+
+
+class RecordingPolicy:
+    """A policy of the user's own that offloads everything and records the texts it was shown."""
+
+    def __init__(self):
+        self.seen = []
+
+    def should_offload(self, tool_name, result, state):
+        self.seen.append((tool_name, result))
+        return True
+
+
+LONE_SURROGATES = [tool("a", "ab\ud83dcd" * 3, "1"), tool("p", "\udc00 half an emoji " * 3, "2")]
+
+
+@pytest.mark.parametrize("store", ["file system", "python"])
+def test_lone_surrogates_are_offloaded_as_haystack_offloads_them(tmp_path, store):
+    outcome = {}
+    for side, classes in SIDES.items():
+        root = tmp_path / side
+        the_store = classes["store"](root) if store == "file system" else DictStore()
+        policy = RecordingPolicy()
+        hook = classes["hook"](store=the_store, offload_strategies={"a": classes["always"](), "p": policy})
+        state = state_of(HISTORY + LONE_SURROGATES)
+        hook.run(state)
+        written = files(root) if store == "file system" else the_store.entries
+        outcome[side] = (normalized(state.data["messages"], [root]), written, policy.seen)
+    if store == "file system":
+        # UTF-8 cannot hold a lone surrogate: both leave the results in context, but Haystack's
+        # `write_text` leaves an empty file behind, where ours writes none.
+        assert outcome["haystack"][1] == [("1_a_1.txt", b""), ("1_p_2.txt", b"")]
+        outcome["haystack"] = (outcome["haystack"][0], [], outcome["haystack"][2])
+        assert "\\ud83d" in outcome["ours"][0]
+    assert outcome["ours"] == outcome["haystack"]
