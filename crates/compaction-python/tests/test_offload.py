@@ -478,3 +478,46 @@ def test_lone_surrogates_are_offloaded_as_haystack_offloads_them(tmp_path, store
         outcome["haystack"] = (outcome["haystack"][0], [], outcome["haystack"][2])
         assert "\\ud83d" in outcome["ours"][0]
     assert outcome["ours"] == outcome["haystack"]
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_the_compactor_in_haystacks_compaction_hook_equals_haystacks(tmp_path, mode):
+    from haystack.hooks.compaction import CompactionHook
+
+    outcome = {}
+    for side, classes in SIDES.items():
+        root = tmp_path / side
+        hook = CompactionHook(compactor=classes["compactor"](store=classes["store"](root)), context_window=3000)
+        state = state_of(long_run())
+        asyncio.run(hook.run_async(state)) if mode == "async" else hook.run(state)
+        outcome[side] = (normalized(state.data["messages"], [root]), files(root))
+    assert outcome["ours"] == outcome["haystack"]
+    assert "Tool result offloaded" in outcome["ours"][0]
+
+
+@pytest.mark.parametrize("store", ["file system", "python"])
+def test_the_compactor_offloads_lone_surrogates_as_haystack_does(tmp_path, store):
+    messages = long_run()
+    origin = messages[3].tool_call_result.origin
+    messages[3] = ChatMessage.from_tool("\ud83d ab " * 400, origin=origin)
+    outcome = {}
+    for side, classes in SIDES.items():
+        root = tmp_path / side
+        the_store = classes["store"](root) if store == "file system" else DictStore()
+        compacted = classes["compactor"](store=the_store, min_tokens=10).compact(messages, 0, classes["counter"]())
+        written = the_store.entries if store == "python" else [f for f in files(root) if f[1]]
+        outcome[side] = (normalized(compacted, [root]), sorted(written.values()) if store == "python" else written)
+    assert outcome["ours"] == outcome["haystack"]
+
+
+@pytest.mark.parametrize("batch", ["texts", "files", "id-less"])
+def test_each_hook_works_with_the_others_store_and_policies(tmp_path, batch):
+    outcome = []
+    for hook_side, parts_side in (("haystack", "haystack"), ("ours", "haystack"), ("haystack", "ours")):
+        root = tmp_path / f"{hook_side}-{parts_side}"
+        parts = SIDES[parts_side]
+        hook = SIDES[hook_side]["hook"](store=parts["store"](root), offload_strategies=STRATEGIES["mixed"](parts))
+        state = state_of(HISTORY + BATCHES[batch])
+        hook.run(state)
+        outcome.append((normalized(state.data["messages"], [root]), files(root)))
+    assert outcome[1] == outcome[0] and outcome[2] == outcome[0]
