@@ -521,3 +521,14 @@ def test_each_hook_works_with_the_others_store_and_policies(tmp_path, batch):
         hook.run(state)
         outcome.append((normalized(state.data["messages"], [root]), files(root)))
     assert outcome[1] == outcome[0] and outcome[2] == outcome[0]
+
+
+def test_the_store_can_be_copied_and_pickled_as_haystacks(tmp_path):
+    import pickle
+
+    store = FileSystemToolResultStore(tmp_path)
+    for copied in (copy.deepcopy(store), copy.copy(store), pickle.loads(pickle.dumps(store))):
+        assert copied.root == tmp_path
+        assert copied.read(copied.write(key="a.txt", content="x")) == "x"
+    hook = ToolResultOffloadHook(store=store, offload_strategies={"*": OffloadOverChars(3)})
+    assert copy.deepcopy(hook).to_dict() == hook.to_dict()

@@ -76,6 +76,14 @@ class FileSystemToolResultStore(ToolResultStore):
         self._root = Path(root)
         self._rust = _native.FileSystemStore(self._root)
 
+    def __getstate__(self) -> dict[str, Any]:
+        # The Rust half holds the open root; a copy (or an unpickled store) opens its own.
+        return {name: value for name, value in self.__dict__.items() if name != "_rust"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.root = self._root
+
     def write(self, *, key: str, content: str | bytes) -> str:
         """
         Write `content` under `key` within the root and return the file's absolute path.
