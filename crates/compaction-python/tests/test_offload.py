@@ -532,3 +532,16 @@ def test_the_store_can_be_copied_and_pickled_as_haystacks(tmp_path):
         assert copied.read(copied.write(key="a.txt", content="x")) == "x"
     hook = ToolResultOffloadHook(store=store, offload_strategies={"*": OffloadOverChars(3)})
     assert copy.deepcopy(hook).to_dict() == hook.to_dict()
+
+
+def test_a_negative_preview_is_a_value_error_and_a_missing_step_is_0(tmp_path):
+    hook = ToolResultOffloadHook(store=DictStore(), offload_strategies={"*": AlwaysOffload()}, preview_chars=-1)
+    with pytest.raises(ValueError, match="`preview_chars` must be at least 0, got -1"):
+        hook.run(state_of(HISTORY + BATCHES["texts"]))
+    outcome = []
+    for classes in (OURS, HAYSTACK):
+        store = DictStore()
+        hook = classes["hook"](store=store, offload_strategies={"*": classes["always"]()})
+        hook.run(State(schema={"messages": {"type": list[ChatMessage]}}, data={"messages": BATCHES["id-less"]}))
+        outcome.append(store.entries)
+    assert outcome[0] == outcome[1] and set(outcome[0]) == {"0_a_call0.txt", "0_a_call1.txt"}
