@@ -83,6 +83,18 @@ fn py_text<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyAny>> {
     PyBytes::new(py, &bytes).call_method1("decode", ("utf-8", "surrogatepass"))
 }
 
+/// A Python `str` as Rust text, each lone surrogate held by its stand-in (read the JSON way).
+fn rust_text(text: &Bound<'_, PyString>) -> PyResult<String> {
+    if let Ok(text) = text.to_str() {
+        return Ok(text.to_owned());
+    }
+    let json = text.py().import("json")?.call_method1("dumps", (text,))?;
+    match compaction_model::value_from_slice(json.cast::<PyString>()?.to_str()?.as_bytes()) {
+        Ok(serde_json::Value::String(text)) => Ok(text),
+        _ => Err(PyValueError::new_err("a string Python's json.dumps wrote could not be read back")),
+    }
+}
+
 /// JSON text with each stand-in written as the escape of its surrogate, as `json.dumps`
 /// writes it, so that `json.loads` gives the surrogate back.
 fn escape_stand_ins(json: String) -> String {
@@ -99,18 +111,23 @@ fn escape_stand_ins(json: String) -> String {
     out
 }
 
-/// Our file-system store as Haystack's writes text: a text holding a lone surrogate (which
-/// UTF-8 cannot hold) is a failed write, so the result stays in context, where Haystack's
+/// Our file-system store as Haystack's writes text: a text or key holding a lone surrogate
+/// (which UTF-8 cannot hold) is a failed write, so the result stays in context, where Haystack's
 /// `write_text` raises `UnicodeEncodeError`.
 #[derive(Debug)]
 struct Utf8Store(FileSystemToolResultStore);
 
 impl ToolResultStore for Utf8Store {
     fn write(&self, key: &str, content: Content<'_>) -> Result<String, Error> {
-        if let Content::Text(text) = content {
-            if let Some((at, unit)) =
-                text.chars().enumerate().find_map(|(at, c)| lone_surrogate(c).map(|unit| (at, unit)))
-            {
+        // A key too: no file name holds a lone surrogate (Python's `os.fsencode` refuses it).
+        let text = match content {
+            Content::Text(text) => Some(text),
+            Content::Bytes(_) => None,
+        };
+        for checked in [Some(key), text].into_iter().flatten() {
+            let surrogate =
+                checked.chars().enumerate().find_map(|(at, c)| lone_surrogate(c).map(|unit| (at, unit)));
+            if let Some((at, unit)) = surrogate {
                 let message = format!(
                     "'utf-8' codec can't encode character '\\u{unit:04x}' in position {at}: surrogates not allowed"
                 );
@@ -181,14 +198,14 @@ impl ToolResultStore for PyStore {
     fn write(&self, key: &str, content: Content<'_>) -> Result<String, Error> {
         Python::attach(|py| {
             let kwargs = PyDict::new(py);
-            kwargs.set_item("key", key)?;
+            kwargs.set_item("key", py_text(py, key)?)?;
             match content {
                 Content::Text(text) => kwargs.set_item("content", py_text(py, text)?)?,
                 Content::Bytes(bytes) => kwargs.set_item("content", PyBytes::new(py, bytes))?,
             }
             let reference = self.store.bind(py).call_method("write", (), Some(&kwargs))?;
             // Haystack quotes whatever the store gives back (`f"'{reference}'"`).
-            Ok::<_, PyErr>(reference.str()?.to_str()?.to_owned())
+            rust_text(&reference.str()?)
         })
         .map_err(|error| Error::Store { key: key.to_owned(), source: Box::new(error) })
     }

@@ -456,7 +456,11 @@ class RecordingPolicy:
         return True
 
 
-LONE_SURROGATES = [tool("a", "ab\ud83dcd" * 3, "1"), tool("p", "\udc00 half an emoji " * 3, "2")]
+LONE_SURROGATES = [
+    tool("a", "ab\ud83dcd" * 3, "1"),
+    tool("p", "\udc00 half an emoji " * 3, "2"),
+    tool("a", "a whole text", "id\ud800"),
+]
 
 
 @pytest.mark.parametrize("store", ["file system", "python"])
@@ -474,7 +478,7 @@ def test_lone_surrogates_are_offloaded_as_haystack_offloads_them(tmp_path, store
     if store == "file system":
         # UTF-8 cannot hold a lone surrogate: both leave the results in context, but Haystack's
         # `write_text` leaves an empty file behind, where ours writes none.
-        assert outcome["haystack"][1] == [("1_a_1.txt", b""), ("1_p_2.txt", b"")]
+        assert outcome["haystack"][1] == [("1_a_1.txt", b""), ("1_p_2.txt", b"")]  # and none for the key
         outcome["haystack"] = (outcome["haystack"][0], [], outcome["haystack"][2])
         assert "\\ud83d" in outcome["ours"][0]
     assert outcome["ours"] == outcome["haystack"]
