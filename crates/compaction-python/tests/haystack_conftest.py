@@ -21,6 +21,10 @@ SUBSTITUTED = [
     ("haystack.token_counters", "tiktoken_counter", "TiktokenCounter"),
     ("haystack.hooks.compaction", "tool_result_pruning", "ToolResultPruningCompactor"),
     ("haystack.hooks.compaction", "sliding_window", "SlidingWindowCompactor"),
+    ("haystack.hooks.compaction", "summarization", "SummarizationCompactor"),
+    ("haystack.hooks.compaction", "hooks", "CompactionHook"),
+    ("haystack.hooks.budget", "hooks", "TokenBudgetHook"),
+    ("haystack.token_counters", "openai_counter", "OpenAITokenCounter"),
 ]
 
 
