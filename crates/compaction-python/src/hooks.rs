@@ -67,9 +67,9 @@ impl TokenCounter for RangeCounter {
     }
 }
 
-/// What [`decide`] returns: the estimate, whether it triggers, the target and the overhead
+/// What [`hook_decide`] returns: the estimate, whether it triggers, the target and the overhead
 /// (`None` both when it does not).
-type Decision = (usize, bool, Option<usize>, Option<i64>);
+type Decision = (i64, bool, Option<usize>, Option<i64>);
 
 /// `CompactionHook`'s decision on an agent state: `messages` (Haystack `ChatMessage`s; `classes`
 /// and `fallback` as `convert` takes them), `context_tokens` (the provider's count, 0 when
@@ -87,7 +87,7 @@ pub(crate) fn hook_decide(
     messages: &Bound<'_, PyAny>,
     classes: &Bound<'_, PyTuple>,
     fallback: &Bound<'_, PyAny>,
-    context_tokens: usize,
+    context_tokens: i64,
     tools_json: Option<&str>,
     context_window: usize,
     compact_at: f64,
@@ -105,8 +105,9 @@ pub(crate) fn hook_decide(
     let hook =
         CompactionHook::new(placeholder, settings).map_err(|e| PyValueError::new_err(error_chain(&e)))?;
     let messages = messages_from_objects(messages, &Classes::from_tuple(classes)?, fallback)?;
-    let state =
-        AgentState::new(messages).with_context_tokens(context_tokens).with_tools(read_tools(tools_json)?);
+    // A negative anchor is decided with an anchor of 1, then shifted (see `shifted`).
+    let anchor = usize::try_from(context_tokens).unwrap_or(1);
+    let state = AgentState::new(messages).with_context_tokens(anchor).with_tools(read_tools(tools_json)?);
     let decided = match (kind, count_range) {
         (Some(kind), _) => {
             let counter = counter_from(kind, ratio_or_encoding, tokens_per_image, tokens_per_file)?;
@@ -129,5 +130,42 @@ pub(crate) fn hook_decide(
     };
     let decision = decided
         .map_err(|e| python_error(py, &e).unwrap_or_else(|| PyValueError::new_err(error_chain(&e))))?;
-    Ok((decision.estimated_tokens, decision.triggered, decision.target_tokens, decision.overhead))
+    let estimated = i64::try_from(decision.estimated_tokens).unwrap_or(i64::MAX);
+    let decided = (estimated, decision.triggered, decision.target_tokens, decision.overhead);
+    if context_tokens >= 0 {
+        return Ok(decided);
+    }
+    Ok(shifted(decided, context_tokens, context_window, compact_at, compact_to))
+}
+
+/// The decision for a negative anchor `context_tokens` from the one made with an anchor of 1.
+///
+/// Haystack's hook stores a negative `context_tokens` when its counter measures the messages above
+/// the estimate (the re-anchored count plus a negative overhead), and decides on it next time as
+/// on any other anchor: the estimate is the anchor plus the messages after the last assistant
+/// message. So the estimate is the one made with 1, shifted by `context_tokens - 1`; the trigger
+/// and the target follow from it as in compaction-hook's `decide` (the messages' count, which the
+/// overhead was taken from, is the same). Below the trigger with 1, it is below with less.
+fn shifted(
+    decided: Decision,
+    context_tokens: i64,
+    window: usize,
+    compact_at: f64,
+    compact_to: f64,
+) -> Decision {
+    let (estimated_with_one, triggered, _, overhead) = decided;
+    let estimated = estimated_with_one.saturating_add(context_tokens).saturating_sub(1);
+    let window = window as f64;
+    let (true, Some(overhead_with_one)) = (triggered, overhead) else {
+        return (estimated, false, None, None);
+    };
+    if (estimated as f64) < window * compact_at {
+        return (estimated, false, None, None);
+    }
+    let message_tokens = i128::from(estimated_with_one) - i128::from(overhead_with_one);
+    let overhead = i128::from(estimated) - message_tokens;
+    // Python: int(window * compact_to), a float product truncated toward zero.
+    let target = ((window * compact_to) as i128 - overhead).max(0);
+    let overhead = i64::try_from(overhead).unwrap_or(if overhead < 0 { i64::MIN } else { i64::MAX });
+    (estimated, true, Some(usize::try_from(target).unwrap_or(usize::MAX)), Some(overhead))
 }

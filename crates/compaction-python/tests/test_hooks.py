@@ -202,6 +202,31 @@ def test_the_hook_with_tiktoken_counts_as_our_counter_does():
     assert ours.targets == reference.targets and ours.targets
 
 
+@pytest.mark.parametrize("counter", COUNTERS)
+@pytest.mark.parametrize("appended", [200, 4000])
+def test_a_negative_anchor_is_decided_as_haystack_decides_it(counter, appended):
+    # A counter that measures the messages above the provider's count leaves a negative overhead, and Haystack's hook
+    # then stores a negative `context_tokens`; the next step decides on it as on any other anchor.
+    runs = []
+    for hook_class, make_counter in zip((CompactionHook, HaystackHook), COUNTERS[counter]):
+        compactor = Recording(result=[ChatMessage.from_user("task"), ChatMessage.from_assistant("kept")])
+        hook = hook_class(compactor, context_window=1000, token_counter=make_counter())
+        agent_state = state([ChatMessage.from_assistant("x" * 4000)], context_tokens=800)
+        hook.run(agent_state)
+        anchors = [agent_state.data["context_tokens"]]
+        origin = call("late")
+        agent_state.data["messages"] = [
+            *agent_state.data["messages"],
+            ChatMessage.from_assistant(tool_calls=[origin]),
+            ChatMessage.from_tool("y" * appended, origin=origin),
+        ]
+        hook.run(agent_state)
+        anchors.append(agent_state.data["context_tokens"])
+        runs.append((compactor.targets, anchors, dicts(agent_state.data["messages"])))
+    assert runs[0] == runs[1]
+    assert runs[0][1][0] < 0
+
+
 def test_the_hook_runs_async_as_haystacks():
     messages = steps(4)
     ours_state, theirs_state = state(messages, context_tokens=700), state(messages, context_tokens=700)
