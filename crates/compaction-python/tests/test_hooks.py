@@ -417,6 +417,22 @@ def test_summarization_failures_are_haystacks(replies, raise_on_failure):
     assert ours == theirs
 
 
+def test_a_python_counter_counts_the_callers_own_messages_while_summarizing():
+    # As with Haystack's compactor: planning asks about the caller's `ChatMessage` objects, not copies of them.
+    class Seeing(CharCounter):
+        def count(self, messages, tools=None):
+            seen.update(id(message) for message in messages)
+            return super().count(messages, tools)
+
+    seen: set[int] = set()
+    messages = turns(4)
+    compacted = SummarizationCompactor(Summarizer("short"), approximate_summary_tokens=1).compact(
+        messages=messages, target_tokens=500, token_counter=Seeing()
+    )
+    assert compacted is not None and len(seen) > len(messages) / 2
+    assert seen <= {id(message) for message in [*messages, *compacted]}
+
+
 def test_summarization_async_equals_haystacks():
     ours, theirs = summarize_both(turns(3), 100, "approximate", ["async summary"], asynchronous=True)
     assert ours == theirs and ours[0] is not None

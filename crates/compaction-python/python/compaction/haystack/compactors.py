@@ -209,16 +209,22 @@ def _summary_settings(compactor: SummarizationCompactor) -> str:
     )
 
 
-def _counter_arguments(token_counter: Any) -> tuple[Any, ...]:
-    """How `_native` takes `token_counter`: ours by its settings, any other through a JSON callback."""
+def _counter_arguments(token_counter: Any, messages: list[ChatMessage]) -> tuple[Any, ...]:
+    """
+    How `_native.summary_round` takes `token_counter`: ours by its settings; any other is called back with the
+    caller's own messages at the positions Rust names (or, for a message that is not one of them, from its JSON).
+    """
     spec = counter_spec(token_counter)
     if spec is not None:
-        return (*spec, None)
+        return (*spec, None, None)
 
     def count_json(text: str) -> int:
         return token_counter.count(messages=[ChatMessage.from_dict(d) for d in json.loads(text)])
 
-    return (None, None, 0, 0, count_json)
+    def count_indices(indices: list[int]) -> int:
+        return token_counter.count(messages=[messages[index] for index in indices])
+
+    return (None, None, 0, 0, count_json, count_indices)
 
 
 @_experimental
@@ -328,7 +334,7 @@ class SummarizationCompactor(Compactor):
             message_json,
             max(int(target_tokens), 0),
             _summary_settings(self),
-            *_counter_arguments(token_counter),
+            *_counter_arguments(token_counter, messages),
         )
         if planned is None:
             return None
