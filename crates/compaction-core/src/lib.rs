@@ -129,8 +129,8 @@ pub use steps::{
     agent_step_spans, last_assistant_index, replace_tool_results_until_target, Replacement, RewrittenResult,
 };
 pub use summarization::{
-    SummarizationCompactor, SummarizationSession, SummarizationSettings, Summarized, SummaryRequest,
-    SummaryRound, SummaryTier, DEFAULT_SUMMARY_INSTRUCTION, HAYSTACK_SUMMARIZATION_TYPE,
+    summary_transcript, SummarizationCompactor, SummarizationSession, SummarizationSettings, Summarized,
+    SummaryRequest, SummaryRound, SummaryTier, DEFAULT_SUMMARY_INSTRUCTION, HAYSTACK_SUMMARIZATION_TYPE,
 };
 
 // The README's examples are compiled and run as doc tests, so they cannot drift.

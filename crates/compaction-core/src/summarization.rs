@@ -237,6 +237,9 @@ pub struct SummaryRequest {
     pub tier: SummaryTier,
     /// How many messages the summary will replace.
     pub summarized_messages: usize,
+    /// The positions of those messages in the conversation as the rounds so far left it, in
+    /// the order the transcript shows them: for a caller that applies the summary itself.
+    pub indices: Vec<usize>,
 }
 
 /// How a summarization run ended.
@@ -537,6 +540,7 @@ impl SummarizationSession<'_> {
             ],
             tier,
             summarized_messages: indices.len(),
+            indices: indices.clone(),
         };
         self.pending = Some(Pending { indices, request: request.clone() });
         Ok(Some(request))
@@ -732,10 +736,15 @@ fn removed_indices(origin: &[Option<usize>], original_len: usize) -> Vec<usize> 
     (0..original_len).filter(|&i| !present[i]).collect()
 }
 
-/// The transcript of the messages at `indices` the model is asked to summarize: each message as
-/// counters render it but with tool-call ids and describing placeholders, an earlier summary as
-/// a `[conversation_summary]` entry with its tags taken off, joined by newlines.
-fn summary_transcript(messages: &[Message], indices: &[usize]) -> String {
+/// The transcript of the messages at `indices` (in that order) the model is asked to summarize:
+/// each message as counters render it but with tool-call ids and describing placeholders, an
+/// earlier summary as a `[conversation_summary]` entry with its tags taken off, joined by
+/// newlines. A [`SummaryRequest`]'s user message wraps it in `<conversation_to_summarize>`.
+///
+/// # Panics
+///
+/// When an index is out of `messages`' bounds.
+pub fn summary_transcript(messages: &[Message], indices: &[usize]) -> String {
     let options = RenderOptions::new().with_tool_call_ids(true).with_placeholder(&describing_placeholder);
     let mut out = String::new();
     for (position, &index) in indices.iter().enumerate() {

@@ -15,6 +15,9 @@
 mod build;
 mod convert;
 mod offload;
+mod hooks;
+mod openai;
+mod summarize;
 
 // mimalloc for this module's own allocations (Python keeps its allocator): a conversation read
 // from Python objects is many small allocations, each freed when the call returns, and glibc's
@@ -337,5 +340,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(compact, m)?)?;
     m.add_function(wrap_pyfunction!(float_repr, m)?)?;
     offload::register(m)?;
+    m.add_function(wrap_pyfunction!(hooks::hook_decide, m)?)?;
+    m.add_function(wrap_pyfunction!(summarize::summary_round, m)?)?;
+    m.add_function(wrap_pyfunction!(summarize::summary_text, m)?)?;
+    m.add_function(wrap_pyfunction!(openai::responses_input, m)?)?;
+    m.add("DEFAULT_SUMMARY_INSTRUCTION", compaction_core::DEFAULT_SUMMARY_INSTRUCTION)?;
     Ok(())
 }

@@ -21,7 +21,16 @@ SUBSTITUTED = [
     ("haystack.token_counters", "tiktoken_counter", "TiktokenCounter"),
     ("haystack.hooks.compaction", "tool_result_pruning", "ToolResultPruningCompactor"),
     ("haystack.hooks.compaction", "sliding_window", "SlidingWindowCompactor"),
-    *[("haystack.hooks.tool_result_offloading", m, c) for m, c in [("hooks", "ToolResultOffloadHook"), ("policies", "AlwaysOffload"), ("policies", "NeverOffload"), ("policies", "OffloadOverChars"), ("stores", "FileSystemToolResultStore")]] + [("haystack.hooks.compaction", "tool_result_offloading", "ToolResultOffloadCompactor")],  # noqa: E501
+    ("haystack.hooks.compaction", "summarization", "SummarizationCompactor"),
+    ("haystack.hooks.compaction", "hooks", "CompactionHook"),
+    ("haystack.hooks.budget", "hooks", "TokenBudgetHook"),
+    ("haystack.token_counters", "openai_counter", "OpenAITokenCounter"),
+    ("haystack.hooks.compaction", "tool_result_offloading", "ToolResultOffloadCompactor"),
+    ("haystack.hooks.tool_result_offloading", "hooks", "ToolResultOffloadHook"),
+    ("haystack.hooks.tool_result_offloading", "policies", "AlwaysOffload"),
+    ("haystack.hooks.tool_result_offloading", "policies", "NeverOffload"),
+    ("haystack.hooks.tool_result_offloading", "policies", "OffloadOverChars"),
+    ("haystack.hooks.tool_result_offloading", "stores", "FileSystemToolResultStore"),
 ]
 
 

@@ -10,9 +10,32 @@ Rust reads their attributes, as reading the JSON of `[m.to_dict() for m in messa
 A counter of ours is passed to Rust by its settings, so no Python runs per message; any other object with Haystack's `count(messages=..., tools=...)` is called back from Rust.
 """
 
-from compaction.haystack.compactors import SlidingWindowCompactor, ToolResultPruningCompactor
-from compaction.haystack.counters import ApproximateTokenCounter, TiktokenCounter
-from compaction.haystack.offload import AlwaysOffload, FileSystemToolResultStore, NeverOffload, OffloadOverChars, ToolResultOffloadCompactor, ToolResultOffloadHook  # noqa: E501
+from compaction.haystack.budget import TokenBudgetHook
+from compaction.haystack.compactors import SlidingWindowCompactor, SummarizationCompactor, ToolResultPruningCompactor
+from compaction.haystack.counters import ApproximateTokenCounter, OpenAITokenCounter, TiktokenCounter
+from compaction.haystack.hooks import CompactionHook
+from compaction.haystack.offload import (
+    AlwaysOffload,
+    FileSystemToolResultStore,
+    NeverOffload,
+    OffloadOverChars,
+    ToolResultOffloadCompactor,
+    ToolResultOffloadHook,
+)
 
-__all__ = ["ApproximateTokenCounter", "SlidingWindowCompactor", "TiktokenCounter", "ToolResultPruningCompactor"]
-__all__ += ["AlwaysOffload", "FileSystemToolResultStore", "NeverOffload", "OffloadOverChars", "ToolResultOffloadCompactor", "ToolResultOffloadHook"]  # noqa: E501
+__all__ = [
+    "AlwaysOffload",
+    "ApproximateTokenCounter",
+    "CompactionHook",
+    "FileSystemToolResultStore",
+    "NeverOffload",
+    "OffloadOverChars",
+    "OpenAITokenCounter",
+    "SlidingWindowCompactor",
+    "SummarizationCompactor",
+    "TiktokenCounter",
+    "TokenBudgetHook",
+    "ToolResultOffloadCompactor",
+    "ToolResultOffloadHook",
+    "ToolResultPruningCompactor",
+]

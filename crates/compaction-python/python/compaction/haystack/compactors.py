@@ -5,9 +5,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from haystack import logging
+from haystack.core.serialization import component_to_dict
 from haystack.dataclasses import ChatMessage
 from haystack.hooks.compaction.types import Compactor
 from haystack.token_counters.types import TokenCounter
+from haystack.utils.async_utils import _execute_component_async
+from haystack.utils.deserialization import deserialize_component_inplace
 from haystack.utils.experimental import _experimental
 
 from compaction import _native
@@ -177,3 +181,280 @@ class SlidingWindowCompactor(Compactor):
     def from_dict(cls, data: dict[str, Any]) -> SlidingWindowCompactor:
         """Deserialize the compactor from Haystack's dictionary or ours."""
         return deserialize(cls, data)
+
+
+HAYSTACK_TYPES.update(
+    {"SummarizationCompactor": "haystack.hooks.compaction.summarization.SummarizationCompactor"}
+)
+
+logger = logging.getLogger(__name__)
+
+# Recorded as the strategy on every summary, so that a later run recognizes its own summaries.
+_SUMMARIZATION = "summarization"
+# The `meta` key marking a message a compactor wrote.
+_COMPACTION_META_KEY = "context_compaction"
+# Haystack's default instruction, from compaction-core (which keeps it in sync, byte for byte).
+_DEFAULT_SUMMARY_INSTRUCTION: str = _native.DEFAULT_SUMMARY_INSTRUCTION
+
+
+def _summary_settings(compactor: SummarizationCompactor) -> str:
+    """The compactor's settings as Rust's summarization reads them (no chat generator)."""
+    return json.dumps(
+        {
+            "min_keep_steps": compactor.min_keep_steps,
+            "approximate_summary_tokens": compactor.approximate_summary_tokens,
+            "summary_instruction": compactor.summary_instruction,
+            "raise_on_failure": compactor.raise_on_failure,
+        }
+    )
+
+
+def _counter_arguments(token_counter: Any, messages: list[ChatMessage]) -> tuple[Any, ...]:
+    """
+    How `_native.summary_round` takes `token_counter`: ours by its settings; any other is called back with the
+    caller's own messages at the positions Rust names (or, for a message that is not one of them, from its JSON).
+    """
+    spec = counter_spec(token_counter)
+    if spec is not None:
+        return (*spec, None, None)
+
+    def count_json(text: str) -> int:
+        return token_counter.count(messages=[ChatMessage.from_dict(d) for d in json.loads(text)])
+
+    def count_indices(indices: list[int]) -> int:
+        return token_counter.count(messages=[messages[index] for index in indices])
+
+    return (None, None, 0, 0, count_json, count_indices)
+
+
+@_experimental
+class SummarizationCompactor(Compactor):
+    """
+    Progressively summarizes a conversation until it fits a target token budget (Haystack's, planned in Rust).
+
+    Each round replaces the oldest stretch that may go with one summary written by `chat_generator`, in four tiers:
+    complete historical turns, then historical summaries, then the current task's steps (keeping the
+    `min_keep_steps` newest), then the current task's summaries. What to summarize and the transcript the model is
+    shown come from compaction-core, counted in Rust when the counter is ours; the generator is any object with
+    Haystack's chat-generator protocol (`run(messages=...)` returning `{"replies": [...]}`), called back each round.
+    """
+
+    def __init__(
+        self,
+        chat_generator: Any,
+        *,
+        min_keep_steps: int = 1,
+        approximate_summary_tokens: int = 1024,
+        summary_instruction: str = _DEFAULT_SUMMARY_INSTRUCTION,
+        raise_on_failure: bool = False,
+    ) -> None:
+        """
+        Initialize the compactor.
+
+        :param chat_generator: The Chat Generator used to write summaries.
+        :param min_keep_steps: The fewest complete recent Agent steps to keep, even when they exceed the target.
+        :param approximate_summary_tokens: About how long a summary comes out, used to plan how much to summarize per
+            round; not a limit imposed on the model.
+        :param summary_instruction: The prompt instructions for how to summarize a portion of the conversation.
+        :param raise_on_failure: Whether to raise when the chat generator fails or returns a summary that does not
+            shrink the conversation. By default the failure is logged and any partial compaction is returned.
+        :raises ValueError: If `min_keep_steps` is negative or `approximate_summary_tokens` is not positive.
+        """
+        if min_keep_steps < 0:
+            raise ValueError(f"`min_keep_steps` must be at least 0, got {min_keep_steps}.")
+        if approximate_summary_tokens < 1:
+            raise ValueError(
+                f"`approximate_summary_tokens` must be a positive number of tokens, got {approximate_summary_tokens}."
+            )
+        self.chat_generator = chat_generator
+        self.min_keep_steps = min_keep_steps
+        self.approximate_summary_tokens = approximate_summary_tokens
+        self.summary_instruction = summary_instruction
+        self.raise_on_failure = raise_on_failure
+
+    def compact(
+        self, messages: list[ChatMessage], target_tokens: int, token_counter: TokenCounter
+    ) -> list[ChatMessage] | None:
+        """
+        Return a progressively summarized conversation, or None when no useful reduction is possible.
+
+        :param messages: The conversation to compact, ordered oldest to newest.
+        :param target_tokens: The token budget the compacted messages should aim to fit.
+        :param token_counter: The counter used both to plan compaction and verify generated summaries.
+        :returns: A smaller replacement conversation, or None when nothing was reduced.
+        """
+        compacted, tokens, summarized = messages, token_counter.count(messages=messages), False
+        while tokens > target_tokens:
+            round_ = self._round(compacted, target_tokens, token_counter)
+            if round_ is None:
+                break
+            indices, prompt = round_
+            try:
+                result = self.chat_generator.run(messages=prompt)
+                compacted, tokens = self._apply_summary(compacted, indices, result, tokens, token_counter)
+                summarized = True
+            except Exception as error:
+                self._report_failure(error)
+                break
+        return compacted if summarized else None
+
+    async def compact_async(
+        self, messages: list[ChatMessage], target_tokens: int, token_counter: TokenCounter
+    ) -> list[ChatMessage] | None:
+        """
+        Asynchronously return a progressively summarized conversation, awaiting the generator's `run_async`.
+
+        :param messages: The conversation to compact, ordered oldest to newest.
+        :param target_tokens: The token budget the compacted messages should aim to fit.
+        :param token_counter: The counter used both to plan compaction and verify generated summaries.
+        :returns: A smaller replacement conversation, or None when nothing was reduced.
+        """
+        compacted, tokens, summarized = messages, token_counter.count(messages=messages), False
+        while tokens > target_tokens:
+            round_ = self._round(compacted, target_tokens, token_counter)
+            if round_ is None:
+                break
+            indices, prompt = round_
+            try:
+                result = await _execute_component_async(component_instance=self.chat_generator, messages=prompt)
+                compacted, tokens = self._apply_summary(compacted, indices, result, tokens, token_counter)
+                summarized = True
+            except Exception as error:
+                self._report_failure(error)
+                break
+        return compacted if summarized else None
+
+    def _round(
+        self, messages: list[ChatMessage], target_tokens: int, token_counter: TokenCounter
+    ) -> tuple[list[int], list[ChatMessage]] | None:
+        """The next stretch to summarize and the prompt asking for its summary, planned in Rust; None when done."""
+        planned = _native.summary_round(
+            messages,
+            CLASSES,
+            message_json,
+            max(int(target_tokens), 0),
+            _summary_settings(self),
+            *_counter_arguments(token_counter, messages),
+        )
+        if planned is None:
+            return None
+        indices, request = planned
+        return indices, [ChatMessage.from_system(text=self.summary_instruction), ChatMessage.from_user(text=request)]
+
+    def _next_summary(
+        self, messages: list[ChatMessage], target_tokens: int, token_counter: TokenCounter
+    ) -> list[int] | None:
+        """
+        The positions of the next stretch of conversation to replace with a summary, or None when nothing may go.
+
+        :param messages: The whole conversation, ordered oldest to newest.
+        :param target_tokens: The token budget the conversation should come in under.
+        :param token_counter: The counter used to measure candidate selections.
+        """
+        planned = self._round(messages, target_tokens, token_counter)
+        return None if planned is None else planned[0]
+
+    def _prompt(self, messages: list[ChatMessage], indices: list[int]) -> list[ChatMessage]:
+        """The summarization instruction and the transcript of the messages at `indices`."""
+        transcript = _native.summary_text(messages, CLASSES, message_json, list(indices))
+        return [
+            ChatMessage.from_system(text=self.summary_instruction),
+            ChatMessage.from_user(text=f"<conversation_to_summarize>\n{transcript}\n</conversation_to_summarize>"),
+        ]
+
+    def _apply_summary(
+        self,
+        messages: list[ChatMessage],
+        indices: list[int],
+        result: dict[str, Any],
+        before_tokens: int,
+        token_counter: TokenCounter,
+    ) -> tuple[list[ChatMessage], int]:
+        """
+        Puts the generated summary where the oldest selected message was, in place of all of them.
+
+        :returns: The new conversation and its size.
+        :raises RuntimeError: If the generator returned no usable text, or the summary did not make the conversation
+            smaller.
+        """
+        replies = result.get("replies") or []
+        text = replies[-1].text if replies else None
+        if not text or not text.strip():
+            raise RuntimeError(
+                "The Chat Generator returned no usable text to use as a conversation summary. "
+                f"Generator output: {result}."
+            )
+        summary = ChatMessage.from_user(
+            text=f"<conversation_summary>\n{text.strip()}\n</conversation_summary>",
+            meta={_COMPACTION_META_KEY: {"strategy": _SUMMARIZATION, "summarized_messages": len(indices)}},
+        )
+        selected = set(indices)
+        at = min(indices)
+        compacted: list[ChatMessage] = []
+        for index, message in enumerate(messages):
+            if index == at:
+                compacted.append(summary)
+            if index not in selected:
+                compacted.append(message)
+        after_tokens = token_counter.count(messages=compacted)
+        if after_tokens >= before_tokens:
+            raise RuntimeError(
+                f"The generated summary did not reduce the conversation size ({before_tokens} tokens before and "
+                f"{after_tokens} tokens after)."
+            )
+        return compacted, after_tokens
+
+    def _report_failure(self, error: Exception) -> None:
+        """Raises a failed round with `raise_on_failure`, else logs it (the rounds before it are kept)."""
+        if self.raise_on_failure:
+            raise error
+        logger.warning(
+            "Summarizing the conversation for context compaction failed; keeping the last successful result. "
+            "Error: {error}",
+            error=error,
+        )
+
+    def warm_up(self) -> None:
+        """Warm up the Chat Generator that writes summaries."""
+        if hasattr(self.chat_generator, "warm_up"):
+            self.chat_generator.warm_up()
+
+    async def warm_up_async(self) -> None:
+        """Warm up the Chat Generator on the serving event loop."""
+        warm_up_async = getattr(self.chat_generator, "warm_up_async", None)
+        if warm_up_async is not None:
+            await warm_up_async()
+        elif hasattr(self.chat_generator, "warm_up"):
+            self.chat_generator.warm_up()
+
+    def close(self) -> None:
+        """Release the Chat Generator's resources."""
+        if hasattr(self.chat_generator, "close"):
+            self.chat_generator.close()
+
+    async def close_async(self) -> None:
+        """Release the Chat Generator's resources."""
+        close_async = getattr(self.chat_generator, "close_async", None)
+        if close_async is not None:
+            await close_async()
+        elif hasattr(self.chat_generator, "close"):
+            self.chat_generator.close()
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialize the compactor and its Chat Generator, as Haystack's does."""
+        return serialize(
+            self,
+            chat_generator=component_to_dict(obj=self.chat_generator, name="chat_generator"),
+            min_keep_steps=self.min_keep_steps,
+            approximate_summary_tokens=self.approximate_summary_tokens,
+            summary_instruction=self.summary_instruction,
+            raise_on_failure=self.raise_on_failure,
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SummarizationCompactor:
+        """Deserialize the compactor and rebuild its Chat Generator, from Haystack's dictionary or ours."""
+        init_parameters = dict(data.get("init_parameters", {}))
+        if init_parameters.get("chat_generator") is not None:
+            deserialize_component_inplace(data=init_parameters, key="chat_generator")
+        return deserialize(cls, {**data, "init_parameters": init_parameters})
