@@ -26,7 +26,7 @@ pub(super) const BESIDE_THE_LAYERS: &[(&str, &str)] = &[
     ("compaction-formats", "transcripts: depends only on the model, used only by the command"),
     ("compaction-testkit", "test helpers: a dev-dependency only, depending on nothing of ours"),
     ("compaction-benches", "benchmarks: a leaf, nothing depends on it"),
-    ("compaction-python", "the Python package (PyO3): a leaf over model, tokens, core, llm and hook"),
+    ("compaction-python", "the Python package (PyO3): a leaf over the library crates"),
     ("xtask", "the project's tasks: a leaf, nothing depends on it"),
 ];
 #[test]
