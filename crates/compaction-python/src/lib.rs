@@ -12,6 +12,7 @@
 //! with Haystack's `count(messages=..., tools=...)`, which `PyCounter` calls back per count. A
 //! callback's exception is the count's error: it ends the compaction and is raised as it was.
 
+mod batch;
 mod build;
 mod convert;
 
@@ -335,5 +336,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(count, m)?)?;
     m.add_function(wrap_pyfunction!(compact, m)?)?;
     m.add_function(wrap_pyfunction!(float_repr, m)?)?;
+    batch::register(m)?;
     Ok(())
 }
