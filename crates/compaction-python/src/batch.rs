@@ -28,6 +28,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString};
 use serde::Deserialize;
 
+mod bench;
+
 /// A list setting: a comma-separated string, as the CLI's option takes it, or a list.
 #[derive(Debug, Deserialize)]
 #[serde(untagged)]
@@ -391,6 +393,44 @@ fn provider_context_tokens(
     Ok(Some(recorded + after))
 }
 
+/// The bytes of each of `rows` (`bytes`, `str` or `None`), copied: a row's reader keeps them.
+fn rows_from(rows: &Bound<'_, PyList>) -> PyResult<Vec<Option<Vec<u8>>>> {
+    let mut inputs: Vec<Option<Vec<u8>>> = Vec::with_capacity(rows.len());
+    for row in rows.iter() {
+        inputs.push(if row.is_none() {
+            None
+        } else if let Ok(bytes) = row.cast::<PyBytes>() {
+            Some(bytes.as_bytes().to_vec())
+        } else if let Ok(text) = row.cast::<PyString>() {
+            Some(text.to_str()?.as_bytes().to_vec())
+        } else {
+            return Err(PyValueError::new_err(format!(
+                "compaction.batch: row {} is a {}, not JSON text (str or bytes)",
+                inputs.len(),
+                row.get_type().name()?
+            )));
+        });
+    }
+    Ok(inputs)
+}
+
+/// How `bench` reads each row: `--format` and `--full-history`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReadSettings {
+    format: Option<String>,
+    full_history: Option<bool>,
+}
+
+impl ReadSettings {
+    fn options(&self) -> Result<ReadOptions, String> {
+        let mut options = ReadOptions::named("row").with_full_history(self.full_history.unwrap_or(false));
+        options.format =
+            self.format.as_deref().map(str::parse::<Format>).transpose().map_err(|e| e.to_string())?;
+        Ok(options)
+    }
+}
+
 /// The columns `compact` returns, each a list as long as the rows: the compacted conversation
 /// (`None` where the row failed), tokens before and after, reached, and the row's error.
 type Columns = (
@@ -420,22 +460,7 @@ fn batch_compact(
         .map_err(|e| PyValueError::new_err(format!("compaction.batch.compact: {e}")))?;
     let plan = Plan::new(strategy, target_tokens, context_window, counter, settings)
         .map_err(|e| PyValueError::new_err(format!("compaction.batch.compact: {e}")))?;
-    let mut inputs: Vec<Option<Vec<u8>>> = Vec::with_capacity(rows.len());
-    for row in rows.iter() {
-        inputs.push(if row.is_none() {
-            None
-        } else if let Ok(bytes) = row.cast::<PyBytes>() {
-            Some(bytes.as_bytes().to_vec())
-        } else if let Ok(text) = row.cast::<PyString>() {
-            Some(text.to_str()?.as_bytes().to_vec())
-        } else {
-            return Err(PyValueError::new_err(format!(
-                "compaction.batch.compact: row {} is a {}, not JSON text (str or bytes)",
-                inputs.len(),
-                row.get_type().name()?
-            )));
-        });
-    }
+    let inputs = rows_from(rows)?;
     // Each row's bytes are taken by the thread that reads them (the reader keeps them).
     let indexed: Vec<(usize, Mutex<Option<Vec<u8>>>)> =
         inputs.into_iter().map(Mutex::new).enumerate().collect();
@@ -475,5 +500,6 @@ fn batch_compact(
 
 /// Adds the module's functions to `_native`.
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(batch_compact, m)?)
+    m.add_function(wrap_pyfunction!(batch_compact, m)?)?;
+    m.add_function(wrap_pyfunction!(bench::batch_bench, m)?)
 }

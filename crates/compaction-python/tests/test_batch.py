@@ -12,8 +12,8 @@ import os
 import pyarrow as pa
 import pytest
 
-from batch_cases import CONFIGS, FILES, ROOT, expected_from, load_expected
-from compaction.batch import SETTINGS, compact
+from batch_cases import BENCH, CONFIGS, FILES, ROOT, bench_from, expected_from, load_bench_expected, load_expected
+from compaction.batch import GRID_SETTINGS, SETTINGS, bench, compact
 
 
 def table_of(files=FILES, kind=pa.string()):
@@ -55,6 +55,46 @@ def test_each_row_is_what_the_cli_makes_of_it(name):
 @pytest.mark.skipif(not os.environ.get("COMPACTION_BIN"), reason="COMPACTION_BIN names no compaction binary")
 def test_the_expected_rows_are_what_the_cli_says_today():
     assert expected_from(os.environ["COMPACTION_BIN"]) == load_expected()
+    assert bench_from(os.environ["COMPACTION_BIN"]) == load_bench_expected()
+
+
+def test_bench_gives_the_figures_compaction_bench_gives():
+    table = pa.table({"path": FILES, "messages": [(ROOT / path).read_text() for path in FILES]})
+    out = bench(table, **BENCH)
+    # Every file with `none` and each strategy crossed with the settings it takes.
+    assert out.num_rows == len(FILES) * (1 + 4 + 4 + 4)
+    assert out.column_names[:3] == ["path", "configuration", "format"]
+    got = {f"{row.pop('path')}\t{row['configuration']}": row for row in out.to_pylist()}
+    assert got == load_bench_expected()
+    assert [row["configuration"] for row in out.to_pylist()[:3]] == [
+        "none",
+        "tool-result-pruning min_tokens=0 cache_aware=false",
+        "tool-result-pruning min_tokens=0 cache_aware=true",
+    ]
+
+
+def test_bench_gives_a_bad_row_one_row_with_its_error():
+    good = (ROOT / FILES[0]).read_text()
+    out = bench(pa.table({"n": [1, 2, 3], "messages": [good, "{", None]}), context_window=1000).to_pylist()
+    assert [row["n"] for row in out] == [1, 1, 2, 3]
+    assert [row["configuration"] for row in out] == ["none", "tool-result-pruning", None, None]
+    assert out[2]["error"].startswith("row 1: ") and out[3]["error"] == "row 2: no conversation (null)"
+    assert out[0]["error"] is None and out[0]["calls"] > 0 and out[2]["calls"] is None
+
+
+def test_bench_settings_are_checked_before_any_row_is_read():
+    table = table_of()
+    with pytest.raises(ValueError, match="unknown setting target_tokens"):
+        bench(table, context_window=1000, target_tokens=5)
+    with pytest.raises(ValueError, match="unknown grid setting placeholder"):
+        bench(table, context_window=1000, grid={"placeholder": ["x"]})
+    with pytest.raises(ValueError, match="not available in a batch"):
+        bench(table, context_window=1000, strategy="summarization")
+    with pytest.raises(ValueError, match="cache"):
+        bench(table, context_window=1000, cache="redis")
+    with pytest.raises(ValueError, match="needs a list"):
+        bench(table, context_window=1000, grid={"min_tokens": 5})
+    assert "compact_at" in GRID_SETTINGS
 
 
 @pytest.mark.parametrize("kind", [pa.string(), pa.large_string(), pa.binary(), pa.large_binary()])

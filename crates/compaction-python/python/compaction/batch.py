@@ -16,6 +16,9 @@ keeps its value and gets its error in the `error` column; the others go on.
     table = pq.read_table("trajectories.parquet")
     compacted = compact(table, "messages", target_tokens=30_000, min_tokens=100)
 
+`bench` replays each row with a grid of configurations as `compaction bench` does, and gives a
+row per trajectory and configuration with its figures in tokens and in cost.
+
 On Ray Data, `dataset.map_batches(lambda b: compact(b, target_tokens=30_000),
 batch_format="pyarrow")`; on Spark, `df.mapInArrow(lambda batches: (compact(b, ...).to_batches()
 ... for b in batches), schema)`: see the README's "From Python".
@@ -23,13 +26,14 @@ batch_format="pyarrow")`; on Spark, `df.mapInArrow(lambda batches: (compact(b, .
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import pyarrow as pa
 
 from compaction import _native
 
-__all__ = ["compact", "compact_batches", "SETTINGS"]
+__all__ = ["compact", "compact_batches", "bench", "SETTINGS", "BENCH_SETTINGS", "GRID_SETTINGS"]
 
 #: The settings `compact` takes as keywords: `compaction prune`'s options with underscores (the
 #: strategies that ask a model or write files are not available in a batch).
@@ -150,6 +154,197 @@ def compact(
     table = table.append_column("tokens_after", pa.array(after, type=pa.int64()))
     table = table.append_column("reached", pa.array(reached, type=pa.bool_()))
     return table.append_column("error", pa.array(errors, type=pa.string()))
+
+
+#: The settings `bench` takes as keywords: `compaction bench`'s options with underscores.
+BENCH_SETTINGS = (
+    "format",
+    "full_history",
+    "compact_at",
+    "compact_to",
+    "min_keep_steps",
+    "min_tokens",
+    "placeholder",
+    "skip_meta_keys",
+    "exclude_tools",
+    "clear_at_least",
+    "clear_tool_inputs",
+    "keep_tool_results",
+    "preview_ends",
+    # A price table (the JSON text `--prices` reads), the model to price by where a log names
+    # none, and the prompt cache (anthropic, openai or none).
+    "prices",
+    "price_model",
+    "cache",
+)
+
+_PRUNING, _WINDOW, _MASKING = "tool-result-pruning", "sliding-window", "observation-masking"
+
+#: The settings a `bench` grid crosses (`--set KEY=V1,V2`), with the strategies each applies to
+#: (`None`: all).
+GRID_SETTINGS = {
+    "min_tokens": (_PRUNING,),
+    "clear_at_least": (_PRUNING,),
+    "keep_tool_results": (_PRUNING,),
+    "min_keep_steps": (_PRUNING, _WINDOW),
+    "keep_observations": (_MASKING,),
+    "polling": (_MASKING,),
+    "compact_at": None,
+    "compact_to": None,
+    "cache_aware": None,
+    "expected_calls": None,
+}
+
+#: The figures `bench` gives for each row and configuration, as `compaction bench --json` does.
+_FIGURES = pa.schema(
+    [
+        ("configuration", pa.string()),
+        ("format", pa.string()),
+        ("calls", pa.int64()),
+        ("peak_tokens", pa.int64()),
+        ("over_window", pa.int64()),
+        ("tokens_sent", pa.int64()),
+        ("uncached_tokens", pa.int64()),
+        ("cache_read_tokens", pa.int64()),
+        ("cache_write_tokens", pa.int64()),
+        ("output_tokens", pa.int64()),
+        ("cost", pa.float64()),
+        ("recorded_cost", pa.float64()),
+        ("compactions", pa.int64()),
+        ("refetches", pa.int64()),
+        ("refetch_tokens", pa.int64()),
+        ("error", pa.string()),
+    ]
+)
+
+
+def bench(
+    table,
+    column: str = "messages",
+    *,
+    context_window: int,
+    strategy="tool-result-pruning",
+    grid: dict | None = None,
+    counter: str = "approximate",
+    **settings,
+) -> pa.Table:
+    """Replays each row's conversation with a grid of configurations, as `compaction bench` does.
+
+    `strategy` is a comma list (or a list) of `tool-result-pruning`, `sliding-window`,
+    `observation-masking` or `chain:A+B+...`; `grid` maps settings of `GRID_SETTINGS` to the
+    values to cross them with (`--set KEY=V1,V2`), each strategy crossed with those it takes.
+    The other settings are those of `BENCH_SETTINGS`, for every configuration.
+
+    Returns a row per input row and configuration (`none`, the calls as recorded, first): the
+    input's other columns, then `configuration` (named as `bench` names it), `format` and the
+    figures `bench --json` gives: the model calls, the peak context, the calls over the window,
+    the tokens sent, the uncached, cache-read, cache-write and output tokens, the cost with the
+    price table's prompt cache (null when the model is unknown: `price_model`), the cost the log
+    records, the compactions and the refetches. A row that cannot be read gives one row with its
+    `error`.
+    """
+    if isinstance(table, pa.RecordBatch):
+        table = pa.Table.from_batches([table])
+    elif not isinstance(table, pa.Table):
+        raise TypeError(f"bench takes a pyarrow Table or RecordBatch, not {type(table).__name__}")
+    unknown = sorted(set(settings) - set(BENCH_SETTINGS))
+    if unknown:
+        raise ValueError(
+            f"compaction.batch.bench: unknown setting{'s' if len(unknown) > 1 else ''} "
+            f"{', '.join(unknown)}; expected {', '.join(BENCH_SETTINGS)}"
+        )
+    grid = dict(grid or {})
+    unknown = sorted(set(grid) - set(GRID_SETTINGS))
+    if unknown:
+        raise ValueError(
+            f"compaction.batch.bench: unknown grid setting{'s' if len(unknown) > 1 else ''} "
+            f"{', '.join(unknown)}; expected {', '.join(GRID_SETTINGS)}"
+        )
+    for key, values in grid.items():
+        if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__") or not list(values):
+            raise ValueError(f"compaction.batch.bench: grid setting {key} needs a list of values")
+    given = {name: value for name, value in settings.items() if value is not None}
+    read = {name: given.pop(name) for name in ("format", "full_history") if name in given}
+    prices = {name: given.pop(name) for name in ("prices", "price_model", "cache") if name in given}
+    configurations = _configurations(strategy, grid, given)
+    rows = _rows(table, column)
+    figures = _native.batch_bench(
+        rows, context_window, json.dumps(configurations), counter, json.dumps(read), json.dumps(prices)
+    )
+    indices = pa.array([entry.pop("row") for entry in figures], type=pa.int64())
+    out = table.drop_columns([column]).take(indices)
+    for field in _FIGURES:
+        out = out.append_column(field, pa.array([entry[field.name] for entry in figures], type=field.type))
+    return out
+
+
+def _configurations(strategy, grid: dict, base: dict) -> list:
+    """The grid's configurations as `compaction bench` names and builds them, `none` left out."""
+    names = strategy.split(",") if isinstance(strategy, str) else list(strategy)
+    configurations = []
+    for name in (n.strip() for n in names):
+        if not name or name == "none":
+            continue
+        spelled = name.replace("+", ",")
+        stages = spelled[len("chain:"):].split(",") if spelled.startswith("chain:") else [spelled]
+        stages = [stage.strip() for stage in stages]
+        taken = [
+            (key, values)
+            for key, values in grid.items()
+            if GRID_SETTINGS[key] is None or any(stage in GRID_SETTINGS[key] for stage in stages)
+        ]
+        label = spelled.replace(",", "+")
+        for combination in itertools.product(*[[(key, value) for value in values] for key, values in taken]):
+            full = label + "".join(f" {key}={_spelled(value)}" for key, value in combination)
+            chosen = dict(base)
+            cache_aware, expected_calls = False, None
+            for key, value in combination:
+                if key == "cache_aware":
+                    cache_aware = value in (True, "true")
+                elif key == "expected_calls":
+                    expected_calls = int(value)
+                else:
+                    chosen[key] = value
+            configurations.append(
+                {
+                    "name": full,
+                    "strategy": spelled,
+                    "settings": chosen,
+                    "cache_aware": cache_aware,
+                    "expected_calls": expected_calls,
+                }
+            )
+    return configurations
+
+
+def _spelled(value) -> str:
+    """A grid value as `--set` spells it in a configuration's name."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _rows(table: pa.Table, column: str) -> list:
+    """The rows of `column` as JSON text for the native side (`None` for a row that has none, or
+    a list of structs JSON cannot spell)."""
+    if column not in table.column_names:
+        raise KeyError(f"compaction.batch: no column {column!r}; the table has {table.column_names}")
+    values = table.column(column)
+    structs = _is_list_of_structs(values.type)
+    if not structs and not _is_text(values.type):
+        raise TypeError(
+            f"compaction.batch: column {column!r} is {values.type}: expected JSON text "
+            "(string or binary) or a list of structs"
+        )
+    if not structs:
+        return values.cast(pa.large_binary()).to_pylist()
+    rows = []
+    for value in values.to_pylist():
+        try:
+            rows.append(None if value is None else json.dumps(value, ensure_ascii=False))
+        except (TypeError, ValueError):
+            rows.append(None)
+    return rows
 
 
 def _is_text(kind: pa.DataType) -> bool:
