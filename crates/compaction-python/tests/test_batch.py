@@ -198,3 +198,18 @@ def test_list_settings_take_a_list_or_the_clis_comma_separated_text():
     text = compact(table, target_tokens=500, min_tokens=0, exclude_tools="bash, read_file")
     assert listed.equals(text)
     assert not listed.equals(compact(table, target_tokens=500, min_tokens=0))
+
+
+def test_reading_settings_and_tools_reach_every_row():
+    tau = next(path for path in FILES if "tau-bench" in path)
+    table = pa.table({"messages": [(ROOT / tau).read_text()]})
+    first = compact(table, target_tokens=10**9).to_pylist()[0]
+    second = compact(table, target_tokens=10**9, conversation=1).to_pylist()[0]
+    assert first["tokens_before"] != second["tokens_before"]
+    wrong = compact(table, target_tokens=10**9, format="claude-code").to_pylist()[0]
+    assert wrong["error"].startswith("row 0: ") and wrong["tokens_before"] is None
+    tools = [{"name": "search", "description": "Search the web.", "parameters": {"type": "object"}}]
+    with_tools = compact(table, target_tokens=10**9, tools=tools).to_pylist()[0]
+    assert with_tools["tokens_before"] > 0 and with_tools["tokens_before"] != first["tokens_before"]
+    with pytest.raises(ValueError, match="format"):
+        compact(table, target_tokens=10, format="excel")
