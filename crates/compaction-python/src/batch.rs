@@ -12,6 +12,7 @@
 //! its error, and the others go on.
 
 use std::num::NonZeroUsize;
+use std::ops::Range;
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -393,8 +394,83 @@ fn provider_context_tokens(
     Ok(Some(recorded + after))
 }
 
-/// The bytes of each of `rows` (`bytes`, `str` or `None`), copied: a row's reader keeps them.
-fn rows_from(rows: &Bound<'_, PyList>) -> PyResult<Vec<Option<Vec<u8>>>> {
+/// The rows handed over: a list of `bytes`, `str` or `None`, each copied; or an Arrow binary
+/// column's buffers, `(offsets, data, valid)` (the `int64` offsets of each row into `data`, from
+/// 0, and whether each row is not null, `None` when none is), read in place.
+#[derive(Debug)]
+enum Rows<'py> {
+    Copied(Vec<Mutex<Option<Vec<u8>>>>),
+    Arrow { data: Bound<'py, PyBytes>, spans: Vec<Option<Range<usize>>> },
+}
+
+/// The rows as the threads take them, without the GIL.
+#[derive(Debug, Clone, Copy)]
+enum View<'a> {
+    Copied(&'a [Mutex<Option<Vec<u8>>>]),
+    Arrow { data: &'a [u8], spans: &'a [Option<Range<usize>>] },
+}
+
+impl<'py> Rows<'py> {
+    fn from_python(rows: &Bound<'py, PyAny>) -> PyResult<Rows<'py>> {
+        if let Ok(list) = rows.cast::<PyList>() {
+            return Ok(Rows::Copied(copied(list)?.into_iter().map(Mutex::new).collect()));
+        }
+        let (offsets, data, valid): (Bound<'py, PyBytes>, Bound<'py, PyBytes>, Option<Vec<bool>>) =
+            rows.extract()?;
+        let bad =
+            |what: &str| PyValueError::new_err(format!("compaction.batch: the column's buffers {what}"));
+        let offsets: Vec<i64> = offsets
+            .as_bytes()
+            .chunks_exact(8)
+            .map(|b| i64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]))
+            .collect();
+        let length = offsets.len().saturating_sub(1);
+        if valid.as_ref().is_some_and(|valid| valid.len() != length) {
+            return Err(bad("give validity for another number of rows than offsets"));
+        }
+        let size = data.as_bytes().len();
+        let mut spans = Vec::with_capacity(length);
+        for (index, pair) in offsets.windows(2).enumerate() {
+            let (Ok(start), Ok(end)) = (usize::try_from(pair[0]), usize::try_from(pair[1])) else {
+                return Err(bad("hold a negative offset"));
+            };
+            if start > end || end > size {
+                return Err(bad("hold an offset past the data"));
+            }
+            let valid = valid.as_ref().is_none_or(|valid| valid[index]);
+            spans.push(valid.then_some(start..end));
+        }
+        Ok(Rows::Arrow { data, spans })
+    }
+
+    fn view(&self) -> View<'_> {
+        match self {
+            Rows::Copied(rows) => View::Copied(rows),
+            Rows::Arrow { data, spans } => View::Arrow { data: data.as_bytes(), spans },
+        }
+    }
+}
+
+impl View<'_> {
+    fn len(self) -> usize {
+        match self {
+            View::Copied(rows) => rows.len(),
+            View::Arrow { spans, .. } => spans.len(),
+        }
+    }
+
+    /// Row `index`'s bytes (the reader keeps them: copied once, by the thread that reads them);
+    /// `None` for a null row.
+    fn take(self, index: usize) -> Option<Vec<u8>> {
+        match self {
+            View::Copied(rows) => rows[index].lock().unwrap_or_else(PoisonError::into_inner).take(),
+            View::Arrow { data, spans } => spans[index].clone().map(|span| data[span].to_vec()),
+        }
+    }
+}
+
+/// The bytes of each of `rows` (`bytes`, `str` or `None`), copied.
+fn copied(rows: &Bound<'_, PyList>) -> PyResult<Vec<Option<Vec<u8>>>> {
     let mut inputs: Vec<Option<Vec<u8>>> = Vec::with_capacity(rows.len());
     for row in rows.iter() {
         inputs.push(if row.is_none() {
@@ -414,6 +490,29 @@ fn rows_from(rows: &Bound<'_, PyList>) -> PyResult<Vec<Option<Vec<u8>>>> {
     Ok(inputs)
 }
 
+/// `work` on each row's bytes, on every core with the GIL released, one row a thread (a row's
+/// own reading and counting start no threads of their own); a null row, or one whose work
+/// panicked, is an error naming it.
+fn each_row<R: Send>(
+    py: Python<'_>,
+    rows: &Rows<'_>,
+    work: impl Fn(usize, Vec<u8>) -> Result<R, String> + Sync,
+) -> Vec<Result<R, String>> {
+    let view = rows.view();
+    let indices: Vec<usize> = (0..view.len()).collect();
+    py.detach(|| {
+        parallel::map(&indices, |&index| {
+            let Some(bytes) = view.take(index) else {
+                return Err(format!("row {index}: no conversation (null)"));
+            };
+            parallel::with_max_threads(NonZeroUsize::MIN, || {
+                std::panic::catch_unwind(AssertUnwindSafe(|| work(index, bytes)))
+                    .unwrap_or_else(|_| Err(format!("row {index}: failed unexpectedly (a panic)")))
+            })
+        })
+    })
+}
+
 /// How `bench` reads each row: `--format` and `--full-history`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -431,25 +530,28 @@ impl ReadSettings {
     }
 }
 
-/// The columns `compact` returns, each a list as long as the rows: the compacted conversation
-/// (`None` where the row failed), tokens before and after, reached, and the row's error.
+/// The columns `compact` returns, each as long as the rows: the compacted conversations as an
+/// Arrow binary column's `int64` offsets and data (a failed row empty), tokens before and after,
+/// reached, and the row's error.
 type Columns = (
-    Vec<Option<Py<PyBytes>>>,
+    Py<PyBytes>,
+    Py<PyBytes>,
     Vec<Option<usize>>,
     Vec<Option<usize>>,
     Vec<Option<bool>>,
     Vec<Option<String>>,
 );
 
-/// Compacts each of `rows` (a list of `bytes` or `str` of JSON text, or `None`) with `strategy`,
-/// the goal (`target_tokens` or `context_window`), the counter spec `counter` and the other
-/// settings (`settings_json`, a JSON object of the CLI's options with underscores). Settings
-/// that do not fit are a `ValueError` before any row is read; a row's own failure is its error.
+/// Compacts each of `rows` (a list of `bytes` or `str` of JSON text, or `None`; or an Arrow
+/// binary column's buffers, see [`Rows`]) with `strategy`, the goal (`target_tokens` or
+/// `context_window`), the counter spec `counter` and the other settings (`settings_json`, a JSON
+/// object of the CLI's options with underscores). Settings that do not fit are a `ValueError`
+/// before any row is read; a row's own failure is its error.
 #[pyfunction]
 #[pyo3(signature = (rows, strategy, target_tokens, context_window, counter, settings_json))]
 fn batch_compact(
     py: Python<'_>,
-    rows: &Bound<'_, PyList>,
+    rows: &Bound<'_, PyAny>,
     strategy: &str,
     target_tokens: Option<usize>,
     context_window: Option<usize>,
@@ -460,42 +562,51 @@ fn batch_compact(
         .map_err(|e| PyValueError::new_err(format!("compaction.batch.compact: {e}")))?;
     let plan = Plan::new(strategy, target_tokens, context_window, counter, settings)
         .map_err(|e| PyValueError::new_err(format!("compaction.batch.compact: {e}")))?;
-    let inputs = rows_from(rows)?;
-    // Each row's bytes are taken by the thread that reads them (the reader keeps them).
-    let indexed: Vec<(usize, Mutex<Option<Vec<u8>>>)> =
-        inputs.into_iter().map(Mutex::new).enumerate().collect();
-    let done = py.detach(|| {
-        // Rows spread over the cores, one row a thread: a row's own reading and counting start
-        // no threads of their own.
-        parallel::map(&indexed, |(index, bytes)| {
-            let taken = bytes.lock().unwrap_or_else(PoisonError::into_inner).take();
-            let Some(bytes) = taken else { return Err(format!("row {index}: no conversation (null)")) };
-            parallel::with_max_threads(NonZeroUsize::MIN, || {
-                std::panic::catch_unwind(AssertUnwindSafe(|| compact_row(*index, bytes, &plan)))
-                    .unwrap_or_else(|_| Err(format!("row {index}: compaction failed unexpectedly (a panic)")))
-            })
-        })
-    });
-    let mut columns: Columns = Default::default();
-    for row in done {
-        match row {
+    let rows = Rows::from_python(rows)?;
+    let done = each_row(py, &rows, |index, bytes| compact_row(index, bytes, &plan));
+    drop(rows);
+    let mut tokens_before: Vec<Option<usize>> = Vec::new();
+    let mut tokens_after: Vec<Option<usize>> = Vec::new();
+    let mut reached: Vec<Option<bool>> = Vec::new();
+    let mut errors: Vec<Option<String>> = Vec::new();
+    let written: Vec<Option<Vec<u8>>> = done
+        .into_iter()
+        .map(|row| match row {
             Ok(row) => {
-                columns.0.push(Some(PyBytes::new(py, &row.output).unbind()));
-                columns.1.push(Some(row.tokens_before));
-                columns.2.push(Some(row.tokens_after));
-                columns.3.push(row.reached);
-                columns.4.push(None);
+                tokens_before.push(Some(row.tokens_before));
+                tokens_after.push(Some(row.tokens_after));
+                reached.push(row.reached);
+                errors.push(None);
+                Some(row.output)
             }
             Err(error) => {
-                columns.0.push(None);
-                columns.1.push(None);
-                columns.2.push(None);
-                columns.3.push(None);
-                columns.4.push(Some(error));
+                tokens_before.push(None);
+                tokens_after.push(None);
+                reached.push(None);
+                errors.push(Some(error));
+                None
             }
+        })
+        .collect();
+    let (offsets, data) = py.detach(|| {
+        let mut offsets = Vec::with_capacity((written.len() + 1) * 8);
+        let mut data = Vec::with_capacity(written.iter().flatten().map(Vec::len).sum());
+        offsets.extend_from_slice(&0i64.to_le_bytes());
+        for output in &written {
+            data.extend_from_slice(output.as_deref().unwrap_or_default());
+            offsets.extend_from_slice(&(data.len() as i64).to_le_bytes());
         }
-    }
-    Ok(columns)
+        drop(written);
+        (offsets, data)
+    });
+    Ok((
+        PyBytes::new(py, &offsets).unbind(),
+        PyBytes::new(py, &data).unbind(),
+        tokens_before,
+        tokens_after,
+        reached,
+        errors,
+    ))
 }
 
 /// Adds the module's functions to `_native`.

@@ -131,6 +131,20 @@ def test_a_record_batch_and_a_chunked_table_give_the_same_table():
     assert compact(chunked, target_tokens=1000, min_tokens=50).equals(whole)
 
 
+def test_slices_and_empty_tables_are_read_in_place():
+    table = table_of()
+    whole = compact(table, target_tokens=1000, min_tokens=50)
+    # A slice keeps its parent's buffers, with an offset into them (as Ray's batches do).
+    for start, length in ((0, 1), (2, 4), (len(FILES) - 1, 1)):
+        part = compact(table.slice(start, length), target_tokens=1000, min_tokens=50)
+        assert part.equals(whole.slice(start, length))
+        shown = bench(table.slice(start, length), context_window=3000)
+        assert shown.column("path" if "path" in shown.column_names else "id").to_pylist()[0] == start
+    empty = compact(table.slice(0, 0), target_tokens=1000)
+    assert empty.num_rows == 0 and empty.schema == whole.schema
+    assert bench(table.slice(0, 0), context_window=1000).num_rows == 0
+
+
 def test_columns_of_the_same_names_are_replaced_and_the_rest_kept():
     first = compact(table_of(), target_tokens=1000, min_tokens=50)
     again = compact(first, target_tokens=1000, min_tokens=50)

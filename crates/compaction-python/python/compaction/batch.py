@@ -30,6 +30,7 @@ import itertools
 import json
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from compaction import _native
 
@@ -131,20 +132,24 @@ def compact(
                 rows.append(None)
                 unreadable[index] = f"row {index}: the list of structs is not JSON: {error}"
     else:
-        rows = values.cast(pa.large_binary()).to_pylist()
-    outputs, before, after, reached, errors = _native.batch_compact(
+        binary = values.cast(pa.large_binary()).combine_chunks()
+        rows = _buffers(binary)
+    offsets, data, before, after, reached, errors = _native.batch_compact(
         rows, strategy, target_tokens, context_window, counter, json.dumps(given)
     )
+    written = pa.Array.from_buffers(pa.large_binary(), len(errors), [None, pa.py_buffer(offsets), pa.py_buffer(data)])
     for index, error in unreadable.items():
         errors[index] = error
     if structs:
+        outputs = [None if error else output for output, error in zip(written.to_pylist(), errors)]
         compacted, unfit = _struct_column(values.type, originals, outputs)
         for index, error in unfit.items():
             before[index] = after[index] = reached[index] = None
             errors[index] = error
     else:
-        kept = [out if out is not None else row for out, row in zip(outputs, rows)]
-        compacted = pa.array(kept, type=pa.large_binary()).cast(values.type)
+        # A failed row keeps its value.
+        went = pa.array([error is None for error in errors], type=pa.bool_())
+        compacted = pc.if_else(went, written, binary).cast(values.type)
     at = table.column_names.index(column)
     table = table.set_column(at, table.schema.field(at).with_type(compacted.type), compacted)
     for name in ADDED:
@@ -324,9 +329,9 @@ def _spelled(value) -> str:
     return str(value)
 
 
-def _rows(table: pa.Table, column: str) -> list:
-    """The rows of `column` as JSON text for the native side (`None` for a row that has none, or
-    a list of structs JSON cannot spell)."""
+def _rows(table: pa.Table, column: str):
+    """The rows of `column` for the native side: a text column's buffers (`_buffers`), or the
+    JSON text of each list of structs (`None` for a null row or one JSON cannot spell)."""
     if column not in table.column_names:
         raise KeyError(f"compaction.batch: no column {column!r}; the table has {table.column_names}")
     values = table.column(column)
@@ -337,7 +342,7 @@ def _rows(table: pa.Table, column: str) -> list:
             "(string or binary) or a list of structs"
         )
     if not structs:
-        return values.cast(pa.large_binary()).to_pylist()
+        return _buffers(values.cast(pa.large_binary()).combine_chunks())
     rows = []
     for value in values.to_pylist():
         try:
@@ -345,6 +350,22 @@ def _rows(table: pa.Table, column: str) -> list:
         except (TypeError, ValueError):
             rows.append(None)
     return rows
+
+
+def _buffers(binary: pa.Array) -> tuple:
+    """A `large_binary` array as the native side reads it in place: its rows' `int64` offsets
+    from 0 and the data they span (copied once), and whether each row is not null (`None` when
+    none is)."""
+    count = len(binary)
+    if count == 0:
+        return bytes(8), b"", None
+    _, offsets, data = binary.buffers()
+    positions = pa.Array.from_buffers(pa.int64(), count + 1, [None, offsets], offset=binary.offset)
+    first, last = positions[0].as_py(), positions[count].as_py()
+    starts = pc.subtract(positions, pa.scalar(first, pa.int64()))
+    spanned = data.slice(first, last - first).to_pybytes() if last > first else b""
+    valid = None if binary.null_count == 0 else binary.is_valid().to_pylist()
+    return starts.buffers()[1].slice(0, (count + 1) * 8).to_pybytes(), spanned, valid
 
 
 def _is_text(kind: pa.DataType) -> bool:

@@ -8,21 +8,17 @@
 //! with the price table's prompt cache, giving the figures `bench` writes in its JSON and CSV:
 //! `none` (the calls as recorded) first, then each configuration.
 
-use std::num::NonZeroUsize;
-use std::panic::AssertUnwindSafe;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use compaction_core::error_chain;
 use compaction_formats::{MessageUsage, ReadOptions};
 use compaction_hook::{CacheRule, CompactionHook, CompactionHookSettings};
-use compaction_model::parallel;
 use compaction_replay::{CacheKind, Call, Lifetime, PriceTable, Pricing, Recorded, Recording, Replay, Step};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::PyList;
 use serde::Deserialize;
 
-use super::{rows_from, Goal, Plan, Settings};
+use super::{each_row, Goal, Plan, Rows, Settings};
 
 /// One configuration of the grid, as the Python half names and sets it.
 #[derive(Debug, Deserialize)]
@@ -228,7 +224,7 @@ fn bench_row(
 #[pyo3(signature = (rows, context_window, grid_json, counter, read_json, prices_json))]
 pub(crate) fn batch_bench(
     py: Python<'_>,
-    rows: &Bound<'_, PyList>,
+    rows: &Bound<'_, PyAny>,
     context_window: usize,
     grid_json: &str,
     counter: &str,
@@ -258,24 +254,11 @@ pub(crate) fn batch_bench(
         .map(|configuration| build(configuration, context_window, counter, openai))
         .collect::<Result<Vec<_>, _>>()
         .map_err(invalid)?;
-    let inputs = rows_from(rows)?;
-    let indexed: Vec<(usize, Mutex<Option<Vec<u8>>>)> =
-        inputs.into_iter().map(Mutex::new).enumerate().collect();
-    let done = py.detach(|| {
-        parallel::map(&indexed, |(row, bytes)| {
-            let taken = bytes.lock().unwrap_or_else(PoisonError::into_inner).take();
-            let result = match taken {
-                None => Err(format!("row {row}: no conversation (null)")),
-                Some(bytes) => parallel::with_max_threads(NonZeroUsize::MIN, || {
-                    std::panic::catch_unwind(AssertUnwindSafe(|| {
-                        bench_row(*row, bytes, &grid, &pricing, context_window, &read)
-                    }))
-                    .unwrap_or_else(|_| Err(format!("row {row}: the replay failed unexpectedly (a panic)")))
-                }),
-            };
-            result
-                .unwrap_or_else(|error| vec![Figures { row: *row, error: Some(error), ..Figures::default() }])
-        })
+    let rows = Rows::from_python(rows)?;
+    let done =
+        each_row(py, &rows, |row, bytes| bench_row(row, bytes, &grid, &pricing, context_window, &read));
+    let done = done.into_iter().enumerate().map(|(row, result)| {
+        result.unwrap_or_else(|error| vec![Figures { row, error: Some(error), ..Figures::default() }])
     });
     Ok(done.into_iter().flatten().collect())
 }
