@@ -4,8 +4,12 @@
 //! pytest suite that runs our classes beside Haystack 3.4.1's): they need the package built by
 //! maturin and installed, with Haystack, in a Python environment. This command runs
 //! `cargo test --workspace --all-features --locked`, then makes a virtual environment under the
-//! target directory (`python-venv`), installs `./crates/compaction-python[haystack]` and pytest
-//! into it with pip (maturin comes from PyPI through pip's build isolation), and runs pytest.
+//! target directory (`python-venv`), installs `./crates/compaction-python[haystack,test]` into it
+//! with pip (maturin comes from PyPI through pip's build isolation; the `test` extra brings pytest
+//! and the engines `compaction.batch` is tested on, Ray and Spark), and runs pytest. Spark needs
+//! Java, which `.ci/setup` installs; without `java` the command says so before building anything.
+//! The batch tests compare with the `compaction` binary itself when the Rust part has built it
+//! (`COMPACTION_BIN`), besides the CLI's outputs committed beside them.
 //!
 //! The package is built with the dev profile there (`MATURIN_PEP517_ARGS=--profile dev`) in the
 //! same target directory, so it reuses the dependencies `cargo test` just compiled instead of
@@ -61,6 +65,9 @@ fn target_dir() -> PathBuf {
 /// Builds and installs the Python package in a fresh virtual environment, then runs its pytest
 /// suite there.
 fn python_tests() -> Result<()> {
+    if Command::new("java").arg("-version").output().is_err() {
+        bail!("the Spark tests need Java, and `java` is not on PATH: run .ci/setup (Debian's default-jre-headless)");
+    }
     let root = project_root();
     let target = target_dir();
     let venv = target.join("python-venv");
@@ -73,12 +80,17 @@ fn python_tests() -> Result<()> {
     run(Command::new(&venv_python)
         .current_dir(&root)
         .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check"])
-        .arg("./crates/compaction-python[haystack]")
-        .arg("pytest")
+        .arg("./crates/compaction-python[haystack,test]")
         .env("CARGO_TARGET_DIR", &target)
         .env("MATURIN_PEP517_ARGS", "--profile dev")
         .env("HAYSTACK_TELEMETRY_ENABLED", "False"))?;
-    run(Command::new(&venv_python)
+    let mut pytest = Command::new(&venv_python);
+    // The CLI the batch API is compared with, built by `cargo test` (the Rust part).
+    let binary = target.join("debug").join(format!("compaction{}", std::env::consts::EXE_SUFFIX));
+    if binary.is_file() {
+        pytest.env("COMPACTION_BIN", &binary);
+    }
+    run(pytest
         .current_dir(root.join("crates").join("compaction-python"))
         .args(["-m", "pytest", "-p", "no:cacheprovider", "tests"])
         // Leaves no `__pycache__` in the source tree.

@@ -12,6 +12,7 @@
 //! with Haystack's `count(messages=..., tools=...)`, which `PyCounter` calls back per count. A
 //! callback's exception is the count's error: it ends the compaction and is raised as it was.
 
+mod batch;
 mod build;
 mod convert;
 mod offload;
@@ -345,5 +346,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(summarize::summary_text, m)?)?;
     m.add_function(wrap_pyfunction!(openai::responses_input, m)?)?;
     m.add("DEFAULT_SUMMARY_INSTRUCTION", compaction_core::DEFAULT_SUMMARY_INSTRUCTION)?;
+    batch::register(m)?;
     Ok(())
 }
