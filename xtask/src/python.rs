@@ -8,8 +8,8 @@
 //! with pip (maturin comes from PyPI through pip's build isolation; the `test` extra brings pytest
 //! and the engines `compaction.batch` is tested on, Ray and Spark), and runs pytest. Spark needs
 //! Java, which `.ci/setup` installs; without `java` the command says so before building anything.
-//! The batch tests compare with the `compaction` binary itself when the Rust part has built it
-//! (`COMPACTION_BIN`), besides the CLI's outputs committed beside them.
+//! The batch tests compare with the `compaction` binary itself when the Rust part of the same run
+//! has built it (`COMPACTION_BIN`), besides the CLI's outputs committed beside them.
 //!
 //! The package is built with the dev profile there (`MATURIN_PEP517_ARGS=--profile dev`) in the
 //! same target directory, so it reuses the dependencies `cargo test` just compiled instead of
@@ -42,7 +42,9 @@ pub fn test(args: &[String]) -> Result<()> {
         ]))?;
     }
     if python {
-        python_tests()?;
+        // The binary is compared with only when this run built it: with `--python` alone it may
+        // be older than the sources.
+        python_tests(rust)?;
     }
     Ok(())
 }
@@ -64,7 +66,7 @@ fn target_dir() -> PathBuf {
 
 /// Builds and installs the Python package in a fresh virtual environment, then runs its pytest
 /// suite there.
-fn python_tests() -> Result<()> {
+fn python_tests(fresh_binary: bool) -> Result<()> {
     if Command::new("java").arg("-version").output().is_err() {
         bail!("the Spark tests need Java, and `java` is not on PATH: run .ci/setup (Debian's default-jre-headless)");
     }
@@ -87,7 +89,7 @@ fn python_tests() -> Result<()> {
     let mut pytest = Command::new(&venv_python);
     // The CLI the batch API is compared with, built by `cargo test` (the Rust part).
     let binary = target.join("debug").join(format!("compaction{}", std::env::consts::EXE_SUFFIX));
-    if binary.is_file() {
+    if fresh_binary && binary.is_file() {
         pytest.env("COMPACTION_BIN", &binary);
     }
     run(pytest

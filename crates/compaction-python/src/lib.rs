@@ -15,8 +15,8 @@
 mod batch;
 mod build;
 mod convert;
-mod offload;
 mod hooks;
+mod offload;
 mod openai;
 mod summarize;
 

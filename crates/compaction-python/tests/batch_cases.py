@@ -116,9 +116,10 @@ def run_cli(binary: str, path: str, config: dict) -> dict:
     with tempfile.TemporaryDirectory() as folder:
         output, report = Path(folder) / "out", Path(folder) / "report.json"
         pruned = subprocess.run(
-            [binary, "prune", str(ROOT / path), "-q", "-o", str(output), "--report", str(report)]
-            + cli_options(config),
+            [binary, "prune", path, "-q", "-o", str(output), "--report", str(report)] + cli_options(config),
             capture_output=True,
+            # The path as given (relative to the repository), so an error names it the same in any clone.
+            cwd=ROOT,
         )
         if pruned.returncode != 0:
             return {"error": pruned.stderr.decode().strip()}
