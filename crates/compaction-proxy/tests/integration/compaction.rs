@@ -1,0 +1,202 @@
+//! Requests compacted on their way: the upstream receives exactly what reading the body,
+//! running the hook and writing it back gives when the libraries are called directly, with
+//! every field of the request the proxy does not know kept; what cannot be read goes through
+//! unchanged (or is refused with --fail-closed).
+
+use compaction_core::{PruningSettings, ToolResultPruningCompactor};
+use compaction_formats::{Format, ReadOptions};
+use compaction_hook::{AgentState, CompactionHook, CompactionHookSettings};
+use compaction_model::Changes;
+use compaction_proxy::ProxySettings;
+use serde_json::{json, Value};
+
+use crate::upstream::Upstream;
+use crate::{bounded, client, Proxy};
+
+/// The hook every test runs: pruning with its defaults, an 8,000-token window.
+pub fn hook() -> CompactionHook {
+    let pruning = ToolResultPruningCompactor::new(PruningSettings::default()).expect("valid settings");
+    CompactionHook::new(Box::new(pruning), CompactionHookSettings::new(8_000)).expect("valid settings")
+}
+
+/// A tool result of about 1,000 tokens, told apart by `n`.
+fn output(n: usize) -> String {
+    format!("file {n}:\n{}", format!("line {n} of the output, with some text in it\n").repeat(90))
+}
+
+/// A Claude Code-shaped Messages request: `steps` tool calls and results, streamed, with a
+/// cached system prompt, tools, metadata and a cache breakpoint on the last result.
+pub fn anthropic_request(steps: usize) -> Value {
+    let mut messages = vec![json!({"role": "user", "content": "Fix the failing test."})];
+    for n in 0..steps {
+        messages.push(json!({"role": "assistant", "content": [
+            {"type": "text", "text": format!("Reading file {n}.")},
+            {"type": "tool_use", "id": format!("toolu_{n}"), "name": "Read", "input": {"file_path": format!("/src/f{n}.rs")}},
+        ]}));
+        messages.push(json!({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": format!("toolu_{n}"), "content": output(n)},
+        ]}));
+    }
+    let last = messages.last_mut().expect("a message");
+    last["content"][0]["cache_control"] = json!({"type": "ephemeral"});
+    json!({
+        "model": "claude-sonnet-4-5",
+        "max_tokens": 32000,
+        "stream": true,
+        "system": [{"type": "text", "text": "You are Claude Code.", "cache_control": {"type": "ephemeral"}}],
+        "tools": [{"name": "Read", "description": "Reads a file.", "input_schema": {"type": "object", "properties": {"file_path": {"type": "string"}}}}],
+        "metadata": {"user_id": "user_1"},
+        "thinking": {"type": "enabled", "budget_tokens": 1024},
+        "messages": messages,
+    })
+}
+
+/// An OpenAI SDK-shaped Chat Completions request with `steps` tool calls and results.
+pub fn openai_request(steps: usize) -> Value {
+    let mut messages = vec![
+        json!({"role": "system", "content": "You are a coding agent."}),
+        json!({"role": "user", "content": "Fix the failing test."}),
+    ];
+    for n in 0..steps {
+        messages.push(json!({"role": "assistant", "content": null, "tool_calls": [
+            {"id": format!("call_{n}"), "type": "function", "function": {"name": "read_file", "arguments": format!("{{\"path\":\"f{n}.rs\"}}")}},
+        ]}));
+        messages.push(json!({"role": "tool", "tool_call_id": format!("call_{n}"), "content": output(n)}));
+    }
+    json!({
+        "model": "gpt-4o",
+        "stream": true,
+        "stream_options": {"include_usage": true},
+        "temperature": 0,
+        "tools": [{"type": "function", "function": {"name": "read_file", "parameters": {"type": "object"}}}],
+        "messages": messages,
+        "x_vendor_field": {"kept": [1, 2.50, "three"]},
+    })
+}
+
+/// What the hook makes of `body`, calling the libraries directly: read, run, written back.
+pub fn compacted_directly(body: &[u8], format: Format) -> Vec<u8> {
+    let mut conversation =
+        compaction_formats::read(body.to_vec(), &ReadOptions::named("request").with_format(format))
+            .expect("reads");
+    let messages = std::mem::take(&mut conversation.messages);
+    let mut state = AgentState::new(messages).with_tools(conversation.tools.clone());
+    let outcome = hook().try_run(&mut state).expect("runs");
+    assert!(outcome.compacted, "the request is large enough to compact");
+    let mut out = Vec::new();
+    let changes = outcome.changes.unwrap_or(Changes::Unknown);
+    compaction_formats::write(&conversation, state.messages(), None, &changes, &mut out).expect("writes");
+    out
+}
+
+async fn setup(settings: ProxySettings) -> (Upstream, Upstream, Proxy) {
+    let openai = Upstream::start().await;
+    let anthropic = Upstream::start().await;
+    let settings = settings.with_openai_upstream(openai.url()).with_anthropic_upstream(anthropic.url());
+    (openai, anthropic, Proxy::start(settings).await)
+}
+
+async fn post(proxy: &Proxy, path: &str, body: Vec<u8>) -> reqwest::Response {
+    client()
+        .post(proxy.url(path))
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .expect("an answer")
+}
+
+#[test]
+fn a_messages_request_reaches_the_upstream_as_the_hook_compacts_it_with_its_envelope_kept() {
+    bounded(async {
+        let (_openai, anthropic, proxy) = setup(ProxySettings::default().with_compaction(hook())).await;
+        let body = serde_json::to_vec(&anthropic_request(8)).expect("serializes");
+        assert_eq!(post(&proxy, "/v1/messages", body.clone()).await.status(), 200);
+        let received = &anthropic.received()[0];
+        assert_eq!(received.body, compacted_directly(&body, Format::Anthropic));
+        assert!(received.body.len() < body.len() / 2, "{} of {} bytes", received.body.len(), body.len());
+        let (sent, forwarded): (Value, Value) = (
+            serde_json::from_slice(&body).expect("json"),
+            serde_json::from_slice(&received.body).expect("json"),
+        );
+        for key in ["model", "max_tokens", "stream", "system", "tools", "metadata", "thinking"] {
+            assert_eq!(sent[key], forwarded[key], "{key}");
+        }
+        let last = |request: &Value| request["messages"].as_array().expect("messages").last().cloned();
+        assert_eq!(last(&sent), last(&forwarded), "the newest result and its cache breakpoint are kept");
+        assert_eq!(forwarded["messages"].as_array().map(Vec::len), Some(17), "every call keeps its result");
+        let log = proxy.log();
+        assert_eq!(log.len(), 1, "{log:?}");
+        assert!(log[0].starts_with("proxy: /v1/messages: compacted: "), "{log:?}");
+        assert!(log[0].contains("tool results cleared"), "{log:?}");
+    });
+}
+
+#[test]
+fn a_chat_completions_request_reaches_the_upstream_as_the_hook_compacts_it() {
+    bounded(async {
+        let (openai, _anthropic, proxy) = setup(ProxySettings::default().with_compaction(hook())).await;
+        let body = serde_json::to_vec(&openai_request(8)).expect("serializes");
+        assert_eq!(post(&proxy, "/v1/chat/completions", body.clone()).await.status(), 200);
+        let received = &openai.received()[0];
+        assert_eq!(received.body, compacted_directly(&body, Format::OpenAi));
+        assert!(received.body.len() < body.len() / 2);
+        let forwarded: Value = serde_json::from_slice(&received.body).expect("json");
+        assert_eq!(forwarded["x_vendor_field"], json!({"kept": [1, 2.50, "three"]}));
+        assert_eq!(forwarded["stream_options"], json!({"include_usage": true}));
+        assert_eq!(forwarded["temperature"], json!(0));
+    });
+}
+
+#[test]
+fn a_request_under_the_threshold_and_other_paths_go_through_byte_for_byte() {
+    bounded(async {
+        let (openai, _anthropic, proxy) = setup(ProxySettings::default().with_compaction(hook())).await;
+        // Spacing of its own, which a rewrite would not keep.
+        let small = serde_json::to_vec_pretty(&openai_request(2)).expect("serializes");
+        assert_eq!(post(&proxy, "/v1/chat/completions", small.clone()).await.status(), 200);
+        let large = serde_json::to_vec(&openai_request(8)).expect("serializes");
+        assert_eq!(post(&proxy, "/v1/embeddings", large.clone()).await.status(), 200);
+        let received = openai.received();
+        assert_eq!(received[0].body, small);
+        assert_eq!(received[1].body, large);
+        assert!(proxy.log().is_empty(), "{:?}", proxy.log());
+    });
+}
+
+#[test]
+fn a_body_that_does_not_read_goes_through_with_a_warning_or_is_refused_when_failing_closed() {
+    bounded(async {
+        let body = br#"{"model":"gpt-4o","messages":5}"#.to_vec();
+        let (openai, _anthropic, proxy) = setup(ProxySettings::default().with_compaction(hook())).await;
+        assert_eq!(post(&proxy, "/v1/chat/completions", body.clone()).await.status(), 200);
+        assert_eq!(openai.received()[0].body, body);
+        let log = proxy.log();
+        assert!(
+            log.len() == 1
+                && log[0].starts_with("proxy: warning: ")
+                && log[0].ends_with("forwarded unchanged"),
+            "{log:?}"
+        );
+
+        let (openai, _anthropic, proxy) =
+            setup(ProxySettings::default().with_compaction(hook()).with_fail_closed()).await;
+        let answer = post(&proxy, "/v1/chat/completions", body).await;
+        assert_eq!(answer.status(), 502);
+        assert!(answer.text().await.expect("a body").contains("compaction_error"));
+        assert!(openai.received().is_empty());
+    });
+}
+
+#[test]
+fn a_dry_run_logs_the_compaction_and_forwards_the_request_unchanged() {
+    bounded(async {
+        let (_openai, anthropic, proxy) =
+            setup(ProxySettings::default().with_compaction(hook()).with_dry_run()).await;
+        let body = serde_json::to_vec(&anthropic_request(8)).expect("serializes");
+        assert_eq!(post(&proxy, "/v1/messages", body.clone()).await.status(), 200);
+        assert_eq!(anthropic.received()[0].body, body);
+        let log = proxy.log();
+        assert!(log.len() == 1 && log[0].contains("compacted (dry run, forwarded unchanged)"), "{log:?}");
+    });
+}
