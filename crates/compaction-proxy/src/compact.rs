@@ -2,7 +2,7 @@
 //! conversation, run through the hook, and written back in its own format with only the
 //! compacted messages changed; any other request as it came.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use compaction_formats::{Format, ReadOptions};
@@ -11,6 +11,7 @@ use compaction_model::Changes;
 use hyper::{Method, Response, StatusCode};
 
 use crate::error::Error;
+use crate::memory::{prefix_hashes, Memory};
 use crate::relay::ProxyBody;
 use crate::server::{answer, chain, Shared};
 
@@ -63,31 +64,71 @@ pub(crate) struct Compacted {
     pub(crate) tokens_after: usize,
     /// Tool results the compaction replaced.
     pub(crate) results_cleared: usize,
+    /// Messages replaced as in an earlier request of the conversation, before the hook ran.
+    pub(crate) recalled: usize,
+    /// Whether the hook compacted (a request may change by recalled replacements alone).
+    pub(crate) compacted: bool,
 }
 
-/// Reads `body` as `endpoint`'s request, runs `hook` over it, and writes the compacted request
-/// back in the same format: the envelope (model, tools, stream, settings the proxy does not
-/// know) and every message the hook left alone come out as they came.
-pub(crate) fn compact(hook: &CompactionHook, endpoint: Endpoint, body: &[u8]) -> Result<Compacted, Error> {
+/// Reads `body` as `endpoint`'s request, puts in the replacements `memory` holds for its
+/// prefix, runs `hook` over it, remembers what the hook replaced in place, and writes the
+/// request back in the same format: the envelope (model, tools, stream, settings the proxy does
+/// not know) and every message left alone come out as they came.
+pub(crate) fn compact(
+    hook: &CompactionHook,
+    memory: Option<&Mutex<Memory>>,
+    endpoint: Endpoint,
+    body: &[u8],
+) -> Result<Compacted, Error> {
     let path = endpoint.path();
     let options = ReadOptions::named(path).with_format(endpoint.format());
     let mut conversation = compaction_formats::read(body.to_vec(), &options)
         .map_err(|source| Error::Read { endpoint: path, source })?;
-    let messages = std::mem::take(&mut conversation.messages);
+    let mut messages = std::mem::take(&mut conversation.messages);
+    let hashes = memory.map(|_| prefix_hashes(&messages)).unwrap_or_default();
+    let recalled = match memory {
+        Some(memory) => {
+            memory.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).recall(&hashes, &mut messages)
+        }
+        None => Vec::new(),
+    };
     let mut state = AgentState::new(messages).with_tools(conversation.tools.clone());
     let outcome = hook.try_run(&mut state).map_err(|source| Error::Compact { endpoint: path, source })?;
     let tokens_before = outcome.estimated_tokens;
-    if !outcome.compacted {
-        return Ok(Compacted { body: None, tokens_before, tokens_after: tokens_before, results_cleared: 0 });
+    let mut compacted = Compacted {
+        body: None,
+        tokens_before,
+        tokens_after: tokens_before,
+        results_cleared: 0,
+        recalled: recalled.len(),
+        compacted: outcome.compacted,
+    };
+    let changes = match outcome.changes {
+        None if recalled.is_empty() => return Ok(compacted),
+        None => Changes::in_place(recalled),
+        Some(Changes::InPlace(changed)) => {
+            if let Some(memory) = memory {
+                let mut memory = memory.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+                for &index in &changed {
+                    memory.remember(hashes[index], state.messages()[index].clone());
+                }
+            }
+            Changes::in_place(recalled.into_iter().chain(changed).collect())
+        }
+        // Messages dropped or put in (a sliding window, a chain with one) are not remembered:
+        // the next request runs the hook afresh.
+        Some(changes) => changes,
+    };
+    if outcome.compacted {
+        compacted.tokens_after =
+            hook.try_estimate(&state).map_err(|source| Error::Compact { endpoint: path, source })?;
+        compacted.results_cleared = outcome.report.as_ref().map_or(0, |report| report.results.len());
     }
-    let tokens_after =
-        hook.try_estimate(&state).map_err(|source| Error::Compact { endpoint: path, source })?;
-    let results_cleared = outcome.report.as_ref().map_or(0, |report| report.results.len());
-    let changes = outcome.changes.unwrap_or(Changes::Unknown);
     let mut out = Vec::with_capacity(body.len());
     compaction_formats::write(&conversation, state.messages(), None, &changes, &mut out)
         .map_err(|source| Error::Write { endpoint: path, source })?;
-    Ok(Compacted { body: Some(out), tokens_before, tokens_after, results_cleared })
+    compacted.body = Some(out);
+    Ok(compacted)
 }
 
 /// The body to forward, or the proxy's answer instead (502, when a request that could not be
@@ -106,21 +147,29 @@ pub(crate) async fn body(
     let (task_shared, task_body) = (shared.clone(), body.clone());
     let done = tokio::task::spawn_blocking(move || {
         let hook = task_shared.settings.hook.as_ref().expect("checked above");
-        compact(hook, endpoint, &task_body)
+        // A dry run forwards nothing compacted, so there is nothing to be consistent with.
+        let memory = (!task_shared.settings.dry_run).then_some(&task_shared.memory);
+        compact(hook, memory, endpoint, &task_body)
     })
     .await;
     let path = endpoint.path();
     let failure = match done {
         Ok(Ok(compacted)) => {
             let Some(compacted_body) = compacted.body else { return Ok(body) };
-            (settings.log)(&format!(
-                "proxy: {path}: compacted{}: {} → {} tokens estimated, {} tool result{} cleared",
-                if settings.dry_run { " (dry run, forwarded unchanged)" } else { "" },
-                compacted.tokens_before,
-                compacted.tokens_after,
-                compacted.results_cleared,
-                if compacted.results_cleared == 1 { "" } else { "s" },
-            ));
+            if compacted.compacted {
+                (settings.log)(&format!(
+                    "proxy: {path}: compacted{}: {} → {} tokens estimated, {} tool result{} cleared{}",
+                    if settings.dry_run { " (dry run, forwarded unchanged)" } else { "" },
+                    compacted.tokens_before,
+                    compacted.tokens_after,
+                    compacted.results_cleared,
+                    if compacted.results_cleared == 1 { "" } else { "s" },
+                    match compacted.recalled {
+                        0 => String::new(),
+                        n => format!(", {n} earlier replacement{} kept", if n == 1 { "" } else { "s" }),
+                    },
+                ));
+            }
             return Ok(match settings.dry_run {
                 true => body,
                 false => Bytes::from(compacted_body),

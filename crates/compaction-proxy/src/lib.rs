@@ -9,6 +9,17 @@
 //! byte for byte, so a streamed (SSE) answer reaches the client event by event. A client that
 //! goes cancels its upstream request.
 //!
+//! **Compaction.** With a hook ([`ProxySettings::with_compaction`]), each Chat Completions,
+//! Responses and Messages request is read as a conversation (compaction-formats), run through
+//! the hook, and written back in its own format: fields the proxy does not know are kept, and
+//! only the messages the hook changed are written anew. A body that does not read goes through
+//! unchanged with a warning, or is refused with 502
+//! ([`ProxySettings::with_fail_closed`]). The proxy recognises a conversation across requests by
+//! its prefix: once it has replaced a message, every later request carrying the same messages up
+//! to it gets the same replacement before the hook runs, so the prefix the provider cached stays
+//! byte for byte what it was, and the hook compacts again only once the conversation has grown
+//! past its threshold.
+//!
 //! **Secure by default.** [`serve`] refuses a listener on anything but loopback unless remote
 //! clients are allowed with a token they must present
 //! ([`ProxySettings::with_remote_clients`]). The proxy never logs a body or a credential.
@@ -50,6 +61,7 @@
 
 mod compact;
 mod error;
+mod memory;
 mod relay;
 mod server;
 mod settings;

@@ -4,7 +4,7 @@
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -16,6 +16,7 @@ use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 
 use crate::error::Error;
+use crate::memory::Memory;
 use crate::relay::{relay, ProxyBody};
 use crate::settings::ProxySettings;
 
@@ -24,7 +25,13 @@ pub(crate) struct Shared {
     pub(crate) settings: ProxySettings,
     client: reqwest::Client,
     in_flight: Arc<Semaphore>,
+    /// The replacements made, by conversation prefix (see `memory.rs`).
+    pub(crate) memory: Mutex<Memory>,
 }
+
+/// How many replacements the proxy remembers across requests, the oldest forgotten first: a
+/// pruned result is a few hundred bytes, so about 50 MB at most.
+const REMEMBERED: usize = 100_000;
 
 /// Serves the proxy on `listener` until the task running it is dropped or aborted.
 ///
@@ -49,7 +56,8 @@ pub async fn serve(listener: TcpListener, settings: ProxySettings) -> Result<(),
     }
     let client = client(settings.connect_timeout)?;
     let in_flight = Arc::new(Semaphore::new(settings.max_concurrent));
-    let shared = Arc::new(Shared { settings, client, in_flight });
+    let memory = Mutex::new(Memory::new(REMEMBERED));
+    let shared = Arc::new(Shared { settings, client, in_flight, memory });
     loop {
         let stream = match listener.accept().await {
             Ok((stream, _)) => stream,

@@ -200,3 +200,67 @@ fn a_dry_run_logs_the_compaction_and_forwards_the_request_unchanged() {
         assert!(log.len() == 1 && log[0].contains("compacted (dry run, forwarded unchanged)"), "{log:?}");
     });
 }
+
+/// The text of a request written compactly up to its message `{"role":"user","content":[{"type":
+/// "tool_result","tool_use_id":"toolu_N"`: what a later request of the conversation must start
+/// with for the provider's cache to hold, the client having moved its cache breakpoint from
+/// that message to its newest.
+fn prefix_before_result(body: &[u8], n: usize) -> &[u8] {
+    let marker = format!(r#"{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"toolu_{n}""#);
+    let at = body.windows(marker.len()).position(|w| w == marker.as_bytes()).expect("the message is there");
+    &body[..at]
+}
+
+#[test]
+fn a_result_pruned_once_is_pruned_the_same_way_in_the_conversations_later_requests() {
+    bounded(async {
+        let (_openai, anthropic, proxy) = setup(ProxySettings::default().with_compaction(hook())).await;
+        let first = serde_json::to_vec(&anthropic_request(8)).expect("serializes");
+        assert_eq!(post(&proxy, "/v1/messages", first.clone()).await.status(), 200);
+        // The agent's next request: its own, uncompacted conversation, two steps longer.
+        let second = serde_json::to_vec(&anthropic_request(10)).expect("serializes");
+        assert_eq!(post(&proxy, "/v1/messages", second.clone()).await.status(), 200);
+        // Another conversation: its first message differs, so nothing is recalled for it.
+        let mut other = anthropic_request(10);
+        other["messages"][0]["content"] = json!("Another task.");
+        let other = serde_json::to_vec(&other).expect("serializes");
+        assert_eq!(post(&proxy, "/v1/messages", other.clone()).await.status(), 200);
+
+        let received = anthropic.received();
+        assert_ne!(received[0].body, first, "the first request was compacted");
+        assert!(
+            received[1].body.starts_with(prefix_before_result(&received[0].body, 7)),
+            "the second request begins with the first as forwarded, byte for byte"
+        );
+        assert!(received[1].body.len() < second.len() / 2);
+        // The second request, recalled, is under the threshold: the hook did not run again.
+        assert_eq!(proxy.log().len(), 2, "{:?}", proxy.log());
+        assert_eq!(received[2].body, compacted_directly(&other, Format::Anthropic));
+
+        // Grown past the threshold again, the conversation is compacted again, from the oldest
+        // result still whole: what was forwarded before it stays as it was.
+        let third = serde_json::to_vec(&anthropic_request(14)).expect("serializes");
+        assert_eq!(post(&proxy, "/v1/messages", third).await.status(), 200);
+        let received = anthropic.received();
+        let pruned = |body: &[u8]| -> Vec<usize> {
+            let request: Value = serde_json::from_slice(body).expect("json");
+            let results = request["messages"].as_array().expect("messages").len() / 2;
+            (0..results)
+                .filter(|n| {
+                    let text = request["messages"][2 + 2 * n]["content"][0]["content"].as_str();
+                    text.is_some_and(|text| text.starts_with("[Tool result removed"))
+                })
+                .collect()
+        };
+        let before = pruned(&received[1].body);
+        assert_eq!(before, pruned(&received[0].body));
+        let k = before.len();
+        assert_eq!(before, (0..k).collect::<Vec<_>>());
+        let after = pruned(&received[3].body);
+        assert!(after.len() > k && after[..k] == before[..], "{before:?} then {after:?}");
+        assert!(received[3].body.starts_with(prefix_before_result(&received[1].body, k)));
+        assert!(!received[3].body.starts_with(prefix_before_result(&received[1].body, k + 1)));
+        let log = proxy.log();
+        assert!(log[2].ends_with(&format!(", {k} earlier replacements kept")), "{log:?}");
+    });
+}
