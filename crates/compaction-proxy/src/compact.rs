@@ -12,6 +12,7 @@ use hyper::{Method, Response, StatusCode};
 
 use crate::error::Error;
 use crate::memory::{prefix_hashes, Memory};
+use crate::metrics::Failure;
 use crate::relay::ProxyBody;
 use crate::server::{answer, chain, Shared};
 
@@ -156,7 +157,13 @@ pub(crate) async fn body(
     let failure = match done {
         Ok(Ok(compacted)) => {
             let Some(compacted_body) = compacted.body else { return Ok(body) };
+            shared.metrics.recalled(compacted.recalled);
             if compacted.compacted {
+                shared.metrics.compaction(
+                    compacted.tokens_before,
+                    compacted.tokens_after,
+                    compacted.results_cleared,
+                );
                 (settings.log)(&format!(
                     "proxy: {path}: compacted{}: {} → {} tokens estimated, {} tool result{} cleared{}",
                     if settings.dry_run { " (dry run, forwarded unchanged)" } else { "" },
@@ -177,8 +184,15 @@ pub(crate) async fn body(
         }
         // The log says what failed, not the reader's words for it, which may quote the body;
         // the client, whose body it is, gets them all.
-        Ok(Err(error)) => (error.to_string(), chain(&error)),
+        Ok(Err(error)) => {
+            shared.metrics.failure(match error {
+                Error::Read { .. } => Failure::BodyUnreadable,
+                _ => Failure::NotCompacted,
+            });
+            (error.to_string(), chain(&error))
+        }
         Err(_) => {
+            shared.metrics.failure(Failure::NotCompacted);
             let failure = format!("the {path} request's compaction failed");
             (failure.clone(), failure)
         }

@@ -15,8 +15,10 @@ use hyper::{Request, Response, StatusCode};
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 
+use crate::compact::Endpoint;
 use crate::error::Error;
 use crate::memory::Memory;
+use crate::metrics::{Failure, Metrics};
 use crate::relay::{relay, ProxyBody};
 use crate::settings::ProxySettings;
 
@@ -27,6 +29,7 @@ pub(crate) struct Shared {
     in_flight: Arc<Semaphore>,
     /// The replacements made, by conversation prefix (see `memory.rs`).
     pub(crate) memory: Mutex<Memory>,
+    pub(crate) metrics: Metrics,
 }
 
 /// How many replacements the proxy remembers across requests, the oldest forgotten first: a
@@ -57,7 +60,7 @@ pub async fn serve(listener: TcpListener, settings: ProxySettings) -> Result<(),
     let client = client(settings.connect_timeout)?;
     let in_flight = Arc::new(Semaphore::new(settings.max_concurrent));
     let memory = Mutex::new(Memory::new(REMEMBERED));
-    let shared = Arc::new(Shared { settings, client, in_flight, memory });
+    let shared = Arc::new(Shared { settings, client, in_flight, memory, metrics: Metrics::default() });
     loop {
         let stream = match listener.accept().await {
             Ok((stream, _)) => stream,
@@ -220,6 +223,7 @@ async fn respond(shared: &Arc<Shared>, request: Request<Incoming>) -> Response<P
     let settings = &shared.settings;
     if let Some(token) = &settings.remote_token {
         if !authorized(request.headers(), token) {
+            shared.metrics.failure(Failure::Unauthorized);
             return answer(
                 StatusCode::PROXY_AUTHENTICATION_REQUIRED,
                 "authentication_error",
@@ -227,7 +231,22 @@ async fn respond(shared: &Arc<Shared>, request: Request<Incoming>) -> Response<P
             );
         }
     }
+    if request.method() == hyper::Method::GET && request.uri().path() == "/metrics" {
+        let mut response = Response::new(ProxyBody::full(shared.metrics.render()));
+        response.headers_mut().insert(
+            hyper::header::CONTENT_TYPE,
+            HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+        );
+        return response;
+    }
+    shared.metrics.request(match Endpoint::of(request.method(), request.uri().path()) {
+        Some(Endpoint::ChatCompletions) => 0,
+        Some(Endpoint::Responses) => 1,
+        Some(Endpoint::Messages) => 2,
+        None => 3,
+    });
     let Ok(permit) = shared.in_flight.clone().try_acquire_owned() else {
+        shared.metrics.failure(Failure::Overloaded);
         return answer(
             StatusCode::SERVICE_UNAVAILABLE,
             "overloaded_error",
@@ -238,6 +257,7 @@ async fn respond(shared: &Arc<Shared>, request: Request<Incoming>) -> Response<P
     let body = match Limited::new(body, settings.max_body_bytes).collect().await {
         Ok(collected) => collected.to_bytes(),
         Err(error) if error.is::<http_body_util::LengthLimitError>() => {
+            shared.metrics.failure(Failure::BodyTooLarge);
             return answer(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 "request_too_large",
@@ -281,15 +301,17 @@ async fn forward(
     let upstream = match tokio::time::timeout(settings.upstream_timeout, sent).await {
         Ok(Ok(upstream)) => upstream,
         Ok(Err(error)) => {
-            let (status, kind) = match error.is_timeout() {
-                true => (StatusCode::GATEWAY_TIMEOUT, "timeout_error"),
-                false => (StatusCode::BAD_GATEWAY, "upstream_error"),
+            let (status, kind, failure) = match error.is_timeout() {
+                true => (StatusCode::GATEWAY_TIMEOUT, "timeout_error", Failure::UpstreamTimeout),
+                false => (StatusCode::BAD_GATEWAY, "upstream_error", Failure::UpstreamUnreachable),
             };
+            shared.metrics.failure(failure);
             let message = format!("the upstream could not be reached: {}", chain(&error.without_url()));
             (settings.log)(&format!("proxy: {message}"));
             return answer(status, kind, &message);
         }
         Err(_) => {
+            shared.metrics.failure(Failure::UpstreamTimeout);
             let message =
                 format!("the upstream did not answer within {} s", settings.upstream_timeout.as_secs());
             (settings.log)(&format!("proxy: {message}"));
@@ -297,6 +319,7 @@ async fn forward(
         }
     };
     let status = upstream.status();
+    shared.metrics.upstream_status(status.as_u16());
     let headers = end_to_end(upstream.headers(), &[]);
     let mut response = Response::new(relay(upstream, settings.upstream_timeout, permit));
     *response.status_mut() = status;

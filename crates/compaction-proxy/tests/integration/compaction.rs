@@ -264,3 +264,88 @@ fn a_result_pruned_once_is_pruned_the_same_way_in_the_conversations_later_reques
         assert!(log[2].ends_with(&format!(", {k} earlier replacements kept")), "{log:?}");
     });
 }
+
+/// A Codex-shaped Responses request with `steps` shell calls and their outputs.
+pub fn responses_request(steps: usize) -> Value {
+    let mut input = vec![
+        json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Fix the failing test."}]}),
+    ];
+    for n in 0..steps {
+        input.push(json!({"type": "function_call", "name": "shell", "arguments": format!("{{\"command\":[\"cat\",\"f{n}.rs\"]}}"), "call_id": format!("call_{n}")}));
+        input.push(
+            json!({"type": "function_call_output", "call_id": format!("call_{n}"), "output": output(n)}),
+        );
+    }
+    json!({
+        "model": "gpt-5-codex",
+        "instructions": "You are Codex.",
+        "input": input,
+        "tools": [{"type": "function", "name": "shell", "parameters": {"type": "object"}}],
+        "tool_choice": "auto",
+        "parallel_tool_calls": false,
+        "reasoning": {"effort": "medium", "summary": "auto"},
+        "store": false,
+        "stream": true,
+        "include": ["reasoning.encrypted_content"],
+        "prompt_cache_key": "session-1",
+    })
+}
+
+#[test]
+fn a_responses_request_reaches_the_upstream_as_the_hook_compacts_it() {
+    bounded(async {
+        let (openai, _anthropic, proxy) = setup(ProxySettings::default().with_compaction(hook())).await;
+        let body = serde_json::to_vec(&responses_request(8)).expect("serializes");
+        assert_eq!(post(&proxy, "/v1/responses", body.clone()).await.status(), 200);
+        let received = &openai.received()[0];
+        assert_eq!(received.body, compacted_directly(&body, Format::Responses));
+        assert!(received.body.len() < body.len() / 2, "{} of {} bytes", received.body.len(), body.len());
+        let (sent, forwarded): (Value, Value) = (
+            serde_json::from_slice(&body).expect("json"),
+            serde_json::from_slice(&received.body).expect("json"),
+        );
+        for key in [
+            "model",
+            "instructions",
+            "tools",
+            "tool_choice",
+            "reasoning",
+            "store",
+            "stream",
+            "include",
+            "prompt_cache_key",
+        ] {
+            assert_eq!(sent[key], forwarded[key], "{key}");
+        }
+        assert_eq!(forwarded["input"].as_array().map(Vec::len), Some(17), "every call keeps its output");
+    });
+}
+
+#[test]
+fn metrics_count_requests_compactions_and_errors() {
+    bounded(async {
+        let (_openai, _anthropic, proxy) = setup(ProxySettings::default().with_compaction(hook())).await;
+        let body = serde_json::to_vec(&anthropic_request(8)).expect("serializes");
+        assert_eq!(post(&proxy, "/v1/messages", body).await.status(), 200);
+        assert_eq!(post(&proxy, "/v1/chat/completions", br#"{"messages":5}"#.to_vec()).await.status(), 200);
+        let answer = client().get(proxy.url("/metrics")).send().await.expect("an answer");
+        assert_eq!(answer.status(), 200);
+        assert!(answer.headers()["content-type"]
+            .to_str()
+            .expect("text")
+            .starts_with("text/plain; version=0.0.4"));
+        let text = answer.text().await.expect("a body");
+        for line in [
+            "compaction_proxy_requests_total{endpoint=\"messages\"} 1",
+            "compaction_proxy_requests_total{endpoint=\"chat_completions\"} 1",
+            "compaction_proxy_compactions_total 1",
+            "compaction_proxy_errors_total{kind=\"body_unreadable\"} 1",
+            "compaction_proxy_upstream_responses_total{class=\"2xx\"} 2",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} in\n{text}");
+        }
+        assert!(text
+            .lines()
+            .any(|l| l.starts_with("compaction_proxy_results_cleared_total ") && !l.ends_with(" 0")));
+    });
+}
