@@ -69,6 +69,12 @@ pub(crate) struct Compacted {
     pub(crate) recalled: usize,
     /// Whether the hook compacted (a request may change by recalled replacements alone).
     pub(crate) compacted: bool,
+    /// The prefix hash of the request's last message, under which the upstream's count of it
+    /// is remembered.
+    pub(crate) key: Option<u64>,
+    /// The upstream's count of the previous request and its reply, when the estimate was
+    /// anchored on it.
+    pub(crate) anchored: Option<usize>,
 }
 
 /// Reads `body` as `endpoint`'s request, puts in the replacements `memory` holds for its
@@ -87,13 +93,17 @@ pub(crate) fn compact(
         .map_err(|source| Error::Read { endpoint: path, source })?;
     let mut messages = std::mem::take(&mut conversation.messages);
     let hashes = memory.map(|_| prefix_hashes(&messages)).unwrap_or_default();
-    let recalled = match memory {
+    let (recalled, anchored) = match memory {
         Some(memory) => {
-            memory.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).recall(&hashes, &mut messages)
+            let memory = memory.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            (memory.recall(&hashes, &mut messages), memory.count(&hashes, &messages))
         }
-        None => Vec::new(),
+        None => (Vec::new(), None),
     };
     let mut state = AgentState::new(messages).with_tools(conversation.tools.clone());
+    if let Some(context_tokens) = anchored {
+        state = state.with_context_tokens(context_tokens);
+    }
     let outcome = hook.try_run(&mut state).map_err(|source| Error::Compact { endpoint: path, source })?;
     let tokens_before = outcome.estimated_tokens;
     let mut compacted = Compacted {
@@ -103,6 +113,8 @@ pub(crate) fn compact(
         results_cleared: 0,
         recalled: recalled.len(),
         compacted: outcome.compacted,
+        key: hashes.last().copied(),
+        anchored,
     };
     let changes = match outcome.changes {
         None if recalled.is_empty() => return Ok(compacted),
@@ -134,14 +146,16 @@ pub(crate) fn compact(
 
 /// The body to forward, or the proxy's answer instead (502, when a request that could not be
 /// compacted must not go through).
+///
+/// With the body, the key under which to remember the upstream's count of the request.
 pub(crate) async fn body(
     shared: &Arc<Shared>,
     parts: &hyper::http::request::Parts,
     body: Bytes,
-) -> Result<Bytes, Box<Response<ProxyBody>>> {
+) -> Result<(Bytes, Option<u64>), Box<Response<ProxyBody>>> {
     let settings = &shared.settings;
     let (Some(_), Some(endpoint)) = (&settings.hook, Endpoint::of(&parts.method, parts.uri.path())) else {
-        return Ok(body);
+        return Ok((body, None));
     };
     // Reading, counting and writing a large request is work for a blocking thread, not for the
     // runtime's workers.
@@ -156,7 +170,8 @@ pub(crate) async fn body(
     let path = endpoint.path();
     let failure = match done {
         Ok(Ok(compacted)) => {
-            let Some(compacted_body) = compacted.body else { return Ok(body) };
+            let key = compacted.key;
+            let Some(compacted_body) = compacted.body else { return Ok((body, key)) };
             shared.metrics.recalled(compacted.recalled);
             if compacted.compacted {
                 shared.metrics.compaction(
@@ -165,10 +180,14 @@ pub(crate) async fn body(
                     compacted.results_cleared,
                 );
                 (settings.log)(&format!(
-                    "proxy: {path}: compacted{}: {} → {} tokens estimated, {} tool result{} cleared{}",
+                    "proxy: {path}: compacted{}: {} → {} tokens estimated{}, {} tool result{} cleared{}",
                     if settings.dry_run { " (dry run, forwarded unchanged)" } else { "" },
                     compacted.tokens_before,
                     compacted.tokens_after,
+                    match compacted.anchored {
+                        Some(count) => format!(" (from the upstream's count of {count})"),
+                        None => String::new(),
+                    },
                     compacted.results_cleared,
                     if compacted.results_cleared == 1 { "" } else { "s" },
                     match compacted.recalled {
@@ -178,8 +197,8 @@ pub(crate) async fn body(
                 ));
             }
             return Ok(match settings.dry_run {
-                true => body,
-                false => Bytes::from(compacted_body),
+                true => (body, key),
+                false => (Bytes::from(compacted_body), key),
             });
         }
         // The log says what failed, not the reader's words for it, which may quote the body;
@@ -205,7 +224,7 @@ pub(crate) async fn body(
         }
         false => {
             (settings.log)(&format!("proxy: warning: {logged}; forwarded unchanged"));
-            Ok(body)
+            Ok((body, None))
         }
     }
 }

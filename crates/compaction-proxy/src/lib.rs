@@ -18,7 +18,9 @@
 //! its prefix: once it has replaced a message, every later request carrying the same messages up
 //! to it gets the same replacement before the hook runs, so the prefix the provider cached stays
 //! byte for byte what it was, and the hook compacts again only once the conversation has grown
-//! past its threshold.
+//! past its threshold. The estimate is anchored on the upstream's own count of the
+//! conversation's previous request and its reply, read from the answer as it is relayed
+//! (streamed or not), plus the messages that followed, as an agent loop anchors its hook.
 //!
 //! **What it did.** One log line per compaction (tokens before and after, results cleared,
 //! earlier replacements kept), and `GET /metrics` answers the counters in Prometheus text:
@@ -71,6 +73,7 @@ mod metrics;
 mod relay;
 mod server;
 mod settings;
+mod usage;
 
 pub use error::Error;
 pub use server::{run, serve};

@@ -15,35 +15,62 @@
 use std::collections::{HashMap, VecDeque};
 use std::hash::{Hash, Hasher};
 
-use compaction_model::Message;
+use compaction_model::{Message, Role};
+use serde_json::Value;
 
-/// The prefix hashes of `messages`: the `i`th covers messages `0..=i`.
+/// The prefix hashes of `messages`: the `i`th covers messages `0..=i`. A message is known by
+/// its content, not by the cache breakpoints (`cache_control`) on it, which a client moves to
+/// its newest messages with every request.
 pub(crate) fn prefix_hashes(messages: &[Message]) -> Vec<u64> {
     let mut running = 0u64;
     messages
         .iter()
         .map(|message| {
+            let mut value = message.to_value();
+            without_breakpoints(&mut value);
             let mut hasher = std::collections::hash_map::DefaultHasher::new();
             running.hash(&mut hasher);
-            message.to_value().to_string().hash(&mut hasher);
+            value.to_string().hash(&mut hasher);
             running = hasher.finish();
             running
         })
         .collect()
 }
 
+fn without_breakpoints(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            map.shift_remove("cache_control");
+            map.values_mut().for_each(without_breakpoints);
+        }
+        Value::Array(items) => items.iter_mut().for_each(without_breakpoints),
+        _ => {}
+    }
+}
+
 /// The replacements made, by the prefix hash of the message they replaced, the oldest
 /// forgotten first beyond a number.
+///
+/// It also keeps the upstream's count of each request and its reply, by the prefix hash of the
+/// request's last message, for the next request of the conversation to be anchored on.
 #[derive(Debug)]
 pub(crate) struct Memory {
     replaced: HashMap<u64, Message>,
     order: VecDeque<u64>,
+    counted: HashMap<u64, usize>,
+    counted_order: VecDeque<u64>,
     capacity: usize,
 }
 
 impl Memory {
     pub(crate) fn new(capacity: usize) -> Memory {
-        Memory { replaced: HashMap::new(), order: VecDeque::new(), capacity: capacity.max(1) }
+        Memory {
+            replaced: HashMap::new(),
+            order: VecDeque::new(),
+            counted: HashMap::new(),
+            counted_order: VecDeque::new(),
+            capacity: capacity.max(1),
+        }
     }
 
     /// Puts the remembered replacements into `messages` (whose prefix hashes are `hashes`) and
@@ -69,6 +96,29 @@ impl Memory {
                 self.replaced.remove(&oldest);
             }
         }
+    }
+
+    /// Remembers the upstream's count of a request whose last message closed the prefix `hash`,
+    /// plus its reply.
+    pub(crate) fn remember_count(&mut self, hash: u64, context_tokens: usize) {
+        if self.counted.insert(hash, context_tokens).is_none() {
+            self.counted_order.push_back(hash);
+        }
+        while self.counted_order.len() > self.capacity {
+            if let Some(oldest) = self.counted_order.pop_front() {
+                self.counted.remove(&oldest);
+            }
+        }
+    }
+
+    /// The upstream's count of this conversation's previous request and its reply, when
+    /// `messages` are that request, then its reply (one assistant message), then what followed:
+    /// the hook adds what followed to it.
+    pub(crate) fn count(&self, hashes: &[u64], messages: &[Message]) -> Option<usize> {
+        let last = (0..hashes.len()).rev().find(|&i| self.counted.contains_key(&hashes[i]))?;
+        let replies = messages[last + 1..].iter().filter(|m| m.role == Role::Assistant).count();
+        let answered = messages.get(last + 1).is_some_and(|m| m.role == Role::Assistant);
+        (answered && replies == 1).then(|| self.counted[&hashes[last]])
     }
 
     /// How many replacements are remembered.
@@ -100,6 +150,17 @@ mod tests {
         let mut other = fork.to_vec();
         assert!(memory.recall(&prefix_hashes(&fork), &mut other).is_empty());
         assert_eq!(other, fork);
+    }
+
+    #[test]
+    fn a_cache_breakpoint_does_not_change_what_a_message_is() {
+        let read = |value: serde_json::Value| Message::from_value(value, 0).expect("a message");
+        let plain = read(serde_json::json!({"role": "user", "content": [{"text": "hi"}], "meta": {}}));
+        let marked = read(
+            serde_json::json!({"role": "user", "content": [{"text": "hi", "cache_control": {"type": "ephemeral"}}], "meta": {}}),
+        );
+        assert_ne!(plain.to_value(), marked.to_value(), "the breakpoint is kept in the message");
+        assert_eq!(prefix_hashes(&[plain]), prefix_hashes(&[marked]));
     }
 
     #[test]

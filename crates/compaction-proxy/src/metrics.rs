@@ -40,6 +40,8 @@ pub(crate) struct Metrics {
     failures: [AtomicU64; 7],
     /// Upstream answers by status class: 1xx to 5xx.
     statuses: [AtomicU64; 5],
+    cache_read: AtomicU64,
+    cache_write: AtomicU64,
 }
 
 fn add(counter: &AtomicU64, n: usize) {
@@ -61,6 +63,12 @@ impl Metrics {
 
     pub(crate) fn recalled(&self, replacements: usize) {
         add(&self.recalled, replacements);
+    }
+
+    /// Tokens an upstream answer says it read from its prompt cache and wrote to it.
+    pub(crate) fn cached(&self, read: u64, write: u64) {
+        self.cache_read.fetch_add(read, Ordering::Relaxed);
+        self.cache_write.fetch_add(write, Ordering::Relaxed);
     }
 
     pub(crate) fn failure(&self, failure: Failure) {
@@ -111,6 +119,16 @@ impl Metrics {
             "replacements_recalled_total",
             "Messages replaced as in an earlier request of their conversation.",
             &one(&self.recalled),
+        );
+        family(
+            "upstream_cache_read_tokens_total",
+            "Prompt tokens the upstreams' answers say they read from their cache.",
+            &one(&self.cache_read),
+        );
+        family(
+            "upstream_cache_write_tokens_total",
+            "Prompt tokens the upstreams' answers say they wrote to their cache.",
+            &one(&self.cache_write),
         );
         family(
             "errors_total",

@@ -9,6 +9,11 @@ use bytes::Bytes;
 use http_body::{Body, Frame};
 use tokio::sync::{mpsc, OwnedSemaphorePermit};
 
+use crate::usage::{Seen, UsageReader};
+
+/// A usage reader over a relayed body, and what to do with what it read once the body ended.
+pub(crate) type Tap = (UsageReader, Box<dyn FnOnce(Seen) + Send>);
+
 /// Why a relayed body stopped short: the client then sees a cut connection, never a body that
 /// looks whole.
 pub(crate) type BodyError = Box<dyn std::error::Error + Send + Sync>;
@@ -61,10 +66,14 @@ impl Body for ProxyBody {
 /// client). The task ends, dropping the upstream response and so its connection, when the
 /// upstream's body ends or fails, when no chunk comes within `idle`, or as soon as the client
 /// is gone. `permit` (a request in flight) is held until then.
+///
+/// With `tap`, each chunk is also fed to a usage reader, and what it read is handed on once the
+/// body has ended whole.
 pub(crate) fn relay(
     mut response: reqwest::Response,
     idle: Duration,
     permit: OwnedSemaphorePermit,
+    mut tap: Option<Tap>,
 ) -> ProxyBody {
     let (sender, receiver) = mpsc::channel::<Result<Bytes, BodyError>>(4);
     tokio::spawn(async move {
@@ -75,8 +84,18 @@ pub(crate) fn relay(
                 chunk = tokio::time::timeout(idle, response.chunk()) => chunk,
             };
             let chunk = match chunk {
-                Ok(Ok(Some(bytes))) => Ok(bytes),
-                Ok(Ok(None)) => break,
+                Ok(Ok(Some(bytes))) => {
+                    if let Some((reader, _)) = &mut tap {
+                        reader.feed(&bytes);
+                    }
+                    Ok(bytes)
+                }
+                Ok(Ok(None)) => {
+                    if let Some((reader, done)) = tap.take() {
+                        done(reader.finish());
+                    }
+                    break;
+                }
                 Ok(Err(error)) => Err(BodyError::from(error.without_url())),
                 Err(_) => Err(BodyError::from(format!("the upstream sent nothing for {} s", idle.as_secs()))),
             };

@@ -21,6 +21,7 @@ use crate::memory::Memory;
 use crate::metrics::{Failure, Metrics};
 use crate::relay::{relay, ProxyBody};
 use crate::settings::ProxySettings;
+use crate::usage::{Seen, UsageReader};
 
 /// What every connection's requests share.
 pub(crate) struct Shared {
@@ -280,19 +281,23 @@ async fn respond(shared: &Arc<Shared>, request: Request<Incoming>) -> Response<P
         Provider::Anthropic => &settings.anthropic_upstream,
     };
     let url = upstream_url(base, path_and_query);
-    let body = match crate::compact::body(shared, &parts, body).await {
-        Ok(body) => body,
+    let (body, key) = match crate::compact::body(shared, &parts, body).await {
+        Ok(forwarded) => forwarded,
         Err(response) => return *response,
     };
-    forward(shared, parts, url, body, permit).await
+    forward(shared, parts, url, body, key, permit).await
 }
 
 /// Sends the request on and relays the answer: its status, its headers and its body as it comes.
+///
+/// The usage the answer reports is remembered under `key`, the request's last prefix hash, for
+/// its conversation's next request; its cache reads and writes are counted.
 async fn forward(
-    shared: &Shared,
+    shared: &Arc<Shared>,
     parts: hyper::http::request::Parts,
     url: String,
     body: Bytes,
+    key: Option<u64>,
     permit: tokio::sync::OwnedSemaphorePermit,
 ) -> Response<ProxyBody> {
     let settings = &shared.settings;
@@ -321,7 +326,24 @@ async fn forward(
     let status = upstream.status();
     shared.metrics.upstream_status(status.as_u16());
     let headers = end_to_end(upstream.headers(), &[]);
-    let mut response = Response::new(relay(upstream, settings.upstream_timeout, permit));
+    let header = |name| headers.get(name).and_then(|v: &HeaderValue| v.to_str().ok());
+    let reader = UsageReader::new(
+        header(hyper::header::CONTENT_TYPE).unwrap_or(""),
+        header(hyper::header::CONTENT_ENCODING),
+    )
+    .filter(|_| status.is_success());
+    let tap = reader.map(|reader| {
+        let shared = shared.clone();
+        let done = move |seen: Seen| {
+            shared.metrics.cached(seen.cache_read, seen.cache_write);
+            if let (Some(key), Some(count)) = (key, seen.context_tokens()) {
+                let mut memory = shared.memory.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+                memory.remember_count(key, usize::try_from(count).unwrap_or(usize::MAX));
+            }
+        };
+        (reader, Box::new(done) as Box<dyn FnOnce(Seen) + Send>)
+    });
+    let mut response = Response::new(relay(upstream, settings.upstream_timeout, permit, tap));
     *response.status_mut() = status;
     *response.headers_mut() = headers;
     response

@@ -349,3 +349,37 @@ fn metrics_count_requests_compactions_and_errors() {
             .any(|l| l.starts_with("compaction_proxy_results_cleared_total ") && !l.ends_with(" 0")));
     });
 }
+
+#[test]
+fn the_next_request_is_estimated_from_the_upstreams_count_of_the_previous_one() {
+    bounded(async {
+        let (_openai, anthropic, proxy) = setup(ProxySettings::default().with_compaction(hook())).await;
+        // Under the threshold as counted here, so forwarded as it came; the upstream's stream
+        // says it was 7,050 tokens with its reply.
+        let first = serde_json::to_vec(&anthropic_request(4)).expect("serializes");
+        let answer = client()
+            .post(proxy.url("/v1/messages"))
+            .header("x-test", "usage-stream")
+            .body(first.clone())
+            .send()
+            .await
+            .expect("an answer");
+        assert_eq!(answer.text().await.expect("a body"), crate::upstream::USAGE_EVENTS.concat());
+        // The reply and one more result: still under the threshold as counted here, over it from
+        // the upstream's count plus the new messages.
+        let second = serde_json::to_vec(&anthropic_request(5)).expect("serializes");
+        assert_eq!(post(&proxy, "/v1/messages", second.clone()).await.status(), 200);
+        let received = anthropic.received();
+        assert_eq!(received[0].body, first);
+        assert_ne!(received[1].body, second, "compacted");
+        let log = proxy.log();
+        assert_eq!(log.len(), 1, "{log:?}");
+        assert!(log[0].contains("tokens estimated (from the upstream's count of 7050)"), "{log:?}");
+        let metrics =
+            client().get(proxy.url("/metrics")).send().await.expect("an answer").text().await.expect("text");
+        assert!(
+            metrics.lines().any(|l| l == "compaction_proxy_upstream_cache_read_tokens_total 1000"),
+            "{metrics}"
+        );
+    });
+}

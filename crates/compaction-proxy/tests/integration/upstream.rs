@@ -34,6 +34,14 @@ pub const EVENTS: [&str; 3] = [
     "data: [DONE]\n\n",
 ];
 
+/// A streamed answer reporting 7,050 tokens for the request and its reply, 1,000 read from the
+/// cache.
+pub const USAGE_EVENTS: [&str; 3] = [
+    "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":6000,\"cache_read_input_tokens\":1000,\"cache_creation_input_tokens\":0,\"output_tokens\":1}}}\n\n",
+    "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"delta\":{\"text\":\"ok\"}}\n\n",
+    "event: message_delta\ndata: {\"type\":\"message_delta\",\"usage\":{\"output_tokens\":50}}\n\n",
+];
+
 /// The JSON a plain answer carries.
 pub const ANSWER: &str = r#"{"id":"msg_1","usage":{"input_tokens":12,"output_tokens":3}}"#;
 
@@ -159,6 +167,16 @@ async fn serve(
                 }
                 stream.write_all(format!("{:x}\r\n{event}\r\n", event.len()).as_bytes()).await?;
                 stream.flush().await?;
+            }
+            stream.write_all(b"0\r\n\r\n").await?;
+        }
+        "usage-stream" => {
+            // An Anthropic stream whose usage says the request was far larger than it looks.
+            stream
+                .write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n")
+                .await?;
+            for event in USAGE_EVENTS {
+                stream.write_all(format!("{:x}\r\n{event}\r\n", event.len()).as_bytes()).await?;
             }
             stream.write_all(b"0\r\n\r\n").await?;
         }
