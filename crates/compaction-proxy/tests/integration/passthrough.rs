@@ -214,3 +214,26 @@ fn an_upstream_that_is_not_a_url_is_refused_before_serving() {
         assert!(matches!(error, compaction_proxy::Error::Upstream { .. }), "{error}");
     });
 }
+
+#[test]
+fn requests_beyond_the_limit_in_flight_get_503_and_one_that_ends_frees_its_place() {
+    bounded(async {
+        let settings =
+            ProxySettings::default().with_max_concurrent(1).with_upstream_timeout(Duration::from_millis(500));
+        let (openai, _anthropic, proxy) = setup(settings).await;
+        let url = proxy.url("/v1/models");
+        let hanging = tokio::spawn(async move { client().get(url).header("x-test", "hang").send().await });
+        // Wait until the upstream holds the first request.
+        for _ in 0..100 {
+            if !openai.received().is_empty() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let answer = client().get(proxy.url("/v1/models")).send().await.expect("an answer");
+        assert_eq!(answer.status(), 503);
+        assert_eq!(hanging.await.expect("joins").expect("an answer").status(), 504);
+        let answer = client().get(proxy.url("/v1/models")).send().await.expect("an answer");
+        assert_eq!(answer.status(), 200);
+    });
+}
