@@ -21,7 +21,11 @@ use crate::server::{answer, chain, Shared};
 pub(crate) enum Endpoint {
     ChatCompletions,
     Responses,
+    /// `/v1/responses/input_tokens`: a Responses request counted, compacted as it would be sent.
+    ResponsesInputTokens,
     Messages,
+    /// `/v1/messages/count_tokens`: a Messages request counted, compacted as it would be sent.
+    MessagesCountTokens,
 }
 
 impl Endpoint {
@@ -33,7 +37,9 @@ impl Endpoint {
         match path {
             "/v1/chat/completions" => Some(Endpoint::ChatCompletions),
             "/v1/responses" => Some(Endpoint::Responses),
+            "/v1/responses/input_tokens" => Some(Endpoint::ResponsesInputTokens),
             "/v1/messages" => Some(Endpoint::Messages),
+            "/v1/messages/count_tokens" => Some(Endpoint::MessagesCountTokens),
             _ => None,
         }
     }
@@ -42,15 +48,17 @@ impl Endpoint {
         match self {
             Endpoint::ChatCompletions => "/v1/chat/completions",
             Endpoint::Responses => "/v1/responses",
+            Endpoint::ResponsesInputTokens => "/v1/responses/input_tokens",
             Endpoint::Messages => "/v1/messages",
+            Endpoint::MessagesCountTokens => "/v1/messages/count_tokens",
         }
     }
 
     fn format(self) -> Format {
         match self {
             Endpoint::ChatCompletions => Format::OpenAi,
-            Endpoint::Responses => Format::Responses,
-            Endpoint::Messages => Format::Anthropic,
+            Endpoint::Responses | Endpoint::ResponsesInputTokens => Format::Responses,
+            Endpoint::Messages | Endpoint::MessagesCountTokens => Format::Anthropic,
         }
     }
 }

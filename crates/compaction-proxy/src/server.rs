@@ -242,8 +242,8 @@ async fn respond(shared: &Arc<Shared>, request: Request<Incoming>) -> Response<P
     }
     shared.metrics.request(match Endpoint::of(request.method(), request.uri().path()) {
         Some(Endpoint::ChatCompletions) => 0,
-        Some(Endpoint::Responses) => 1,
-        Some(Endpoint::Messages) => 2,
+        Some(Endpoint::Responses | Endpoint::ResponsesInputTokens) => 1,
+        Some(Endpoint::Messages | Endpoint::MessagesCountTokens) => 2,
         None => 3,
     });
     let Ok(permit) = shared.in_flight.clone().try_acquire_owned() else {

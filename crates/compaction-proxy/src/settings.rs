@@ -130,8 +130,8 @@ impl ProxySettings {
         self
     }
 
-    /// Runs `hook` over each Chat Completions, Responses and Messages request before it is
-    /// forwarded.
+    /// Runs `hook` over each Chat Completions, Responses and Messages request (and each request
+    /// to count a Responses or Messages request's tokens) before it is forwarded.
     #[must_use]
     pub fn with_compaction(mut self, hook: CompactionHook) -> Self {
         self.hook = Some(hook);

@@ -383,3 +383,18 @@ fn the_next_request_is_estimated_from_the_upstreams_count_of_the_previous_one() 
         );
     });
 }
+
+#[test]
+fn a_count_of_tokens_is_asked_for_the_request_as_it_would_be_sent() {
+    bounded(async {
+        let (openai, anthropic, proxy) = setup(ProxySettings::default().with_compaction(hook())).await;
+        let messages = serde_json::to_vec(&anthropic_request(8)).expect("serializes");
+        assert_eq!(post(&proxy, "/v1/messages/count_tokens", messages.clone()).await.status(), 200);
+        let responses = serde_json::to_vec(&responses_request(8)).expect("serializes");
+        assert_eq!(post(&proxy, "/v1/responses/input_tokens", responses.clone()).await.status(), 200);
+        assert_eq!(anthropic.received()[0].path, "/v1/messages/count_tokens");
+        assert_eq!(anthropic.received()[0].body, compacted_directly(&messages, Format::Anthropic));
+        assert_eq!(openai.received()[0].path, "/v1/responses/input_tokens");
+        assert_eq!(openai.received()[0].body, compacted_directly(&responses, Format::Responses));
+    });
+}
