@@ -301,7 +301,12 @@ async fn forward(
     permit: tokio::sync::OwnedSemaphorePermit,
 ) -> Response<ProxyBody> {
     let settings = &shared.settings;
-    let headers = end_to_end(&parts.headers, &["host", "content-length"]);
+    // A conversation's answer is asked for uncompressed, so that the usage it reports can be
+    // read as it passes (to anchor the next request); the client gets it as the upstream sent it.
+    let headers = match key {
+        Some(_) => end_to_end(&parts.headers, &["host", "content-length", "accept-encoding"]),
+        None => end_to_end(&parts.headers, &["host", "content-length"]),
+    };
     let sent = shared.client.request(parts.method, url).headers(headers).body(body).send();
     let upstream = match tokio::time::timeout(settings.upstream_timeout, sent).await {
         Ok(Ok(upstream)) => upstream,

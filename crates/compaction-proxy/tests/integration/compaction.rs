@@ -398,3 +398,18 @@ fn a_count_of_tokens_is_asked_for_the_request_as_it_would_be_sent() {
         assert_eq!(openai.received()[0].body, compacted_directly(&responses, Format::Responses));
     });
 }
+
+#[test]
+fn a_conversations_answer_is_asked_for_uncompressed_so_its_usage_can_be_read() {
+    bounded(async {
+        let (openai, anthropic, proxy) = setup(ProxySettings::default().with_compaction(hook())).await;
+        let body = serde_json::to_vec(&anthropic_request(2)).expect("serializes");
+        let sent =
+            client().post(proxy.url("/v1/messages")).header("accept-encoding", "gzip, br").body(body).send();
+        assert_eq!(sent.await.expect("an answer").status(), 200);
+        let sent = client().get(proxy.url("/v1/models")).header("accept-encoding", "gzip, br").send();
+        assert_eq!(sent.await.expect("an answer").status(), 200);
+        assert_eq!(anthropic.received()[0].header("accept-encoding"), None);
+        assert_eq!(openai.received()[0].header("accept-encoding"), Some("gzip, br"));
+    });
+}
