@@ -77,6 +77,8 @@ pub(crate) struct Compacted {
     pub(crate) recalled: usize,
     /// Whether the hook compacted (a request may change by recalled replacements alone).
     pub(crate) compacted: bool,
+    /// Why the cache-aware rule kept the hook from compacting, when it did.
+    pub(crate) declined: Option<String>,
     /// The prefix hash of the request's last message, under which the upstream's count of it
     /// is remembered.
     pub(crate) key: Option<u64>,
@@ -109,9 +111,11 @@ pub(crate) fn compact(
         None => (Vec::new(), None),
     };
     let mut state = AgentState::new(messages).with_tools(conversation.tools.clone());
-    if let Some(context_tokens) = anchored {
+    if let Some((context_tokens, idle)) = anchored {
         state = state.with_context_tokens(context_tokens);
+        state.idle = Some(idle);
     }
+    let anchored = anchored.map(|(context_tokens, _)| context_tokens);
     let outcome = hook.try_run(&mut state).map_err(|source| Error::Compact { endpoint: path, source })?;
     let tokens_before = outcome.estimated_tokens;
     let mut compacted = Compacted {
@@ -121,6 +125,7 @@ pub(crate) fn compact(
         results_cleared: 0,
         recalled: recalled.len(),
         compacted: outcome.compacted,
+        declined: outcome.declined.clone(),
         key: hashes.last().copied(),
         anchored,
     };
@@ -179,6 +184,12 @@ pub(crate) async fn body(
     let failure = match done {
         Ok(Ok(compacted)) => {
             let key = compacted.key;
+            if let Some(why) = &compacted.declined {
+                (settings.log)(&format!(
+                    "proxy: {path}: not compacted under the cache-aware rule ({} tokens estimated): {why}",
+                    compacted.tokens_before
+                ));
+            }
             let Some(compacted_body) = compacted.body else { return Ok((body, key)) };
             shared.metrics.recalled(compacted.recalled);
             if compacted.compacted {

@@ -14,6 +14,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::hash::{Hash, Hasher};
+use std::time::{Duration, Instant};
 
 use compaction_model::{Message, Role};
 use serde_json::Value;
@@ -57,7 +58,7 @@ fn without_breakpoints(value: &mut Value) {
 pub(crate) struct Memory {
     replaced: HashMap<u64, Message>,
     order: VecDeque<u64>,
-    counted: HashMap<u64, usize>,
+    counted: HashMap<u64, (usize, Instant)>,
     counted_order: VecDeque<u64>,
     capacity: usize,
 }
@@ -101,7 +102,7 @@ impl Memory {
     /// Remembers the upstream's count of a request whose last message closed the prefix `hash`,
     /// plus its reply.
     pub(crate) fn remember_count(&mut self, hash: u64, context_tokens: usize) {
-        if self.counted.insert(hash, context_tokens).is_none() {
+        if self.counted.insert(hash, (context_tokens, Instant::now())).is_none() {
             self.counted_order.push_back(hash);
         }
         while self.counted_order.len() > self.capacity {
@@ -113,12 +114,14 @@ impl Memory {
 
     /// The upstream's count of this conversation's previous request and its reply, when
     /// `messages` are that request, then its reply (one assistant message), then what followed:
-    /// the hook adds what followed to it.
-    pub(crate) fn count(&self, hashes: &[u64], messages: &[Message]) -> Option<usize> {
+    /// the hook adds what followed to it. With it, how long ago that answer ended (for the
+    /// cache-aware rule, a cache gone cold).
+    pub(crate) fn count(&self, hashes: &[u64], messages: &[Message]) -> Option<(usize, Duration)> {
         let last = (0..hashes.len()).rev().find(|&i| self.counted.contains_key(&hashes[i]))?;
         let replies = messages[last + 1..].iter().filter(|m| m.role == Role::Assistant).count();
         let answered = messages.get(last + 1).is_some_and(|m| m.role == Role::Assistant);
-        (answered && replies == 1).then(|| self.counted[&hashes[last]])
+        let (count, at) = self.counted[&hashes[last]];
+        (answered && replies == 1).then(|| (count, at.elapsed()))
     }
 
     /// How many replacements are remembered.

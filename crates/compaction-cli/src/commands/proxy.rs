@@ -10,7 +10,7 @@ use compaction_hook::{CompactionHook, CompactionHookSettings};
 use compaction_proxy::ProxySettings;
 
 use crate::commands::prune::PruneOptions;
-use crate::strategy::StrategyOptions;
+use crate::strategy::{CacheAwareOptions, StrategyOptions};
 use crate::UsageError;
 
 /// Serve a local proxy that agents use as their provider's base URL: it compacts each Chat
@@ -82,6 +82,8 @@ pub struct Args {
     pub strategy: StrategyOptions,
     #[command(flatten)]
     pub prune: PruneOptions,
+    #[command(flatten)]
+    pub cache_aware: CacheAwareOptions,
 }
 
 /// Runs the command: serves until interrupted.
@@ -125,9 +127,14 @@ pub fn run(args: Args) -> Result<()> {
             }
             let counter = crate::strategy::counter(&args.counter, &args.strategy.client_settings())?;
             let mut built = args.strategy.build(&strategy, &args.prune, None)?;
-            let hook_settings = CompactionHookSettings::new(window)
+            let mut hook_settings = CompactionHookSettings::new(window)
                 .with_compact_at(args.compact_at)
                 .with_compact_to(args.compact_to);
+            // Anthropic's five-minute cache; the time since a conversation's previous answer
+            // tells the rule when it has gone cold.
+            if let Some(rule) = args.cache_aware.rule(false, false) {
+                hook_settings = hook_settings.with_cache(rule);
+            }
             let hook = CompactionHook::new(built.take_compactor(), hook_settings)
                 .map_err(|e| UsageError(e.to_string()))?
                 .with_counter(counter);

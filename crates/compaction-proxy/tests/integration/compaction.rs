@@ -413,3 +413,24 @@ fn a_conversations_answer_is_asked_for_uncompressed_so_its_usage_can_be_read() {
         assert_eq!(openai.received()[0].header("accept-encoding"), Some("gzip, br"));
     });
 }
+
+#[test]
+fn under_the_cache_aware_rule_a_compaction_that_does_not_pay_is_declined_and_said() {
+    bounded(async {
+        let pruning = ToolResultPruningCompactor::new(PruningSettings::default()).expect("valid settings");
+        let settings = CompactionHookSettings::new(8_000).with_cache(compaction_hook::CacheRule::default());
+        let cache_aware = CompactionHook::new(Box::new(pruning), settings).expect("valid settings");
+        let (_openai, anthropic, proxy) = setup(ProxySettings::default().with_compaction(cache_aware)).await;
+        // Just over the threshold: writing the pruned prompt again costs more than it saves on
+        // the next ten calls at the cache-read price.
+        let body = serde_json::to_vec(&anthropic_request(6)).expect("serializes");
+        assert_eq!(post(&proxy, "/v1/messages", body.clone()).await.status(), 200);
+        assert_eq!(anthropic.received()[0].body, body);
+        let log = proxy.log();
+        assert!(log.len() == 1 && log[0].contains("not compacted under the cache-aware rule"), "{log:?}");
+        // The same request without the rule is compacted.
+        let (_openai, anthropic, proxy) = setup(ProxySettings::default().with_compaction(hook())).await;
+        assert_eq!(post(&proxy, "/v1/messages", body.clone()).await.status(), 200);
+        assert_ne!(anthropic.received()[0].body, body);
+    });
+}
