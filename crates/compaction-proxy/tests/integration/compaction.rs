@@ -15,8 +15,13 @@ use crate::{bounded, client, Proxy};
 
 /// The hook every test runs: pruning with its defaults, an 8,000-token window.
 pub fn hook() -> CompactionHook {
+    hook_for(8_000)
+}
+
+/// Pruning with its defaults for a window of `window` tokens.
+pub fn hook_for(window: usize) -> CompactionHook {
     let pruning = ToolResultPruningCompactor::new(PruningSettings::default()).expect("valid settings");
-    CompactionHook::new(Box::new(pruning), CompactionHookSettings::new(8_000)).expect("valid settings")
+    CompactionHook::new(Box::new(pruning), CompactionHookSettings::new(window)).expect("valid settings")
 }
 
 /// A tool result of about 1,000 tokens, told apart by `n`.
@@ -76,12 +81,17 @@ pub fn openai_request(steps: usize) -> Value {
 
 /// What the hook makes of `body`, calling the libraries directly: read, run, written back.
 pub fn compacted_directly(body: &[u8], format: Format) -> Vec<u8> {
+    compacted_directly_with(hook(), body, format)
+}
+
+/// What `hook` makes of `body`, calling the libraries directly.
+pub fn compacted_directly_with(hook: CompactionHook, body: &[u8], format: Format) -> Vec<u8> {
     let mut conversation =
         compaction_formats::read(body.to_vec(), &ReadOptions::named("request").with_format(format))
             .expect("reads");
     let messages = std::mem::take(&mut conversation.messages);
     let mut state = AgentState::new(messages).with_tools(conversation.tools.clone());
-    let outcome = hook().try_run(&mut state).expect("runs");
+    let outcome = hook.try_run(&mut state).expect("runs");
     assert!(outcome.compacted, "the request is large enough to compact");
     let mut out = Vec::new();
     let changes = outcome.changes.unwrap_or(Changes::Unknown);
@@ -432,5 +442,36 @@ fn under_the_cache_aware_rule_a_compaction_that_does_not_pay_is_declined_and_sai
         let (_openai, anthropic, proxy) = setup(ProxySettings::default().with_compaction(hook())).await;
         assert_eq!(post(&proxy, "/v1/messages", body.clone()).await.status(), 200);
         assert_ne!(anthropic.received()[0].body, body);
+    });
+}
+
+#[test]
+fn a_real_claude_code_session_sent_as_a_request_is_compacted_as_the_hook_would() {
+    bounded(async {
+        // The repository's excerpt of a Claude Code session, as Claude Code would send it.
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../examples/transcripts/claude-code/fa812bfe-excerpt.jsonl"
+        );
+        let session =
+            compaction_formats::read(std::fs::read(path).expect("the excerpt"), &ReadOptions::named(path))
+                .expect("reads");
+        let mut written = Vec::new();
+        let to = Some(compaction_formats::Target::Anthropic);
+        compaction_formats::write(&session, &session.messages, to, &Changes::Unknown, &mut written)
+            .expect("writes");
+        let mut request: Value = serde_json::from_slice(&written).expect("json");
+        request["model"] = json!("claude-opus-4-6");
+        request["max_tokens"] = json!(32000);
+        request["stream"] = json!(true);
+        let body = serde_json::to_vec(&request).expect("serializes");
+
+        let (_openai, anthropic, proxy) =
+            setup(ProxySettings::default().with_compaction(hook_for(2_000))).await;
+        assert_eq!(post(&proxy, "/v1/messages?beta=true", body.clone()).await.status(), 200);
+        let received = &anthropic.received()[0];
+        assert_eq!(received.path, "/v1/messages?beta=true");
+        assert_eq!(received.body, compacted_directly_with(hook_for(2_000), &body, Format::Anthropic));
+        assert!(received.body.len() < body.len());
     });
 }
