@@ -120,7 +120,9 @@ fn client(connect_timeout: Duration) -> Result<reqwest::Client, Error> {
     reqwest::Client::builder()
         .tls_backend_preconfigured(tls)
         .connect_timeout(connect_timeout)
-        // The client's own encoding request goes through; its bytes come back as sent.
+        // A redirect is the client's to follow or not: followed here, it would take the
+        // client's credentials to another host.
+        .redirect(reqwest::redirect::Policy::none())
         .no_proxy()
         .build()
         .map_err(|e| Error::Client(Box::new(e)))

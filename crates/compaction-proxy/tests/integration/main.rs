@@ -62,7 +62,11 @@ pub fn client_builder() -> reqwest::ClientBuilder {
         .expect("TLS versions")
         .with_root_certificates(rustls::RootCertStore::empty())
         .with_no_client_auth();
-    reqwest::Client::builder().tls_backend_preconfigured(tls).no_proxy().pool_max_idle_per_host(0)
+    reqwest::Client::builder()
+        .tls_backend_preconfigured(tls)
+        .no_proxy()
+        .pool_max_idle_per_host(0)
+        .redirect(reqwest::redirect::Policy::none())
 }
 
 /// Runs `test` on a runtime of its own, failing it past 30 seconds.

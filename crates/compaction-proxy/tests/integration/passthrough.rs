@@ -237,3 +237,23 @@ fn requests_beyond_the_limit_in_flight_get_503_and_one_that_ends_frees_its_place
         assert_eq!(answer.status(), 200);
     });
 }
+
+#[test]
+fn a_redirect_goes_back_to_the_client_and_the_credentials_to_no_other_host() {
+    bounded(async {
+        let (openai, anthropic, proxy) = setup(ProxySettings::default()).await;
+        let elsewhere = format!("redirect:{}/v1/stolen", openai.url());
+        let answer = client()
+            .post(proxy.url("/v1/messages"))
+            .header("x-api-key", "sk-ant")
+            .header("x-test", elsewhere)
+            .body("{}")
+            .send()
+            .await
+            .expect("an answer");
+        assert_eq!(answer.status(), 307);
+        assert_eq!(answer.headers()["location"], format!("{}/v1/stolen", openai.url()));
+        assert_eq!(anthropic.received().len(), 1);
+        assert!(openai.received().is_empty(), "the redirect was not followed");
+    });
+}

@@ -149,6 +149,15 @@ async fn serve(
             );
             stream.write_all(answer.as_bytes()).await?;
         }
+        redirect if redirect.starts_with("redirect:") => {
+            // A redirect to another host: the proxy must hand it to its client, not follow it
+            // with the client's credentials.
+            let location = &redirect["redirect:".len()..];
+            let answer = format!(
+                "HTTP/1.1 307 Temporary Redirect\r\nlocation: {location}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+            );
+            stream.write_all(answer.as_bytes()).await?;
+        }
         "429" => {
             let body = r#"{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}"#;
             let answer = format!(
