@@ -257,3 +257,29 @@ fn a_redirect_goes_back_to_the_client_and_the_credentials_to_no_other_host() {
         assert!(openai.received().is_empty(), "the redirect was not followed");
     });
 }
+
+#[test]
+fn an_upstream_that_breaks_off_mid_stream_breaks_the_clients_stream_off_too() {
+    bounded(async {
+        let (_openai, anthropic, proxy) = setup(ProxySettings::default()).await;
+        let mut answer = client()
+            .post(proxy.url("/v1/messages"))
+            .header("x-test", "cut")
+            .body("{}")
+            .send()
+            .await
+            .expect("an answer");
+        assert_eq!(answer.status(), 200);
+        let mut received = Vec::new();
+        let ended = loop {
+            match answer.chunk().await {
+                Ok(Some(chunk)) => received.extend_from_slice(&chunk),
+                Ok(None) => break Ok(()),
+                Err(error) => break Err(error),
+            }
+        };
+        assert_eq!(received, EVENTS[0].as_bytes());
+        assert!(ended.is_err(), "the client sees the stream cut, not ended");
+        assert_eq!(anthropic.received().len(), 1);
+    });
+}

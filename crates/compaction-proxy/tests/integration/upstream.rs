@@ -158,6 +158,14 @@ async fn serve(
             );
             stream.write_all(answer.as_bytes()).await?;
         }
+        "cut" => {
+            // One event, then the connection closes mid-stream.
+            stream
+                .write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n")
+                .await?;
+            let event = EVENTS[0];
+            stream.write_all(format!("{:x}\r\n{event}\r\n", event.len()).as_bytes()).await?;
+        }
         "429" => {
             let body = r#"{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}"#;
             let answer = format!(
