@@ -283,3 +283,29 @@ fn an_upstream_that_breaks_off_mid_stream_breaks_the_clients_stream_off_too() {
         assert_eq!(anthropic.received().len(), 1);
     });
 }
+
+#[test]
+fn many_streamed_conversations_at_once_with_large_bodies_all_go_through() {
+    bounded(async {
+        let (openai, _anthropic, proxy) = setup(ProxySettings::default()).await;
+        // 64 requests of 1 MB at once, each answered with a stream; bounded for a debug build
+        // on two shared cores.
+        let body = vec![b'x'; 1 << 20];
+        let requests = (0..64).map(|_| {
+            let (url, body) = (proxy.url("/v1/chat/completions"), body.clone());
+            tokio::spawn(async move {
+                let answer =
+                    client().post(url).header("x-test", "tick-3").body(body).send().await.expect("an answer");
+                (answer.status(), answer.bytes().await.expect("a body"))
+            })
+        });
+        for request in requests.collect::<Vec<_>>() {
+            let (status, bytes) = request.await.expect("joins");
+            assert_eq!(status, 200);
+            assert_eq!(bytes, "data: {\"tick\":true}\n\n".repeat(3).as_bytes());
+        }
+        let received = openai.received();
+        assert_eq!(received.len(), 64);
+        assert!(received.iter().all(|r| r.body == body));
+    });
+}

@@ -197,6 +197,18 @@ async fn serve(
             }
             stream.write_all(b"0\r\n\r\n").await?;
         }
+        "tick-3" => {
+            // Three events, a little apart.
+            stream
+                .write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n")
+                .await?;
+            let event = "data: {\"tick\":true}\n\n";
+            for _ in 0..3 {
+                stream.write_all(format!("{:x}\r\n{event}\r\n", event.len()).as_bytes()).await?;
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            stream.write_all(b"0\r\n\r\n").await?;
+        }
         "tick" => {
             stream
                 .write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n")
