@@ -475,3 +475,36 @@ fn a_real_claude_code_session_sent_as_a_request_is_compacted_as_the_hook_would()
         assert!(received.body.len() < body.len());
     });
 }
+
+/// `body` up to where `marker` first appears.
+fn before<'a>(body: &'a [u8], marker: &str) -> &'a [u8] {
+    let at = body.windows(marker.len()).position(|w| w == marker.as_bytes()).expect("the marker is there");
+    &body[..at]
+}
+
+#[test]
+fn chat_completions_and_responses_conversations_stay_cache_stable_too() {
+    bounded(async {
+        // The path, the request of N steps, and the start of the first request's last message.
+        type Shape = (&'static str, fn(usize) -> Value, &'static str);
+        let shapes: [Shape; 2] = [
+            ("/v1/chat/completions", openai_request, r#"{"role":"tool","tool_call_id":"call_7""#),
+            ("/v1/responses", responses_request, r#"{"type":"function_call_output","call_id":"call_7""#),
+        ];
+        for (path, request, last_of_first) in shapes {
+            let (openai, _anthropic, proxy) = setup(ProxySettings::default().with_compaction(hook())).await;
+            for steps in [8, 10] {
+                let body = serde_json::to_vec(&request(steps)).expect("serializes");
+                assert_eq!(post(&proxy, path, body).await.status(), 200);
+            }
+            let received = openai.received();
+            let first = before(&received[0].body, last_of_first);
+            assert!(first.len() > received[0].body.len() / 2, "{path}: the marker is the last message");
+            assert!(
+                received[1].body.starts_with(first),
+                "{path}: the second request begins as the first was sent"
+            );
+            assert_eq!(proxy.log().len(), 1, "{path}: {:?}", proxy.log());
+        }
+    });
+}
