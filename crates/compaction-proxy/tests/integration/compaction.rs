@@ -508,3 +508,44 @@ fn chat_completions_and_responses_conversations_stay_cache_stable_too() {
         }
     });
 }
+
+/// How many cache breakpoints `body` carries.
+fn breakpoints(body: &[u8]) -> usize {
+    body.windows(15).filter(|w| w == b"\"cache_control\"").count()
+}
+
+#[test]
+fn recalled_replacements_carry_the_cache_breakpoints_the_client_put_now_not_then() {
+    bounded(async {
+        let (_openai, anthropic, proxy) = setup(ProxySettings::default().with_compaction(hook())).await;
+        // A breakpoint on an older result too (the agent's previous one), which gets pruned.
+        let mut first = anthropic_request(8);
+        first["messages"][4]["content"][0]["cache_control"] = json!({"type": "ephemeral"});
+        let first = serde_json::to_vec(&first).expect("serializes");
+        assert_eq!(post(&proxy, "/v1/messages", first.clone()).await.status(), 200);
+        // The next request: the client has moved its breakpoints on, off that result.
+        let mut second = anthropic_request(10);
+        second["messages"][18]["content"][0]["cache_control"] = json!({"type": "ephemeral"});
+        let second = serde_json::to_vec(&second).expect("serializes");
+        assert_eq!(post(&proxy, "/v1/messages", second.clone()).await.status(), 200);
+
+        let received = anthropic.received();
+        let forwarded: Value = serde_json::from_slice(&received[0].body).expect("json");
+        let pruned = &forwarded["messages"][4]["content"][0];
+        assert!(
+            pruned["content"].as_str().is_some_and(|t| t.starts_with("[Tool result removed")),
+            "{pruned}"
+        );
+        assert_eq!(pruned["cache_control"], json!({"type": "ephemeral"}), "the client's breakpoint is kept");
+        assert_eq!(breakpoints(&received[0].body), breakpoints(&first));
+
+        let forwarded: Value = serde_json::from_slice(&received[1].body).expect("json");
+        let recalled = &forwarded["messages"][4]["content"][0];
+        assert!(
+            recalled["content"].as_str().is_some_and(|t| t.starts_with("[Tool result removed")),
+            "{recalled}"
+        );
+        assert_eq!(recalled.get("cache_control"), None, "no breakpoint the client did not put");
+        assert_eq!(breakpoints(&received[1].body), breakpoints(&second));
+    });
+}
