@@ -549,3 +549,32 @@ fn recalled_replacements_carry_the_cache_breakpoints_the_client_put_now_not_then
         assert_eq!(breakpoints(&received[1].body), breakpoints(&second));
     });
 }
+
+#[test]
+fn thinking_blocks_are_never_edited() {
+    bounded(async {
+        let (_openai, anthropic, proxy) = setup(ProxySettings::default().with_compaction(hook())).await;
+        let mut request = anthropic_request(8);
+        for message in request["messages"].as_array_mut().expect("messages") {
+            if message["role"] == "assistant" {
+                let thinking = json!({"type": "thinking", "thinking": "Let me read the file.", "signature": "EqQBCgIYAhIM1gbcDa9GJwZA2b3h"});
+                message["content"].as_array_mut().expect("blocks").insert(0, thinking);
+            }
+        }
+        let body = serde_json::to_vec(&request).expect("serializes");
+        assert_eq!(post(&proxy, "/v1/messages", body.clone()).await.status(), 200);
+        let received = &anthropic.received()[0];
+        assert_ne!(received.body, body, "compacted");
+        let forwarded: Value = serde_json::from_slice(&received.body).expect("json");
+        let assistants = |request: &Value| -> Vec<Value> {
+            request["messages"]
+                .as_array()
+                .expect("messages")
+                .iter()
+                .filter(|m| m["role"] == "assistant")
+                .cloned()
+                .collect()
+        };
+        assert_eq!(assistants(&forwarded), assistants(&request));
+    });
+}
