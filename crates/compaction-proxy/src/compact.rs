@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 use compaction_formats::{Format, ReadOptions};
 use compaction_hook::{AgentState, CompactionHook};
-use compaction_model::Changes;
+use compaction_model::{Changes, Message, Part, Role};
 use hyper::{Method, Response, StatusCode};
 
 use crate::error::Error;
@@ -94,6 +94,7 @@ pub(crate) struct Compacted {
 pub(crate) fn compact(
     hook: &CompactionHook,
     memory: Option<&Mutex<Memory>>,
+    clear_thinking: Option<usize>,
     endpoint: Endpoint,
     body: &[u8],
 ) -> Result<Compacted, Error> {
@@ -110,6 +111,11 @@ pub(crate) fn compact(
         }
         None => (Vec::new(), None),
     };
+    // What changed before the hook ran: the replacements recalled, the thinking cleared.
+    let mut before_hook = recalled.clone();
+    if let (Some(keep), Format::Anthropic) = (clear_thinking, endpoint.format()) {
+        before_hook.extend(clear_thinking_but_last(&mut messages, keep));
+    }
     let mut state = AgentState::new(messages).with_tools(conversation.tools.clone());
     if let Some((context_tokens, idle)) = anchored {
         state = state.with_context_tokens(context_tokens);
@@ -130,8 +136,8 @@ pub(crate) fn compact(
         anchored,
     };
     let changes = match outcome.changes {
-        None if recalled.is_empty() => return Ok(compacted),
-        None => Changes::in_place(recalled),
+        None if before_hook.is_empty() => return Ok(compacted),
+        None => Changes::in_place(before_hook),
         Some(Changes::InPlace(changed)) => {
             if let Some(memory) = memory {
                 let mut memory = memory.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
@@ -139,7 +145,7 @@ pub(crate) fn compact(
                     memory.remember(hashes[index], state.messages()[index].clone());
                 }
             }
-            Changes::in_place(recalled.into_iter().chain(changed).collect())
+            Changes::in_place(before_hook.into_iter().chain(changed).collect())
         }
         // Messages dropped or put in (a sliding window, a chain with one) are not remembered:
         // the next request runs the hook afresh.
@@ -155,6 +161,25 @@ pub(crate) fn compact(
         .map_err(|source| Error::Write { endpoint: path, source })?;
     compacted.body = Some(out);
     Ok(compacted)
+}
+
+/// Drops the thinking blocks of every assistant message but the last `keep`, as Anthropic's
+/// `clear_thinking_20251015` does, and says which messages changed. A message of thinking alone
+/// keeps it (an assistant message cannot be empty); the last ones' blocks, which the API needs
+/// back unchanged while a tool call is answered, are never touched.
+fn clear_thinking_but_last(messages: &mut [Message], keep: usize) -> Vec<usize> {
+    let assistants: Vec<usize> =
+        messages.iter().enumerate().filter(|(_, m)| m.role == Role::Assistant).map(|(i, _)| i).collect();
+    let mut cleared = Vec::new();
+    for &index in &assistants[..assistants.len().saturating_sub(keep)] {
+        let message = &mut messages[index];
+        let thinking = |part: &Part| matches!(part, Part::Reasoning(_));
+        if message.parts.iter().any(thinking) && !message.parts.iter().all(thinking) {
+            message.parts.retain(|part| !thinking(part));
+            cleared.push(index);
+        }
+    }
+    cleared
 }
 
 /// The body to forward, or the proxy's answer instead (502, when a request that could not be
@@ -177,7 +202,7 @@ pub(crate) async fn body(
         let hook = task_shared.settings.hook.as_ref().expect("checked above");
         // A dry run forwards nothing compacted, so there is nothing to be consistent with.
         let memory = (!task_shared.settings.dry_run).then_some(&task_shared.memory);
-        compact(hook, memory, endpoint, &task_body)
+        compact(hook, memory, task_shared.settings.clear_thinking, endpoint, &task_body)
     })
     .await;
     let path = endpoint.path();

@@ -24,6 +24,7 @@ pub struct ProxySettings {
     pub(crate) max_concurrent: usize,
     pub(crate) fail_closed: bool,
     pub(crate) dry_run: bool,
+    pub(crate) clear_thinking: Option<usize>,
     pub(crate) hook: Option<CompactionHook>,
     pub(crate) log: LogSink,
 }
@@ -43,6 +44,7 @@ impl Default for ProxySettings {
             max_concurrent: 512,
             fail_closed: false,
             dry_run: false,
+            clear_thinking: None,
             hook: None,
             log: Arc::new(|line: &str| eprintln!("{line}")),
         }
@@ -62,6 +64,7 @@ impl fmt::Debug for ProxySettings {
             .field("max_concurrent", &self.max_concurrent)
             .field("fail_closed", &self.fail_closed)
             .field("dry_run", &self.dry_run)
+            .field("clear_thinking", &self.clear_thinking)
             .field("hook", &self.hook)
             .finish_non_exhaustive()
     }
@@ -135,6 +138,15 @@ impl ProxySettings {
     #[must_use]
     pub fn with_compaction(mut self, hook: CompactionHook) -> Self {
         self.hook = Some(hook);
+        self
+    }
+
+    /// With compaction, drops the thinking blocks of every assistant message of a Messages
+    /// request but the last `keep`, before the hook runs, as Anthropic's `clear_thinking_20251015`
+    /// context edit does (the last ones are never touched: the API needs them back unchanged).
+    #[must_use]
+    pub fn with_clear_thinking(mut self, keep: usize) -> Self {
+        self.clear_thinking = Some(keep);
         self
     }
 

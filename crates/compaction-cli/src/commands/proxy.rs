@@ -74,6 +74,10 @@ pub struct Args {
     /// With --context-window: the fraction of the window to compact down to.
     #[arg(long, value_name = "F", default_value_t = 0.4, requires = "context_window")]
     pub compact_to: f64,
+    /// With --context-window: drop the thinking blocks of every assistant message of a
+    /// Messages request but the last N, as Anthropic's clear_thinking_20251015 does.
+    #[arg(long, value_name = "N", requires = "context_window")]
+    pub clear_thinking: Option<usize>,
     /// The counter: approximate, approximate:CHARS_PER_TOKEN, tiktoken, tiktoken:ENCODING_OR_MODEL,
     /// huggingface:PATH.
     #[arg(long, default_value = "approximate")]
@@ -116,6 +120,9 @@ pub fn run(args: Args) -> Result<()> {
     }
     if args.dry_run {
         settings = settings.with_dry_run();
+    }
+    if let Some(keep) = args.clear_thinking {
+        settings = settings.with_clear_thinking(keep);
     }
     let compacting = match args.context_window {
         Some(window) => {

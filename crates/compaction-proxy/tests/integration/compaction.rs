@@ -578,3 +578,41 @@ fn thinking_blocks_are_never_edited() {
         assert_eq!(assistants(&forwarded), assistants(&request));
     });
 }
+
+#[test]
+fn clear_thinking_drops_the_thinking_of_all_but_the_last_assistant_messages() {
+    bounded(async {
+        let settings = ProxySettings::default().with_compaction(hook()).with_clear_thinking(2);
+        let (_openai, anthropic, proxy) = setup(settings).await;
+        // Under the compaction threshold: only the thinking goes.
+        let mut request = anthropic_request(4);
+        for message in request["messages"].as_array_mut().expect("messages") {
+            if message["role"] == "assistant" {
+                let thinking = json!({"type": "thinking", "thinking": "Let me read the file.", "signature": "EqQBCgIYAhIM"});
+                message["content"].as_array_mut().expect("blocks").insert(0, thinking);
+            }
+        }
+        let body = serde_json::to_vec(&request).expect("serializes");
+        assert_eq!(post(&proxy, "/v1/messages", body).await.status(), 200);
+        let forwarded: Value = serde_json::from_slice(&anthropic.received()[0].body).expect("json");
+        let (sent, kept) = (
+            request["messages"].as_array().expect("messages"),
+            forwarded["messages"].as_array().expect("messages"),
+        );
+        assert_eq!(sent.len(), kept.len());
+        for (index, (sent, kept)) in sent.iter().zip(kept).enumerate() {
+            match index {
+                1 | 3 => {
+                    assert_eq!(kept["content"].as_array().map(Vec::len), Some(2), "{kept}");
+                    assert!(kept["content"]
+                        .as_array()
+                        .expect("blocks")
+                        .iter()
+                        .all(|b| b["type"] != "thinking"));
+                    assert_eq!(kept["content"][1], sent["content"][2], "the tool call is kept");
+                }
+                _ => assert_eq!(kept, sent, "message {index}"),
+            }
+        }
+    });
+}
