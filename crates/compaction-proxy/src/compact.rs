@@ -85,6 +85,12 @@ pub(crate) struct Compacted {
     /// The upstream's count of the previous request and its reply, when the estimate was
     /// anchored on it.
     pub(crate) anchored: Option<usize>,
+    /// The conversation, for the log: the prefix hash through its first user message (the
+    /// system prompt alone is shared by every conversation of an agent).
+    pub(crate) conversation: u64,
+    /// The first message the hook changed, from which the provider's cache is written again,
+    /// and how many messages the request holds.
+    pub(crate) first_change: Option<(usize, usize)>,
 }
 
 /// Reads `body` as `endpoint`'s request, puts in the replacements `memory` holds for its
@@ -103,7 +109,7 @@ pub(crate) fn compact(
     let mut conversation = compaction_formats::read(body.to_vec(), &options)
         .map_err(|source| Error::Read { endpoint: path, source })?;
     let mut messages = std::mem::take(&mut conversation.messages);
-    let hashes = memory.map(|_| prefix_hashes(&messages)).unwrap_or_default();
+    let hashes = prefix_hashes(&messages);
     let (recalled, anchored) = match memory {
         Some(memory) => {
             let memory = memory.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
@@ -132,8 +138,10 @@ pub(crate) fn compact(
         recalled: recalled.len(),
         compacted: outcome.compacted,
         declined: outcome.declined.clone(),
-        key: hashes.last().copied(),
+        key: memory.and(hashes.last().copied()),
         anchored,
+        conversation: conversation_id(&hashes, state.messages()),
+        first_change: None,
     };
     let changes = match outcome.changes {
         None if before_hook.is_empty() => return Ok(compacted),
@@ -155,12 +163,20 @@ pub(crate) fn compact(
         compacted.tokens_after =
             hook.try_estimate(&state).map_err(|source| Error::Compact { endpoint: path, source })?;
         compacted.results_cleared = outcome.report.as_ref().map_or(0, |report| report.results.len());
+        let first = outcome.report.as_ref().and_then(|report| report.first_changed());
+        compacted.first_change = first.map(|first| (first, state.messages().len()));
     }
     let mut out = Vec::with_capacity(body.len());
     compaction_formats::write(&conversation, state.messages(), None, &changes, &mut out)
         .map_err(|source| Error::Write { endpoint: path, source })?;
     compacted.body = Some(out);
     Ok(compacted)
+}
+
+/// The prefix hash through the first user message, or of the whole when there is none.
+fn conversation_id(hashes: &[u64], messages: &[Message]) -> u64 {
+    let first_user = messages.iter().position(|m| m.role == Role::User);
+    first_user.or(hashes.len().checked_sub(1)).and_then(|i| hashes.get(i)).copied().unwrap_or(0)
 }
 
 /// Drops the thinking blocks of every assistant message but the last `keep`, as Anthropic's
@@ -224,7 +240,9 @@ pub(crate) async fn body(
                     compacted.results_cleared,
                 );
                 (settings.log)(&format!(
-                    "proxy: {path}: compacted{}: {} → {} tokens estimated{}, {} tool result{} cleared{}",
+                    "proxy: {path}: conversation {:08x}: compacted{}: {} → {} tokens estimated{}, {} tool result{} \
+                     cleared{}{}",
+                    compacted.conversation >> 32,
                     if settings.dry_run { " (dry run, forwarded unchanged)" } else { "" },
                     compacted.tokens_before,
                     compacted.tokens_after,
@@ -237,6 +255,10 @@ pub(crate) async fn body(
                     match compacted.recalled {
                         0 => String::new(),
                         n => format!(", {n} earlier replacement{} kept", if n == 1 { "" } else { "s" }),
+                    },
+                    match compacted.first_change {
+                        Some((first, of)) => format!("; the prompt cache is written again from message {first} of {of}"),
+                        None => String::new(),
                     },
                 ));
             }

@@ -137,7 +137,10 @@ fn a_messages_request_reaches_the_upstream_as_the_hook_compacts_it_with_its_enve
         assert_eq!(forwarded["messages"].as_array().map(Vec::len), Some(17), "every call keeps its result");
         let log = proxy.log();
         assert_eq!(log.len(), 1, "{log:?}");
-        assert!(log[0].starts_with("proxy: /v1/messages: compacted: "), "{log:?}");
+        assert!(log[0].starts_with("proxy: /v1/messages: conversation "), "{log:?}");
+        assert!(log[0].contains(": compacted: "), "{log:?}");
+        // The conversation read holds the system prompt too: 18 messages, the first result third.
+        assert!(log[0].ends_with("; the prompt cache is written again from message 3 of 18"), "{log:?}");
         assert!(log[0].contains("tool results cleared"), "{log:?}");
     });
 }
@@ -271,7 +274,11 @@ fn a_result_pruned_once_is_pruned_the_same_way_in_the_conversations_later_reques
         assert!(received[3].body.starts_with(prefix_before_result(&received[1].body, k)));
         assert!(!received[3].body.starts_with(prefix_before_result(&received[1].body, k + 1)));
         let log = proxy.log();
-        assert!(log[2].ends_with(&format!(", {k} earlier replacements kept")), "{log:?}");
+        assert!(log[2].contains(&format!(", {k} earlier replacements kept; ")), "{log:?}");
+        // Both requests of the conversation are named alike; the other conversation otherwise.
+        let conversation = |line: &str| line.split(": ").nth(2).map(str::to_owned);
+        assert_eq!(conversation(&log[0]), conversation(&log[2]));
+        assert_ne!(conversation(&log[0]), conversation(&log[1]));
     });
 }
 
