@@ -156,8 +156,12 @@ pub(crate) fn compact(
             Changes::in_place(before_hook.into_iter().chain(changed).collect())
         }
         // Messages dropped or put in (a sliding window, a chain with one) are not remembered:
-        // the next request runs the hook afresh.
-        Some(changes) => changes,
+        // the next request runs the hook afresh, over the whole conversation again, so the
+        // upstream's count of the shorter one sent must not anchor it either.
+        Some(changes) => {
+            compacted.key = None;
+            changes
+        }
     };
     if outcome.compacted {
         compacted.tokens_after =

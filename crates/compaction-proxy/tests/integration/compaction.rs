@@ -623,3 +623,23 @@ fn clear_thinking_drops_the_thinking_of_all_but_the_last_assistant_messages() {
         }
     });
 }
+
+#[test]
+fn after_a_compaction_that_drops_messages_the_next_request_is_not_anchored_on_the_shorter_ones_count() {
+    bounded(async {
+        let window =
+            compaction_core::SlidingWindowCompactor::new(compaction_core::SlidingWindowSettings::default());
+        let hook = CompactionHook::new(Box::new(window), CompactionHookSettings::new(8_000))
+            .expect("valid settings");
+        let (_openai, anthropic, proxy) = setup(ProxySettings::default().with_compaction(hook)).await;
+        let first = serde_json::to_vec(&anthropic_request(8)).expect("serializes");
+        assert_eq!(post(&proxy, "/v1/messages", first.clone()).await.status(), 200);
+        // The agent sends its whole conversation again, one step longer: the upstream's count
+        // of the window it was sent (answered with a count of 15 tokens here) says nothing of it.
+        let second = serde_json::to_vec(&anthropic_request(9)).expect("serializes");
+        assert_eq!(post(&proxy, "/v1/messages", second.clone()).await.status(), 200);
+        let received = anthropic.received();
+        assert!(received[0].body.len() < first.len() / 2, "the first was compacted");
+        assert!(received[1].body.len() < second.len() / 2, "so was the second: {:?}", proxy.log());
+    });
+}
