@@ -46,6 +46,7 @@ enum Command {
     Offload(Box<commands::offload::Args>),
     Simulate(Box<commands::simulate::Args>),
     Bench(Box<commands::bench::Args>),
+    Proxy(Box<commands::proxy::Args>),
 }
 
 /// An error in how the command was called, as opposed to in what it read (exit status 2).
@@ -88,6 +89,7 @@ fn main() -> ExitCode {
         Command::Offload(args) => commands::offload::run(*args),
         Command::Simulate(args) => commands::simulate::run(*args),
         Command::Bench(args) => commands::bench::run(*args),
+        Command::Proxy(args) => commands::proxy::run(*args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

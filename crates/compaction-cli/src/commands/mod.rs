@@ -4,6 +4,7 @@ pub mod bench;
 pub mod convert;
 pub mod count;
 pub mod offload;
+pub mod proxy;
 pub mod prune;
 pub mod simulate;
 

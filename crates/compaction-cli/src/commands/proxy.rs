@@ -1,0 +1,167 @@
+//! `compaction proxy`: a local OpenAI- and Anthropic-compatible proxy that compacts each
+//! request on its way to the provider (the server is compaction-proxy's; this file turns the
+//! command line into its settings).
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use compaction_hook::{CompactionHook, CompactionHookSettings};
+use compaction_proxy::ProxySettings;
+
+use crate::commands::prune::PruneOptions;
+use crate::strategy::{CacheAwareOptions, StrategyOptions};
+use crate::UsageError;
+
+/// Serve a local proxy that agents use as their provider's base URL: it compacts each Chat
+/// Completions, Responses and Messages request with the compaction hook, forwards it, and relays
+/// the answer, streamed or not, as the upstream sends it.
+///
+/// Point Claude Code at it with ANTHROPIC_BASE_URL=http://127.0.0.1:8787, an OpenAI SDK or
+/// Codex with OPENAI_BASE_URL=http://127.0.0.1:8787/v1. Paths under /v1/messages go to
+/// --anthropic-upstream, every other path to --openai-upstream (a llama.cpp or vLLM server
+/// too), with the client's own headers and credentials and to no other host.
+///
+/// Without --context-window every request passes through unchanged. With it, the hook decides
+/// as `prune --context-window` does: nothing below --compact-at of the window, then down to
+/// --compact-to with --strategy (tool-result-pruning by default). A body that cannot be read as
+/// a conversation is forwarded unchanged with a warning (--fail-closed answers 502 instead).
+/// One line on standard error per compaction; bodies and credentials are never logged.
+///
+/// It listens on 127.0.0.1 only; another address needs --allow-remote, and then every client
+/// must send `Proxy-Authorization: Bearer TOKEN` with the token in COMPACTION_PROXY_TOKEN.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:\n  \
+    compaction proxy --context-window 200000 --compact-at 0.7 --compact-to 0.4\n  \
+    ANTHROPIC_BASE_URL=http://127.0.0.1:8787 claude\n  \
+    compaction proxy --openai-upstream http://127.0.0.1:8080 --context-window 32768 --listen 127.0.0.1:9000")]
+pub struct Args {
+    /// The address to listen on.
+    #[arg(long, value_name = "ADDRESS", default_value = "127.0.0.1:8787")]
+    pub listen: SocketAddr,
+    /// Where OpenAI-compatible requests go (every path but /v1/messages...).
+    #[arg(long, value_name = "URL", default_value = "https://api.openai.com")]
+    pub openai_upstream: String,
+    /// Where Anthropic requests (/v1/messages...) go.
+    #[arg(long, value_name = "URL", default_value = "https://api.anthropic.com")]
+    pub anthropic_upstream: String,
+    /// Listen on an address other than loopback; every client must then present the token in
+    /// COMPACTION_PROXY_TOKEN as `Proxy-Authorization: Bearer TOKEN`.
+    #[arg(long)]
+    pub allow_remote: bool,
+    /// The largest request body accepted, in bytes (413 beyond).
+    #[arg(long, value_name = "N", default_value_t = 64 << 20)]
+    pub max_body_bytes: usize,
+    /// Seconds the upstream may take to answer, and then between two chunks of its body.
+    #[arg(long, value_name = "SECONDS", default_value_t = 600)]
+    pub upstream_timeout: u64,
+    /// Requests in flight at once (503 beyond).
+    #[arg(long, value_name = "N", default_value_t = 512)]
+    pub max_concurrent: usize,
+    /// Answer 502 instead of forwarding a request whose body cannot be compacted.
+    #[arg(long)]
+    pub fail_closed: bool,
+    /// Decide and log each compaction, but forward every request unchanged.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Compact with the hook for a model with this context window (tokens); without it, every
+    /// request passes through unchanged.
+    #[arg(long, value_name = "N")]
+    pub context_window: Option<usize>,
+    /// With --context-window: compact once a request reaches this fraction of the window.
+    #[arg(long, value_name = "F", default_value_t = 0.7, requires = "context_window")]
+    pub compact_at: f64,
+    /// With --context-window: the fraction of the window to compact down to.
+    #[arg(long, value_name = "F", default_value_t = 0.4, requires = "context_window")]
+    pub compact_to: f64,
+    /// With --context-window: drop the thinking blocks of every assistant message of a
+    /// Messages request but the last N, as Anthropic's clear_thinking_20251015 does.
+    #[arg(long, value_name = "N", requires = "context_window")]
+    pub clear_thinking: Option<usize>,
+    /// The counter: approximate, approximate:CHARS_PER_TOKEN, tiktoken, tiktoken:ENCODING_OR_MODEL,
+    /// huggingface:PATH.
+    #[arg(long, default_value = "approximate")]
+    pub counter: String,
+    #[command(flatten)]
+    pub strategy: StrategyOptions,
+    #[command(flatten)]
+    pub prune: PruneOptions,
+    #[command(flatten)]
+    pub cache_aware: CacheAwareOptions,
+}
+
+/// Runs the command: serves until interrupted.
+pub fn run(args: Args) -> Result<()> {
+    let mut settings = ProxySettings::default()
+        .with_openai_upstream(&args.openai_upstream)
+        .with_anthropic_upstream(&args.anthropic_upstream)
+        .with_max_body_bytes(args.max_body_bytes)
+        .with_upstream_timeout(Duration::from_secs(args.upstream_timeout))
+        .with_max_concurrent(args.max_concurrent)
+        .with_log(crate::progress::say);
+    if args.allow_remote {
+        let token = std::env::var("COMPACTION_PROXY_TOKEN").ok().filter(|t| !t.trim().is_empty());
+        let Some(token) = token else {
+            return Err(UsageError(
+                "--allow-remote needs a token for clients to present: set COMPACTION_PROXY_TOKEN".into(),
+            )
+            .into());
+        };
+        settings = settings.with_remote_clients(token);
+    } else if !args.listen.ip().is_loopback() {
+        return Err(UsageError(format!(
+            "--listen {}: only loopback addresses without --allow-remote (and a token)",
+            args.listen
+        ))
+        .into());
+    }
+    if args.fail_closed {
+        settings = settings.with_fail_closed();
+    }
+    if args.dry_run {
+        settings = settings.with_dry_run();
+    }
+    if let Some(keep) = args.clear_thinking {
+        settings = settings.with_clear_thinking(keep);
+    }
+    let compacting = match args.context_window {
+        Some(window) => {
+            let strategy = args.strategy.resolve(false)?;
+            if let Some(why) = strategy.needs_io() {
+                return Err(
+                    UsageError(format!("the proxy cannot run --strategy {strategy} yet: {why}")).into()
+                );
+            }
+            let counter = crate::strategy::counter(&args.counter, &args.strategy.client_settings())?;
+            let mut built = args.strategy.build(&strategy, &args.prune, None)?;
+            let mut hook_settings = CompactionHookSettings::new(window)
+                .with_compact_at(args.compact_at)
+                .with_compact_to(args.compact_to);
+            // Anthropic's five-minute cache; the time since a conversation's previous answer
+            // tells the rule when it has gone cold.
+            if let Some(rule) = args.cache_aware.rule(false, false) {
+                hook_settings = hook_settings.with_cache(rule);
+            }
+            let hook = CompactionHook::new(built.take_compactor(), hook_settings)
+                .map_err(|e| UsageError(e.to_string()))?
+                .with_counter(counter);
+            settings = settings.with_compaction(hook);
+            format!(
+                "{strategy} at {} of a {window}-token window, down to {}",
+                args.compact_at, args.compact_to
+            )
+        }
+        None => "none (no --context-window)".to_owned(),
+    };
+    let listener =
+        std::net::TcpListener::bind(args.listen).with_context(|| format!("listening on {}", args.listen))?;
+    let address = listener.local_addr().context("the listener's address")?;
+    crate::progress::say(&format!(
+        "compaction proxy on http://{address}: OpenAI → {}, Anthropic → {}; compaction: {compacting}{}",
+        args.openai_upstream,
+        args.anthropic_upstream,
+        if args.dry_run { " (dry run)" } else { "" }
+    ));
+    compaction_proxy::run(listener, settings)?;
+    Ok(())
+}

@@ -1,0 +1,300 @@
+//! The request body on its way: a Chat Completions, Responses or Messages request read as a
+//! conversation, run through the hook, and written back in its own format with only the
+//! compacted messages changed; any other request as it came.
+
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use compaction_formats::{Format, ReadOptions};
+use compaction_hook::{AgentState, CompactionHook};
+use compaction_model::{Changes, Message, Part, Role};
+use hyper::{Method, Response, StatusCode};
+
+use crate::error::Error;
+use crate::memory::{prefix_hashes, Memory};
+use crate::metrics::Failure;
+use crate::relay::ProxyBody;
+use crate::server::{answer, chain, Shared};
+
+/// An endpoint whose requests carry a conversation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Endpoint {
+    ChatCompletions,
+    Responses,
+    /// `/v1/responses/input_tokens`: a Responses request counted, compacted as it would be sent.
+    ResponsesInputTokens,
+    Messages,
+    /// `/v1/messages/count_tokens`: a Messages request counted, compacted as it would be sent.
+    MessagesCountTokens,
+}
+
+impl Endpoint {
+    /// The endpoint a request is for, when it carries a conversation.
+    pub(crate) fn of(method: &Method, path: &str) -> Option<Endpoint> {
+        if method != Method::POST {
+            return None;
+        }
+        match path {
+            "/v1/chat/completions" => Some(Endpoint::ChatCompletions),
+            "/v1/responses" => Some(Endpoint::Responses),
+            "/v1/responses/input_tokens" => Some(Endpoint::ResponsesInputTokens),
+            "/v1/messages" => Some(Endpoint::Messages),
+            "/v1/messages/count_tokens" => Some(Endpoint::MessagesCountTokens),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn path(self) -> &'static str {
+        match self {
+            Endpoint::ChatCompletions => "/v1/chat/completions",
+            Endpoint::Responses => "/v1/responses",
+            Endpoint::ResponsesInputTokens => "/v1/responses/input_tokens",
+            Endpoint::Messages => "/v1/messages",
+            Endpoint::MessagesCountTokens => "/v1/messages/count_tokens",
+        }
+    }
+
+    fn format(self) -> Format {
+        match self {
+            Endpoint::ChatCompletions => Format::OpenAi,
+            Endpoint::Responses | Endpoint::ResponsesInputTokens => Format::Responses,
+            Endpoint::Messages | Endpoint::MessagesCountTokens => Format::Anthropic,
+        }
+    }
+}
+
+/// What the hook made of one request.
+pub(crate) struct Compacted {
+    /// The request to forward in its place, when the hook compacted it.
+    pub(crate) body: Option<Vec<u8>>,
+    /// The hook's estimate of the request as it came.
+    pub(crate) tokens_before: usize,
+    /// Its estimate of the request forwarded.
+    pub(crate) tokens_after: usize,
+    /// Tool results the compaction replaced.
+    pub(crate) results_cleared: usize,
+    /// Messages replaced as in an earlier request of the conversation, before the hook ran.
+    pub(crate) recalled: usize,
+    /// Whether the hook compacted (a request may change by recalled replacements alone).
+    pub(crate) compacted: bool,
+    /// Why the cache-aware rule kept the hook from compacting, when it did.
+    pub(crate) declined: Option<String>,
+    /// The prefix hash of the request's last message, under which the upstream's count of it
+    /// is remembered.
+    pub(crate) key: Option<u64>,
+    /// The upstream's count of the previous request and its reply, when the estimate was
+    /// anchored on it.
+    pub(crate) anchored: Option<usize>,
+    /// The conversation, for the log: the prefix hash through its first user message (the
+    /// system prompt alone is shared by every conversation of an agent).
+    pub(crate) conversation: u64,
+    /// The first message the hook changed, from which the provider's cache is written again,
+    /// and how many messages the request holds.
+    pub(crate) first_change: Option<(usize, usize)>,
+}
+
+/// Reads `body` as `endpoint`'s request, puts in the replacements `memory` holds for its
+/// prefix, runs `hook` over it, remembers what the hook replaced in place, and writes the
+/// request back in the same format: the envelope (model, tools, stream, settings the proxy does
+/// not know) and every message left alone come out as they came.
+pub(crate) fn compact(
+    hook: &CompactionHook,
+    memory: Option<&Mutex<Memory>>,
+    clear_thinking: Option<usize>,
+    endpoint: Endpoint,
+    body: &[u8],
+) -> Result<Compacted, Error> {
+    let path = endpoint.path();
+    let options = ReadOptions::named(path).with_format(endpoint.format());
+    let mut conversation = compaction_formats::read(body.to_vec(), &options)
+        .map_err(|source| Error::Read { endpoint: path, source })?;
+    let mut messages = std::mem::take(&mut conversation.messages);
+    let hashes = prefix_hashes(&messages);
+    let (recalled, anchored) = match memory {
+        Some(memory) => {
+            let memory = memory.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            (memory.recall(&hashes, &mut messages), memory.count(&hashes, &messages))
+        }
+        None => (Vec::new(), None),
+    };
+    // What changed before the hook ran: the replacements recalled, the thinking cleared.
+    let mut before_hook = recalled.clone();
+    if let (Some(keep), Format::Anthropic) = (clear_thinking, endpoint.format()) {
+        before_hook.extend(clear_thinking_but_last(&mut messages, keep));
+    }
+    let mut state = AgentState::new(messages).with_tools(conversation.tools.clone());
+    if let Some((context_tokens, idle)) = anchored {
+        state = state.with_context_tokens(context_tokens);
+        state.idle = Some(idle);
+    }
+    let anchored = anchored.map(|(context_tokens, _)| context_tokens);
+    let outcome = hook.try_run(&mut state).map_err(|source| Error::Compact { endpoint: path, source })?;
+    let tokens_before = outcome.estimated_tokens;
+    let mut compacted = Compacted {
+        body: None,
+        tokens_before,
+        tokens_after: tokens_before,
+        results_cleared: 0,
+        recalled: recalled.len(),
+        compacted: outcome.compacted,
+        declined: outcome.declined.clone(),
+        key: memory.and(hashes.last().copied()),
+        anchored,
+        conversation: conversation_id(&hashes, state.messages()),
+        first_change: None,
+    };
+    let changes = match outcome.changes {
+        None if before_hook.is_empty() => return Ok(compacted),
+        None => Changes::in_place(before_hook),
+        Some(Changes::InPlace(changed)) => {
+            if let Some(memory) = memory {
+                let mut memory = memory.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+                for &index in &changed {
+                    memory.remember(hashes[index], state.messages()[index].clone());
+                }
+            }
+            Changes::in_place(before_hook.into_iter().chain(changed).collect())
+        }
+        // Messages dropped or put in (a sliding window, a chain with one) are not remembered:
+        // the next request runs the hook afresh, over the whole conversation again, so the
+        // upstream's count of the shorter one sent must not anchor it either.
+        Some(changes) => {
+            compacted.key = None;
+            changes
+        }
+    };
+    if outcome.compacted {
+        compacted.tokens_after =
+            hook.try_estimate(&state).map_err(|source| Error::Compact { endpoint: path, source })?;
+        compacted.results_cleared = outcome.report.as_ref().map_or(0, |report| report.results.len());
+        let first = outcome.report.as_ref().and_then(|report| report.first_changed());
+        compacted.first_change = first.map(|first| (first, state.messages().len()));
+    }
+    let mut out = Vec::with_capacity(body.len());
+    compaction_formats::write(&conversation, state.messages(), None, &changes, &mut out)
+        .map_err(|source| Error::Write { endpoint: path, source })?;
+    compacted.body = Some(out);
+    Ok(compacted)
+}
+
+/// The prefix hash through the first user message, or of the whole when there is none.
+fn conversation_id(hashes: &[u64], messages: &[Message]) -> u64 {
+    let first_user = messages.iter().position(|m| m.role == Role::User);
+    first_user.or(hashes.len().checked_sub(1)).and_then(|i| hashes.get(i)).copied().unwrap_or(0)
+}
+
+/// Drops the thinking blocks of every assistant message but the last `keep`, as Anthropic's
+/// `clear_thinking_20251015` does, and says which messages changed. A message of thinking alone
+/// keeps it (an assistant message cannot be empty); the last ones' blocks, which the API needs
+/// back unchanged while a tool call is answered, are never touched.
+fn clear_thinking_but_last(messages: &mut [Message], keep: usize) -> Vec<usize> {
+    let assistants: Vec<usize> =
+        messages.iter().enumerate().filter(|(_, m)| m.role == Role::Assistant).map(|(i, _)| i).collect();
+    let mut cleared = Vec::new();
+    for &index in &assistants[..assistants.len().saturating_sub(keep)] {
+        let message = &mut messages[index];
+        let thinking = |part: &Part| matches!(part, Part::Reasoning(_));
+        if message.parts.iter().any(thinking) && !message.parts.iter().all(thinking) {
+            message.parts.retain(|part| !thinking(part));
+            cleared.push(index);
+        }
+    }
+    cleared
+}
+
+/// The body to forward, or the proxy's answer instead (502, when a request that could not be
+/// compacted must not go through).
+///
+/// With the body, the key under which to remember the upstream's count of the request.
+pub(crate) async fn body(
+    shared: &Arc<Shared>,
+    parts: &hyper::http::request::Parts,
+    body: Bytes,
+) -> Result<(Bytes, Option<u64>), Box<Response<ProxyBody>>> {
+    let settings = &shared.settings;
+    let (Some(_), Some(endpoint)) = (&settings.hook, Endpoint::of(&parts.method, parts.uri.path())) else {
+        return Ok((body, None));
+    };
+    // Reading, counting and writing a large request is work for a blocking thread, not for the
+    // runtime's workers.
+    let (task_shared, task_body) = (shared.clone(), body.clone());
+    let done = tokio::task::spawn_blocking(move || {
+        let hook = task_shared.settings.hook.as_ref().expect("checked above");
+        // A dry run forwards nothing compacted, so there is nothing to be consistent with.
+        let memory = (!task_shared.settings.dry_run).then_some(&task_shared.memory);
+        compact(hook, memory, task_shared.settings.clear_thinking, endpoint, &task_body)
+    })
+    .await;
+    let path = endpoint.path();
+    let failure = match done {
+        Ok(Ok(compacted)) => {
+            let key = compacted.key;
+            if let Some(why) = &compacted.declined {
+                (settings.log)(&format!(
+                    "proxy: {path}: not compacted under the cache-aware rule ({} tokens estimated): {why}",
+                    compacted.tokens_before
+                ));
+            }
+            let Some(compacted_body) = compacted.body else { return Ok((body, key)) };
+            shared.metrics.recalled(compacted.recalled);
+            if compacted.compacted {
+                shared.metrics.compaction(
+                    compacted.tokens_before,
+                    compacted.tokens_after,
+                    compacted.results_cleared,
+                );
+                (settings.log)(&format!(
+                    "proxy: {path}: conversation {:08x}: compacted{}: {} → {} tokens estimated{}, {} tool result{} \
+                     cleared{}{}",
+                    compacted.conversation >> 32,
+                    if settings.dry_run { " (dry run, forwarded unchanged)" } else { "" },
+                    compacted.tokens_before,
+                    compacted.tokens_after,
+                    match compacted.anchored {
+                        Some(count) => format!(" (from the upstream's count of {count})"),
+                        None => String::new(),
+                    },
+                    compacted.results_cleared,
+                    if compacted.results_cleared == 1 { "" } else { "s" },
+                    match compacted.recalled {
+                        0 => String::new(),
+                        n => format!(", {n} earlier replacement{} kept", if n == 1 { "" } else { "s" }),
+                    },
+                    match compacted.first_change {
+                        Some((first, of)) => format!("; the prompt cache is written again from message {first} of {of}"),
+                        None => String::new(),
+                    },
+                ));
+            }
+            return Ok(match settings.dry_run {
+                true => (body, key),
+                false => (Bytes::from(compacted_body), key),
+            });
+        }
+        // The log says what failed, not the reader's words for it, which may quote the body;
+        // the client, whose body it is, gets them all.
+        Ok(Err(error)) => {
+            shared.metrics.failure(match error {
+                Error::Read { .. } => Failure::BodyUnreadable,
+                _ => Failure::NotCompacted,
+            });
+            (error.to_string(), chain(&error))
+        }
+        Err(_) => {
+            shared.metrics.failure(Failure::NotCompacted);
+            let failure = format!("the {path} request's compaction failed");
+            (failure.clone(), failure)
+        }
+    };
+    let (logged, whole) = failure;
+    match settings.fail_closed {
+        true => {
+            (settings.log)(&format!("proxy: {logged}; answered 502 (fail closed)"));
+            Err(Box::new(answer(StatusCode::BAD_GATEWAY, "compaction_error", &whole)))
+        }
+        false => {
+            (settings.log)(&format!("proxy: warning: {logged}; forwarded unchanged"));
+            Ok((body, None))
+        }
+    }
+}

@@ -1,0 +1,109 @@
+//! The body of a response: a fixed text the proxy writes, or the upstream's body relayed chunk
+//! by chunk as it arrives, by a task that ends when the upstream does or the client goes.
+
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body::{Body, Frame};
+use tokio::sync::{mpsc, OwnedSemaphorePermit};
+
+use crate::usage::{Seen, UsageReader};
+
+/// A usage reader over a relayed body, and what to do with what it read once the body ended.
+pub(crate) type Tap = (UsageReader, Box<dyn FnOnce(Seen) + Send>);
+
+/// Why a relayed body stopped short: the client then sees a cut connection, never a body that
+/// looks whole.
+pub(crate) type BodyError = Box<dyn std::error::Error + Send + Sync>;
+
+/// What the proxy answers with.
+pub(crate) enum ProxyBody {
+    /// A body the proxy has whole (its own answers, an empty one).
+    Full(Option<Bytes>),
+    /// The upstream's body, chunk by chunk, as the relay task receives it.
+    Relayed(mpsc::Receiver<Result<Bytes, BodyError>>),
+}
+
+impl ProxyBody {
+    pub(crate) fn full(bytes: impl Into<Bytes>) -> Self {
+        ProxyBody::Full(Some(bytes.into()))
+    }
+}
+
+impl Body for ProxyBody {
+    type Data = Bytes;
+    type Error = BodyError;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
+        match self.get_mut() {
+            ProxyBody::Full(bytes) => Poll::Ready(bytes.take().map(|bytes| Ok(Frame::data(bytes)))),
+            ProxyBody::Relayed(chunks) => {
+                chunks.poll_recv(cx).map(|chunk| chunk.map(|chunk| chunk.map(Frame::data)))
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        matches!(self, ProxyBody::Full(None))
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        match self {
+            ProxyBody::Full(Some(bytes)) => http_body::SizeHint::with_exact(bytes.len() as u64),
+            ProxyBody::Full(None) => http_body::SizeHint::with_exact(0),
+            ProxyBody::Relayed(_) => http_body::SizeHint::default(),
+        }
+    }
+}
+
+/// Relays `response`'s body into a [`ProxyBody`] from a task of its own. Each chunk goes on as
+/// soon as it arrives (a channel of a few chunks holds back an upstream faster than its
+/// client). The task ends, dropping the upstream response and so its connection, when the
+/// upstream's body ends or fails, when no chunk comes within `idle`, or as soon as the client
+/// is gone. `permit` (a request in flight) is held until then.
+///
+/// With `tap`, each chunk is also fed to a usage reader, and what it read is handed on once the
+/// body has ended whole.
+pub(crate) fn relay(
+    mut response: reqwest::Response,
+    idle: Duration,
+    permit: OwnedSemaphorePermit,
+    mut tap: Option<Tap>,
+) -> ProxyBody {
+    let (sender, receiver) = mpsc::channel::<Result<Bytes, BodyError>>(4);
+    tokio::spawn(async move {
+        let _permit = permit;
+        loop {
+            let chunk = tokio::select! {
+                () = sender.closed() => break,
+                chunk = tokio::time::timeout(idle, response.chunk()) => chunk,
+            };
+            let chunk = match chunk {
+                Ok(Ok(Some(bytes))) => {
+                    if let Some((reader, _)) = &mut tap {
+                        reader.feed(&bytes);
+                    }
+                    Ok(bytes)
+                }
+                Ok(Ok(None)) => {
+                    if let Some((reader, done)) = tap.take() {
+                        done(reader.finish());
+                    }
+                    break;
+                }
+                Ok(Err(error)) => Err(BodyError::from(error.without_url())),
+                Err(_) => Err(BodyError::from(format!("the upstream sent nothing for {} s", idle.as_secs()))),
+            };
+            let failed = chunk.is_err();
+            if sender.send(chunk).await.is_err() || failed {
+                break;
+            }
+        }
+    });
+    ProxyBody::Relayed(receiver)
+}

@@ -1,0 +1,160 @@
+//! [`ProxySettings`]: where the upstreams are, who may connect, the limits, and the hook that
+//! decides when to compact.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use compaction_hook::CompactionHook;
+
+/// Where a log line goes: one line per compaction, per refused or failed request.
+pub(crate) type LogSink = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// How the proxy runs. Build it with [`ProxySettings::default`] and the `with_*` methods.
+///
+/// Without [`with_compaction`](Self::with_compaction) the proxy only passes requests through.
+#[non_exhaustive]
+pub struct ProxySettings {
+    pub(crate) openai_upstream: String,
+    pub(crate) anthropic_upstream: String,
+    pub(crate) remote_token: Option<String>,
+    pub(crate) max_body_bytes: usize,
+    pub(crate) upstream_timeout: Duration,
+    pub(crate) connect_timeout: Duration,
+    pub(crate) max_concurrent: usize,
+    pub(crate) fail_closed: bool,
+    pub(crate) dry_run: bool,
+    pub(crate) clear_thinking: Option<usize>,
+    pub(crate) hook: Option<CompactionHook>,
+    pub(crate) log: LogSink,
+}
+
+impl Default for ProxySettings {
+    /// The providers' own APIs upstream, loopback clients only, 64 MiB bodies, 10 minutes for
+    /// the upstream's headers and between two chunks of its body, 10 seconds to connect, 512
+    /// requests in flight, fail open, no compaction, log lines on standard error.
+    fn default() -> Self {
+        ProxySettings {
+            openai_upstream: "https://api.openai.com".to_owned(),
+            anthropic_upstream: "https://api.anthropic.com".to_owned(),
+            remote_token: None,
+            max_body_bytes: 64 << 20,
+            upstream_timeout: Duration::from_secs(600),
+            connect_timeout: Duration::from_secs(10),
+            max_concurrent: 512,
+            fail_closed: false,
+            dry_run: false,
+            clear_thinking: None,
+            hook: None,
+            log: Arc::new(|line: &str| eprintln!("{line}")),
+        }
+    }
+}
+
+impl fmt::Debug for ProxySettings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The token is a credential: only whether there is one.
+        f.debug_struct("ProxySettings")
+            .field("openai_upstream", &self.openai_upstream)
+            .field("anthropic_upstream", &self.anthropic_upstream)
+            .field("remote_token", &self.remote_token.as_ref().map(|_| "<redacted>"))
+            .field("max_body_bytes", &self.max_body_bytes)
+            .field("upstream_timeout", &self.upstream_timeout)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("max_concurrent", &self.max_concurrent)
+            .field("fail_closed", &self.fail_closed)
+            .field("dry_run", &self.dry_run)
+            .field("clear_thinking", &self.clear_thinking)
+            .field("hook", &self.hook)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ProxySettings {
+    /// Where OpenAI requests (every path but Anthropic's `/v1/messages…`) go: a base URL such as
+    /// `https://api.openai.com` or `http://127.0.0.1:8080` (a llama.cpp or vLLM server). A base
+    /// ending in `/v1` takes paths without their own `/v1`.
+    #[must_use]
+    pub fn with_openai_upstream(mut self, url: impl Into<String>) -> Self {
+        self.openai_upstream = url.into();
+        self
+    }
+
+    /// Where Anthropic requests (`/v1/messages` and the paths under it) go, such as
+    /// `https://api.anthropic.com`.
+    #[must_use]
+    pub fn with_anthropic_upstream(mut self, url: impl Into<String>) -> Self {
+        self.anthropic_upstream = url.into();
+        self
+    }
+
+    /// Serves clients on any address the listener is bound to, and requires every client to
+    /// present `token` as `Proxy-Authorization: Bearer TOKEN` (the header is not forwarded).
+    /// Without it, a listener on anything but loopback is refused.
+    #[must_use]
+    pub fn with_remote_clients(mut self, token: impl Into<String>) -> Self {
+        self.remote_token = Some(token.into());
+        self
+    }
+
+    /// The largest request body read; a larger one is answered 413.
+    #[must_use]
+    pub fn with_max_body_bytes(mut self, bytes: usize) -> Self {
+        self.max_body_bytes = bytes;
+        self
+    }
+
+    /// How long the upstream may take to answer with its headers, and then between two chunks
+    /// of its body; past it the client gets 504 (or, mid-body, a cut connection).
+    #[must_use]
+    pub fn with_upstream_timeout(mut self, timeout: Duration) -> Self {
+        self.upstream_timeout = timeout;
+        self
+    }
+
+    /// How many requests may be in flight at once; one more is answered 503.
+    #[must_use]
+    pub fn with_max_concurrent(mut self, requests: usize) -> Self {
+        self.max_concurrent = requests.max(1);
+        self
+    }
+
+    /// Answers 502 instead of forwarding a request whose body could not be compacted.
+    #[must_use]
+    pub fn with_fail_closed(mut self) -> Self {
+        self.fail_closed = true;
+        self
+    }
+
+    /// Decides and logs each compaction, but forwards every request unchanged.
+    #[must_use]
+    pub fn with_dry_run(mut self) -> Self {
+        self.dry_run = true;
+        self
+    }
+
+    /// Runs `hook` over each Chat Completions, Responses and Messages request (and each request
+    /// to count a Responses or Messages request's tokens) before it is forwarded.
+    #[must_use]
+    pub fn with_compaction(mut self, hook: CompactionHook) -> Self {
+        self.hook = Some(hook);
+        self
+    }
+
+    /// With compaction, drops the thinking blocks of every assistant message of a Messages
+    /// request but the last `keep`, before the hook runs, as Anthropic's `clear_thinking_20251015`
+    /// context edit does (the last ones are never touched: the API needs them back unchanged).
+    #[must_use]
+    pub fn with_clear_thinking(mut self, keep: usize) -> Self {
+        self.clear_thinking = Some(keep);
+        self
+    }
+
+    /// Sends the proxy's log lines (one per compaction, per failed or refused request; never a
+    /// body or a credential) to `log` instead of standard error.
+    #[must_use]
+    pub fn with_log(mut self, log: impl Fn(&str) + Send + Sync + 'static) -> Self {
+        self.log = Arc::new(log);
+        self
+    }
+}
