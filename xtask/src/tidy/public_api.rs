@@ -21,7 +21,7 @@ const PUBLIC_ITEM_BUDGET: &[(&str, usize)] = &[
     ("compaction-model", 118),
     ("compaction-formats", 51),
     ("compaction-tokens", 56),
-    ("compaction-core", 157),
+    ("compaction-core", 158),
     ("compaction-llm", 81),
     ("compaction-hook", 76),
     ("compaction-offload", 110),
