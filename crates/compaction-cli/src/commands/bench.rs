@@ -15,10 +15,10 @@ use compaction_hook::{CompactionHook, CompactionHookSettings};
 use compaction_replay::{CacheKind, Call, Pricing, Recording, Replay, Step};
 use serde::Serialize;
 
-use super::prune::PruneOptions;
-use super::simulate::{CostOptions, HookOptions};
+use crate::error::UsageError;
+use crate::options::{CostOptions, HookOptions, PruneOptions};
 use crate::strategy::{ProviderCalls, Stage, Strategy, StrategyOptions};
-use crate::UsageError;
+use crate::text::signed_percent;
 
 #[cfg(feature = "parquet")]
 mod parquet_dataset;
@@ -343,7 +343,7 @@ enum Work {
 /// Runs the command.
 pub fn run(args: Args) -> Result<()> {
     let grid = configurations(&args)?;
-    let pricing = super::simulate::pricing(&args.cost)?;
+    let pricing = args.cost.pricing()?;
     let threads = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
     let (work_tx, work_rx) = mpsc::sync_channel::<(usize, Work)>(threads * 2);
     let work_rx = Mutex::new(work_rx);
@@ -767,7 +767,7 @@ fn replay_all(
     pricing: &Pricing,
     window: usize,
 ) -> Result<Vec<ResultRow>, compaction_hook::Error> {
-    let calls = super::simulate::recorded_calls(&conversation.usage);
+    let calls = crate::provider::recorded_calls(&conversation.usage);
     let one_hour = calls.iter().any(|c| c.lifetime() == Some(compaction_replay::Lifetime::OneHour));
     let compacted_at: Vec<usize> =
         conversation.compactions.iter().map(|c| c.message).filter(|&m| m > 0).collect();
@@ -1052,10 +1052,6 @@ fn dollars(d: Option<f64>) -> String {
     }
 }
 
-fn signed(f: Option<f64>) -> String {
-    f.map_or_else(|| "-".into(), |f| format!("{:+.1}%", 100.0 * f))
-}
-
 /// The terminal table, the counts, the logs' own cost beside the estimate, and a line for each
 /// configuration that saves tokens but costs more.
 fn table(
@@ -1089,10 +1085,10 @@ fn table(
             f.calls.to_string(),
             f.over_window.to_string(),
             f.tokens_sent.to_string(),
-            signed(t.tokens_vs_none),
+            signed_percent(t.tokens_vs_none),
             t.median_tokens_sent.to_string(),
             dollars(f.cost),
-            signed(t.cost_vs_none),
+            signed_percent(t.cost_vs_none),
             dollars(t.median_cost),
             dollars(f.recorded_cost),
             f.compactions.to_string(),
@@ -1137,9 +1133,9 @@ fn table(
             dollars(Some(recorded.logged)),
             recorded.transcripts,
             dollars(Some(recorded.modelled)),
-            signed((recorded.logged > 0.0).then(|| recorded.modelled / recorded.logged - 1.0)),
+            signed_percent((recorded.logged > 0.0).then(|| recorded.modelled / recorded.logged - 1.0)),
             dollars(Some(recorded.estimated)),
-            signed((recorded.logged > 0.0).then(|| recorded.estimated / recorded.logged - 1.0))
+            signed_percent((recorded.logged > 0.0).then(|| recorded.estimated / recorded.logged - 1.0))
         );
         if recorded.provider_compacted > 0 {
             let _ = writeln!(

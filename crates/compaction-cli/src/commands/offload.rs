@@ -7,8 +7,8 @@ use anyhow::Result;
 use compaction_hook::AgentState;
 use compaction_model::{Changes, Message, Role};
 use compaction_offload::{
-    AlwaysOffload, FileSystemToolResultStore, NeverOffload, OffloadFailure, OffloadOutcome, OffloadOverChars,
-    OffloadStrategies, PolicyKey, ToolResultOffloadHook,
+    AlwaysOffload, NeverOffload, OffloadFailure, OffloadOutcome, OffloadOverChars, OffloadStrategies,
+    PolicyKey, ToolResultOffloadHook,
 };
 
 use crate::input::InputArgs;
@@ -149,21 +149,9 @@ pub fn parse_policy(text: &str) -> Result<Policy, String> {
     Ok(Policy { key, kind })
 }
 
-/// Opens the store folder `dir`, as a command's first step: one that cannot be created or
-/// written is an error before any work.
-pub fn open_store(dir: &std::path::Path) -> Result<FileSystemToolResultStore> {
-    FileSystemToolResultStore::new(dir).map_err(|error| {
-        anyhow::anyhow!(
-            "cannot use {} as the offload store: {}",
-            dir.display(),
-            crate::strategy::chain(&error)
-        )
-    })
-}
-
 /// Runs the command.
 pub fn run(args: Args) -> Result<()> {
-    let store = Arc::new(open_store(&args.store)?);
+    let store = Arc::new(crate::strategy::open_store(&args.store)?);
     // An output that cannot be written fails before the input is read.
     let output = Output::open(args.output.as_deref())?;
     let mut conversation = args.input.read()?;
@@ -208,7 +196,7 @@ pub fn run(args: Args) -> Result<()> {
 pub fn status(ending: &Result<()>) -> u8 {
     match ending {
         Ok(()) => 0,
-        Err(error) if error.downcast_ref::<crate::PartialFailure>().is_some() => 3,
+        Err(error) if error.downcast_ref::<crate::error::PartialFailure>().is_some() => 3,
         Err(_) => 1,
     }
 }
@@ -223,7 +211,7 @@ pub fn say_failures(failures: &[OffloadFailure]) {
             failure.tool_name,
             at.index,
             if at.position > 0 { format!(", result {}", at.position + 1) } else { String::new() },
-            crate::strategy::chain(&failure.error)
+            compaction_core::error_chain(&failure.error)
         );
     }
 }
@@ -234,7 +222,7 @@ pub fn partial(failures: &[OffloadFailure]) -> Result<()> {
     results.dedup();
     match results.len() {
         0 => Ok(()),
-        n => Err(crate::PartialFailure(format!(
+        n => Err(crate::error::PartialFailure(format!(
             "{n} tool result{} could not be offloaded and stayed in the conversation (named above)",
             if n == 1 { "" } else { "s" }
         ))

@@ -5,19 +5,18 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use compaction_formats::MessageUsage;
 use compaction_hook::{CompactionHook, CompactionHookSettings};
 use compaction_model::{Message, Role};
 use compaction_offload::ToolResultOffloadHook;
-pub use compaction_replay::Step;
-use compaction_replay::{CacheKind, Call, Cost, Lifetime, PriceTable, Pricing, Recorded, Replay};
+use compaction_replay::{CacheKind, Call, Cost, Lifetime, Pricing, Replay, Step};
 
 use super::offload::Policies;
-use super::prune::PruneOptions;
 use crate::chart::{self, Chart};
+use crate::error::UsageError;
 use crate::input::InputArgs;
+use crate::options::{CostOptions, HookOptions, PruneOptions};
 use crate::strategy::StrategyOptions;
-use crate::UsageError;
+use crate::text::{percent, signed_percent};
 
 /// Replay a transcript as the agent would have lived it with compaction, and compare.
 ///
@@ -109,49 +108,6 @@ pub struct Args {
     pub cache_aware: crate::strategy::CacheAwareOptions,
 }
 
-/// The hook a replay runs, and its counter: the options `simulate` and `bench` share.
-#[derive(Debug, Clone, clap::Args)]
-pub struct HookOptions {
-    /// The model's context window, in tokens.
-    #[arg(long, value_name = "N")]
-    pub context_window: usize,
-    /// Compact once the request reaches this fraction of the window.
-    #[arg(long, value_name = "F", default_value_t = 0.7)]
-    pub compact_at: f64,
-    /// The fraction of the window to compact down to.
-    #[arg(long, value_name = "F", default_value_t = 0.4)]
-    pub compact_to: f64,
-    /// The counter: approximate, approximate:CHARS_PER_TOKEN, tiktoken, tiktoken:ENCODING_OR_MODEL,
-    /// huggingface:PATH, or a provider's own count: openai:MODEL or anthropic:MODEL.
-    #[arg(long, default_value = "approximate")]
-    pub counter: String,
-}
-
-impl HookOptions {
-    /// The hook's settings these options give, with `compact_at` and `compact_to` as given.
-    pub fn settings(&self, compact_at: f64, compact_to: f64) -> CompactionHookSettings {
-        CompactionHookSettings::new(self.context_window)
-            .with_compact_at(compact_at)
-            .with_compact_to(compact_to)
-    }
-}
-
-/// How the calls are priced: the options `simulate` and `bench` share.
-#[derive(Debug, Clone, clap::Args)]
-pub struct CostOptions {
-    /// A price table (JSON: {"models": [{"match": "claude-sonnet-4*", "input": 3.0, "output": 15.0,
-    /// "cache_read": 0.3, "cache_write_5m": 3.75, "cache_write_1h": 6.0, "cache": "anthropic"}]},
-    /// dollars per million tokens) in place of the bundled one.
-    #[arg(long, value_name = "FILE", help_heading = "Cost")]
-    pub prices: Option<PathBuf>,
-    /// The model the calls are priced by where the log names none.
-    #[arg(long, value_name = "NAME", help_heading = "Cost")]
-    pub price_model: Option<String>,
-    /// The prompt cache to price with: anthropic, openai or none; the price row's when absent.
-    #[arg(long, value_name = "KIND", value_parser = ["anthropic", "openai", "none"], help_heading = "Cost")]
-    pub cache: Option<String>,
-}
-
 /// Runs the command.
 pub fn run(args: Args) -> Result<()> {
     let policies_given = !args.policies.policies.is_empty();
@@ -172,7 +128,7 @@ pub fn run(args: Args) -> Result<()> {
         .map_err(|e| UsageError(e.to_string()))?;
     let offload = match &args.offload_store {
         Some(dir) => {
-            let store = Arc::new(super::offload::open_store(dir)?);
+            let store = Arc::new(crate::strategy::open_store(dir)?);
             Some(
                 ToolResultOffloadHook::new(store, args.policies.strategies())
                     .with_preview_chars(args.preview_chars),
@@ -187,8 +143,8 @@ pub fn run(args: Args) -> Result<()> {
     };
 
     let left_out = crate::provider::left_out(&conversation.messages, !tools.is_empty());
-    let pricing = pricing(&args.cost)?;
-    let calls = recorded_calls(&conversation.usage);
+    let pricing = args.cost.pricing()?;
+    let calls = crate::provider::recorded_calls(&conversation.usage);
     let one_hour = calls.iter().any(|c| c.lifetime() == Some(Lifetime::OneHour));
     if let Some(rule) = args.cache_aware.rule(one_hour, args.cost.cache.as_deref() == Some("openai")) {
         settings = settings.with_cache(rule);
@@ -294,40 +250,6 @@ pub fn run(args: Args) -> Result<()> {
     ending
 }
 
-/// The price table and options --prices, --price-model and --cache give.
-pub(crate) fn pricing(args: &CostOptions) -> Result<Pricing> {
-    let table = match &args.prices {
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("reading the price table {}", path.display()))?;
-            PriceTable::from_json(&path.display().to_string(), &text)?
-        }
-        None => PriceTable::bundled(),
-    };
-    Ok(Pricing::new(table)
-        .with_model(args.price_model.clone())
-        .with_cache(args.cache.as_deref().and_then(CacheKind::from_name)))
-}
-
-/// The log's records of its calls, as the replay takes them.
-pub(crate) fn recorded_calls(usage: &[MessageUsage]) -> Vec<Recorded> {
-    usage
-        .iter()
-        .map(|u| {
-            let v = u.usage;
-            Recorded::new(
-                u.message,
-                v.input_tokens,
-                v.cache_read_input_tokens,
-                v.cache_creation_input_tokens,
-                v.output_tokens,
-            )
-            .with_write_lifetimes(v.cache_creation_5m_input_tokens, v.cache_creation_1h_input_tokens)
-            .with_call(u.timestamp_ms, u.model.as_deref().map(str::to_owned))
-        })
-        .collect()
-}
-
 /// The cost section: the calls without and with compaction, priced with the prompt cache, and
 /// what the log records; a plain line when compaction saves tokens but costs more.
 fn costs(steps: &[Step], pricing: &Pricing) -> String {
@@ -398,12 +320,12 @@ fn costs(steps: &[Step], pricing: &Pricing) -> String {
     // when it prices with the rows' own cache.
     let checked = pricing.cache.is_none() && cached;
     if let (Some(recorded), Some(modelled), true) = (&recorded, &modelled, checked) {
-        let off = |a: u64, b: u64| percent_signed(a as f64, b as f64);
+        let off = |a: u64, b: u64| signed_percent(change(a as f64, b as f64));
         let _ = writeln!(
             out,
             "cache model vs log  the log's {} calls priced by the model: cost {}, cache read {}, cache write {}{}",
             logged.len(),
-            percent_signed(modelled.dollars, recorded.dollars),
+            signed_percent(change(modelled.dollars, recorded.dollars)),
             off(modelled.cache_read, recorded.cache_read),
             off(modelled.cache_write, recorded.cache_write),
             if complete { "" } else { " (the calls the log records usage for)" }
@@ -422,23 +344,20 @@ fn costs(steps: &[Step], pricing: &Pricing) -> String {
         let _ = writeln!(
             out,
             "compaction saves {} of tokens but costs {} more {with_cache}",
-            percent(
-                usize::try_from(tokens_without - tokens_with).unwrap_or(usize::MAX),
-                tokens_without as usize
-            ),
-            percent_of(cost_with.dollars - cost_without.dollars, cost_without.dollars)
+            percent((tokens_without - tokens_with) as f64, tokens_without as f64),
+            percent(cost_with.dollars - cost_without.dollars, cost_without.dollars)
         );
     } else if cost_with.dollars > cost_without.dollars {
         let _ = writeln!(
             out,
             "compaction costs {} more {with_cache}",
-            percent_of(cost_with.dollars - cost_without.dollars, cost_without.dollars)
+            percent(cost_with.dollars - cost_without.dollars, cost_without.dollars)
         );
     } else if cost_without.dollars > 0.0 {
         let _ = writeln!(
             out,
             "compaction saves {} of the cost {with_cache}",
-            percent_of(cost_without.dollars - cost_with.dollars, cost_without.dollars)
+            percent(cost_without.dollars - cost_with.dollars, cost_without.dollars)
         );
     }
     if cached && cost_without.unexplained_breaks > 0 {
@@ -466,26 +385,17 @@ fn costs(steps: &[Step], pricing: &Pricing) -> String {
     out
 }
 
+/// `estimate` against `recorded` as a relative change; `None` against nothing.
+fn change(estimate: f64, recorded: f64) -> Option<f64> {
+    (recorded != 0.0).then(|| estimate / recorded - 1.0)
+}
+
 fn calls(n: usize) -> String {
     if n == 1 {
         "1 call".to_owned()
     } else {
         format!("{n} calls")
     }
-}
-
-fn percent_of(part: f64, whole: f64) -> String {
-    if whole == 0.0 {
-        return "-".to_owned();
-    }
-    format!("{:.1}%", 100.0 * part / whole)
-}
-
-fn percent_signed(estimate: f64, recorded: f64) -> String {
-    if recorded == 0.0 {
-        return "-".to_owned();
-    }
-    format!("{:+.1}%", 100.0 * (estimate / recorded - 1.0))
 }
 
 /// The steps (model calls, 1 for the first) at which the provider compacted, for the chart: the
@@ -573,13 +483,6 @@ pub fn table(steps: &[Step]) -> String {
     out
 }
 
-fn percent(part: usize, whole: usize) -> String {
-    if whole == 0 {
-        return "-".to_owned();
-    }
-    format!("{:.1}%", 100.0 * part as f64 / whole as f64)
-}
-
 /// The totals under the table.
 pub fn totals(steps: &[Step], settings: &CompactionHookSettings) -> String {
     let window = settings.context_window;
@@ -592,21 +495,20 @@ pub fn totals(steps: &[Step], settings: &CompactionHookSettings) -> String {
     let last = steps.last();
     let over = |f: fn(&Step) -> usize| steps.iter().filter(|s| f(s) > window).count();
     let mut out = String::new();
-    let at = (window as f64 * settings.compact_at) as usize;
-    let to = (window as f64 * settings.compact_to) as usize;
+    let (at, to) = (settings.threshold(), settings.budget());
     let _ = writeln!(out, "context window       {window} tokens (compact at {at}, down to {to})");
     let _ = writeln!(out, "model calls          {}", steps.len());
     let _ = writeln!(
         out,
         "peak context         without {peak_without} ({} of the window), with {peak_with} ({})",
-        percent(peak_without, window),
-        percent(peak_with, window)
+        percent(peak_without as f64, window as f64),
+        percent(peak_with as f64, window as f64)
     );
     let _ = writeln!(out, "calls over window    without {}, with {}", over(|s| s.without), over(|s| s.with));
     let _ = writeln!(
         out,
         "tokens sent          without {sent_without}, with {sent_with} ({} saved)",
-        percent(sent_without.saturating_sub(sent_with), sent_without)
+        percent(sent_without.saturating_sub(sent_with) as f64, sent_without as f64)
     );
     let _ = writeln!(out, "compaction           triggered {triggered} times, compacted {compacted}");
     let _ = writeln!(out, "results pruned       {}", last.map_or(0, |s| s.pruned));
