@@ -13,7 +13,7 @@ use compaction_offload::{
 
 use crate::input::InputArgs;
 use crate::output::Output;
-use compaction_formats::Target;
+use compaction_formats::{Conversation, Target};
 
 /// Offload the trailing tool results to files and leave a pointer in their place.
 ///
@@ -149,47 +149,52 @@ pub fn parse_policy(text: &str) -> Result<Policy, String> {
     Ok(Policy { key, kind })
 }
 
-/// Runs the command.
+/// Runs the command: opens the store and the output, reads, offloads, says what went where,
+/// and writes the conversation.
 pub fn run(args: Args) -> Result<()> {
-    let store = Arc::new(crate::strategy::open_store(&args.store)?);
+    let Args { input, store: dir, policies, step, preview_chars, output, to } = args;
+    let store = Arc::new(crate::strategy::open_store(&dir)?);
     // An output that cannot be written fails before the input is read.
-    let output = Output::open(args.output.as_deref())?;
-    let mut conversation = args.input.read()?;
+    let sink = Output::open(output.as_deref())?;
+    let mut conversation = input.read()?;
     // Before any result is stored.
-    super::refuse_dropping_conversations(&args.input, args.output.as_deref(), &conversation, args.to)?;
-    let hook =
-        ToolResultOffloadHook::new(store, args.policies.strategies()).with_preview_chars(args.preview_chars);
-    let step = args
-        .step
-        .unwrap_or_else(|| conversation.messages.iter().filter(|m| m.role == Role::Assistant).count());
-    // The conversation moves into the agent state and back: a large one is not copied.
-    let mut state = AgentState::new(std::mem::take(&mut conversation.messages))
-        .with_tools(std::mem::take(&mut conversation.tools));
-    state.step_count = step;
-    let outcome = hook.run(&mut state);
+    super::refuse_dropping_conversations(&input, output.as_deref(), &conversation, to)?;
+    let hook = ToolResultOffloadHook::new(store, policies.strategies()).with_preview_chars(preview_chars);
+    let outcome = offload(&hook, &mut conversation, step);
     say_failures(&outcome.failures);
     // Offloading keeps every result's place and tool, so the names are read as well after it.
-    eprintln!("{}", summary(state.messages(), &outcome, &args.store.display().to_string()));
-    conversation.tools = std::mem::take(&mut state.tools);
-    conversation.messages = state.into_messages();
-
-    let ready = if outcome.offloaded.is_empty() && args.to.is_none() {
-        output.write(conversation.source())?
+    eprintln!("{}", summary(&conversation.messages, &outcome, &dir.display().to_string()));
+    let ready = if outcome.offloaded.is_empty() && to.is_none() {
+        sink.write(conversation.source())?
     } else {
         // The hook replaces messages in place, so the offloaded ones are all that changed.
-        super::write_conversation(
-            output,
-            &conversation,
-            &conversation.messages,
-            args.to,
-            &Changes::in_place(outcome.offloaded.clone()),
-        )?
+        let changes = Changes::in_place(outcome.offloaded.clone());
+        super::write_conversation(sink, &conversation, &conversation.messages, to, &changes)?
     };
     let ending = partial(&outcome.failures);
     crate::output::commit_run(ready, status(&ending))?;
     // The process ends here: the system takes the conversation's memory back at once.
     std::mem::forget(conversation);
     ending
+}
+
+/// Runs the offload hook once on `conversation`, at agent step `step` (by default, the number of
+/// model calls it holds). The conversation moves into the agent state and back: a large one is
+/// not copied.
+fn offload(
+    hook: &ToolResultOffloadHook,
+    conversation: &mut Conversation,
+    step: Option<usize>,
+) -> OffloadOutcome {
+    let step =
+        step.unwrap_or_else(|| conversation.messages.iter().filter(|m| m.role == Role::Assistant).count());
+    let mut state = AgentState::new(std::mem::take(&mut conversation.messages))
+        .with_tools(std::mem::take(&mut conversation.tools));
+    state.step_count = step;
+    let outcome = hook.run(&mut state);
+    conversation.tools = std::mem::take(&mut state.tools);
+    conversation.messages = state.into_messages();
+    outcome
 }
 
 /// The exit status a run that ends with `ending` has (see `main`): 0, or 3 for a partial failure.

@@ -1,21 +1,23 @@
 //! `compaction simulate`: replay a recorded transcript with the compaction hook in the loop.
 
 use std::fmt::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
+use compaction_formats::Conversation;
 use compaction_hook::{CompactionHook, CompactionHookSettings};
-use compaction_model::{Message, Role};
-use compaction_offload::ToolResultOffloadHook;
-use compaction_replay::{CacheKind, Call, Cost, Lifetime, Pricing, Replay, Step};
+use compaction_model::{Message, Role, ToolSpec};
+use compaction_offload::{OffloadFailure, ToolResultOffloadHook};
+use compaction_replay::{CacheKind, Call, Cost, Lifetime, Pricing, Recorded, Replay, Step};
 
 use super::offload::Policies;
 use crate::chart::{self, Chart};
 use crate::error::UsageError;
 use crate::input::InputArgs;
 use crate::options::{CostOptions, HookOptions, PruneOptions};
-use crate::strategy::StrategyOptions;
+use crate::output::Ready;
+use crate::strategy::{CacheAwareOptions, StrategyOptions};
 use crate::text::{percent, signed_percent};
 
 /// Replay a transcript as the agent would have lived it with compaction, and compare.
@@ -105,74 +107,51 @@ pub struct Args {
     #[command(flatten)]
     pub cost: CostOptions,
     #[command(flatten)]
-    pub cache_aware: crate::strategy::CacheAwareOptions,
+    pub cache_aware: CacheAwareOptions,
 }
 
-/// Runs the command.
+/// Runs the command: checks the options and builds the hooks, reads, replays, prints the
+/// table, writes the CSV and the chart, and says what it wrote.
 pub fn run(args: Args) -> Result<()> {
-    let policies_given = !args.policies.policies.is_empty();
-    if policies_given && args.offload_store.is_none() {
+    let Args {
+        input,
+        hook: hook_options,
+        tools,
+        strategy: options,
+        prune,
+        offload_to,
+        offload_store,
+        policies,
+        preview_chars,
+        svg,
+        csv,
+        cost,
+        cache_aware,
+    } = args;
+    if !policies.policies.is_empty() && offload_store.is_none() {
         return Err(UsageError("--policy needs --offload-store DIR".into()).into());
     }
-    let mut settings = args.hook.settings(args.hook.compact_at, args.hook.compact_to);
-    let strategy = args.strategy.resolve(args.offload_to.is_some())?;
-    let counter = crate::strategy::counter(&args.hook.counter, &args.strategy.client_settings())?;
-    let offload_to = args.offload_to.as_deref().map(|dir| (dir, args.preview_chars));
-    let mut built = args.strategy.build(&strategy, &args.prune, offload_to)?;
+    let settings = hook_options.settings(hook_options.compact_at, hook_options.compact_to);
+    let strategy = options.resolve(offload_to.is_some())?;
+    let counter = crate::strategy::counter(&hook_options.counter, &options.client_settings())?;
+    let mut built =
+        options.build(&strategy, &prune, offload_to.as_deref().map(|dir| (dir, preview_chars)))?;
     // Checked before anything is read; built once the log says how long its cache lived.
-    let checked = match args.cache_aware.rule(false, false) {
-        Some(rule) => settings.with_cache(rule),
-        None => settings,
-    };
-    CompactionHook::new(Box::new(compaction_core::ChainCompactor::new()), checked)
-        .map_err(|e| UsageError(e.to_string()))?;
-    let offload = match &args.offload_store {
-        Some(dir) => {
-            let store = Arc::new(crate::strategy::open_store(dir)?);
-            Some(
-                ToolResultOffloadHook::new(store, args.policies.strategies())
-                    .with_preview_chars(args.preview_chars),
-            )
-        }
-        None => None,
-    };
-    let mut conversation = args.input.read()?;
-    let tools = match &args.tools {
+    check_hook(settings, &cache_aware)?;
+    let offload = offload_hook(offload_store.as_deref(), &policies, preview_chars)?;
+    let mut conversation = input.read()?;
+    let tools = match &tools {
         Some(path) => crate::input::read_tools(path)?,
         None => conversation.tools.clone(),
     };
-
     let left_out = crate::provider::left_out(&conversation.messages, !tools.is_empty());
-    let pricing = args.cost.pricing()?;
+    let pricing = cost.pricing()?;
     let calls = crate::provider::recorded_calls(&conversation.usage);
-    let one_hour = calls.iter().any(|c| c.lifetime() == Some(Lifetime::OneHour));
-    if let Some(rule) = args.cache_aware.rule(one_hour, args.cost.cache.as_deref() == Some("openai")) {
-        settings = settings.with_cache(rule);
-    }
+    let settings = with_cache_rule(settings, &cache_aware, &calls, cost.cache.as_deref());
     let hook = CompactionHook::new(built.take_compactor(), settings)
         .map_err(|e| UsageError(e.to_string()))?
         .with_counter(counter);
-    // Read with its full history, a log's provider counts after the provider's own compaction
-    // are of the compacted conversation, not of the one replayed: they are shown, not used.
-    let compacted_at: Vec<usize> =
-        conversation.compactions.iter().map(|c| c.message).filter(|&m| m > 0).collect();
-    let mut replay = Replay::new(&hook).with_tools(tools);
-    if let Some(offload) = &offload {
-        replay = replay.with_offload(offload);
-    }
-    // What is read of the messages after the replay, which takes them (so that they are held
-    // once, not beside the replayed copy).
-    let has_results = conversation.messages.iter().any(Message::has_tool_call_result);
-    let chart_compactions = provider_compactions(&conversation.messages, &conversation.compactions);
-    let bar = crate::progress::bar(conversation.messages.len() as u64, "simulating");
-    let messages = std::mem::take(&mut conversation.messages);
-    let replayed = replay.run_owned(messages, &calls, &compacted_at, &mut || bar.inc(1));
-    bar.finish_and_clear();
-    // A count a provider could not make, or a summary that failed with --raise-on-failure,
-    // fails the command before any table is shown.
-    let replayed = replayed?;
-    let steps = replayed.steps;
-    let mut failures = replayed.failures;
+    let replayed = replay(&hook, offload.as_ref(), &mut conversation, tools, &calls)?;
     let summaries = built.summary_log();
     if let (true, Some(failure)) = (summaries.raised, summaries.failures.last()) {
         return Err(anyhow::anyhow!("{strategy}: {failure}"));
@@ -182,10 +161,10 @@ pub fn run(args: Args) -> Result<()> {
             "summarization: a summary failed, so the replay went on with the last good result: {failure}"
         );
     }
+    let mut failures = replayed.failures;
     failures.extend(built.take_offload_failures());
     super::offload::say_failures(&failures);
-    let name = crate::input::Source::from_arg(args.input.input.as_deref()).name();
-    let counter_name = hook.counter().describe();
+    let steps = replayed.steps;
 
     let mut out = table(&steps);
     out.push('\n');
@@ -193,7 +172,109 @@ pub fn run(args: Args) -> Result<()> {
     if offload.is_some() {
         out.push_str(&format!("offload failures     {}\n", failures.len()));
     }
-    match (conversation.usage.is_empty(), left_out) {
+    out.push_str(&notes(&steps, conversation.usage.is_empty(), left_out, replayed.has_results));
+    out.push_str(&costs(&steps, &pricing));
+    crate::output::write_output(None, out.as_bytes())?;
+
+    let name = crate::input::Source::from_arg(input.input.as_deref()).name();
+    let chart = svg.as_ref().map(|_| Chart {
+        title: chart_title(&name, &hook.counter().describe()),
+        steps: &steps,
+        settings,
+        compactions: replayed.provider_compactions,
+    });
+    let ready = write_files(csv.as_deref(), svg.as_deref(), &steps, settings.context_window, chart.as_ref())?;
+    let ending = super::offload::partial(&failures);
+    crate::output::commit_run(ready, super::offload::status(&ending))?;
+    for (path, what) in [(&csv, "the table"), (&svg, "the chart")] {
+        if let Some(path) = path {
+            crate::progress::say(&format!("wrote {what} to {}", path.display()));
+        }
+    }
+    ending
+}
+
+/// Checks the hook's settings, with the cache rule asked for, before anything is read.
+fn check_hook(settings: CompactionHookSettings, cache_aware: &CacheAwareOptions) -> Result<()> {
+    let checked = match cache_aware.rule(false, false) {
+        Some(rule) => settings.with_cache(rule),
+        None => settings,
+    };
+    CompactionHook::new(Box::new(compaction_core::ChainCompactor::new()), checked)
+        .map_err(|e| UsageError(e.to_string()))?;
+    Ok(())
+}
+
+/// The offload hook, when --offload-store is given: its folder is opened (and checked) at once.
+fn offload_hook(
+    store: Option<&Path>,
+    policies: &Policies,
+    preview_chars: usize,
+) -> Result<Option<ToolResultOffloadHook>> {
+    let Some(dir) = store else { return Ok(None) };
+    let store = Arc::new(crate::strategy::open_store(dir)?);
+    Ok(Some(ToolResultOffloadHook::new(store, policies.strategies()).with_preview_chars(preview_chars)))
+}
+
+/// The hook's settings with the cache-aware rule, if asked for: a one-hour cache when the log
+/// shows one, writes at the input price for `--cache openai`.
+fn with_cache_rule(
+    settings: CompactionHookSettings,
+    cache_aware: &CacheAwareOptions,
+    calls: &[Recorded],
+    cache: Option<&str>,
+) -> CompactionHookSettings {
+    let one_hour = calls.iter().any(|c| c.lifetime() == Some(Lifetime::OneHour));
+    match cache_aware.rule(one_hour, cache == Some("openai")) {
+        Some(rule) => settings.with_cache(rule),
+        None => settings,
+    }
+}
+
+/// What a replay gives, and what is read of the messages it took.
+struct Replayed {
+    steps: Vec<Step>,
+    failures: Vec<OffloadFailure>,
+    /// Whether the conversation has tool results at all.
+    has_results: bool,
+    /// The calls that first saw a conversation the provider had compacted, for the chart.
+    provider_compactions: Vec<usize>,
+}
+
+/// Replays `conversation` with `hook` (and `offload`) in the loop. The replay takes the
+/// messages, so that they are held once, not beside the replayed copy. A count a provider could
+/// not make, or a summary that failed with --raise-on-failure, fails the command before any
+/// table is shown.
+fn replay(
+    hook: &CompactionHook,
+    offload: Option<&ToolResultOffloadHook>,
+    conversation: &mut Conversation,
+    tools: Vec<ToolSpec>,
+    calls: &[Recorded],
+) -> Result<Replayed> {
+    // Read with its full history, a log's provider counts after the provider's own compaction
+    // are of the compacted conversation, not of the one replayed: they are shown, not used.
+    let compacted_at: Vec<usize> =
+        conversation.compactions.iter().map(|c| c.message).filter(|&m| m > 0).collect();
+    let mut replay = Replay::new(hook).with_tools(tools);
+    if let Some(offload) = offload {
+        replay = replay.with_offload(offload);
+    }
+    let has_results = conversation.messages.iter().any(Message::has_tool_call_result);
+    let provider_compactions = provider_compactions(&conversation.messages, &conversation.compactions);
+    let bar = crate::progress::bar(conversation.messages.len() as u64, "simulating");
+    let messages = std::mem::take(&mut conversation.messages);
+    let replayed = replay.run_owned(messages, calls, &compacted_at, &mut || bar.inc(1));
+    bar.finish_and_clear();
+    let replayed = replayed?;
+    Ok(Replayed { steps: replayed.steps, failures: replayed.failures, has_results, provider_compactions })
+}
+
+/// The notes under the totals: where the counts come from, and why compaction declined when
+/// there was nothing it could take out.
+fn notes(steps: &[Step], no_usage: bool, left_out: Option<&str>, has_results: bool) -> String {
+    let mut out = String::new();
+    match (no_usage, left_out) {
         (true, Some(missing)) => {
             let _ = writeln!(
                 out,
@@ -219,35 +300,36 @@ pub fn run(args: Args) -> Result<()> {
              tool output as plain messages)"
         );
     }
-    out.push_str(&costs(&steps, &pricing));
-    crate::output::write_output(None, out.as_bytes())?;
+    out
+}
 
-    // Both files are put in place together, once both are written.
+/// The chart's title: the input's file name and the counter.
+fn chart_title(name: &str, counter: &str) -> String {
+    let file =
+        Path::new(name).file_name().map_or_else(|| name.to_owned(), |n| n.to_string_lossy().into_owned());
+    format!("{file}: context per model call (counter {counter})")
+}
+
+/// Stages the CSV and the chart, to be put in place together once both are written.
+fn write_files(
+    csv_path: Option<&Path>,
+    svg_path: Option<&Path>,
+    steps: &[Step],
+    window: usize,
+    chart: Option<&Chart<'_>>,
+) -> Result<Vec<Ready>> {
     let mut ready = Vec::new();
-    if let Some(path) = &args.csv {
-        let staged =
-            crate::output::stage(path).and_then(|s| s.write(csv(&steps, settings.context_window).as_bytes()));
+    if let Some(path) = csv_path {
+        let staged = crate::output::stage(path).and_then(|s| s.write(csv(steps, window).as_bytes()));
         ready.push(staged.context("writing the CSV")?);
     }
-    if let Some(path) = &args.svg {
-        let title_name = std::path::Path::new(&name)
-            .file_name()
-            .map_or_else(|| name.clone(), |n| n.to_string_lossy().into_owned());
-        let title = format!("{title_name}: context per model call (counter {counter_name})");
-        let chart = Chart { title, steps: &steps, settings, compactions: chart_compactions };
-        let svg = chart::svg(&chart)?;
+    if let (Some(path), Some(chart)) = (svg_path, chart) {
+        let svg = chart::svg(chart)?;
         ready.push(
             crate::output::stage(path).and_then(|s| s.write(svg.as_bytes())).context("writing the SVG")?,
         );
     }
-    let ending = super::offload::partial(&failures);
-    crate::output::commit_run(ready, super::offload::status(&ending))?;
-    for (path, what) in [(&args.csv, "the table"), (&args.svg, "the chart")] {
-        if let Some(path) = path {
-            crate::progress::say(&format!("wrote {what} to {}", path.display()));
-        }
-    }
-    ending
+    Ok(ready)
 }
 
 /// The cost section: the calls without and with compaction, priced with the prompt cache, and
