@@ -1,6 +1,6 @@
 //! The options several commands share, as clap flattens them into each: the pruning
 //! compactor's (`prune`, `simulate`, `bench`), the hook's and its counter (`simulate`, `bench`),
-//! and the price table (`simulate`, `bench`). Each knows what it builds; the commands hand each
+//! the price table (`simulate`, `bench`), and the offload policies (`offload`, `simulate`). Each knows what it builds; the commands hand each
 //! step only what it needs.
 
 use std::path::PathBuf;
@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use compaction_core::{PruningSettings, ToolResultPruningCompactor};
 use compaction_hook::CompactionHookSettings;
+use compaction_offload::{AlwaysOffload, NeverOffload, OffloadOverChars, OffloadStrategies, PolicyKey};
 use compaction_replay::{CacheKind, PriceTable, Pricing};
 
 use crate::error::UsageError;
@@ -122,5 +123,108 @@ impl CostOptions {
         Ok(Pricing::new(table)
             .with_model(self.price_model.clone())
             .with_cache(self.cache.as_deref().and_then(CacheKind::from_name)))
+    }
+}
+
+/// The `--policy` options, shared by `offload` and `simulate`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Policies {
+    /// Which tools' results to offload: TOOLS=always, TOOLS=never or TOOLS=over:N (more than N
+    /// characters). TOOLS is a tool name, comma-joined names, or * for every other tool.
+    /// Repeatable; `*=always` when none is given.
+    #[arg(long = "policy", value_name = "TOOLS=POLICY", value_parser = parse_policy)]
+    pub policies: Vec<Policy>,
+}
+
+impl Policies {
+    /// The strategies the options describe.
+    pub fn strategies(&self) -> OffloadStrategies {
+        let mut strategies = OffloadStrategies::new();
+        if self.policies.is_empty() {
+            strategies.insert(PolicyKey::Any, Box::new(AlwaysOffload));
+        }
+        for policy in &self.policies {
+            let boxed: Box<dyn compaction_offload::OffloadPolicy> = match policy.kind {
+                PolicyKind::Always => Box::new(AlwaysOffload),
+                PolicyKind::Never => Box::new(NeverOffload),
+                PolicyKind::OverChars(n) => Box::new(OffloadOverChars::new(n)),
+            };
+            strategies.insert(policy.key.clone(), boxed);
+        }
+        strategies
+    }
+}
+
+/// One `--policy TOOLS=POLICY`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Policy {
+    /// The tools it applies to.
+    pub key: PolicyKey,
+    /// What it does.
+    pub kind: PolicyKind,
+}
+
+/// The reference's three policies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PolicyKind {
+    /// `always`.
+    Always,
+    /// `never`.
+    Never,
+    /// `over:N`.
+    OverChars(usize),
+}
+
+/// Parses `TOOLS=POLICY`; clap turns an error into a usage error (exit status 2).
+pub fn parse_policy(text: &str) -> Result<Policy, String> {
+    // Split at the last `=`: a policy never contains one, a tool name might.
+    let Some((tools, policy)) = text.rsplit_once('=') else {
+        return Err("expected TOOLS=POLICY, such as '*=always' or 'read_file=over:2000'".into());
+    };
+    let tools = tools.trim();
+    let key = if tools == "*" {
+        PolicyKey::Any
+    } else {
+        let names: Vec<&str> = tools.split(',').map(str::trim).collect();
+        if names.iter().any(|n| n.is_empty()) {
+            return Err(format!("'{tools}': expected a tool name, comma-joined names, or *"));
+        }
+        if names.contains(&"*") {
+            return Err(format!("'{tools}': * stands alone, it cannot be one of a set of names"));
+        }
+        match names.as_slice() {
+            [one] => PolicyKey::Tool((*one).to_owned()),
+            many => PolicyKey::tools(many.iter().copied()),
+        }
+    };
+    let policy = policy.trim();
+    let kind = match policy {
+        "always" => PolicyKind::Always,
+        "never" => PolicyKind::Never,
+        _ => match policy.strip_prefix("over:") {
+            Some(n) => PolicyKind::OverChars(n.trim().parse().map_err(|_| {
+                format!("'{policy}': expected over:N with N a number of characters, such as over:2000")
+            })?),
+            None => return Err(format!("'{policy}': expected always, never or over:N")),
+        },
+    };
+    Ok(Policy { key, kind })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn policies_parse() {
+        let p = parse_policy("*=always").unwrap();
+        assert_eq!((p.key, p.kind), (PolicyKey::Any, PolicyKind::Always));
+        let p = parse_policy("read_file=over:2000").unwrap();
+        assert_eq!((p.key, p.kind), (PolicyKey::Tool("read_file".into()), PolicyKind::OverChars(2000)));
+        let p = parse_policy("search, grep=never").unwrap();
+        assert_eq!((p.key, p.kind), (PolicyKey::tools(["search", "grep"]), PolicyKind::Never));
+        for bad in ["always", "=always", "a,,b=always", "a=sometimes", "a=over:", "a=over:-1", "a,*=never"] {
+            assert!(parse_policy(bad).is_err(), "{bad}");
+        }
     }
 }

@@ -4,7 +4,7 @@
 use compaction_core::last_assistant_index;
 use compaction_formats::{Conversation, MessageUsage};
 use compaction_model::{Message, Role};
-use compaction_replay::Recorded;
+use compaction_replay::{Lifetime, Recorded};
 use compaction_tokens::TokenCounter;
 
 /// The provider's count of `messages` through their last assistant message (the reference's
@@ -59,4 +59,16 @@ pub fn recorded_calls(usage: &[MessageUsage]) -> Vec<Recorded> {
             .with_call(u.timestamp_ms, u.model.as_deref().map(str::to_owned))
         })
         .collect()
+}
+
+/// Whether the log shows a one-hour prompt cache (a call that wrote to one).
+pub fn one_hour_cache(calls: &[Recorded]) -> bool {
+    calls.iter().any(|c| c.lifetime() == Some(Lifetime::OneHour))
+}
+
+/// The messages after which the provider compacted the log. Read with its full history, a log's
+/// provider counts after the provider's own compaction are of the compacted conversation, not of
+/// the one replayed: a replay shows them, and does not use them.
+pub fn compacted_at(conversation: &Conversation) -> Vec<usize> {
+    conversation.compactions.iter().map(|c| c.message).filter(|&m| m > 0).collect()
 }

@@ -3,7 +3,7 @@
 //! shared module reaches back into a command. The edges are every path a module names, read with
 //! `syn`: `use` trees and paths in code, through `crate::`, `super::` and `self::`, and the crate
 //! root's own paths to its modules (`commands::prune::run`). A module that declares another
-//! (`mod prune;`) does not use it by that.
+//! (`mod prune;`) does not use it by that. No command uses another either.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -211,6 +211,27 @@ fn the_command_modules_import_one_another_without_a_circle() {
         "Architecture Invariant broken: compaction-cli's modules import in a circle (move what both \
          need into a leaf such as options.rs or text.rs):\n{}",
         shown.join("\n")
+    );
+}
+
+/// The commands share what they share through the modules beside them, never through one
+/// another: `simulate` does not reach into `offload` for its options.
+#[test]
+fn no_command_uses_another() {
+    let src = project_root().join("crates/compaction-cli/src");
+    let edges = edges(&src).unwrap_or_else(|error| panic!("{error}"));
+    let command =
+        |m: &str| m.strip_prefix("commands::").map(|rest| rest.split("::").next().unwrap_or(rest).to_owned());
+    let crossing: Vec<String> = edges
+        .iter()
+        .filter(|((from, to), _)| matches!((command(from), command(to)), (Some(a), Some(b)) if a != b))
+        .map(|((from, _), example)| format!("{from} uses {example}"))
+        .collect();
+    assert!(
+        crossing.is_empty(),
+        "Architecture Invariant broken: a command uses another (move what they share to options.rs, \
+         text.rs, error.rs or commands/mod.rs):\n{}",
+        crossing.join("\n")
     );
 }
 

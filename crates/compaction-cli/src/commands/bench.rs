@@ -838,9 +838,8 @@ fn replay_all(
     window: usize,
 ) -> Result<Vec<ResultRow>, compaction_hook::Error> {
     let calls = crate::provider::recorded_calls(&conversation.usage);
-    let one_hour = calls.iter().any(|c| c.lifetime() == Some(compaction_replay::Lifetime::OneHour));
-    let compacted_at: Vec<usize> =
-        conversation.compactions.iter().map(|c| c.message).filter(|&m| m > 0).collect();
+    let one_hour = crate::provider::one_hour_cache(&calls);
+    let compacted_at = crate::provider::compacted_at(conversation);
     let mut rows = Vec::new();
     let mut baseline: Option<Vec<Step>> = None;
     for configuration in grid {

@@ -6,12 +6,11 @@ use std::sync::Arc;
 use anyhow::Result;
 use compaction_hook::AgentState;
 use compaction_model::{Changes, Message, Role};
-use compaction_offload::{
-    AlwaysOffload, NeverOffload, OffloadFailure, OffloadOutcome, OffloadOverChars, OffloadStrategies,
-    PolicyKey, ToolResultOffloadHook,
-};
+use compaction_offload::{OffloadOutcome, ToolResultOffloadHook};
 
+use crate::error::{partial, say_failures, status};
 use crate::input::InputArgs;
+use crate::options::Policies;
 use crate::output::Output;
 use compaction_formats::{Conversation, Target};
 
@@ -64,91 +63,6 @@ pub struct Args {
     pub to: Option<Target>,
 }
 
-/// The `--policy` options, shared by `offload` and `simulate`.
-#[derive(Debug, Clone, clap::Args)]
-pub struct Policies {
-    /// Which tools' results to offload: TOOLS=always, TOOLS=never or TOOLS=over:N (more than N
-    /// characters). TOOLS is a tool name, comma-joined names, or * for every other tool.
-    /// Repeatable; `*=always` when none is given.
-    #[arg(long = "policy", value_name = "TOOLS=POLICY", value_parser = parse_policy)]
-    pub policies: Vec<Policy>,
-}
-
-impl Policies {
-    /// The strategies the options describe.
-    pub fn strategies(&self) -> OffloadStrategies {
-        let mut strategies = OffloadStrategies::new();
-        if self.policies.is_empty() {
-            strategies.insert(PolicyKey::Any, Box::new(AlwaysOffload));
-        }
-        for policy in &self.policies {
-            let boxed: Box<dyn compaction_offload::OffloadPolicy> = match policy.kind {
-                PolicyKind::Always => Box::new(AlwaysOffload),
-                PolicyKind::Never => Box::new(NeverOffload),
-                PolicyKind::OverChars(n) => Box::new(OffloadOverChars::new(n)),
-            };
-            strategies.insert(policy.key.clone(), boxed);
-        }
-        strategies
-    }
-}
-
-/// One `--policy TOOLS=POLICY`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Policy {
-    /// The tools it applies to.
-    pub key: PolicyKey,
-    /// What it does.
-    pub kind: PolicyKind,
-}
-
-/// The reference's three policies.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PolicyKind {
-    /// `always`.
-    Always,
-    /// `never`.
-    Never,
-    /// `over:N`.
-    OverChars(usize),
-}
-
-/// Parses `TOOLS=POLICY`; clap turns an error into a usage error (exit status 2).
-pub fn parse_policy(text: &str) -> Result<Policy, String> {
-    // Split at the last `=`: a policy never contains one, a tool name might.
-    let Some((tools, policy)) = text.rsplit_once('=') else {
-        return Err("expected TOOLS=POLICY, such as '*=always' or 'read_file=over:2000'".into());
-    };
-    let tools = tools.trim();
-    let key = if tools == "*" {
-        PolicyKey::Any
-    } else {
-        let names: Vec<&str> = tools.split(',').map(str::trim).collect();
-        if names.iter().any(|n| n.is_empty()) {
-            return Err(format!("'{tools}': expected a tool name, comma-joined names, or *"));
-        }
-        if names.contains(&"*") {
-            return Err(format!("'{tools}': * stands alone, it cannot be one of a set of names"));
-        }
-        match names.as_slice() {
-            [one] => PolicyKey::Tool((*one).to_owned()),
-            many => PolicyKey::tools(many.iter().copied()),
-        }
-    };
-    let policy = policy.trim();
-    let kind = match policy {
-        "always" => PolicyKind::Always,
-        "never" => PolicyKind::Never,
-        _ => match policy.strip_prefix("over:") {
-            Some(n) => PolicyKind::OverChars(n.trim().parse().map_err(|_| {
-                format!("'{policy}': expected over:N with N a number of characters, such as over:2000")
-            })?),
-            None => return Err(format!("'{policy}': expected always, never or over:N")),
-        },
-    };
-    Ok(Policy { key, kind })
-}
-
 /// Runs the command: opens the store and the output, reads, offloads, says what went where,
 /// and writes the conversation.
 pub fn run(args: Args) -> Result<()> {
@@ -197,44 +111,6 @@ fn offload(
     outcome
 }
 
-/// The exit status a run that ends with `ending` has (see `main`): 0, or 3 for a partial failure.
-pub fn status(ending: &Result<()>) -> u8 {
-    match ending {
-        Ok(()) => 0,
-        Err(error) if error.downcast_ref::<crate::error::PartialFailure>().is_some() => 3,
-        Err(_) => 1,
-    }
-}
-
-/// Names every failed store write on standard error: the result, the file's key, and why.
-pub fn say_failures(failures: &[OffloadFailure]) {
-    for failure in failures {
-        let at = failure.at;
-        let key = failure.key.as_deref().map_or_else(String::new, |k| format!(" under {k}"));
-        eprintln!(
-            "offload: could not store the result of {} (message {}{}){key}: {}; it stays in the conversation",
-            failure.tool_name,
-            at.index,
-            if at.position > 0 { format!(", result {}", at.position + 1) } else { String::new() },
-            compaction_core::error_chain(&failure.error)
-        );
-    }
-}
-
-/// Exit status 3 when some results could not be stored, once the output is written.
-pub fn partial(failures: &[OffloadFailure]) -> Result<()> {
-    let mut results: Vec<_> = failures.iter().map(|f| (f.at.index, f.at.position)).collect();
-    results.dedup();
-    match results.len() {
-        0 => Ok(()),
-        n => Err(crate::error::PartialFailure(format!(
-            "{n} tool result{} could not be offloaded and stayed in the conversation (named above)",
-            if n == 1 { "" } else { "s" }
-        ))
-        .into()),
-    }
-}
-
 /// One line: how many of the trailing results went where, and how many failed.
 pub fn summary(messages: &[Message], outcome: &OffloadOutcome, store: &str) -> String {
     let trailing_messages = messages.iter().rev().take_while(|m| m.has_tool_call_result()).count();
@@ -273,22 +149,4 @@ pub fn summary(messages: &[Message], outcome: &OffloadOutcome, store: &str) -> S
         line.push_str(&format!("; {failed} failed and stayed in context"));
     }
     line
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn policies_parse() {
-        let p = parse_policy("*=always").unwrap();
-        assert_eq!((p.key, p.kind), (PolicyKey::Any, PolicyKind::Always));
-        let p = parse_policy("read_file=over:2000").unwrap();
-        assert_eq!((p.key, p.kind), (PolicyKey::Tool("read_file".into()), PolicyKind::OverChars(2000)));
-        let p = parse_policy("search, grep=never").unwrap();
-        assert_eq!((p.key, p.kind), (PolicyKey::tools(["search", "grep"]), PolicyKind::Never));
-        for bad in ["always", "=always", "a,,b=always", "a=sometimes", "a=over:", "a=over:-1", "a,*=never"] {
-            assert!(parse_policy(bad).is_err(), "{bad}");
-        }
-    }
 }

@@ -178,7 +178,7 @@ pub fn run(args: Args) -> Result<()> {
     let (mut read, tools) = read(&input, output.as_deref(), to, tools.as_deref(), &strategy, dry_run)?;
     let pruned = compact(&mut read.conversation, tools, &goal, &mut built, &counter, &strategy)?;
     let failures = built.take_offload_failures();
-    super::offload::say_failures(&failures);
+    crate::error::say_failures(&failures);
     let summaries = built.summary_log();
     for failure in &summaries.failures {
         eprintln!("summarization: a summary failed, so the last good result is kept: {failure}");
@@ -198,8 +198,8 @@ pub fn run(args: Args) -> Result<()> {
     };
     // The commit point: the report, then the conversation, put in place. Nothing after it fails
     // the run.
-    let ending = super::offload::partial(&failures);
-    crate::output::commit_run(ready_report.into_iter().chain(ready_output), super::offload::status(&ending))?;
+    let ending = crate::error::partial(&failures);
+    crate::output::commit_run(ready_report.into_iter().chain(ready_output), crate::error::status(&ending))?;
     // A provider's counter is not asked again (a request per message) just to explain.
     let explaining = (!crate::strategy::is_provider_spec(&counter_spec)).then_some(counter.as_ref());
     let said = Said {

@@ -9,13 +9,12 @@ use compaction_formats::Conversation;
 use compaction_hook::{CompactionHook, CompactionHookSettings};
 use compaction_model::{Message, Role, ToolSpec};
 use compaction_offload::{OffloadFailure, ToolResultOffloadHook};
-use compaction_replay::{CacheKind, Call, Cost, Lifetime, Pricing, Recorded, Replay, Step};
+use compaction_replay::{CacheKind, Call, Cost, Pricing, Recorded, Replay, Step};
 
-use super::offload::Policies;
 use crate::chart::{self, Chart};
 use crate::error::UsageError;
 use crate::input::InputArgs;
-use crate::options::{CostOptions, HookOptions, PruneOptions};
+use crate::options::{CostOptions, HookOptions, Policies, PruneOptions};
 use crate::output::Ready;
 use crate::strategy::{CacheAwareOptions, StrategyOptions};
 use crate::text::{percent, signed_percent};
@@ -163,7 +162,7 @@ pub fn run(args: Args) -> Result<()> {
     }
     let mut failures = replayed.failures;
     failures.extend(built.take_offload_failures());
-    super::offload::say_failures(&failures);
+    crate::error::say_failures(&failures);
     let steps = replayed.steps;
 
     let mut out = table(&steps);
@@ -184,8 +183,8 @@ pub fn run(args: Args) -> Result<()> {
         compactions: replayed.provider_compactions,
     });
     let ready = write_files(csv.as_deref(), svg.as_deref(), &steps, settings.context_window, chart.as_ref())?;
-    let ending = super::offload::partial(&failures);
-    crate::output::commit_run(ready, super::offload::status(&ending))?;
+    let ending = crate::error::partial(&failures);
+    crate::output::commit_run(ready, crate::error::status(&ending))?;
     for (path, what) in [(&csv, "the table"), (&svg, "the chart")] {
         if let Some(path) = path {
             crate::progress::say(&format!("wrote {what} to {}", path.display()));
@@ -224,8 +223,7 @@ fn with_cache_rule(
     calls: &[Recorded],
     cache: Option<&str>,
 ) -> CompactionHookSettings {
-    let one_hour = calls.iter().any(|c| c.lifetime() == Some(Lifetime::OneHour));
-    match cache_aware.rule(one_hour, cache == Some("openai")) {
+    match cache_aware.rule(crate::provider::one_hour_cache(calls), cache == Some("openai")) {
         Some(rule) => settings.with_cache(rule),
         None => settings,
     }
@@ -252,10 +250,7 @@ fn replay(
     tools: Vec<ToolSpec>,
     calls: &[Recorded],
 ) -> Result<Replayed> {
-    // Read with its full history, a log's provider counts after the provider's own compaction
-    // are of the compacted conversation, not of the one replayed: they are shown, not used.
-    let compacted_at: Vec<usize> =
-        conversation.compactions.iter().map(|c| c.message).filter(|&m| m > 0).collect();
+    let compacted_at = crate::provider::compacted_at(conversation);
     let mut replay = Replay::new(hook).with_tools(tools);
     if let Some(offload) = offload {
         replay = replay.with_offload(offload);
