@@ -5,11 +5,10 @@
 
 use anyhow::{anyhow, Result};
 use compaction_hook::CompactionHookSettings;
+use compaction_replay::Step;
 use plotters::coord::Shift;
 use plotters::element::DashedPathElement;
 use plotters::prelude::*;
-
-use crate::commands::simulate::Step;
 
 /// What the chart shows.
 #[derive(Debug)]
@@ -65,10 +64,8 @@ fn draw(
     let (plot, legend) = root.split_horizontally(SIZE.0 - LEGEND_WIDTH);
 
     let settings = chart.settings;
-    let window = settings.context_window as f64;
-    // Python's int(window * fraction), as the hook computes its thresholds.
-    let at = (window * settings.compact_at) as usize;
-    let to = (window * settings.compact_to) as usize;
+    // As the hook computes its thresholds.
+    let (at, to) = (settings.threshold(), settings.budget());
     let calls = chart.steps.len().max(1);
     let highest =
         chart.steps.iter().map(|s| s.without.max(s.estimate).max(s.provider.unwrap_or(0))).max().unwrap_or(0);

@@ -278,7 +278,7 @@ fn read_head(input: &mut dyn BufRead) -> std::io::Result<Vec<u8>> {
 fn usage_or_input(error: compaction_formats::Error) -> anyhow::Error {
     match error {
         compaction_formats::Error::NoSuchConversation { name, index, count } => {
-            anyhow::Error::new(crate::UsageError(format!(
+            anyhow::Error::new(crate::error::UsageError(format!(
                 "{name}: --conversation {index} is out of range: the file holds {count} conversation{}",
                 if count == 1 { "" } else { "s" }
             )))

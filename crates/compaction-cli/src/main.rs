@@ -12,15 +12,20 @@
 
 mod chart;
 mod commands;
+mod error;
 mod input;
+mod options;
 mod output;
 mod progress;
 mod provider;
 mod strategy;
+mod text;
 
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+
+use error::{PartialFailure, UsageError};
 
 // mimalloc: see the dependency's comment in Cargo.toml for why and what it buys.
 #[global_allocator]
@@ -48,31 +53,6 @@ enum Command {
     Bench(Box<commands::bench::Args>),
     Proxy(Box<commands::proxy::Args>),
 }
-
-/// An error in how the command was called, as opposed to in what it read (exit status 2).
-#[derive(Debug)]
-pub struct UsageError(pub String);
-
-impl std::fmt::Display for UsageError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for UsageError {}
-
-/// The command did what it could and wrote its output, but not all that was asked: some store
-/// writes failed, and each is already named on standard error (exit status 3).
-#[derive(Debug)]
-pub struct PartialFailure(pub String);
-
-impl std::fmt::Display for PartialFailure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for PartialFailure {}
 
 fn main() -> ExitCode {
     // No transparent huge pages (see the rustix dependency's comment in Cargo.toml). A kernel

@@ -1,8 +1,10 @@
-//! The provider's own counts a log records, as the anchor of every estimate the command makes.
+//! The provider's own counts a log records, as the anchor of every estimate the command makes,
+//! and its records of each call, as a replay prices them.
 
 use compaction_core::last_assistant_index;
-use compaction_formats::Conversation;
+use compaction_formats::{Conversation, MessageUsage};
 use compaction_model::{Message, Role};
+use compaction_replay::{Lifetime, Recorded};
 use compaction_tokens::TokenCounter;
 
 /// The provider's count of `messages` through their last assistant message (the reference's
@@ -38,4 +40,35 @@ pub fn left_out(messages: &[Message], has_tools: bool) -> Option<&'static str> {
         (true, false) => Some("the tool schemas"),
         (false, false) => Some("the system prompt and tool schemas"),
     }
+}
+
+/// The log's records of its calls, as the replay takes them.
+pub fn recorded_calls(usage: &[MessageUsage]) -> Vec<Recorded> {
+    usage
+        .iter()
+        .map(|u| {
+            let v = u.usage;
+            Recorded::new(
+                u.message,
+                v.input_tokens,
+                v.cache_read_input_tokens,
+                v.cache_creation_input_tokens,
+                v.output_tokens,
+            )
+            .with_write_lifetimes(v.cache_creation_5m_input_tokens, v.cache_creation_1h_input_tokens)
+            .with_call(u.timestamp_ms, u.model.as_deref().map(str::to_owned))
+        })
+        .collect()
+}
+
+/// Whether the log shows a one-hour prompt cache (a call that wrote to one).
+pub fn one_hour_cache(calls: &[Recorded]) -> bool {
+    calls.iter().any(|c| c.lifetime() == Some(Lifetime::OneHour))
+}
+
+/// The messages after which the provider compacted the log. Read with its full history, a log's
+/// provider counts after the provider's own compaction are of the compacted conversation, not of
+/// the one replayed: a replay shows them, and does not use them.
+pub fn compacted_at(conversation: &Conversation) -> Vec<usize> {
+    conversation.compactions.iter().map(|c| c.message).filter(|&m| m > 0).collect()
 }

@@ -1,6 +1,6 @@
 //! The strategies `prune` and `simulate` compact with (`--strategy`), the options that set them
 //! up, and the provider clients some of them need: a chat model for summaries, a provider's
-//! token counter for `--counter openai:MODEL`.
+//! token counter for `--counter openai:MODEL`; the offload store.
 //!
 //! Every strategy is built into one `Box<dyn Compactor>`, a chain being compaction-core's
 //! `ChainCompactor` over the stages named, so `prune --target-tokens`, `prune --context-window`
@@ -23,11 +23,13 @@ use compaction_core::{
 use compaction_hook::CacheRule;
 use compaction_llm::{ClientSettings, ProviderChatGenerator};
 use compaction_model::Message;
-use compaction_offload::{OffloadCompactorSettings, OffloadFailure, ToolResultOffloadCompactor};
+use compaction_offload::{
+    FileSystemToolResultStore, OffloadCompactorSettings, OffloadFailure, ToolResultOffloadCompactor,
+};
 use compaction_tokens::TokenCounter;
 
-use crate::commands::prune::PruneOptions;
-use crate::UsageError;
+use crate::error::UsageError;
+use crate::options::PruneOptions;
 
 /// One strategy, as `--strategy` names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -389,7 +391,7 @@ impl StrategyOptions {
                         None => {
                             let (dir, preview_chars) = offload
                                 .ok_or_else(|| UsageError("offloading needs --offload-to DIR".into()))?;
-                            let store = Arc::new(crate::commands::offload::open_store(dir)?);
+                            let store = Arc::new(open_store(dir)?);
                             let settings = OffloadCompactorSettings::default()
                                 .with_min_keep_steps(prune.min_keep_steps)
                                 .with_min_tokens(prune.min_tokens)
@@ -543,6 +545,14 @@ impl Compactor for Summarizer {
             }
         }
     }
+}
+
+/// Opens the store folder `dir`, as a command's first step: one that cannot be created or
+/// written is an error before any work.
+pub fn open_store(dir: &Path) -> Result<FileSystemToolResultStore> {
+    FileSystemToolResultStore::new(dir).map_err(|error| {
+        anyhow::anyhow!("cannot use {} as the offload store: {}", dir.display(), chain(&error))
+    })
 }
 
 /// An error and its causes on one line, each cause said once.

@@ -97,8 +97,7 @@ impl CompactionHook {
                  overestimating, consider a more accurate counter"
             );
         }
-        // Python: int(window * compact_to), a float product truncated toward zero.
-        let budget = (window * self.settings().compact_to) as i128;
+        let budget = self.settings().budget() as i128;
         let target = usize::try_from((budget - overhead).max(0)).unwrap_or(usize::MAX);
         tracing::debug!(haystack.agent.hook.compaction.target_tokens = target, "compaction triggered");
         decision.target_tokens = Some(target);

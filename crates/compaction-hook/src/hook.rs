@@ -73,6 +73,20 @@ impl CompactionHookSettings {
         self
     }
 
+    /// The request size compaction starts at, in tokens: `compact_at` of the window, as
+    /// Python's `int(window * compact_at)` truncates it (for showing it: the hook compares the
+    /// estimate with the product itself, before truncating).
+    pub fn threshold(&self) -> usize {
+        (self.context_window as f64 * self.compact_at) as usize
+    }
+
+    /// The hook's target for the whole request, in tokens: `compact_to` of the window, as
+    /// Python's `int(window * compact_to)` truncates it. The compactor is given this less what
+    /// the request holds beyond the messages.
+    pub fn budget(&self) -> usize {
+        (self.context_window as f64 * self.compact_to) as usize
+    }
+
     /// Checks `context_window >= 1` and `0 < compact_to < compact_at <= 1`, and the cache rule.
     ///
     /// # Errors

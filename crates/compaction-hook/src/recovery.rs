@@ -179,7 +179,7 @@ impl ContextOverflowRecovery {
         let settings = hook.settings();
         // Python-like truncation of the float products, as the hook computes its budget.
         let mut budget = (refused as f64 * self.shrink_to) as i128;
-        budget = budget.min((settings.context_window as f64 * settings.compact_to) as i128);
+        budget = budget.min(settings.budget() as i128);
         if let Some(input_limit) = overflow.input_limit() {
             budget = budget.min((input_limit as f64 * settings.compact_to) as i128);
         }

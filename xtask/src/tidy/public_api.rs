@@ -23,7 +23,7 @@ const PUBLIC_ITEM_BUDGET: &[(&str, usize)] = &[
     ("compaction-tokens", 56),
     ("compaction-core", 158),
     ("compaction-llm", 81),
-    ("compaction-hook", 76),
+    ("compaction-hook", 78),
     ("compaction-offload", 110),
     ("compaction-replay", 49),
     ("compaction-adapters", 40),

@@ -15,10 +15,10 @@ use compaction_hook::{CompactionHook, CompactionHookSettings};
 use compaction_replay::{CacheKind, Call, Pricing, Recording, Replay, Step};
 use serde::Serialize;
 
-use super::prune::PruneOptions;
-use super::simulate::{CostOptions, HookOptions};
+use crate::error::UsageError;
+use crate::options::{CostOptions, HookOptions, PruneOptions};
 use crate::strategy::{ProviderCalls, Stage, Strategy, StrategyOptions};
-use crate::UsageError;
+use crate::text::signed_percent;
 
 #[cfg(feature = "parquet")]
 mod parquet_dataset;
@@ -133,11 +133,21 @@ struct Configuration {
     hook_one_hour: Option<CompactionHook>,
 }
 
-/// The grid `--strategy` and `--set` describe, each configuration's hook built.
-fn configurations(args: &Args) -> Result<Vec<Configuration>> {
+/// What every configuration starts from: the options `--set` changes.
+struct Base<'a> {
+    prune: &'a PruneOptions,
+    hook: &'a HookOptions,
+    /// `--cache`: the cache-aware rule prices writes without a surcharge for `openai`.
+    cache: Option<&'a str>,
+}
+
+/// The grid `--strategy` (`strategies`) and `--set` (`sets`) describe, each configuration's
+/// hook built from `base`.
+fn configurations(strategies: &str, sets: &[String], base: &Base<'_>) -> Result<Vec<Configuration>> {
+    let given = sets;
     let usage = |text: String| anyhow::Error::new(UsageError(text));
     let mut sets: Vec<(&str, Vec<String>)> = Vec::new();
-    for set in &args.sets {
+    for set in given {
         let (key, values) =
             set.split_once('=').ok_or_else(|| usage(format!("--set {set}: expected KEY=V1,V2,...")))?;
         let key = key.trim();
@@ -160,7 +170,7 @@ fn configurations(args: &Args) -> Result<Vec<Configuration>> {
         hook: None,
         hook_one_hour: None,
     }];
-    for name in args.strategy.split(',').map(str::trim).filter(|n| !n.is_empty() && *n != "none") {
+    for name in strategies.split(',').map(str::trim).filter(|n| !n.is_empty() && *n != "none") {
         let strategy: Strategy =
             name.replace('+', ",").parse().map_err(|e: String| usage(format!("--strategy {name}: {e}")))?;
         if let Some(why) = strategy.needs_io() {
@@ -194,10 +204,10 @@ fn configurations(args: &Args) -> Result<Vec<Configuration>> {
             for (key, value) in &combination {
                 let _ = write!(full, " {key}={value}");
             }
-            let hook = build(args, &strategy, &combination, false)
+            let hook = build(base, &strategy, &combination, false)
                 .with_context(|| format!("configuration {full}"))?;
             let hook_one_hour = match combination.iter().any(|&(k, v)| k == "cache_aware" && v == "true") {
-                true => Some(build(args, &strategy, &combination, true)?),
+                true => Some(build(base, &strategy, &combination, true)?),
                 false => None,
             };
             grid.push(Configuration {
@@ -214,7 +224,7 @@ fn configurations(args: &Args) -> Result<Vec<Configuration>> {
 
 /// The hook of one configuration: `simulate`'s options with the settings set.
 fn build(
-    args: &Args,
+    base: &Base<'_>,
     strategy: &Strategy,
     settings: &[(&str, &str)],
     one_hour: bool,
@@ -222,8 +232,8 @@ fn build(
     let usage = |key: &str, value: &str, what: &str| {
         anyhow::Error::new(UsageError(format!("--set {key}={value}: expected {what}")))
     };
-    let mut prune = args.prune.clone();
-    let (mut compact_at, mut compact_to) = (args.hook.compact_at, args.hook.compact_to);
+    let mut prune = base.prune.clone();
+    let (mut compact_at, mut compact_to) = (base.hook.compact_at, base.hook.compact_to);
     let (mut keep_observations, mut polling) = (None, None);
     let mut cache_aware = crate::strategy::CacheAwareOptions { cache_aware: false, expected_calls: 10 };
     for &(key, value) in settings {
@@ -261,9 +271,9 @@ fn build(
     };
     let strategy = options.resolve(false)?;
     let mut built = options.build(&strategy, &prune, None)?;
-    let counter = crate::strategy::counter(&args.hook.counter, &options.client_settings())?;
-    let mut settings = args.hook.settings(compact_at, compact_to);
-    if let Some(rule) = cache_aware.rule(one_hour, args.cost.cache.as_deref() == Some("openai")) {
+    let counter = crate::strategy::counter(&base.hook.counter, &options.client_settings())?;
+    let mut settings = base.hook.settings(compact_at, compact_to);
+    if let Some(rule) = cache_aware.rule(one_hour, base.cache == Some("openai")) {
         settings = settings.with_cache(rule);
     }
     Ok(CompactionHook::new(built.take_compactor(), settings)
@@ -340,52 +350,33 @@ enum Work {
     },
 }
 
-/// Runs the command.
+/// Runs the command: builds the grid, replays every transcript with it on all cores, prints the
+/// table, and writes the JSON, the CSV and the chart.
 pub fn run(args: Args) -> Result<()> {
-    let grid = configurations(&args)?;
-    let pricing = super::simulate::pricing(&args.cost)?;
-    let threads = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
-    let (work_tx, work_rx) = mpsc::sync_channel::<(usize, Work)>(threads * 2);
-    let work_rx = Mutex::new(work_rx);
-    let (done_tx, done_rx) = mpsc::channel::<(usize, Vec<Transcript>)>();
-    let spinner = crate::progress::spinner("benchmarking");
+    let Args {
+        inputs,
+        format,
+        jsonl,
+        column,
+        full_history,
+        hook,
+        strategy,
+        sets,
+        prune,
+        cost,
+        json,
+        csv,
+        svg,
+    } = args;
+    let base = Base { prune: &prune, hook: &hook, cache: cost.cache.as_deref() };
+    let grid = configurations(&strategy, &sets, &base)?;
+    let pricing = cost.pricing()?;
     // Each transcript's figures are folded into the totals as soon as those before it are; they
     // are kept whole only for the files that list them (--json, --csv, --svg).
-    let keep = args.json.is_some() || args.csv.is_some() || args.svg.is_some();
-    let mut tally = Tally::new(grid.len(), keep);
-    let skipped = std::thread::scope(|scope| {
-        for _ in 0..threads {
-            let done_tx = done_tx.clone();
-            let (work_rx, grid, pricing, args) = (&work_rx, &grid, &pricing, &args);
-            scope.spawn(move || loop {
-                let next = work_rx.lock().map_or(None, |rx| rx.recv().ok());
-                let Some((index, work)) = next else { break };
-                let transcripts = bench_one(work, args, grid, pricing);
-                if done_tx.send((index, transcripts)).is_err() {
-                    break;
-                }
-            });
-        }
-        drop(done_tx);
-        let walker = scope.spawn(|| walk(&args, work_tx));
-        // The units of work finish out of order (a worker each): those that finish ahead of
-        // one still being replayed wait here, a few at most.
-        let (mut count, mut next) = (0, 0);
-        let mut ahead: BTreeMap<usize, Vec<Transcript>> = BTreeMap::new();
-        for (index, transcripts) in done_rx {
-            count += transcripts.len();
-            spinner.set_message(format!("benchmarking: {count} transcripts"));
-            ahead.insert(index, transcripts);
-            while let Some(transcripts) = ahead.remove(&next) {
-                transcripts.into_iter().for_each(|t| tally.add(t));
-                next += 1;
-            }
-        }
-        // None is missing unless a worker panicked (then the scope panics as it ends).
-        ahead.into_values().flatten().for_each(|t| tally.add(t));
-        walker.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-    });
-    spinner.finish_and_clear();
+    let keep = json.is_some() || csv.is_some() || svg.is_some();
+    let walking = Walking { inputs: &inputs, jsonl, column: column.as_deref() };
+    let reading = Reading { format, full_history, window: hook.context_window };
+    let (mut tally, skipped) = bench_all(&walking, &reading, &grid, &pricing, keep);
     for error in &tally.errors {
         // The error names the file (and the line, of a dataset).
         eprintln!("{error}");
@@ -406,8 +397,93 @@ pub fn run(args: Args) -> Result<()> {
         );
     }
     crate::output::write_output(None, out.as_bytes())?;
+    let files = [(json.as_deref(), "the JSON"), (csv.as_deref(), "the CSV"), (svg.as_deref(), "the chart")];
+    let ready = write_files(files, &grid, &totals, &transcripts)?;
+    crate::output::commit_run(ready, 0)?;
+    for (path, what) in files {
+        if let Some(path) = path {
+            crate::progress::say(&format!("wrote {what} to {}", path.display()));
+        }
+    }
+    Ok(())
+}
+
+/// Where the transcripts are: the inputs, and how a file is cut (`--jsonl`, `--column`).
+struct Walking<'a> {
+    inputs: &'a [PathBuf],
+    jsonl: bool,
+    column: Option<&'a str>,
+}
+
+/// How each transcript is read and measured: `--format`, `--full-history`, the window.
+struct Reading {
+    format: Option<Format>,
+    full_history: bool,
+    window: usize,
+}
+
+/// Replays every transcript `walking` finds with every configuration of `grid`, a worker a
+/// core, folding each into the tally in the inputs' order; with the files skipped.
+fn bench_all(
+    walking: &Walking<'_>,
+    reading: &Reading,
+    grid: &[Configuration],
+    pricing: &Pricing,
+    keep: bool,
+) -> (Tally, usize) {
+    let threads = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+    let (work_tx, work_rx) = mpsc::sync_channel::<(usize, Work)>(threads * 2);
+    let work_rx = Mutex::new(work_rx);
+    let (done_tx, done_rx) = mpsc::channel::<(usize, Vec<Transcript>)>();
+    let spinner = crate::progress::spinner("benchmarking");
+    let mut tally = Tally::new(grid.len(), keep);
+    let skipped = std::thread::scope(|scope| {
+        for _ in 0..threads {
+            let done_tx = done_tx.clone();
+            let work_rx = &work_rx;
+            scope.spawn(move || loop {
+                let next = work_rx.lock().map_or(None, |rx| rx.recv().ok());
+                let Some((index, work)) = next else { break };
+                let transcripts = bench_one(work, reading, grid, pricing);
+                if done_tx.send((index, transcripts)).is_err() {
+                    break;
+                }
+            });
+        }
+        drop(done_tx);
+        let walker = scope.spawn(|| walk(walking, work_tx));
+        // The units of work finish out of order (a worker each): those that finish ahead of
+        // one still being replayed wait here, a few at most.
+        let (mut count, mut next) = (0, 0);
+        let mut ahead: BTreeMap<usize, Vec<Transcript>> = BTreeMap::new();
+        for (index, transcripts) in done_rx {
+            count += transcripts.len();
+            spinner.set_message(format!("benchmarking: {count} transcripts"));
+            ahead.insert(index, transcripts);
+            while let Some(transcripts) = ahead.remove(&next) {
+                transcripts.into_iter().for_each(|t| tally.add(t));
+                next += 1;
+            }
+        }
+        // None is missing unless a worker panicked (then the scope panics as it ends).
+        ahead.into_values().flatten().for_each(|t| tally.add(t));
+        walker.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    });
+    spinner.finish_and_clear();
+    (tally, skipped)
+}
+
+/// Stages the files asked for (`--json`, `--csv`, `--svg`, in that order), to be put in place
+/// together.
+fn write_files(
+    files: [(Option<&Path>, &str); 3],
+    grid: &[Configuration],
+    totals: &[Total],
+    transcripts: &[Transcript],
+) -> Result<Vec<crate::output::Ready>> {
+    let [(json, _), (csv_path, _), (svg, _)] = files;
     let mut ready = Vec::new();
-    if let Some(path) = &args.json {
+    if let Some(path) = json {
         let report = serde_json::json!({
             "configurations": grid,
             "transcripts": transcripts,
@@ -418,29 +494,23 @@ pub fn run(args: Args) -> Result<()> {
             crate::output::stage(path).and_then(|s| s.write(text.as_bytes())).context("writing the JSON")?,
         );
     }
-    if let Some(path) = &args.csv {
-        let text = csv(&transcripts);
+    if let Some(path) = csv_path {
+        let text = csv(transcripts);
         ready.push(
             crate::output::stage(path).and_then(|s| s.write(text.as_bytes())).context("writing the CSV")?,
         );
     }
-    if let Some(path) = &args.svg {
-        let svg = chart(&totals, &transcripts)?;
+    if let Some(path) = svg {
+        let svg = chart(totals, transcripts)?;
         ready.push(
             crate::output::stage(path).and_then(|s| s.write(svg.as_bytes())).context("writing the SVG")?,
         );
     }
-    crate::output::commit_run(ready, 0)?;
-    for (path, what) in [(&args.json, "the JSON"), (&args.csv, "the CSV"), (&args.svg, "the chart")] {
-        if let Some(path) = path {
-            crate::progress::say(&format!("wrote {what} to {}", path.display()));
-        }
-    }
-    Ok(())
+    Ok(ready)
 }
 
 /// Sends every file of the inputs (every line, with --jsonl) to the workers, in order.
-fn walk(args: &Args, work: mpsc::SyncSender<(usize, Work)>) -> usize {
+fn walk(walking: &Walking<'_>, work: mpsc::SyncSender<(usize, Work)>) -> usize {
     let mut skipped = 0;
     let mut index = 0;
     let mut send = |item: Work| {
@@ -448,15 +518,15 @@ fn walk(args: &Args, work: mpsc::SyncSender<(usize, Work)>) -> usize {
         index += 1;
         sent
     };
-    for input in &args.inputs {
+    for input in walking.inputs {
         let mut files = Vec::new();
         collect_files(input, &mut files, &mut skipped);
         for file in files {
             if is_parquet(&file) {
-                parquet_rows(&file, args.column.as_deref(), &mut send);
+                parquet_rows(&file, walking.column, &mut send);
                 continue;
             }
-            if !args.jsonl {
+            if !walking.jsonl {
                 send(Work::File(file));
                 continue;
             }
@@ -575,7 +645,7 @@ fn collect_files(path: &Path, files: &mut Vec<PathBuf>, skipped: &mut usize) {
 }
 
 /// Reads one unit of work and replays each of its conversations with every configuration.
-fn bench_one(work: Work, args: &Args, grid: &[Configuration], pricing: &Pricing) -> Vec<Transcript> {
+fn bench_one(work: Work, reading: &Reading, grid: &[Configuration], pricing: &Pricing) -> Vec<Transcript> {
     let failed = |path: String, conversation: Option<usize>, error: String| Transcript {
         path,
         conversation,
@@ -615,8 +685,8 @@ fn bench_one(work: Work, args: &Args, grid: &[Configuration], pricing: &Pricing)
     let options = |conversation: usize| {
         let named = unit.as_ref().map_or_else(|| name.clone(), |(_, named)| named.clone());
         let mut options =
-            ReadOptions::named(named).with_full_history(args.full_history).with_conversation(conversation);
-        options.format = args.format;
+            ReadOptions::named(named).with_full_history(reading.full_history).with_conversation(conversation);
+        options.format = reading.format;
         options
     };
     let index = |conversation: usize| unit.as_ref().map_or(conversation, |&(index, _)| index);
@@ -625,7 +695,7 @@ fn bench_one(work: Work, args: &Args, grid: &[Configuration], pricing: &Pricing)
         read,
         grid,
         pricing,
-        args.hook.context_window,
+        reading.window,
     ) {
         Ok(results) => Transcript {
             path: name.clone(),
@@ -767,10 +837,9 @@ fn replay_all(
     pricing: &Pricing,
     window: usize,
 ) -> Result<Vec<ResultRow>, compaction_hook::Error> {
-    let calls = super::simulate::recorded_calls(&conversation.usage);
-    let one_hour = calls.iter().any(|c| c.lifetime() == Some(compaction_replay::Lifetime::OneHour));
-    let compacted_at: Vec<usize> =
-        conversation.compactions.iter().map(|c| c.message).filter(|&m| m > 0).collect();
+    let calls = crate::provider::recorded_calls(&conversation.usage);
+    let one_hour = crate::provider::one_hour_cache(&calls);
+    let compacted_at = crate::provider::compacted_at(conversation);
     let mut rows = Vec::new();
     let mut baseline: Option<Vec<Step>> = None;
     for configuration in grid {
@@ -1052,10 +1121,6 @@ fn dollars(d: Option<f64>) -> String {
     }
 }
 
-fn signed(f: Option<f64>) -> String {
-    f.map_or_else(|| "-".into(), |f| format!("{:+.1}%", 100.0 * f))
-}
-
 /// The terminal table, the counts, the logs' own cost beside the estimate, and a line for each
 /// configuration that saves tokens but costs more.
 fn table(
@@ -1089,10 +1154,10 @@ fn table(
             f.calls.to_string(),
             f.over_window.to_string(),
             f.tokens_sent.to_string(),
-            signed(t.tokens_vs_none),
+            signed_percent(t.tokens_vs_none),
             t.median_tokens_sent.to_string(),
             dollars(f.cost),
-            signed(t.cost_vs_none),
+            signed_percent(t.cost_vs_none),
             dollars(t.median_cost),
             dollars(f.recorded_cost),
             f.compactions.to_string(),
@@ -1137,9 +1202,9 @@ fn table(
             dollars(Some(recorded.logged)),
             recorded.transcripts,
             dollars(Some(recorded.modelled)),
-            signed((recorded.logged > 0.0).then(|| recorded.modelled / recorded.logged - 1.0)),
+            signed_percent((recorded.logged > 0.0).then(|| recorded.modelled / recorded.logged - 1.0)),
             dollars(Some(recorded.estimated)),
-            signed((recorded.logged > 0.0).then(|| recorded.estimated / recorded.logged - 1.0))
+            signed_percent((recorded.logged > 0.0).then(|| recorded.estimated / recorded.logged - 1.0))
         );
         if recorded.provider_compacted > 0 {
             let _ = writeln!(
@@ -1354,13 +1419,10 @@ mod tests {
             &[(5000, Some(3.5)), (2500, Some(1.1)), (5000, Some(3.5))],
             &[(7, Some(0.01)), (3, Some(0.02)), (1, Some(0.005))],
         ];
-        let grid = super::configurations(&clap_args(&[
-            "--context-window",
-            "1000",
-            "--strategy",
-            "tool-result-pruning,sliding-window",
-        ]))
-        .expect("a grid");
+        let args =
+            clap_args(&["--context-window", "1000", "--strategy", "tool-result-pruning,sliding-window"]);
+        let base = super::Base { prune: &args.prune, hook: &args.hook, cache: args.cost.cache.as_deref() };
+        let grid = super::configurations(&args.strategy, &args.sets, &base).expect("a grid");
         assert_eq!(grid.len(), 3);
         let (mut kept, mut folded) = (Tally::new(grid.len(), true), Tally::new(grid.len(), false));
         for case in cases {

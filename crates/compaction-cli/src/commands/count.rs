@@ -3,8 +3,10 @@
 use std::path::PathBuf;
 
 use anyhow::{bail, Result};
+use compaction_formats::Conversation;
+use compaction_tokens::TokenCounter;
 
-use crate::input::{read_tools, InputArgs};
+use crate::input::{read_tools, InputArgs, Source};
 use crate::strategy::ProviderCalls;
 
 /// Print a conversation's token count, a bare integer, on standard output.
@@ -45,48 +47,68 @@ pub struct Args {
     pub calls: ProviderCalls,
 }
 
-/// Runs the command.
+/// Runs the command: reads, counts (or reads the provider's count), and prints the number.
 pub fn run(args: Args) -> Result<()> {
-    let counter = crate::strategy::counter(&args.counter, &args.calls.client_settings())?;
-    let given = match &args.tools {
+    let Args { input, counter: spec, tools, provider, calls } = args;
+    let counter = crate::strategy::counter(&spec, &calls.client_settings())?;
+    let given = match &tools {
         Some(path) => Some(read_tools(path)?),
         None => None,
     };
-    let conversation = args.input.read_streaming()?;
-    let name = crate::input::Source::from_arg(args.input.input.as_deref()).name();
-    if args.provider {
-        let Some(count) = crate::provider::context_tokens(&conversation, counter.as_ref())? else {
-            bail!(
-                "{name}: the {} log records no provider counts; count without --provider for a local count",
-                conversation.format.label()
-            );
-        };
-        return crate::output::write_output(None, format!("{count}\n").as_bytes());
-    }
-    let tools = given.as_ref().unwrap_or(&conversation.tools);
-    // A provider's count that failed is an error naming the call, never an estimate.
-    let count = counter.try_count(&conversation.messages, tools)?;
-    if let Some(missing) = crate::provider::left_out(&conversation.messages, !tools.is_empty()) {
-        let provider = crate::provider::context_tokens(&conversation, counter.as_ref())?;
-        let how = match crate::strategy::is_provider_spec(&args.counter) {
-            true => format!("counted by {}", counter.describe()),
-            false => "counted locally".to_owned(),
-        };
-        let text = match provider {
-            Some(provider) => format!(
-                "note: {name}: {how}, without {missing} the log does not hold; the provider \
-                 counted {provider} tokens through the last reply (--provider prints it)"
-            ),
-            None => format!(
-                "note: {name}: {how}, without {missing} the log does not hold; the log records \
-                 no provider counts"
-            ),
-        };
-        crate::progress::say(&text);
-    }
+    let conversation = input.read_streaming()?;
+    let name = Source::from_arg(input.input.as_deref()).name();
+    let count = match provider {
+        true => provider_count(&name, &conversation, counter.as_ref())?,
+        false => {
+            let tools = given.as_ref().unwrap_or(&conversation.tools);
+            // A provider's count that failed is an error naming the call, never an estimate.
+            let count = counter.try_count(&conversation.messages, tools)?;
+            let how = match crate::strategy::is_provider_spec(&spec) {
+                true => format!("counted by {}", counter.describe()),
+                false => "counted locally".to_owned(),
+            };
+            say_left_out(&name, &how, &conversation, !tools.is_empty(), counter.as_ref())?;
+            count
+        }
+    };
     let written = crate::output::write_output(None, format!("{count}\n").as_bytes());
     // The process ends after this: freeing a large conversation message by message would only
     // delay its exit, which gives the memory back at once.
     std::mem::forget(conversation);
     written
+}
+
+/// The provider's count the log records (`--provider`); an error when it records none.
+fn provider_count(name: &str, conversation: &Conversation, counter: &dyn TokenCounter) -> Result<usize> {
+    match crate::provider::context_tokens(conversation, counter)? {
+        Some(count) => Ok(count),
+        None => bail!(
+            "{name}: the {} log records no provider counts; count without --provider for a local count",
+            conversation.format.label()
+        ),
+    }
+}
+
+/// Says on standard error what the count leaves out that the log does not hold (the system
+/// prompt, the tools), and the provider's own count when the log records one.
+fn say_left_out(
+    name: &str,
+    how: &str,
+    conversation: &Conversation,
+    has_tools: bool,
+    counter: &dyn TokenCounter,
+) -> Result<()> {
+    let Some(missing) = crate::provider::left_out(&conversation.messages, has_tools) else { return Ok(()) };
+    let text = match crate::provider::context_tokens(conversation, counter)? {
+        Some(provider) => format!(
+            "note: {name}: {how}, without {missing} the log does not hold; the provider \
+             counted {provider} tokens through the last reply (--provider prints it)"
+        ),
+        None => format!(
+            "note: {name}: {how}, without {missing} the log does not hold; the log records \
+             no provider counts"
+        ),
+    };
+    crate::progress::say(&text);
+    Ok(())
 }

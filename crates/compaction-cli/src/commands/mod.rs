@@ -13,19 +13,10 @@ use std::path::Path;
 use anyhow::Result;
 use compaction_formats::{Conversation, Format, Target};
 use compaction_model::{Changes, Message};
-use compaction_tokens::TokenCounter;
 
+use crate::error::UsageError;
 use crate::input::{InputArgs, Source};
 use crate::output::{Output, Ready};
-use crate::UsageError;
-
-/// Builds the counter a `--counter SPEC` names; a bad spec is a usage error. A provider's
-/// counter (`openai:MODEL`, `anthropic:MODEL`) takes its key and base URL from the environment
-/// and the default --timeout and --max-retries; a command that may call a provider builds its
-/// counter with [`crate::strategy::counter`] and its own `ProviderCalls` instead.
-pub fn counter(spec: &str) -> Result<Box<dyn TokenCounter>> {
-    crate::strategy::counter(spec, &crate::strategy::ProviderCalls::default().client_settings())
-}
 
 /// Writes `messages` of `conversation` to `output`, back in the format read or as `to`, and says
 /// once on standard error what the output could not hold. `changes` says how `messages` came from

@@ -6,14 +6,13 @@ use std::sync::Arc;
 use anyhow::Result;
 use compaction_hook::AgentState;
 use compaction_model::{Changes, Message, Role};
-use compaction_offload::{
-    AlwaysOffload, FileSystemToolResultStore, NeverOffload, OffloadFailure, OffloadOutcome, OffloadOverChars,
-    OffloadStrategies, PolicyKey, ToolResultOffloadHook,
-};
+use compaction_offload::{OffloadOutcome, ToolResultOffloadHook};
 
+use crate::error::{partial, say_failures, status};
 use crate::input::InputArgs;
+use crate::options::Policies;
 use crate::output::Output;
-use compaction_formats::Target;
+use compaction_formats::{Conversation, Target};
 
 /// Offload the trailing tool results to files and leave a pointer in their place.
 ///
@@ -64,138 +63,27 @@ pub struct Args {
     pub to: Option<Target>,
 }
 
-/// The `--policy` options, shared by `offload` and `simulate`.
-#[derive(Debug, Clone, clap::Args)]
-pub struct Policies {
-    /// Which tools' results to offload: TOOLS=always, TOOLS=never or TOOLS=over:N (more than N
-    /// characters). TOOLS is a tool name, comma-joined names, or * for every other tool.
-    /// Repeatable; `*=always` when none is given.
-    #[arg(long = "policy", value_name = "TOOLS=POLICY", value_parser = parse_policy)]
-    pub policies: Vec<Policy>,
-}
-
-impl Policies {
-    /// The strategies the options describe.
-    pub fn strategies(&self) -> OffloadStrategies {
-        let mut strategies = OffloadStrategies::new();
-        if self.policies.is_empty() {
-            strategies.insert(PolicyKey::Any, Box::new(AlwaysOffload));
-        }
-        for policy in &self.policies {
-            let boxed: Box<dyn compaction_offload::OffloadPolicy> = match policy.kind {
-                PolicyKind::Always => Box::new(AlwaysOffload),
-                PolicyKind::Never => Box::new(NeverOffload),
-                PolicyKind::OverChars(n) => Box::new(OffloadOverChars::new(n)),
-            };
-            strategies.insert(policy.key.clone(), boxed);
-        }
-        strategies
-    }
-}
-
-/// One `--policy TOOLS=POLICY`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Policy {
-    /// The tools it applies to.
-    pub key: PolicyKey,
-    /// What it does.
-    pub kind: PolicyKind,
-}
-
-/// The reference's three policies.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PolicyKind {
-    /// `always`.
-    Always,
-    /// `never`.
-    Never,
-    /// `over:N`.
-    OverChars(usize),
-}
-
-/// Parses `TOOLS=POLICY`; clap turns an error into a usage error (exit status 2).
-pub fn parse_policy(text: &str) -> Result<Policy, String> {
-    // Split at the last `=`: a policy never contains one, a tool name might.
-    let Some((tools, policy)) = text.rsplit_once('=') else {
-        return Err("expected TOOLS=POLICY, such as '*=always' or 'read_file=over:2000'".into());
-    };
-    let tools = tools.trim();
-    let key = if tools == "*" {
-        PolicyKey::Any
-    } else {
-        let names: Vec<&str> = tools.split(',').map(str::trim).collect();
-        if names.iter().any(|n| n.is_empty()) {
-            return Err(format!("'{tools}': expected a tool name, comma-joined names, or *"));
-        }
-        if names.contains(&"*") {
-            return Err(format!("'{tools}': * stands alone, it cannot be one of a set of names"));
-        }
-        match names.as_slice() {
-            [one] => PolicyKey::Tool((*one).to_owned()),
-            many => PolicyKey::tools(many.iter().copied()),
-        }
-    };
-    let policy = policy.trim();
-    let kind = match policy {
-        "always" => PolicyKind::Always,
-        "never" => PolicyKind::Never,
-        _ => match policy.strip_prefix("over:") {
-            Some(n) => PolicyKind::OverChars(n.trim().parse().map_err(|_| {
-                format!("'{policy}': expected over:N with N a number of characters, such as over:2000")
-            })?),
-            None => return Err(format!("'{policy}': expected always, never or over:N")),
-        },
-    };
-    Ok(Policy { key, kind })
-}
-
-/// Opens the store folder `dir`, as a command's first step: one that cannot be created or
-/// written is an error before any work.
-pub fn open_store(dir: &std::path::Path) -> Result<FileSystemToolResultStore> {
-    FileSystemToolResultStore::new(dir).map_err(|error| {
-        anyhow::anyhow!(
-            "cannot use {} as the offload store: {}",
-            dir.display(),
-            crate::strategy::chain(&error)
-        )
-    })
-}
-
-/// Runs the command.
+/// Runs the command: opens the store and the output, reads, offloads, says what went where,
+/// and writes the conversation.
 pub fn run(args: Args) -> Result<()> {
-    let store = Arc::new(open_store(&args.store)?);
+    let Args { input, store: dir, policies, step, preview_chars, output, to } = args;
+    let store = Arc::new(crate::strategy::open_store(&dir)?);
     // An output that cannot be written fails before the input is read.
-    let output = Output::open(args.output.as_deref())?;
-    let mut conversation = args.input.read()?;
+    let sink = Output::open(output.as_deref())?;
+    let mut conversation = input.read()?;
     // Before any result is stored.
-    super::refuse_dropping_conversations(&args.input, args.output.as_deref(), &conversation, args.to)?;
-    let hook =
-        ToolResultOffloadHook::new(store, args.policies.strategies()).with_preview_chars(args.preview_chars);
-    let step = args
-        .step
-        .unwrap_or_else(|| conversation.messages.iter().filter(|m| m.role == Role::Assistant).count());
-    // The conversation moves into the agent state and back: a large one is not copied.
-    let mut state = AgentState::new(std::mem::take(&mut conversation.messages))
-        .with_tools(std::mem::take(&mut conversation.tools));
-    state.step_count = step;
-    let outcome = hook.run(&mut state);
+    super::refuse_dropping_conversations(&input, output.as_deref(), &conversation, to)?;
+    let hook = ToolResultOffloadHook::new(store, policies.strategies()).with_preview_chars(preview_chars);
+    let outcome = offload(&hook, &mut conversation, step);
     say_failures(&outcome.failures);
     // Offloading keeps every result's place and tool, so the names are read as well after it.
-    eprintln!("{}", summary(state.messages(), &outcome, &args.store.display().to_string()));
-    conversation.tools = std::mem::take(&mut state.tools);
-    conversation.messages = state.into_messages();
-
-    let ready = if outcome.offloaded.is_empty() && args.to.is_none() {
-        output.write(conversation.source())?
+    eprintln!("{}", summary(&conversation.messages, &outcome, &dir.display().to_string()));
+    let ready = if outcome.offloaded.is_empty() && to.is_none() {
+        sink.write(conversation.source())?
     } else {
         // The hook replaces messages in place, so the offloaded ones are all that changed.
-        super::write_conversation(
-            output,
-            &conversation,
-            &conversation.messages,
-            args.to,
-            &Changes::in_place(outcome.offloaded.clone()),
-        )?
+        let changes = Changes::in_place(outcome.offloaded.clone());
+        super::write_conversation(sink, &conversation, &conversation.messages, to, &changes)?
     };
     let ending = partial(&outcome.failures);
     crate::output::commit_run(ready, status(&ending))?;
@@ -204,42 +92,23 @@ pub fn run(args: Args) -> Result<()> {
     ending
 }
 
-/// The exit status a run that ends with `ending` has (see `main`): 0, or 3 for a partial failure.
-pub fn status(ending: &Result<()>) -> u8 {
-    match ending {
-        Ok(()) => 0,
-        Err(error) if error.downcast_ref::<crate::PartialFailure>().is_some() => 3,
-        Err(_) => 1,
-    }
-}
-
-/// Names every failed store write on standard error: the result, the file's key, and why.
-pub fn say_failures(failures: &[OffloadFailure]) {
-    for failure in failures {
-        let at = failure.at;
-        let key = failure.key.as_deref().map_or_else(String::new, |k| format!(" under {k}"));
-        eprintln!(
-            "offload: could not store the result of {} (message {}{}){key}: {}; it stays in the conversation",
-            failure.tool_name,
-            at.index,
-            if at.position > 0 { format!(", result {}", at.position + 1) } else { String::new() },
-            crate::strategy::chain(&failure.error)
-        );
-    }
-}
-
-/// Exit status 3 when some results could not be stored, once the output is written.
-pub fn partial(failures: &[OffloadFailure]) -> Result<()> {
-    let mut results: Vec<_> = failures.iter().map(|f| (f.at.index, f.at.position)).collect();
-    results.dedup();
-    match results.len() {
-        0 => Ok(()),
-        n => Err(crate::PartialFailure(format!(
-            "{n} tool result{} could not be offloaded and stayed in the conversation (named above)",
-            if n == 1 { "" } else { "s" }
-        ))
-        .into()),
-    }
+/// Runs the offload hook once on `conversation`, at agent step `step` (by default, the number of
+/// model calls it holds). The conversation moves into the agent state and back: a large one is
+/// not copied.
+fn offload(
+    hook: &ToolResultOffloadHook,
+    conversation: &mut Conversation,
+    step: Option<usize>,
+) -> OffloadOutcome {
+    let step =
+        step.unwrap_or_else(|| conversation.messages.iter().filter(|m| m.role == Role::Assistant).count());
+    let mut state = AgentState::new(std::mem::take(&mut conversation.messages))
+        .with_tools(std::mem::take(&mut conversation.tools));
+    state.step_count = step;
+    let outcome = hook.run(&mut state);
+    conversation.tools = std::mem::take(&mut state.tools);
+    conversation.messages = state.into_messages();
+    outcome
 }
 
 /// One line: how many of the trailing results went where, and how many failed.
@@ -280,22 +149,4 @@ pub fn summary(messages: &[Message], outcome: &OffloadOutcome, store: &str) -> S
         line.push_str(&format!("; {failed} failed and stayed in context"));
     }
     line
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn policies_parse() {
-        let p = parse_policy("*=always").unwrap();
-        assert_eq!((p.key, p.kind), (PolicyKey::Any, PolicyKind::Always));
-        let p = parse_policy("read_file=over:2000").unwrap();
-        assert_eq!((p.key, p.kind), (PolicyKey::Tool("read_file".into()), PolicyKind::OverChars(2000)));
-        let p = parse_policy("search, grep=never").unwrap();
-        assert_eq!((p.key, p.kind), (PolicyKey::tools(["search", "grep"]), PolicyKind::Never));
-        for bad in ["always", "=always", "a,,b=always", "a=sometimes", "a=over:", "a=over:-1", "a,*=never"] {
-            assert!(parse_policy(bad).is_err(), "{bad}");
-        }
-    }
 }

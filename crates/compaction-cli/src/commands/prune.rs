@@ -2,27 +2,31 @@
 //! results (the default) or by any other strategy: a sliding window, summaries a model writes,
 //! offloading to files, or a chain of these.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
+use anyhow::{anyhow, Context, Result};
 use compaction_core::{
-    CompactionReport, MaskingSettings, PruningSettings, ToolResultPruningCompactor, STRATEGY_CHAIN,
+    CompactionReport, Compactor, InputReport, MaskingSettings, ResultReport, SummaryRound, STRATEGY_CHAIN,
     STRATEGY_OBSERVATION_MASKING,
 };
+use compaction_formats::{Conversation, Target};
 use compaction_hook::{AgentState, CompactionHook, CompactionHookSettings, CompactionOutcome};
 use compaction_model::{
-    Changes, Message, STRATEGY_SLIDING_WINDOW, STRATEGY_SUMMARIZATION, STRATEGY_TOOL_RESULT_OFFLOADING,
+    Changes, Message, ToolSpec, STRATEGY_SLIDING_WINDOW, STRATEGY_SUMMARIZATION,
+    STRATEGY_TOOL_RESULT_OFFLOADING,
 };
 use compaction_offload::OffloadFailure;
 use compaction_tokens::TokenCounter;
-use serde_json::{json, Value};
+use serde::Serialize;
 
-use crate::input::InputArgs;
-use crate::output::Output;
-use crate::strategy::{Stage, Strategy, StrategyOptions, SummaryLog};
-use crate::UsageError;
-use compaction_formats::Target;
+use crate::error::UsageError;
+use crate::input::{InputArgs, ReadInput};
+use crate::options::PruneOptions;
+use crate::output::{Output, Planned, Ready};
+use crate::strategy::{chain, Built, CacheAwareOptions, Stage, Strategy, StrategyOptions, SummaryLog};
+use crate::text::{list, plural, thousands};
 
 /// Compact a conversation until it fits a token target: prune old tool results (the default),
 /// or slide a window, summarize with a model, offload to files, or chain these.
@@ -122,7 +126,7 @@ pub struct Args {
     #[command(flatten)]
     pub prune: PruneOptions,
     #[command(flatten)]
-    pub cache_aware: crate::strategy::CacheAwareOptions,
+    pub cache_aware: CacheAwareOptions,
     /// Write a JSON report of what was done to this file: tokens before and after as `count`
     /// counts the input and the output, the target and whether it was reached, what changed.
     #[arg(long, value_name = "FILE")]
@@ -133,67 +137,123 @@ pub struct Args {
     pub dry_run: bool,
 }
 
-/// The pruning compactor's settings as options, shared by `prune` and `simulate`.
-#[derive(Debug, Clone, clap::Args)]
-pub struct PruneOptions {
-    /// The number of most recent tool-calling steps never pruned, offloaded, summarized or
-    /// dropped; 0 is allowed for sliding-window and summarization.
-    #[arg(long, default_value_t = 1, value_name = "N")]
-    pub min_keep_steps: usize,
-    /// Only prune results larger than this many tokens.
-    #[arg(long, default_value_t = 200, value_name = "N")]
-    pub min_tokens: usize,
-    /// The text left in place of a pruned result; `{tool_name}` is filled in.
-    #[arg(long, value_name = "TEXT")]
-    pub placeholder: Option<String>,
-    /// Comma-separated meta keys whose results are left alone ("" for none).
-    #[arg(long, value_name = "LIST", default_value = "tool_result_offloaded")]
-    pub skip_meta_keys: String,
-    /// Comma-separated tool names whose results are never pruned.
-    #[arg(long, value_name = "LIST", default_value = "")]
-    pub exclude_tools: String,
-    /// Do nothing unless at least this many tokens would be freed.
-    #[arg(long, value_name = "N")]
-    pub clear_at_least: Option<usize>,
-    /// Also replace the arguments of the calls whose results were pruned with `{}`.
-    #[arg(long)]
-    pub clear_tool_inputs: bool,
-    /// Protect the N most recent tool results one by one, instead of whole steps.
-    #[arg(long, value_name = "N")]
-    pub keep_tool_results: Option<usize>,
-    /// Keep the first and last N characters of each pruned result around the placeholder.
-    #[arg(long, value_name = "N", default_value_t = 0)]
-    pub preview_ends: usize,
+/// Runs the command: checks the options and opens what it writes, reads, compacts, writes the
+/// conversation and the report, puts them in place together, and says what happened.
+pub fn run(args: Args) -> Result<()> {
+    let Args {
+        input,
+        output,
+        to,
+        target_tokens,
+        context_window,
+        compact_at,
+        compact_to,
+        context_tokens,
+        tools,
+        offload_to,
+        preview_chars,
+        counter,
+        strategy: options,
+        prune,
+        cache_aware,
+        report,
+        dry_run,
+    } = args;
+    let strategy = options.resolve(offload_to.is_some())?;
+    let window = context_window.map(|window| Window {
+        settings: hook_settings(window, compact_at, compact_to, &cache_aware),
+        context_tokens,
+    });
+    let goal = goal(target_tokens, window, cache_aware.cache_aware)?;
+    refuse_dry_run_io(dry_run, offload_to.is_some(), &strategy)?;
+    // Shared with the hook in --context-window mode, and used again to count what was written.
+    let counter_spec = counter;
+    let counter: Arc<dyn TokenCounter> =
+        crate::strategy::counter(&counter_spec, &options.client_settings())?.into();
+    // Opens the store, if offloading, and builds the model client, if summarizing: a folder
+    // that cannot be used or a missing key fails before the input is read.
+    let mut built =
+        options.build(&strategy, &prune, offload_to.as_deref().map(|dir| (dir, preview_chars)))?;
+    let (sink, report_file) = open_outputs(output.as_deref(), report.as_deref(), dry_run)?;
+    let (mut read, tools) = read(&input, output.as_deref(), to, tools.as_deref(), &strategy, dry_run)?;
+    let pruned = compact(&mut read.conversation, tools, &goal, &mut built, &counter, &strategy)?;
+    let failures = built.take_offload_failures();
+    crate::error::say_failures(&failures);
+    let summaries = built.summary_log();
+    for failure in &summaries.failures {
+        eprintln!("summarization: a summary failed, so the last good result is kept: {failure}");
+    }
+    let (ready_output, write_time) = write(sink, &read.conversation, to, &pruned)?;
+    let timings = Timings { read: read.read, parse: read.parse, compact: pruned.took, write: write_time };
+    let figures = figures(&pruned, &goal);
+    // The report lists every result pruned: built only when it is written.
+    let ready_report = match report.is_some() || dry_run {
+        true => {
+            let store_failures = offload_to.is_some().then_some(failures.as_slice());
+            let summary_log = built.summaries.is_some().then_some(&summaries);
+            let document = Report::new(&pruned, &figures, &timings, store_failures, summary_log);
+            write_report(report_file, &document)?
+        }
+        false => None,
+    };
+    // The commit point: the report, then the conversation, put in place. Nothing after it fails
+    // the run.
+    let ending = crate::error::partial(&failures);
+    crate::output::commit_run(ready_report.into_iter().chain(ready_output), crate::error::status(&ending))?;
+    // A provider's counter is not asked again (a request per message) just to explain.
+    let explaining = (!crate::strategy::is_provider_spec(&counter_spec)).then_some(counter.as_ref());
+    let said = Said {
+        pruned: &pruned,
+        goal: &goal,
+        figures: &figures,
+        dry_run,
+        strategy: &strategy,
+        summaries: &summaries,
+        prune: &prune,
+        keep_observations: options.keep_observations,
+        counter: explaining,
+    };
+    crate::progress::say(&said.line(&read.conversation.messages));
+    // The process ends here: the system takes the conversation's memory back at once, which is
+    // quicker than freeing its many allocations one by one.
+    std::mem::forget(read);
+    ending
 }
 
-impl PruneOptions {
-    /// The compactor these options describe; invalid settings are usage errors.
-    pub fn compactor(&self) -> Result<ToolResultPruningCompactor> {
-        let mut settings = PruningSettings::default()
-            .with_min_keep_steps(self.min_keep_steps)
-            .with_min_tokens(self.min_tokens)
-            .with_skip_meta_keys(list(&self.skip_meta_keys))
-            .with_exclude_tools(list(&self.exclude_tools))
-            .with_clear_at_least(self.clear_at_least)
-            .with_clear_tool_inputs(self.clear_tool_inputs)
-            .with_keep_tool_results(self.keep_tool_results)
-            .with_preview_chars(self.preview_ends);
-        if let Some(placeholder) = &self.placeholder {
-            settings = settings.with_placeholder(placeholder.as_str());
-        }
-        ToolResultPruningCompactor::new(settings).map_err(|e| UsageError(e.to_string()).into())
+/// What the run compacts toward.
+enum Goal {
+    /// `--target-tokens`: the request's size, as `count` counts it.
+    Target(usize),
+    /// `--context-window`: the compaction hook decides.
+    Window(Window),
+}
+
+/// The hook's settings and the provider's count its estimate is anchored on (`None`: the count
+/// the log records).
+struct Window {
+    settings: CompactionHookSettings,
+    context_tokens: Option<usize>,
+}
+
+/// The hook's settings `--context-window`, `--compact-at`, `--compact-to` and `--cache-aware`
+/// give; checked when the hook is built.
+fn hook_settings(
+    window: usize,
+    compact_at: f64,
+    compact_to: f64,
+    cache_aware: &CacheAwareOptions,
+) -> CompactionHookSettings {
+    let settings =
+        CompactionHookSettings::new(window).with_compact_at(compact_at).with_compact_to(compact_to);
+    match cache_aware.rule(false, false) {
+        Some(rule) => settings.with_cache(rule),
+        None => settings,
     }
 }
 
-/// A comma-separated list; the empty string is the empty list.
-pub fn list(text: &str) -> Vec<String> {
-    text.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned).collect()
-}
-
-/// Runs the command.
-pub fn run(args: Args) -> Result<()> {
-    let strategy = args.strategy.resolve(args.offload_to.is_some())?;
-    if args.cache_aware.cache_aware && args.context_window.is_none() {
+/// The goal `--target-tokens` or `--context-window` names; `--cache-aware` is a rule of the hook.
+fn goal(target_tokens: Option<usize>, window: Option<Window>, cache_aware: bool) -> Result<Goal> {
+    if cache_aware && window.is_none() {
         return Err(UsageError(
             "--cache-aware is a rule of the compaction hook: give --context-window N (a fixed --target-tokens \
              always compacts)"
@@ -201,26 +261,37 @@ pub fn run(args: Args) -> Result<()> {
         )
         .into());
     }
-    if args.dry_run && args.offload_to.is_some() {
+    match (target_tokens, window) {
+        (Some(target), _) => Ok(Goal::Target(target)),
+        (None, Some(window)) => Ok(Goal::Window(window)),
+        (None, None) => Err(UsageError("give --target-tokens N or --context-window N".into()).into()),
+    }
+}
+
+/// Refuses a dry run of what cannot be decided without writing files or asking a model.
+fn refuse_dry_run_io(dry_run: bool, offload_to: bool, strategy: &Strategy) -> Result<()> {
+    if dry_run && offload_to {
         return Err(
             UsageError("--dry-run cannot be combined with --offload-to, which writes files".into()).into()
         );
     }
-    if let (true, Some(why)) = (args.dry_run, strategy.needs_io()) {
+    if let (true, Some(why)) = (dry_run, strategy.needs_io()) {
         return Err(
             UsageError(format!("--dry-run cannot be combined with --strategy {strategy}: {why}")).into()
         );
     }
-    // Shared with the hook in --context-window mode, and used again to count what was written.
-    let counter: std::sync::Arc<dyn TokenCounter> =
-        crate::strategy::counter(&args.counter, &args.strategy.client_settings())?.into();
-    // Opens the store, if offloading, and builds the model client, if summarizing: a folder
-    // that cannot be used or a missing key fails before the input is read.
-    let offload = args.offload_to.as_deref().map(|dir| (dir, args.preview_chars));
-    let mut built = args.strategy.build(&strategy, &args.prune, offload)?;
-    // The outputs are checked before the input is read, so one that cannot be written fails at
-    // once; they are put in place together at the end, once everything else has succeeded.
-    if let (Some(output), Some(report)) = (&args.output, &args.report) {
+    Ok(())
+}
+
+/// Checks the outputs before the input is read, so one that cannot be written fails at once:
+/// the conversation's (none in a dry run) and the report's. They are put in place together at
+/// the end, once everything else has succeeded.
+fn open_outputs(
+    output: Option<&Path>,
+    report: Option<&Path>,
+    dry_run: bool,
+) -> Result<(Option<Output>, Option<Planned>)> {
+    if let (Some(output), Some(report)) = (output, report) {
         let device = std::fs::metadata(output).is_ok_and(|found| !found.is_file() && !found.is_dir());
         if (output == report || super::same_file(output, report)) && !device {
             return Err(UsageError(format!(
@@ -230,233 +301,53 @@ pub fn run(args: Args) -> Result<()> {
             .into());
         }
     }
-    let output = match args.dry_run {
+    let sink = match dry_run {
         true => None,
-        false => Some(Output::open(args.output.as_deref())?),
+        false => Some(Output::open(output)?),
     };
-    let report_file = match &args.report {
+    let report_file = match report {
         Some(path) => Some(crate::output::plan(path).context("writing the report")?),
         None => None,
     };
-    let mut input = args.input.read_timed()?;
-    refuse_lossy_write_back(&args, &strategy, &input.conversation)?;
-    if !args.dry_run {
-        super::refuse_dropping_conversations(
-            &args.input,
-            args.output.as_deref(),
-            &input.conversation,
-            args.to,
-        )?;
-    }
-    let tools = match &args.tools {
-        Some(path) => crate::input::read_tools(path)?,
-        None => input.conversation.tools.clone(),
-    };
-
-    // Store writes that failed, when offloading: each result stays in the conversation.
-    let mut failures: Vec<OffloadFailure> = Vec::new();
-    let spinner = crate::progress::spinner(if strategy.rewrites() { "compacting" } else { "pruning" });
-    let started = Instant::now();
-    let failed = |error: &dyn std::error::Error| {
-        anyhow::anyhow!("{strategy}: {}; nothing was written", crate::strategy::chain(error))
-    };
-    // A count a provider could not make is an error naming the call, before anything is written.
-    let count_failed = anyhow::Error::new;
-    // The provider's own count, when the log records one, anchors the hook's estimate.
-    let context_tokens = match (args.context_window, args.context_tokens) {
-        (Some(_), Some(given)) => Some(given),
-        (Some(_), None) => {
-            let recorded = crate::provider::context_tokens(&input.conversation, counter.as_ref());
-            Some(recorded.map_err(count_failed)?.unwrap_or(0))
-        }
-        (None, _) => None,
-    };
-    // The conversation moves into an agent state and back: nothing is copied, and the state's
-    // running count makes the counts before and after cost what changed, not the whole again.
-    let mut state = AgentState::new(std::mem::take(&mut input.conversation.messages)).with_tools(tools);
-    // How the conversation changed (as the writer takes it), the compactor's report, the hook's
-    // outcome in --context-window mode, and the request's tokens before (messages and tools, as
-    // `count` counts them).
-    let (changes, report, hook, tokens_before): (Changes, Option<CompactionReport>, Option<Hooked>, usize) =
-        match (args.target_tokens, args.context_window) {
-            (Some(target), _) => {
-                // The target is the request's, as `count` counts it: the compactor, which counts
-                // messages, is given it less what the tools take, as the hook does.
-                let counting = state.counting(counter.as_ref());
-                let request = counting.try_count(state.messages(), &state.tools).map_err(count_failed)?;
-                let messages_only = match state.tools.is_empty() {
-                    true => request,
-                    false => counting.try_count(state.messages(), &[]).map_err(count_failed)?,
-                };
-                let compactor_target = target.saturating_sub(request.saturating_sub(messages_only));
-                let compaction = built
-                    .compactor
-                    .try_compact(state.messages(), compactor_target, &counting)
-                    .map_err(|e| failed(&e))?;
-                drop(counting);
-                match compaction {
-                    Some(compaction) => {
-                        let changes = compaction.changes(state.messages());
-                        let report = state.apply(compaction).map_err(|e| failed(&e))?;
-                        (changes, Some(report), None, request)
-                    }
-                    None => (Changes::none(), None, None, request),
-                }
-            }
-            (None, Some(window)) => {
-                let mut settings = CompactionHookSettings::new(window)
-                    .with_compact_at(args.compact_at)
-                    .with_compact_to(args.compact_to);
-                if let Some(rule) = args.cache_aware.rule(false, false) {
-                    settings = settings.with_cache(rule);
-                }
-                let hook = CompactionHook::new(built.take_compactor(), settings)
-                    .map_err(|e| UsageError(e.to_string()))?
-                    .with_counter(Box::new(counter.clone()));
-                let context_tokens = context_tokens.unwrap_or(0);
-                state = state.with_context_tokens(context_tokens);
-                let before = state.try_count_with_tools(hook.counter()).map_err(count_failed)?;
-                let outcome = hook.try_run(&mut state).map_err(|e| failed(&e))?;
-                let report = outcome.report.clone();
-                let changes = outcome.changes.clone().unwrap_or_else(Changes::none);
-                // The hook's own estimate of the next request, on the compacted conversation.
-                let estimated_after = hook.try_estimate(&state).map_err(|e| failed(&e))?;
-                let hooked = Hooked { outcome, context_tokens, estimated_after };
-                (changes, report, Some(hooked), before)
-            }
-            (None, None) => {
-                return Err(UsageError("give --target-tokens N or --context-window N".into()).into())
-            }
-        };
-    let counter = counter.as_ref();
-    // What `count` prints on the output: the compacted conversation and the tools, counted
-    // whole (from the running measures where the counter's counts add up).
-    let tokens_after = match (&report, state.tools.is_empty()) {
-        (None, _) => tokens_before,
-        (Some(report), true) => report.tokens_after,
-        (Some(_), false) => state.try_count_with_tools(counter).map_err(count_failed)?,
-    };
-    let compact_time = started.elapsed();
-    spinner.finish_and_clear();
-    failures.extend(built.take_offload_failures());
-    super::offload::say_failures(&failures);
-    let summaries = built.summary_log();
-    for failure in &summaries.failures {
-        eprintln!("summarization: a summary failed, so the last good result is kept: {failure}");
-    }
-    let tools_tokens = match &report {
-        Some(report) if !state.tools.is_empty() => tokens_before.saturating_sub(report.tokens_before),
-        _ => 0,
-    };
-    input.conversation.messages = state.into_messages();
-
-    let started = Instant::now();
-    let conversation = &input.conversation;
-    let messages = &conversation.messages;
-    let mut ready_output = None;
-    if let Some(output) = output {
-        // Nothing changed and nothing to convert: the input is the output, byte for byte.
-        ready_output = match changes.is_unchanged() && args.to.is_none() {
-            true => output.write(conversation.source())?,
-            false => super::write_conversation(output, conversation, messages, args.to, &changes)?,
-        };
-        let target = args.to.unwrap_or_else(|| conversation.format.default_target());
-        if let (Some(report), false) = (&report, target == Target::Haystack) {
-            if !report.inserted.is_empty() {
-                crate::progress::say(&format!(
-                    "note: a note or summary put in is a user message marked as such only in its meta, which \
-                     {} output cannot hold: a later run takes it for a user message (--to haystack keeps the \
-                     mark)",
-                    target.as_str()
-                ));
-            }
-        }
-    }
-    let write_time = started.elapsed();
-
-    let timings = Timings { read: input.read, parse: input.parse, compact: compact_time, write: write_time };
-    // The target of the request: --target-tokens, or the hook's share of the window once it
-    // triggered (none when it did not).
-    let target = match &hook {
-        None => args.target_tokens,
-        Some(hooked) => hooked.outcome.triggered.then(|| budget(&args)),
-    };
-    let reached = match &hook {
-        None => target.map(|target| tokens_after <= target),
-        // The hook judges its target on its own estimate, anchored on the provider's count when
-        // the log records one (without one, that estimate is `tokens_after`).
-        Some(hooked) => target.map(|target| hooked.estimated_after <= target),
-    };
-    let figures = Figures { tokens_before, tokens_after, target, reached, tools_tokens };
-    // The report lists every result pruned: built only when it is written.
-    let mut ready_report = None;
-    if args.report.is_some() || args.dry_run {
-        let mut document = report_json(report.as_ref(), &figures, &timings);
-        if let Some(hooked) = &hook {
-            document["triggered"] = json!(hooked.outcome.triggered);
-            document["estimated_tokens"] = json!(hooked.outcome.estimated_tokens);
-            document["estimated_tokens_after"] = json!(hooked.estimated_after);
-            document["compactor_target_tokens"] = json!(hooked.outcome.target_tokens);
-            document["context_tokens"] = json!(hooked.context_tokens);
-            document["changed"] = json!(hooked.outcome.compacted);
-            if let Some(why) = &hooked.outcome.declined {
-                document["declined"] = json!(why);
-            }
-        } else if let Some(report) = report.as_ref().filter(|_| tools_tokens > 0) {
-            document["compactor_target_tokens"] = json!(report.target_tokens);
-        }
-        if args.offload_to.is_some() {
-            document["store_failures"] = json!(failures);
-        }
-        if built.summaries.is_some() {
-            document["summary_rounds"] = json!(summaries.rounds);
-            document["summary_failures"] = json!(summaries.failures);
-        }
-        let bytes = report_bytes(&document, report.as_ref())?;
-        ready_report = match report_file {
-            Some(planned) => {
-                Some(planned.stage().and_then(|s| s.write(&bytes)).context("writing the report")?)
-            }
-            None => Output::Stdout.write(&bytes)?,
-        };
-    }
-    // The commit point: the report, then the conversation, put in place. Nothing after it fails
-    // the run.
-    let ending = super::offload::partial(&failures);
-    crate::output::commit_run(ready_report.into_iter().chain(ready_output), super::offload::status(&ending))?;
-    let said = Said {
-        report: report.as_ref(),
-        hook: hook.as_ref(),
-        figures: &figures,
-        dry_run: args.dry_run,
-        strategy: &strategy,
-        summaries: &summaries,
-    };
-    crate::progress::say(&said.line(&args, messages));
-    // The process ends here: the system takes the conversation's memory back at once, which is
-    // quicker than freeing its many allocations one by one.
-    std::mem::forget(input);
-    ending
+    Ok((sink, report_file))
 }
 
-/// The hook's target for the whole request: `compact_to` of the window, as the hook computes it.
-fn budget(args: &Args) -> usize {
-    // Python: int(window * compact_to), a float product truncated toward zero.
-    (args.context_window.unwrap_or(0) as f64 * args.compact_to) as usize
+/// Reads the conversation and the tools sent with it (`--tools`, else the file's), refusing,
+/// before anything is compacted, a write that would lose what the output cannot hold.
+fn read(
+    input: &InputArgs,
+    output: Option<&Path>,
+    to: Option<Target>,
+    tools: Option<&Path>,
+    strategy: &Strategy,
+    dry_run: bool,
+) -> Result<(ReadInput, Vec<ToolSpec>)> {
+    let read = input.read_timed()?;
+    refuse_lossy_write_back(input, to, strategy, dry_run, &read.conversation)?;
+    if !dry_run {
+        super::refuse_dropping_conversations(input, output, &read.conversation, to)?;
+    }
+    let tools = match tools {
+        Some(path) => crate::input::read_tools(path)?,
+        None => read.conversation.tools.clone(),
+    };
+    Ok((read, tools))
 }
 
 /// Refuses, before anything is compacted (or a model asked), a strategy that drops or puts in
 /// messages when the output is the input's own format and that format can take back only edited
 /// tool results (event logs).
 fn refuse_lossy_write_back(
-    args: &Args,
+    input: &InputArgs,
+    to: Option<Target>,
     strategy: &Strategy,
-    conversation: &compaction_formats::Conversation,
+    dry_run: bool,
+    conversation: &Conversation,
 ) -> Result<()> {
-    if !strategy.rewrites() || args.dry_run || args.to.is_some() || conversation.takes_back_rewrites() {
+    if !strategy.rewrites() || dry_run || to.is_some() || conversation.takes_back_rewrites() {
         return Ok(());
     }
-    let name = crate::input::Source::from_arg(args.input.input.as_deref()).name();
+    let name = crate::input::Source::from_arg(input.input.as_deref()).name();
     Err(UsageError(format!(
         "{name}: --strategy {strategy} drops messages and puts a note or summary in, which a {} log cannot \
          take back (only changed tool results and inputs are written into it); give --to anthropic, openai \
@@ -466,45 +357,401 @@ fn refuse_lossy_write_back(
     .into())
 }
 
-/// What `prune` says on standard error.
+/// What compacting did.
+struct Pruned {
+    /// How the conversation changed, as the writer takes it.
+    changes: Changes,
+    /// The compactor's report, when it changed something.
+    report: Option<CompactionReport>,
+    /// What the hook did, in --context-window mode.
+    hook: Option<Hooked>,
+    /// The request's tokens before and after (messages and tools, as `count` counts them).
+    tokens_before: usize,
+    tokens_after: usize,
+    /// What the tool schemas take of the request, when something was compacted.
+    tools_tokens: usize,
+    /// How long compacting took.
+    took: Duration,
+}
+
+/// What the hook did in --context-window mode.
+struct Hooked {
+    outcome: CompactionOutcome,
+    /// The provider's count the estimate was anchored on (0: none).
+    context_tokens: usize,
+    /// The hook's estimate of the next request after compacting.
+    estimated_after: usize,
+}
+
+/// A compaction that failed: nothing is written.
+fn failed(strategy: &Strategy, error: &dyn std::error::Error) -> anyhow::Error {
+    anyhow!("{strategy}: {}; nothing was written", chain(error))
+}
+
+/// Compacts `conversation` toward `goal` with the strategy `built`, and counts the request
+/// before and after. The messages move into an agent state and back: nothing is copied, and the
+/// state's running count makes the count after cost what changed, not the whole again. A count
+/// a provider could not make is an error naming the call, before anything is written.
+fn compact(
+    conversation: &mut Conversation,
+    tools: Vec<ToolSpec>,
+    goal: &Goal,
+    built: &mut Built,
+    counter: &Arc<dyn TokenCounter>,
+    strategy: &Strategy,
+) -> Result<Pruned> {
+    let spinner = crate::progress::spinner(if strategy.rewrites() { "compacting" } else { "pruning" });
+    let started = Instant::now();
+    let (state, changes, report, hook, tokens_before) = match goal {
+        Goal::Target(target) => {
+            let mut state = AgentState::new(std::mem::take(&mut conversation.messages)).with_tools(tools);
+            let (changes, report, before) =
+                to_target(&mut state, *target, built.compactor.as_ref(), counter.as_ref(), strategy)?;
+            (state, changes, report, None, before)
+        }
+        Goal::Window(window) => {
+            // The provider's own count, when the log records one, anchors the hook's estimate.
+            let context_tokens = match window.context_tokens {
+                Some(given) => given,
+                None => crate::provider::context_tokens(conversation, counter.as_ref())?.unwrap_or(0),
+            };
+            let state = AgentState::new(std::mem::take(&mut conversation.messages))
+                .with_tools(tools)
+                .with_context_tokens(context_tokens);
+            let hook = CompactionHook::new(built.take_compactor(), window.settings)
+                .map_err(|e| UsageError(e.to_string()))?
+                .with_counter(Box::new(Arc::clone(counter)));
+            let (state, changes, report, hooked, before) = with_hook(state, &hook, context_tokens, strategy)?;
+            (state, changes, report, Some(hooked), before)
+        }
+    };
+    // What `count` prints on the output: the compacted conversation and the tools, counted
+    // whole (from the running measures where the counter's counts add up).
+    let tokens_after = match (&report, state.tools.is_empty()) {
+        (None, _) => tokens_before,
+        (Some(report), true) => report.tokens_after,
+        (Some(_), false) => state.try_count_with_tools(counter.as_ref())?,
+    };
+    let took = started.elapsed();
+    spinner.finish_and_clear();
+    let tools_tokens = match &report {
+        Some(report) if !state.tools.is_empty() => tokens_before.saturating_sub(report.tokens_before),
+        _ => 0,
+    };
+    conversation.messages = state.into_messages();
+    Ok(Pruned { changes, report, hook, tokens_before, tokens_after, tools_tokens, took })
+}
+
+/// Compacts toward a fixed target. The target is the request's, as `count` counts it: the
+/// compactor, which counts messages, is given it less what the tools take, as the hook does.
+/// Returns how the conversation changed, the report, and the request's tokens before.
+fn to_target(
+    state: &mut AgentState,
+    target: usize,
+    compactor: &dyn Compactor,
+    counter: &dyn TokenCounter,
+    strategy: &Strategy,
+) -> Result<(Changes, Option<CompactionReport>, usize)> {
+    let counting = state.counting(counter);
+    let request = counting.try_count(state.messages(), &state.tools)?;
+    let messages_only = match state.tools.is_empty() {
+        true => request,
+        false => counting.try_count(state.messages(), &[])?,
+    };
+    let compactor_target = target.saturating_sub(request.saturating_sub(messages_only));
+    let compaction = compactor
+        .try_compact(state.messages(), compactor_target, &counting)
+        .map_err(|e| failed(strategy, &e))?;
+    drop(counting);
+    let Some(compaction) = compaction else { return Ok((Changes::none(), None, request)) };
+    let changes = compaction.changes(state.messages());
+    let report = state.apply(compaction).map_err(|e| failed(strategy, &e))?;
+    Ok((changes, Some(report), request))
+}
+
+/// Runs the hook once on `state`. Returns the state, how it changed, the report, what the hook
+/// did and the request's tokens before, as the hook counts them.
+fn with_hook(
+    mut state: AgentState,
+    hook: &CompactionHook,
+    context_tokens: usize,
+    strategy: &Strategy,
+) -> Result<(AgentState, Changes, Option<CompactionReport>, Hooked, usize)> {
+    let before = state.try_count_with_tools(hook.counter())?;
+    let outcome = hook.try_run(&mut state).map_err(|e| failed(strategy, &e))?;
+    let report = outcome.report.clone();
+    let changes = outcome.changes.clone().unwrap_or_else(Changes::none);
+    // The hook's own estimate of the next request, on the compacted conversation.
+    let estimated_after = hook.try_estimate(&state).map_err(|e| failed(strategy, &e))?;
+    Ok((state, changes, report, Hooked { outcome, context_tokens, estimated_after }, before))
+}
+
+/// Writes the conversation to `sink` (none in a dry run) and says how long it took: the input
+/// itself, byte for byte, when nothing changed and nothing is converted; else in the input's
+/// format or `to`, each message over its own original.
+fn write(
+    sink: Option<Output>,
+    conversation: &Conversation,
+    to: Option<Target>,
+    pruned: &Pruned,
+) -> Result<(Option<Ready>, Duration)> {
+    let started = Instant::now();
+    let Some(sink) = sink else { return Ok((None, started.elapsed())) };
+    let ready = match pruned.changes.is_unchanged() && to.is_none() {
+        true => sink.write(conversation.source())?,
+        false => super::write_conversation(sink, conversation, &conversation.messages, to, &pruned.changes)?,
+    };
+    let target = to.unwrap_or_else(|| conversation.format.default_target());
+    if let (Some(report), false) = (&pruned.report, target == Target::Haystack) {
+        if !report.inserted.is_empty() {
+            crate::progress::say(&format!(
+                "note: a note or summary put in is a user message marked as such only in its meta, which {} \
+                 output cannot hold: a later run takes it for a user message (--to haystack keeps the mark)",
+                target.as_str()
+            ));
+        }
+    }
+    Ok((ready, started.elapsed()))
+}
+
+/// The sizes a run reports, in the request's terms (messages and tools, as `count` counts them).
+struct Figures {
+    /// Tokens before.
+    tokens_before: usize,
+    /// Tokens of what was written (or would be, in a dry run).
+    tokens_after: usize,
+    /// The target, if there was one.
+    target: Option<usize>,
+    /// Whether it was reached; `None` without a target.
+    reached: Option<bool>,
+    /// What the tool schemas take of the request, when there are any.
+    tools_tokens: usize,
+}
+
+/// The figures of a run: the target is --target-tokens, or the hook's share of the window once
+/// it triggered (none when it did not), which the hook judges on its own estimate, anchored on
+/// the provider's count when the log records one (without one, that estimate is `tokens_after`).
+fn figures(pruned: &Pruned, goal: &Goal) -> Figures {
+    let (target, reached) = match (goal, &pruned.hook) {
+        (Goal::Window(window), Some(hooked)) => {
+            let target = hooked.outcome.triggered.then(|| window.settings.budget());
+            (target, target.map(|target| hooked.estimated_after <= target))
+        }
+        (Goal::Target(target), _) => (Some(*target), Some(pruned.tokens_after <= *target)),
+        (Goal::Window(_), None) => (None, None),
+    };
+    Figures {
+        tokens_before: pruned.tokens_before,
+        tokens_after: pruned.tokens_after,
+        target,
+        reached,
+        tools_tokens: pruned.tools_tokens,
+    }
+}
+
+/// How long each phase took.
+struct Timings {
+    /// Reading the input.
+    read: Duration,
+    /// Parsing it.
+    parse: Duration,
+    /// Compacting.
+    compact: Duration,
+    /// Writing the output.
+    write: Duration,
+}
+
+/// The report document: what changed, the sizes, per-result details and timings; for a
+/// strategy that drops or puts in messages, which (`removed`: indices read, `inserted`: indices
+/// written); for a chain, each stage's own report (`stages`); a failure the run got past; in
+/// --context-window mode, what the hook estimated and decided; the store's failed writes when
+/// offloading; the summary rounds when summarizing. Its fields in the order written.
+///
+/// `tokens_before`, `tokens_after` and `target_tokens` are the request's, as `count` counts it:
+/// the messages and the tools (`--tools`, else the file's), so `tokens_after` is what `count`
+/// prints on the output (given the same tools, when the output format cannot hold them), and
+/// `target_reached` is whether it is at or under the target. The per-result entries and a
+/// chain's stages count messages, each result's message on its own.
+#[derive(Serialize)]
+struct Report<'a> {
+    changed: bool,
+    tokens_before: usize,
+    tokens_after: usize,
+    target_tokens: Option<usize>,
+    target_reached: Option<bool>,
+    tokens_freed: usize,
+    pruned: Vec<usize>,
+    results: &'a [ResultReport],
+    inputs_cleared: &'a [InputReport],
+    timings_ms: TimingsMs,
+    #[serde(skip_serializing_if = "is_zero")]
+    tools_tokens: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    strategy: Option<&'a str>,
+    /// Only for the strategies that drop or put in messages, and chains.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    removed: Option<&'a [usize]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    inserted: Option<&'a [usize]>,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    stages: &'a [CompactionReport],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    failure: Option<&'a str>,
+    #[serde(flatten)]
+    hook: Option<HookReport<'a>>,
+    /// Without the hook: the compactor's own target, when the tools take part of the request.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    compactor_target_tokens: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    store_failures: Option<&'a [OffloadFailure]>,
+    #[serde(flatten)]
+    summaries: Option<SummaryReport<'a>>,
+}
+
+/// The phases' times in milliseconds, to the microsecond.
+#[derive(Serialize)]
+struct TimingsMs {
+    read: f64,
+    parse: f64,
+    compact: f64,
+    write: f64,
+}
+
+/// What the hook estimated and decided (`--context-window`).
+#[derive(Serialize)]
+struct HookReport<'a> {
+    triggered: bool,
+    estimated_tokens: usize,
+    estimated_tokens_after: usize,
+    compactor_target_tokens: Option<usize>,
+    context_tokens: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    declined: Option<&'a str>,
+}
+
+/// The summary rounds and failures (summarization).
+#[derive(Serialize)]
+struct SummaryReport<'a> {
+    summary_rounds: &'a [SummaryRound],
+    summary_failures: &'a [String],
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+fn millis(duration: Duration) -> f64 {
+    (duration.as_secs_f64() * 1e6).round() / 1e3
+}
+
+impl<'a> Report<'a> {
+    fn new(
+        pruned: &'a Pruned,
+        figures: &Figures,
+        timings: &Timings,
+        store_failures: Option<&'a [OffloadFailure]>,
+        summaries: Option<&'a SummaryLog>,
+    ) -> Report<'a> {
+        let report = pruned.report.as_ref();
+        let rewrote = report.filter(|r| !r.removed.is_empty() || !r.inserted.is_empty());
+        let hook = pruned.hook.as_ref().map(|hooked| HookReport {
+            triggered: hooked.outcome.triggered,
+            estimated_tokens: hooked.outcome.estimated_tokens,
+            estimated_tokens_after: hooked.estimated_after,
+            compactor_target_tokens: hooked.outcome.target_tokens,
+            context_tokens: hooked.context_tokens,
+            declined: hooked.outcome.declined.as_deref(),
+        });
+        Report {
+            changed: pruned.hook.as_ref().map_or(report.is_some(), |hooked| hooked.outcome.compacted),
+            tokens_before: figures.tokens_before,
+            tokens_after: figures.tokens_after,
+            target_tokens: figures.target,
+            target_reached: figures.reached,
+            tokens_freed: figures.tokens_before.saturating_sub(figures.tokens_after),
+            pruned: report.map(CompactionReport::changed_indices).unwrap_or_default(),
+            results: report.map_or(&[], |r| &r.results),
+            inputs_cleared: report.map_or(&[], |r| &r.inputs_cleared),
+            timings_ms: TimingsMs {
+                read: millis(timings.read),
+                parse: millis(timings.parse),
+                compact: millis(timings.compact),
+                write: millis(timings.write),
+            },
+            tools_tokens: figures.tools_tokens,
+            strategy: report.map(|r| r.strategy.as_str()),
+            removed: rewrote.map(|r| r.removed.as_slice()),
+            inserted: rewrote.map(|r| r.inserted.as_slice()),
+            stages: report.map_or(&[], |r| &r.stages),
+            failure: report.and_then(|r| r.failure.as_deref()),
+            hook,
+            compactor_target_tokens: match pruned.hook {
+                None => report.filter(|_| figures.tools_tokens > 0).map(|r| r.target_tokens),
+                Some(_) => None,
+            },
+            store_failures,
+            summaries: summaries
+                .map(|log| SummaryReport { summary_rounds: &log.rounds, summary_failures: &log.failures }),
+        }
+    }
+}
+
+/// Writes the report to its file, staged for the commit, or to standard output.
+fn write_report(file: Option<Planned>, document: &Report<'_>) -> Result<Option<Ready>> {
+    let mut bytes = serde_json::to_vec_pretty(document)?;
+    bytes.push(b'\n');
+    match file {
+        Some(planned) => {
+            Ok(Some(planned.stage().and_then(|s| s.write(&bytes)).context("writing the report")?))
+        }
+        None => Output::Stdout.write(&bytes),
+    }
+}
+
+/// What `prune` says on standard error, and what it needs to say why a target was not reached.
 struct Said<'a> {
-    report: Option<&'a CompactionReport>,
-    hook: Option<&'a Hooked>,
+    pruned: &'a Pruned,
+    goal: &'a Goal,
     figures: &'a Figures,
     dry_run: bool,
     strategy: &'a Strategy,
     summaries: &'a SummaryLog,
+    prune: &'a PruneOptions,
+    /// `--keep-observations`.
+    keep_observations: Option<usize>,
+    /// The counter, to count what the settings keep; none for a provider's.
+    counter: Option<&'a dyn TokenCounter>,
 }
 
 impl Said<'_> {
     /// One line: what was done, the tokens before and after (as `count` counts them, or the
     /// hook's estimate), the target, reached or not and why not.
-    fn line(&self, args: &Args, messages: &[Message]) -> String {
+    fn line(&self, messages: &[Message]) -> String {
         let n = |n: usize| thousands(n);
         let head = match self.strategy.rewrites() || self.strategy.chain {
             true => format!("prune: {}", self.strategy),
             false => "prune".to_owned(),
         };
         let figures = self.figures;
-        if let Some(hooked) = self.hook {
+        let report = self.pruned.report.as_ref();
+        if let (Some(hooked), Goal::Window(window)) = (&self.pruned.hook, self.goal) {
             let outcome = &hooked.outcome;
-            let window = args.context_window.unwrap_or(0);
+            let settings = &window.settings;
             if !outcome.triggered {
-                let at = (window as f64 * args.compact_at) as usize;
                 let anchor =
                     if hooked.context_tokens > 0 { " (the provider's count plus what followed)" } else { "" };
                 return format!(
                     "{head}: {} tokens estimated{anchor}, under {} of the {}-token window ({}): nothing to do",
                     n(outcome.estimated_tokens),
-                    args.compact_at,
-                    n(window),
-                    n(at)
+                    settings.compact_at,
+                    n(settings.context_window),
+                    n(settings.threshold())
                 );
             }
             if let Some(why) = &outcome.declined {
                 return format!("{head}: not compacted under --cache-aware: {why}");
             }
-            let done = match self.report {
+            let done = match report {
                 Some(report) => did(report, self.dry_run),
                 None => "nothing changed".to_owned(),
             };
@@ -512,20 +759,20 @@ impl Said<'_> {
                 "{head}: {done}: {} → {} tokens estimated (target {} = {} of the window",
                 n(outcome.estimated_tokens),
                 n(hooked.estimated_after),
-                n(budget(args)),
-                args.compact_to
+                n(settings.budget()),
+                settings.compact_to
             );
             if figures.reached == Some(true) {
                 return format!("{line}, reached)");
             }
-            return format!("{line}, not reached: {})", self.why_not(args, messages));
+            return format!("{line}, not reached: {})", self.why_not(messages));
         }
         let target = figures.target.unwrap_or(0);
-        match self.report {
+        match report {
             Some(report) => {
                 let reached = match figures.reached {
                     Some(true) => "reached".to_owned(),
-                    _ => format!("not reached: {}", self.why_not(args, messages)),
+                    _ => format!("not reached: {}", self.why_not(messages)),
                 };
                 format!(
                     "{head}: {}: {} → {} tokens (target {}, {reached})",
@@ -548,22 +795,26 @@ impl Said<'_> {
                 if head == "prune" { "nothing pruned" } else { "nothing changed" },
                 n(figures.tokens_before),
                 n(target),
-                self.why_not(args, messages)
+                self.why_not(messages)
             ),
         }
     }
 
     /// Why the run stopped above the target: a failed summary; the walk's running estimate that
     /// reached it when the whole did not; the tools; else what the strategies always keep.
-    fn why_not(&self, args: &Args, messages: &[Message]) -> String {
+    fn why_not(&self, messages: &[Message]) -> String {
         if !self.summaries.failures.is_empty() {
             return "a summary failed (said above)".to_owned();
         }
         let mut reasons = Vec::new();
-        if let Some(report) = self.report {
+        if let Some(report) = &self.pruned.report {
             if report.estimated_tokens_after <= report.target_tokens {
                 // Where the compactor stopped on its estimate, as the reference's does.
-                let after = self.hook.map_or(self.figures.tokens_after, |hooked| hooked.estimated_after);
+                let after = self
+                    .pruned
+                    .hook
+                    .as_ref()
+                    .map_or(self.figures.tokens_after, |hooked| hooked.estimated_after);
                 let over = after.saturating_sub(self.figures.target.unwrap_or(0));
                 reasons.push(format!(
                     "the compactor stops once its running estimate reaches the target, as the reference's \
@@ -574,7 +825,8 @@ impl Said<'_> {
                 return reasons.join("; ");
             }
         }
-        if let Some(overhead) = self.hook.and_then(|h| h.outcome.overhead).filter(|&o| o > 0) {
+        if let Some(overhead) = self.pruned.hook.as_ref().and_then(|h| h.outcome.overhead).filter(|&o| o > 0)
+        {
             reasons.push(format!(
                 "{} tokens of the request are not messages (system prompt, tools)",
                 thousands(overhead as usize)
@@ -583,14 +835,13 @@ impl Said<'_> {
             reasons.push(format!("{} tokens are tool schemas", thousands(self.figures.tools_tokens)));
         }
         if self.strategy.stages == [Stage::ObservationMasking] {
-            let keep =
-                args.strategy.keep_observations.unwrap_or(MaskingSettings::default().keep_observations);
+            let keep = self.keep_observations.unwrap_or(MaskingSettings::default().keep_observations);
             reasons.push(format!(
                 "observation masking masks what SWE-agent's processor masks, whatever the target: the first \
                  observation and the newest {keep} stay whole (--keep-observations)"
             ));
         } else if self.strategy.rewrites() {
-            let keep = args.prune.min_keep_steps;
+            let keep = self.prune.min_keep_steps;
             let steps = match keep {
                 0 => String::new(),
                 1 => " and the newest step (--min-keep-steps 1)".to_owned(),
@@ -605,7 +856,7 @@ impl Said<'_> {
                 }
             ));
         } else {
-            reasons.push(why_not(args, messages));
+            reasons.push(why_not_pruned(self.prune, self.counter, messages));
         }
         reasons.join("; ")
     }
@@ -655,8 +906,9 @@ fn did(report: &CompactionReport, would: bool) -> String {
     }
 }
 
-/// Why pruning cannot reach its target: no results, or what the settings protect.
-fn why_not(args: &Args, messages: &[Message]) -> String {
+/// Why pruning cannot reach its target: no results, or what the settings protect; with
+/// `counter`, how many tokens the results do not hold and the newest steps keep.
+fn why_not_pruned(prune: &PruneOptions, counter: Option<&dyn TokenCounter>, messages: &[Message]) -> String {
     if !messages.iter().any(Message::has_tool_call_result) {
         return "no tool results in this conversation (its format holds tool output as plain messages)"
             .into();
@@ -665,18 +917,12 @@ fn why_not(args: &Args, messages: &[Message]) -> String {
         .into_iter()
         .filter(|&(first, end)| end > first + 1)
         .collect();
-    let keep = match args.prune.keep_tool_results {
+    let keep = match prune.keep_tool_results {
         Some(_) => 0,
-        None => args.prune.min_keep_steps.min(steps.len()),
+        None => prune.min_keep_steps.min(steps.len()),
     };
     let mut reasons = Vec::new();
-    // The spec was checked when the command started. A provider's counter is not asked again
-    // (a request per message) just to explain.
-    let counter = match crate::strategy::is_provider_spec(&args.counter) {
-        true => None,
-        false => super::counter(&args.counter).ok(),
-    };
-    if let Some(counter) = &counter {
+    if let Some(counter) = counter {
         let each = counter.count_each(messages).each;
         let others: usize =
             messages.iter().zip(each).filter(|(m, _)| !m.has_tool_call_result()).map(|(_, n)| n).sum();
@@ -695,157 +941,18 @@ fn why_not(args: &Args, messages: &[Message]) -> String {
         reasons.push(format!(
             "{what} {} tokens of results (--min-keep-steps {})",
             thousands(held),
-            args.prune.min_keep_steps
+            prune.min_keep_steps
         ));
     }
-    if let Some(results) = args.prune.keep_tool_results {
+    if let Some(results) = prune.keep_tool_results {
         reasons.push(format!("the newest {results} results are kept (--keep-tool-results)"));
     }
-    reasons.push(format!("results under {} tokens stay (--min-tokens)", args.prune.min_tokens));
-    if !list(&args.prune.exclude_tools).is_empty() {
-        reasons.push(format!("results of {} stay (--exclude-tools)", args.prune.exclude_tools));
+    reasons.push(format!("results under {} tokens stay (--min-tokens)", prune.min_tokens));
+    if !list(&prune.exclude_tools).is_empty() {
+        reasons.push(format!("results of {} stay (--exclude-tools)", prune.exclude_tools));
     }
-    if args.prune.clear_at_least.is_some() {
+    if prune.clear_at_least.is_some() {
         reasons.push("less than --clear-at-least would be freed".into());
     }
     reasons.join("; ")
-}
-
-/// `1,234`.
-fn thousands(n: usize) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
-fn plural(n: usize, noun: &str) -> String {
-    if n == 1 {
-        format!("1 {noun}")
-    } else {
-        format!("{} {noun}s", thousands(n))
-    }
-}
-
-/// What the hook did in --context-window mode.
-struct Hooked {
-    outcome: CompactionOutcome,
-    /// The provider's count the estimate was anchored on (0: none).
-    context_tokens: usize,
-    /// The hook's estimate of the next request after compacting.
-    estimated_after: usize,
-}
-
-/// The sizes a run reports, in the request's terms (messages and tools, as `count` counts them).
-pub struct Figures {
-    /// Tokens before.
-    pub tokens_before: usize,
-    /// Tokens of what was written (or would be, in a dry run).
-    pub tokens_after: usize,
-    /// The target, if there was one.
-    pub target: Option<usize>,
-    /// Whether it was reached; `None` without a target.
-    pub reached: Option<bool>,
-    /// What the tool schemas take of the request, when there are any.
-    pub tools_tokens: usize,
-}
-
-/// How long each phase took.
-pub struct Timings {
-    /// Reading the input.
-    pub read: Duration,
-    /// Parsing it.
-    pub parse: Duration,
-    /// Compacting.
-    pub compact: Duration,
-    /// Writing the output.
-    pub write: Duration,
-}
-
-fn millis(duration: Duration) -> f64 {
-    (duration.as_secs_f64() * 1e6).round() / 1e3
-}
-
-/// The report document: what changed, the sizes, per-result details and timings; for a
-/// strategy that drops or puts in messages, which (`removed`: indices read, `inserted`: indices
-/// written); for a chain, each stage's own report (`stages`); a failure the run got past.
-///
-/// `tokens_before`, `tokens_after` and `target_tokens` are the request's, as `count` counts it:
-/// the messages and the tools (`--tools`, else the file's), so `tokens_after` is what `count`
-/// prints on the output (given the same tools, when the output format cannot hold them), and
-/// `target_reached` is whether it is at or under the target. The per-result entries and a
-/// chain's stages count messages, each result's message on its own.
-pub fn report_json(report: Option<&CompactionReport>, figures: &Figures, timings: &Timings) -> Value {
-    let timings = json!({
-        "read": millis(timings.read),
-        "parse": millis(timings.parse),
-        "compact": millis(timings.compact),
-        "write": millis(timings.write),
-    });
-    let mut document = json!({
-        "changed": report.is_some(),
-        "tokens_before": figures.tokens_before,
-        "tokens_after": figures.tokens_after,
-        "target_tokens": figures.target,
-        "target_reached": figures.reached,
-        "tokens_freed": figures.tokens_before.saturating_sub(figures.tokens_after),
-        "pruned": report.map(CompactionReport::changed_indices).unwrap_or_default(),
-        // Written from the report itself (see `Document`): most of the document, and quicker
-        // written than built as JSON values first.
-        "results": [],
-        "inputs_cleared": [],
-        "timings_ms": timings,
-    });
-    if figures.tools_tokens > 0 {
-        document["tools_tokens"] = json!(figures.tools_tokens);
-    }
-    if let Some(report) = report {
-        document["strategy"] = json!(report.strategy);
-        // What only the strategies that drop or put in messages, and chains, have to say.
-        if !report.removed.is_empty() || !report.inserted.is_empty() {
-            document["removed"] = json!(report.removed);
-            document["inserted"] = json!(report.inserted);
-        }
-        if !report.stages.is_empty() {
-            document["stages"] = json!(report.stages);
-        }
-        if let Some(failure) = &report.failure {
-            document["failure"] = json!(failure);
-        }
-    }
-    document
-}
-
-/// The report as written: the document of [`report_json`], its `results` and `inputs_cleared`
-/// taken from `report`.
-struct Document<'a> {
-    fields: &'a Value,
-    report: Option<&'a CompactionReport>,
-}
-
-impl serde::Serialize for Document<'_> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let Value::Object(fields) = self.fields else { return self.fields.serialize(serializer) };
-        let mut map = serializer.serialize_map(Some(fields.len()))?;
-        for (key, value) in fields {
-            match (key.as_str(), self.report) {
-                ("results", Some(report)) => map.serialize_entry(key, &report.results)?,
-                ("inputs_cleared", Some(report)) => map.serialize_entry(key, &report.inputs_cleared)?,
-                _ => map.serialize_entry(key, value)?,
-            }
-        }
-        map.end()
-    }
-}
-
-fn report_bytes(document: &Value, report: Option<&CompactionReport>) -> Result<Vec<u8>> {
-    let mut bytes = serde_json::to_vec_pretty(&Document { fields: document, report })?;
-    bytes.push(b'\n');
-    Ok(bytes)
 }

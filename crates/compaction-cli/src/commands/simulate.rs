@@ -1,23 +1,23 @@
 //! `compaction simulate`: replay a recorded transcript with the compaction hook in the loop.
 
 use std::fmt::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use compaction_formats::MessageUsage;
+use compaction_formats::Conversation;
 use compaction_hook::{CompactionHook, CompactionHookSettings};
-use compaction_model::{Message, Role};
-use compaction_offload::ToolResultOffloadHook;
-pub use compaction_replay::Step;
-use compaction_replay::{CacheKind, Call, Cost, Lifetime, PriceTable, Pricing, Recorded, Replay};
+use compaction_model::{Message, Role, ToolSpec};
+use compaction_offload::{OffloadFailure, ToolResultOffloadHook};
+use compaction_replay::{CacheKind, Call, Cost, Pricing, Recorded, Replay, Step};
 
-use super::offload::Policies;
-use super::prune::PruneOptions;
 use crate::chart::{self, Chart};
+use crate::error::UsageError;
 use crate::input::InputArgs;
-use crate::strategy::StrategyOptions;
-use crate::UsageError;
+use crate::options::{CostOptions, HookOptions, Policies, PruneOptions};
+use crate::output::Ready;
+use crate::strategy::{CacheAwareOptions, StrategyOptions};
+use crate::text::{percent, signed_percent};
 
 /// Replay a transcript as the agent would have lived it with compaction, and compare.
 ///
@@ -106,117 +106,51 @@ pub struct Args {
     #[command(flatten)]
     pub cost: CostOptions,
     #[command(flatten)]
-    pub cache_aware: crate::strategy::CacheAwareOptions,
+    pub cache_aware: CacheAwareOptions,
 }
 
-/// The hook a replay runs, and its counter: the options `simulate` and `bench` share.
-#[derive(Debug, Clone, clap::Args)]
-pub struct HookOptions {
-    /// The model's context window, in tokens.
-    #[arg(long, value_name = "N")]
-    pub context_window: usize,
-    /// Compact once the request reaches this fraction of the window.
-    #[arg(long, value_name = "F", default_value_t = 0.7)]
-    pub compact_at: f64,
-    /// The fraction of the window to compact down to.
-    #[arg(long, value_name = "F", default_value_t = 0.4)]
-    pub compact_to: f64,
-    /// The counter: approximate, approximate:CHARS_PER_TOKEN, tiktoken, tiktoken:ENCODING_OR_MODEL,
-    /// huggingface:PATH, or a provider's own count: openai:MODEL or anthropic:MODEL.
-    #[arg(long, default_value = "approximate")]
-    pub counter: String,
-}
-
-impl HookOptions {
-    /// The hook's settings these options give, with `compact_at` and `compact_to` as given.
-    pub fn settings(&self, compact_at: f64, compact_to: f64) -> CompactionHookSettings {
-        CompactionHookSettings::new(self.context_window)
-            .with_compact_at(compact_at)
-            .with_compact_to(compact_to)
-    }
-}
-
-/// How the calls are priced: the options `simulate` and `bench` share.
-#[derive(Debug, Clone, clap::Args)]
-pub struct CostOptions {
-    /// A price table (JSON: {"models": [{"match": "claude-sonnet-4*", "input": 3.0, "output": 15.0,
-    /// "cache_read": 0.3, "cache_write_5m": 3.75, "cache_write_1h": 6.0, "cache": "anthropic"}]},
-    /// dollars per million tokens) in place of the bundled one.
-    #[arg(long, value_name = "FILE", help_heading = "Cost")]
-    pub prices: Option<PathBuf>,
-    /// The model the calls are priced by where the log names none.
-    #[arg(long, value_name = "NAME", help_heading = "Cost")]
-    pub price_model: Option<String>,
-    /// The prompt cache to price with: anthropic, openai or none; the price row's when absent.
-    #[arg(long, value_name = "KIND", value_parser = ["anthropic", "openai", "none"], help_heading = "Cost")]
-    pub cache: Option<String>,
-}
-
-/// Runs the command.
+/// Runs the command: checks the options and builds the hooks, reads, replays, prints the
+/// table, writes the CSV and the chart, and says what it wrote.
 pub fn run(args: Args) -> Result<()> {
-    let policies_given = !args.policies.policies.is_empty();
-    if policies_given && args.offload_store.is_none() {
+    let Args {
+        input,
+        hook: hook_options,
+        tools,
+        strategy: options,
+        prune,
+        offload_to,
+        offload_store,
+        policies,
+        preview_chars,
+        svg,
+        csv,
+        cost,
+        cache_aware,
+    } = args;
+    if !policies.policies.is_empty() && offload_store.is_none() {
         return Err(UsageError("--policy needs --offload-store DIR".into()).into());
     }
-    let mut settings = args.hook.settings(args.hook.compact_at, args.hook.compact_to);
-    let strategy = args.strategy.resolve(args.offload_to.is_some())?;
-    let counter = crate::strategy::counter(&args.hook.counter, &args.strategy.client_settings())?;
-    let offload_to = args.offload_to.as_deref().map(|dir| (dir, args.preview_chars));
-    let mut built = args.strategy.build(&strategy, &args.prune, offload_to)?;
+    let settings = hook_options.settings(hook_options.compact_at, hook_options.compact_to);
+    let strategy = options.resolve(offload_to.is_some())?;
+    let counter = crate::strategy::counter(&hook_options.counter, &options.client_settings())?;
+    let mut built =
+        options.build(&strategy, &prune, offload_to.as_deref().map(|dir| (dir, preview_chars)))?;
     // Checked before anything is read; built once the log says how long its cache lived.
-    let checked = match args.cache_aware.rule(false, false) {
-        Some(rule) => settings.with_cache(rule),
-        None => settings,
-    };
-    CompactionHook::new(Box::new(compaction_core::ChainCompactor::new()), checked)
-        .map_err(|e| UsageError(e.to_string()))?;
-    let offload = match &args.offload_store {
-        Some(dir) => {
-            let store = Arc::new(super::offload::open_store(dir)?);
-            Some(
-                ToolResultOffloadHook::new(store, args.policies.strategies())
-                    .with_preview_chars(args.preview_chars),
-            )
-        }
-        None => None,
-    };
-    let mut conversation = args.input.read()?;
-    let tools = match &args.tools {
+    check_hook(settings, &cache_aware)?;
+    let offload = offload_hook(offload_store.as_deref(), &policies, preview_chars)?;
+    let mut conversation = input.read()?;
+    let tools = match &tools {
         Some(path) => crate::input::read_tools(path)?,
         None => conversation.tools.clone(),
     };
-
     let left_out = crate::provider::left_out(&conversation.messages, !tools.is_empty());
-    let pricing = pricing(&args.cost)?;
-    let calls = recorded_calls(&conversation.usage);
-    let one_hour = calls.iter().any(|c| c.lifetime() == Some(Lifetime::OneHour));
-    if let Some(rule) = args.cache_aware.rule(one_hour, args.cost.cache.as_deref() == Some("openai")) {
-        settings = settings.with_cache(rule);
-    }
+    let pricing = cost.pricing()?;
+    let calls = crate::provider::recorded_calls(&conversation.usage);
+    let settings = with_cache_rule(settings, &cache_aware, &calls, cost.cache.as_deref());
     let hook = CompactionHook::new(built.take_compactor(), settings)
         .map_err(|e| UsageError(e.to_string()))?
         .with_counter(counter);
-    // Read with its full history, a log's provider counts after the provider's own compaction
-    // are of the compacted conversation, not of the one replayed: they are shown, not used.
-    let compacted_at: Vec<usize> =
-        conversation.compactions.iter().map(|c| c.message).filter(|&m| m > 0).collect();
-    let mut replay = Replay::new(&hook).with_tools(tools);
-    if let Some(offload) = &offload {
-        replay = replay.with_offload(offload);
-    }
-    // What is read of the messages after the replay, which takes them (so that they are held
-    // once, not beside the replayed copy).
-    let has_results = conversation.messages.iter().any(Message::has_tool_call_result);
-    let chart_compactions = provider_compactions(&conversation.messages, &conversation.compactions);
-    let bar = crate::progress::bar(conversation.messages.len() as u64, "simulating");
-    let messages = std::mem::take(&mut conversation.messages);
-    let replayed = replay.run_owned(messages, &calls, &compacted_at, &mut || bar.inc(1));
-    bar.finish_and_clear();
-    // A count a provider could not make, or a summary that failed with --raise-on-failure,
-    // fails the command before any table is shown.
-    let replayed = replayed?;
-    let steps = replayed.steps;
-    let mut failures = replayed.failures;
+    let replayed = replay(&hook, offload.as_ref(), &mut conversation, tools, &calls)?;
     let summaries = built.summary_log();
     if let (true, Some(failure)) = (summaries.raised, summaries.failures.last()) {
         return Err(anyhow::anyhow!("{strategy}: {failure}"));
@@ -226,10 +160,10 @@ pub fn run(args: Args) -> Result<()> {
             "summarization: a summary failed, so the replay went on with the last good result: {failure}"
         );
     }
+    let mut failures = replayed.failures;
     failures.extend(built.take_offload_failures());
-    super::offload::say_failures(&failures);
-    let name = crate::input::Source::from_arg(args.input.input.as_deref()).name();
-    let counter_name = hook.counter().describe();
+    crate::error::say_failures(&failures);
+    let steps = replayed.steps;
 
     let mut out = table(&steps);
     out.push('\n');
@@ -237,7 +171,105 @@ pub fn run(args: Args) -> Result<()> {
     if offload.is_some() {
         out.push_str(&format!("offload failures     {}\n", failures.len()));
     }
-    match (conversation.usage.is_empty(), left_out) {
+    out.push_str(&notes(&steps, conversation.usage.is_empty(), left_out, replayed.has_results));
+    out.push_str(&costs(&steps, &pricing));
+    crate::output::write_output(None, out.as_bytes())?;
+
+    let name = crate::input::Source::from_arg(input.input.as_deref()).name();
+    let chart = svg.as_ref().map(|_| Chart {
+        title: chart_title(&name, &hook.counter().describe()),
+        steps: &steps,
+        settings,
+        compactions: replayed.provider_compactions,
+    });
+    let ready = write_files(csv.as_deref(), svg.as_deref(), &steps, settings.context_window, chart.as_ref())?;
+    let ending = crate::error::partial(&failures);
+    crate::output::commit_run(ready, crate::error::status(&ending))?;
+    for (path, what) in [(&csv, "the table"), (&svg, "the chart")] {
+        if let Some(path) = path {
+            crate::progress::say(&format!("wrote {what} to {}", path.display()));
+        }
+    }
+    ending
+}
+
+/// Checks the hook's settings, with the cache rule asked for, before anything is read.
+fn check_hook(settings: CompactionHookSettings, cache_aware: &CacheAwareOptions) -> Result<()> {
+    let checked = match cache_aware.rule(false, false) {
+        Some(rule) => settings.with_cache(rule),
+        None => settings,
+    };
+    CompactionHook::new(Box::new(compaction_core::ChainCompactor::new()), checked)
+        .map_err(|e| UsageError(e.to_string()))?;
+    Ok(())
+}
+
+/// The offload hook, when --offload-store is given: its folder is opened (and checked) at once.
+fn offload_hook(
+    store: Option<&Path>,
+    policies: &Policies,
+    preview_chars: usize,
+) -> Result<Option<ToolResultOffloadHook>> {
+    let Some(dir) = store else { return Ok(None) };
+    let store = Arc::new(crate::strategy::open_store(dir)?);
+    Ok(Some(ToolResultOffloadHook::new(store, policies.strategies()).with_preview_chars(preview_chars)))
+}
+
+/// The hook's settings with the cache-aware rule, if asked for: a one-hour cache when the log
+/// shows one, writes at the input price for `--cache openai`.
+fn with_cache_rule(
+    settings: CompactionHookSettings,
+    cache_aware: &CacheAwareOptions,
+    calls: &[Recorded],
+    cache: Option<&str>,
+) -> CompactionHookSettings {
+    match cache_aware.rule(crate::provider::one_hour_cache(calls), cache == Some("openai")) {
+        Some(rule) => settings.with_cache(rule),
+        None => settings,
+    }
+}
+
+/// What a replay gives, and what is read of the messages it took.
+struct Replayed {
+    steps: Vec<Step>,
+    failures: Vec<OffloadFailure>,
+    /// Whether the conversation has tool results at all.
+    has_results: bool,
+    /// The calls that first saw a conversation the provider had compacted, for the chart.
+    provider_compactions: Vec<usize>,
+}
+
+/// Replays `conversation` with `hook` (and `offload`) in the loop. The replay takes the
+/// messages, so that they are held once, not beside the replayed copy. A count a provider could
+/// not make, or a summary that failed with --raise-on-failure, fails the command before any
+/// table is shown.
+fn replay(
+    hook: &CompactionHook,
+    offload: Option<&ToolResultOffloadHook>,
+    conversation: &mut Conversation,
+    tools: Vec<ToolSpec>,
+    calls: &[Recorded],
+) -> Result<Replayed> {
+    let compacted_at = crate::provider::compacted_at(conversation);
+    let mut replay = Replay::new(hook).with_tools(tools);
+    if let Some(offload) = offload {
+        replay = replay.with_offload(offload);
+    }
+    let has_results = conversation.messages.iter().any(Message::has_tool_call_result);
+    let provider_compactions = provider_compactions(&conversation.messages, &conversation.compactions);
+    let bar = crate::progress::bar(conversation.messages.len() as u64, "simulating");
+    let messages = std::mem::take(&mut conversation.messages);
+    let replayed = replay.run_owned(messages, calls, &compacted_at, &mut || bar.inc(1));
+    bar.finish_and_clear();
+    let replayed = replayed?;
+    Ok(Replayed { steps: replayed.steps, failures: replayed.failures, has_results, provider_compactions })
+}
+
+/// The notes under the totals: where the counts come from, and why compaction declined when
+/// there was nothing it could take out.
+fn notes(steps: &[Step], no_usage: bool, left_out: Option<&str>, has_results: bool) -> String {
+    let mut out = String::new();
+    match (no_usage, left_out) {
         (true, Some(missing)) => {
             let _ = writeln!(
                 out,
@@ -263,69 +295,36 @@ pub fn run(args: Args) -> Result<()> {
              tool output as plain messages)"
         );
     }
-    out.push_str(&costs(&steps, &pricing));
-    crate::output::write_output(None, out.as_bytes())?;
+    out
+}
 
-    // Both files are put in place together, once both are written.
+/// The chart's title: the input's file name and the counter.
+fn chart_title(name: &str, counter: &str) -> String {
+    let file =
+        Path::new(name).file_name().map_or_else(|| name.to_owned(), |n| n.to_string_lossy().into_owned());
+    format!("{file}: context per model call (counter {counter})")
+}
+
+/// Stages the CSV and the chart, to be put in place together once both are written.
+fn write_files(
+    csv_path: Option<&Path>,
+    svg_path: Option<&Path>,
+    steps: &[Step],
+    window: usize,
+    chart: Option<&Chart<'_>>,
+) -> Result<Vec<Ready>> {
     let mut ready = Vec::new();
-    if let Some(path) = &args.csv {
-        let staged =
-            crate::output::stage(path).and_then(|s| s.write(csv(&steps, settings.context_window).as_bytes()));
+    if let Some(path) = csv_path {
+        let staged = crate::output::stage(path).and_then(|s| s.write(csv(steps, window).as_bytes()));
         ready.push(staged.context("writing the CSV")?);
     }
-    if let Some(path) = &args.svg {
-        let title_name = std::path::Path::new(&name)
-            .file_name()
-            .map_or_else(|| name.clone(), |n| n.to_string_lossy().into_owned());
-        let title = format!("{title_name}: context per model call (counter {counter_name})");
-        let chart = Chart { title, steps: &steps, settings, compactions: chart_compactions };
-        let svg = chart::svg(&chart)?;
+    if let (Some(path), Some(chart)) = (svg_path, chart) {
+        let svg = chart::svg(chart)?;
         ready.push(
             crate::output::stage(path).and_then(|s| s.write(svg.as_bytes())).context("writing the SVG")?,
         );
     }
-    let ending = super::offload::partial(&failures);
-    crate::output::commit_run(ready, super::offload::status(&ending))?;
-    for (path, what) in [(&args.csv, "the table"), (&args.svg, "the chart")] {
-        if let Some(path) = path {
-            crate::progress::say(&format!("wrote {what} to {}", path.display()));
-        }
-    }
-    ending
-}
-
-/// The price table and options --prices, --price-model and --cache give.
-pub(crate) fn pricing(args: &CostOptions) -> Result<Pricing> {
-    let table = match &args.prices {
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("reading the price table {}", path.display()))?;
-            PriceTable::from_json(&path.display().to_string(), &text)?
-        }
-        None => PriceTable::bundled(),
-    };
-    Ok(Pricing::new(table)
-        .with_model(args.price_model.clone())
-        .with_cache(args.cache.as_deref().and_then(CacheKind::from_name)))
-}
-
-/// The log's records of its calls, as the replay takes them.
-pub(crate) fn recorded_calls(usage: &[MessageUsage]) -> Vec<Recorded> {
-    usage
-        .iter()
-        .map(|u| {
-            let v = u.usage;
-            Recorded::new(
-                u.message,
-                v.input_tokens,
-                v.cache_read_input_tokens,
-                v.cache_creation_input_tokens,
-                v.output_tokens,
-            )
-            .with_write_lifetimes(v.cache_creation_5m_input_tokens, v.cache_creation_1h_input_tokens)
-            .with_call(u.timestamp_ms, u.model.as_deref().map(str::to_owned))
-        })
-        .collect()
+    Ok(ready)
 }
 
 /// The cost section: the calls without and with compaction, priced with the prompt cache, and
@@ -398,12 +397,12 @@ fn costs(steps: &[Step], pricing: &Pricing) -> String {
     // when it prices with the rows' own cache.
     let checked = pricing.cache.is_none() && cached;
     if let (Some(recorded), Some(modelled), true) = (&recorded, &modelled, checked) {
-        let off = |a: u64, b: u64| percent_signed(a as f64, b as f64);
+        let off = |a: u64, b: u64| signed_percent(change(a as f64, b as f64));
         let _ = writeln!(
             out,
             "cache model vs log  the log's {} calls priced by the model: cost {}, cache read {}, cache write {}{}",
             logged.len(),
-            percent_signed(modelled.dollars, recorded.dollars),
+            signed_percent(change(modelled.dollars, recorded.dollars)),
             off(modelled.cache_read, recorded.cache_read),
             off(modelled.cache_write, recorded.cache_write),
             if complete { "" } else { " (the calls the log records usage for)" }
@@ -422,23 +421,20 @@ fn costs(steps: &[Step], pricing: &Pricing) -> String {
         let _ = writeln!(
             out,
             "compaction saves {} of tokens but costs {} more {with_cache}",
-            percent(
-                usize::try_from(tokens_without - tokens_with).unwrap_or(usize::MAX),
-                tokens_without as usize
-            ),
-            percent_of(cost_with.dollars - cost_without.dollars, cost_without.dollars)
+            percent((tokens_without - tokens_with) as f64, tokens_without as f64),
+            percent(cost_with.dollars - cost_without.dollars, cost_without.dollars)
         );
     } else if cost_with.dollars > cost_without.dollars {
         let _ = writeln!(
             out,
             "compaction costs {} more {with_cache}",
-            percent_of(cost_with.dollars - cost_without.dollars, cost_without.dollars)
+            percent(cost_with.dollars - cost_without.dollars, cost_without.dollars)
         );
     } else if cost_without.dollars > 0.0 {
         let _ = writeln!(
             out,
             "compaction saves {} of the cost {with_cache}",
-            percent_of(cost_without.dollars - cost_with.dollars, cost_without.dollars)
+            percent(cost_without.dollars - cost_with.dollars, cost_without.dollars)
         );
     }
     if cached && cost_without.unexplained_breaks > 0 {
@@ -466,26 +462,17 @@ fn costs(steps: &[Step], pricing: &Pricing) -> String {
     out
 }
 
+/// `estimate` against `recorded` as a relative change; `None` against nothing.
+fn change(estimate: f64, recorded: f64) -> Option<f64> {
+    (recorded != 0.0).then(|| estimate / recorded - 1.0)
+}
+
 fn calls(n: usize) -> String {
     if n == 1 {
         "1 call".to_owned()
     } else {
         format!("{n} calls")
     }
-}
-
-fn percent_of(part: f64, whole: f64) -> String {
-    if whole == 0.0 {
-        return "-".to_owned();
-    }
-    format!("{:.1}%", 100.0 * part / whole)
-}
-
-fn percent_signed(estimate: f64, recorded: f64) -> String {
-    if recorded == 0.0 {
-        return "-".to_owned();
-    }
-    format!("{:+.1}%", 100.0 * (estimate / recorded - 1.0))
 }
 
 /// The steps (model calls, 1 for the first) at which the provider compacted, for the chart: the
@@ -573,13 +560,6 @@ pub fn table(steps: &[Step]) -> String {
     out
 }
 
-fn percent(part: usize, whole: usize) -> String {
-    if whole == 0 {
-        return "-".to_owned();
-    }
-    format!("{:.1}%", 100.0 * part as f64 / whole as f64)
-}
-
 /// The totals under the table.
 pub fn totals(steps: &[Step], settings: &CompactionHookSettings) -> String {
     let window = settings.context_window;
@@ -592,21 +572,20 @@ pub fn totals(steps: &[Step], settings: &CompactionHookSettings) -> String {
     let last = steps.last();
     let over = |f: fn(&Step) -> usize| steps.iter().filter(|s| f(s) > window).count();
     let mut out = String::new();
-    let at = (window as f64 * settings.compact_at) as usize;
-    let to = (window as f64 * settings.compact_to) as usize;
+    let (at, to) = (settings.threshold(), settings.budget());
     let _ = writeln!(out, "context window       {window} tokens (compact at {at}, down to {to})");
     let _ = writeln!(out, "model calls          {}", steps.len());
     let _ = writeln!(
         out,
         "peak context         without {peak_without} ({} of the window), with {peak_with} ({})",
-        percent(peak_without, window),
-        percent(peak_with, window)
+        percent(peak_without as f64, window as f64),
+        percent(peak_with as f64, window as f64)
     );
     let _ = writeln!(out, "calls over window    without {}, with {}", over(|s| s.without), over(|s| s.with));
     let _ = writeln!(
         out,
         "tokens sent          without {sent_without}, with {sent_with} ({} saved)",
-        percent(sent_without.saturating_sub(sent_with), sent_without)
+        percent(sent_without.saturating_sub(sent_with) as f64, sent_without as f64)
     );
     let _ = writeln!(out, "compaction           triggered {triggered} times, compacted {compacted}");
     let _ = writeln!(out, "results pruned       {}", last.map_or(0, |s| s.pruned));

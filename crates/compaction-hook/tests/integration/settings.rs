@@ -42,3 +42,20 @@ fn settings_read_as_the_cases_say() {
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
+
+/// The thresholds in tokens truncate the float products, as Python's `int(window * fraction)`:
+/// (window, compact_at, compact_to, threshold, budget).
+#[test]
+fn threshold_and_budget_truncate_as_python_int() {
+    let cases: &[(usize, f64, f64, usize, usize)] = &[
+        (200_000, 0.7, 0.4, 140_000, 80_000),
+        (10, 0.7, 0.29, 7, 2),
+        (3, 0.7, 0.4, 2, 1),
+        (20_000, 0.85, 0.55, 17_000, 11_000),
+        (1, 1.0, 0.5, 1, 0),
+    ];
+    for &(window, at, to, threshold, budget) in cases {
+        let settings = CompactionHookSettings::new(window).with_compact_at(at).with_compact_to(to);
+        assert_eq!((settings.threshold(), settings.budget()), (threshold, budget), "{window} {at} {to}");
+    }
+}
