@@ -9,9 +9,9 @@ use anyhow::{Context, Result};
 use compaction_hook::{CompactionHook, CompactionHookSettings};
 use compaction_proxy::ProxySettings;
 
-use crate::commands::prune::PruneOptions;
+use crate::error::UsageError;
+use crate::options::PruneOptions;
 use crate::strategy::{CacheAwareOptions, StrategyOptions};
-use crate::UsageError;
 
 /// Serve a local proxy that agents use as their provider's base URL: it compacts each Chat
 /// Completions, Responses and Messages request with the compaction hook, forwards it, and relays
