@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::BufRead;
+use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
@@ -12,6 +13,7 @@ use std::sync::Mutex;
 use anyhow::{Context, Result};
 use compaction_formats::{Format, ReadOptions};
 use compaction_hook::{CompactionHook, CompactionHookSettings};
+use compaction_model::parallel;
 use compaction_replay::{CacheKind, Call, Pricing, Recording, Replay, Step};
 use serde::Serialize;
 
@@ -444,7 +446,10 @@ fn bench_all(
             scope.spawn(move || loop {
                 let next = work_rx.lock().map_or(None, |rx| rx.recv().ok());
                 let Some((index, work)) = next else { break };
-                let transcripts = bench_one(work, reading, grid, pricing);
+                // The workers use every core already: the library starts no threads of its
+                // own under them (the reader's and the counter's halves).
+                let transcripts =
+                    parallel::with_max_threads(NonZeroUsize::MIN, || bench_one(work, reading, grid, pricing));
                 if done_tx.send((index, transcripts)).is_err() {
                     break;
                 }
