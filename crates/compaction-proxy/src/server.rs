@@ -123,6 +123,13 @@ fn client(connect_timeout: Duration) -> Result<reqwest::Client, Error> {
         // A redirect is the client's to follow or not: followed here, it would take the
         // client's credentials to another host.
         .redirect(reqwest::redirect::Policy::none())
+        // Bodies go through as the upstream encoded them. Another crate of the same build may
+        // turn on reqwest's decoders (features unify), which would ask for gzip on the client's
+        // behalf and decode answers whose headers still name the encoding.
+        .no_gzip()
+        .no_brotli()
+        .no_deflate()
+        .no_zstd()
         .no_proxy()
         .build()
         .map_err(|e| Error::Client(Box::new(e)))
