@@ -1,9 +1,8 @@
 //! OpenAI Chat Completions messages, and SWE-agent's `history`, which is written in them.
 
-use compaction_model::SharedObject;
+use compaction_model::{Arguments, SharedObject};
 use compaction_model::{
-    FilePart, ImagePart, JsonObject, Message, Part, ResultPart, Role, Text, TextPart, ToolCall,
-    ToolResultContent,
+    FilePart, ImagePart, Message, Part, ResultPart, Role, Text, TextPart, ToolCall, ToolResultContent,
 };
 use serde_json::{json, Map, Value};
 
@@ -248,15 +247,15 @@ pub(crate) fn tool_call(value: &Value) -> Result<ToolCall, String> {
     let Some(name) = member_of(function, "name").and_then(Value::as_str) else {
         return Err("`function.name` is missing or not a string".into());
     };
-    // Made by `ToolCall::new`, which keeps the arguments without spare room.
+    // The arguments are kept as their compact JSON text (see `Arguments`).
     let mut call = match member_of(function, "arguments") {
-        None | Some(Value::Null) => ToolCall::new(name, JsonObject::new()),
-        Some(Value::Object(arguments)) => ToolCall::new(name, arguments.clone()),
-        Some(Value::String(text)) => match compaction_model::value_from_slice(text.as_bytes()) {
-            Ok(Value::Object(arguments)) => ToolCall::new(name, arguments),
+        None | Some(Value::Null) => ToolCall::with_arguments(name, Arguments::new()),
+        Some(Value::Object(arguments)) => ToolCall::with_arguments(name, arguments.into()),
+        Some(Value::String(text)) => match Arguments::from_json(text) {
+            Some(arguments) => ToolCall::with_arguments(name, arguments),
             // Not a JSON object (truncated by the model, or nested past the parser's limit):
             // kept as the provider sent it, counted and written back as that text.
-            _ => ToolCall::with_raw_arguments(name, text.clone()),
+            None => ToolCall::with_raw_arguments(name, text.clone()),
         },
         Some(other) => {
             return Err(format!("`function.arguments` must be a JSON string, found {}", json_type(other)))
@@ -461,7 +460,7 @@ fn result_value(result: &ToolResultContent) -> Value {
 pub(crate) fn arguments_text(call: &ToolCall) -> String {
     match &call.raw_arguments {
         Some(raw) if call.arguments.is_empty() => raw.clone(),
-        _ => Value::from(call.arguments.clone()).to_string(),
+        _ => call.arguments.as_json().to_owned(),
     }
 }
 

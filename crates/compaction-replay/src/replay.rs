@@ -469,8 +469,14 @@ fn call_key(call: &ToolCall) -> CallKey {
     let arguments = match &call.raw_arguments {
         Some(raw) => raw.clone(),
         None => {
-            let sorted: BTreeMap<&String, &serde_json::Value> = call.arguments.iter().collect();
-            serde_json::to_string(&sorted).unwrap_or_default()
+            let arguments = call.arguments.to_map();
+            if arguments.keys().is_sorted() {
+                // The text is the object's compact JSON, keys in order: already sorted.
+                call.arguments.as_json().to_owned()
+            } else {
+                let sorted: BTreeMap<&String, &serde_json::Value> = arguments.iter().collect();
+                serde_json::to_string(&sorted).unwrap_or_default()
+            }
         }
     };
     (call.tool_name.clone(), arguments)
