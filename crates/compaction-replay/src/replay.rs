@@ -196,7 +196,12 @@ impl<'a> Replay<'a> {
         let mut state = AgentState::new(Vec::with_capacity(log.all().len())).with_tools(self.tools.clone());
         // The recorded prefix only grows, so its count is kept incrementally too.
         let mut baseline = RunningCount::default();
-        let mut steps: Vec<Step> = Vec::new();
+        // One step per assistant message, and perhaps one for a final call: room for all of
+        // them at once. A long run makes a hundred thousand steps of a few hundred bytes each,
+        // which a vector grown by doubling holds with up to as much again spare, and twice while
+        // it grows.
+        let calls_made = log.all().iter().filter(|m| m.role == Role::Assistant).count() + 1;
+        let mut steps: Vec<Step> = Vec::with_capacity(calls_made);
         let mut failures = Vec::new();
         let mut tally = Tally::default();
         let mut refetches = Refetches::default();
