@@ -249,10 +249,16 @@ async fn main() -> Result<(), Box<dyn Error>> {
             let store = store.clone();
             async move {
                 if call.tool_name == READ_TOOL_NAME {
-                    return read_offloaded_result_async(&*store, &call.arguments).await.into_message(call);
+                    return read_offloaded_result_async(&*store, &call.arguments.to_map())
+                        .await
+                        .into_message(call);
                 }
-                let path = call.arguments.get("path").and_then(Value::as_str).unwrap_or("?");
-                Message::tool(file_text(path), call.clone(), false)
+                let path = call.arguments.get("path");
+                Message::tool(
+                    file_text(path.as_ref().and_then(Value::as_str).unwrap_or("?")),
+                    call.clone(),
+                    false,
+                )
             }
         }))
         .await?;

@@ -6,7 +6,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use compaction_model::SharedObject;
+use compaction_model::{Arguments, SharedObject};
 use compaction_model::{
     Changes, CompactionMarker, JsonObject, Message, Part, ResultPart, Role, ToolCall, ToolCallResult,
     ToolResultContent, ToolSpec, STRATEGY_TOOL_RESULT_PRUNING,
@@ -395,7 +395,7 @@ impl PrunedResult {
 
 /// Empties a call's arguments: `{}`, and no raw argument text.
 pub(crate) fn clear_arguments(call: &mut ToolCall) {
-    call.arguments = SharedObject::new();
+    call.arguments = Arguments::new();
     call.raw_arguments = None;
 }
 

@@ -96,7 +96,7 @@ pub(crate) fn fingerprint(message: &Message, slots: &MessageSlots) -> u64 {
     // Calls whose input has no place to be written must keep their arguments.
     for (call, slot) in message.tool_calls().zip(slots.calls.iter().chain(std::iter::repeat(&None))) {
         if slot.is_none() {
-            serde_json::to_string(&call.arguments).unwrap_or_default().hash(&mut hasher);
+            call.arguments.as_json().hash(&mut hasher);
             call.raw_arguments.hash(&mut hasher);
         }
     }

@@ -194,11 +194,11 @@ fn edit_call(source: &[u8], log: &EventLog, slot: &Slot, call: &ToolCall) -> Res
                     let same = original
                         .as_str()
                         .and_then(|t| compaction_model::value_from_slice(t.as_bytes()).ok())
-                        .is_some_and(|v| v.as_object() == Some(&call.arguments));
+                        .is_some_and(|v| v.as_object().is_some_and(|o| call.arguments == *o));
                     if same {
                         return Ok(None);
                     }
-                    Value::from(call.arguments.clone()).to_string()
+                    call.arguments.as_json().to_owned()
                 }
             };
             Value::String(text)

@@ -1,9 +1,8 @@
 //! OpenAI Chat Completions messages, and SWE-agent's `history`, which is written in them.
 
-use compaction_model::SharedObject;
+use compaction_model::{Arguments, SharedObject};
 use compaction_model::{
-    FilePart, ImagePart, JsonObject, Message, Part, ResultPart, Role, Text, TextPart, ToolCall,
-    ToolResultContent,
+    FilePart, ImagePart, Message, Part, ResultPart, Role, Text, TextPart, ToolCall, ToolResultContent,
 };
 use serde_json::{json, Map, Value};
 
@@ -86,9 +85,6 @@ pub(crate) struct Apart {
     pub text: Option<Text>,
     /// The `tool_calls`, made calls (see [`tool_calls`]).
     pub calls: Option<Vec<ToolCall>>,
-    /// Copies of `calls` for pairing results with them, made on the thread that read them, so
-    /// the pairing, which runs in message order on one thread, does not copy them itself.
-    pub open: Option<Vec<ToolCall>>,
 }
 
 /// A message read but for what depends on the messages before it: a tool message's result is
@@ -96,33 +92,28 @@ pub(crate) struct Apart {
 /// ([`Prepared::pair`]); the rest may be read on any thread, in any order.
 #[derive(Debug)]
 pub(crate) enum Prepared {
-    /// A message that answers no call, and copies of the calls it makes.
-    Made { message: Message, open: Vec<ToolCall> },
+    /// A message that answers no call. The calls it makes are copied into the open calls when
+    /// it is paired, not before: a run that reads ahead holds its messages until then, and a
+    /// copy of each call beside them would be a tenth of a dense log again (issue 31, item 13).
+    Made { message: Message },
     /// A tool message. Its result and its calls are checked only once it is paired, so errors
     /// come in the order a reader in message order meets them.
     Result {
         id: Option<String>,
         result: Result<ToolResultContent, String>,
-        calls: Result<(Vec<ToolCall>, Vec<ToolCall>), String>,
+        calls: Result<Vec<ToolCall>, String>,
         name: Option<String>,
     },
 }
 
 /// A message from its object and what was read `apart` from it, up to the pairing.
 pub(crate) fn prepare(object: &Map<String, Value>, apart: Apart) -> Result<Prepared, String> {
-    let Apart { text, calls: made, open } = apart;
-    // The calls the message makes, and copies of them to record as open.
-    let made_calls = || -> Result<(Vec<ToolCall>, Vec<ToolCall>), String> {
+    let Apart { text, calls: made } = apart;
+    // The calls the message makes.
+    let made_calls = || -> Result<Vec<ToolCall>, String> {
         match made {
-            Some(made) => {
-                let open = open.unwrap_or_else(|| made.clone());
-                Ok((made, open))
-            }
-            None => {
-                let made = tool_calls(member_of(object, "tool_calls"))?;
-                let open = made.clone();
-                Ok((made, open))
-            }
+            Some(made) => Ok(made),
+            None => tool_calls(member_of(object, "tool_calls")),
         }
     };
     let content = member_of(object, "content");
@@ -140,17 +131,17 @@ pub(crate) fn prepare(object: &Map<String, Value>, apart: Apart) -> Result<Prepa
         Some(Value::String(name)) => Some(name.clone()),
         Some(other) => return Err(format!("`name` must be a string, found {}", json_type(other))),
     };
-    let (role, parts, open) = match role {
-        "system" | "developer" => (Role::System, parts_of(content)?, Vec::new()),
-        "user" => (Role::User, parts_of(content)?, Vec::new()),
+    let (role, parts) = match role {
+        "system" | "developer" => (Role::System, parts_of(content)?),
+        "user" => (Role::User, parts_of(content)?),
         "assistant" => {
             let mut parts = parts_of(content)?;
-            let (made, open) = made_calls()?;
+            let made = made_calls()?;
             // Exactly: a `Part` is a few hundred bytes, and `extend` would leave room for four,
             // which for a long log of calls is more memory than their text.
             parts.reserve_exact(made.len());
             parts.extend(made.into_iter().map(Part::ToolCall));
-            (Role::Assistant, parts, open)
+            (Role::Assistant, parts)
         }
         "tool" => {
             let id = tool_call_id(object)?;
@@ -167,7 +158,7 @@ pub(crate) fn prepare(object: &Map<String, Value>, apart: Apart) -> Result<Prepa
             ))
         }
     };
-    Ok(Prepared::Made { message: Message { role, parts, name, meta: SharedObject::new() }, open })
+    Ok(Prepared::Made { message: Message { role, parts, name, meta: SharedObject::new() } })
 }
 
 impl Prepared {
@@ -176,8 +167,8 @@ impl Prepared {
     /// with these `calls`: a second result for a call takes its copy from the first.
     pub(crate) fn pair(self, calls: &mut OpenCalls, earlier: &[Message]) -> Result<Message, String> {
         match self {
-            Prepared::Made { message, open } => {
-                open.into_iter().for_each(|call| calls.push_owned(call));
+            Prepared::Made { message } => {
+                message.tool_calls().for_each(|call| calls.push(call));
                 Ok(message)
             }
             Prepared::Result { id, result, calls: made, name } => {
@@ -193,8 +184,8 @@ impl Prepared {
                 let mut message = Message::tool(result?, origin, false);
                 message.name = name;
                 // Calls a tool message carries (some logs put them there) are kept after its result.
-                let (made, open) = made?;
-                open.into_iter().for_each(|call| calls.push_owned(call));
+                let made = made?;
+                made.iter().for_each(|call| calls.push(call));
                 message.parts.extend(made.into_iter().map(Part::ToolCall));
                 Ok(message)
             }
@@ -248,15 +239,15 @@ pub(crate) fn tool_call(value: &Value) -> Result<ToolCall, String> {
     let Some(name) = member_of(function, "name").and_then(Value::as_str) else {
         return Err("`function.name` is missing or not a string".into());
     };
-    // Made by `ToolCall::new`, which keeps the arguments without spare room.
+    // The arguments are kept as their compact JSON text (see `Arguments`).
     let mut call = match member_of(function, "arguments") {
-        None | Some(Value::Null) => ToolCall::new(name, JsonObject::new()),
-        Some(Value::Object(arguments)) => ToolCall::new(name, arguments.clone()),
-        Some(Value::String(text)) => match compaction_model::value_from_slice(text.as_bytes()) {
-            Ok(Value::Object(arguments)) => ToolCall::new(name, arguments),
+        None | Some(Value::Null) => ToolCall::with_arguments(name, Arguments::new()),
+        Some(Value::Object(arguments)) => ToolCall::with_arguments(name, arguments.into()),
+        Some(Value::String(text)) => match Arguments::from_json(text) {
+            Some(arguments) => ToolCall::with_arguments(name, arguments),
             // Not a JSON object (truncated by the model, or nested past the parser's limit):
             // kept as the provider sent it, counted and written back as that text.
-            _ => ToolCall::with_raw_arguments(name, text.clone()),
+            None => ToolCall::with_raw_arguments(name, text.clone()),
         },
         Some(other) => {
             return Err(format!("`function.arguments` must be a JSON string, found {}", json_type(other)))
@@ -461,7 +452,7 @@ fn result_value(result: &ToolResultContent) -> Value {
 pub(crate) fn arguments_text(call: &ToolCall) -> String {
     match &call.raw_arguments {
         Some(raw) if call.arguments.is_empty() => raw.clone(),
-        _ => Value::from(call.arguments.clone()).to_string(),
+        _ => call.arguments.as_json().to_owned(),
     }
 }
 

@@ -473,9 +473,7 @@ fn lean_message(
         let end = value_end(bytes, at)?;
         let mut value = parse(&bytes[at..end], repeated)?;
         if key == "tool_calls" && value.is_array() {
-            let calls = openai::tool_calls(Some(&value)).ok()?;
-            apart.open = Some(calls.clone());
-            apart.calls = Some(calls);
+            apart.calls = Some(openai::tool_calls(Some(&value)).ok()?);
             value = Value::Array(Vec::new());
         }
         members.insert(key.to_owned(), value);

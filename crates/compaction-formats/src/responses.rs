@@ -28,7 +28,7 @@ use crate::eventlog::{Event, LogDecoded, MessageSlots, Slot, Style};
 use crate::notes::{plural, Note, NoteKind, Tally};
 use crate::pairing::{unpaired, OpenCalls};
 use compaction_json::splice::Seg;
-use compaction_model::SharedObject;
+use compaction_model::{Arguments, SharedObject};
 
 /// Item types that only a Responses list holds (for detection).
 pub(crate) const ITEM_TYPES: &[&str] = &[
@@ -293,12 +293,12 @@ fn string(object: &Map<String, Value>, key: &str) -> Result<String, String> {
 fn function_call(object: &Map<String, Value>, arguments: Option<&Value>) -> Result<ToolCall, String> {
     let name = string(object, "name")?;
     let mut call = match arguments {
-        None | Some(Value::Null) => ToolCall::new(name, JsonObject::new()),
-        Some(Value::String(text)) => match compaction_model::value_from_slice(text.as_bytes()) {
-            Ok(Value::Object(arguments)) => ToolCall::new(name, arguments),
-            _ => ToolCall::with_raw_arguments(name, text.clone()),
+        None | Some(Value::Null) => ToolCall::with_arguments(name, Arguments::new()),
+        Some(Value::String(text)) => match Arguments::from_json(text) {
+            Some(arguments) => ToolCall::with_arguments(name, arguments),
+            None => ToolCall::with_raw_arguments(name, text.clone()),
         },
-        Some(Value::Object(arguments)) => ToolCall::new(name, arguments.clone()),
+        Some(Value::Object(arguments)) => ToolCall::with_arguments(name, arguments.into()),
         Some(other) => return Err(format!("`arguments` must be JSON text, found {}", json_type(other))),
     };
     call.id = Some(string(object, "call_id")?);

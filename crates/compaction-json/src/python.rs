@@ -213,6 +213,68 @@ impl PythonJson {
         2 + entries + self.item_separator.len() * map.len().saturating_sub(1)
     }
 
+    /// The number of characters [`PythonJson::write`] appends for the value `json` is the text
+    /// of, read from that text without building the value: `None` when that cannot be told so
+    /// (without `ensure_ascii` or `float_repr`, or text this does not read), and then the value
+    /// is to be parsed and given to [`PythonJson::char_len`].
+    ///
+    /// It reads JSON as serde_json writes it (the text a tool call's arguments are held as),
+    /// and Python's non-finite words (`NaN`, `Infinity`, `-Infinity`); it does not check that
+    /// the text is well-formed, only reads the tokens it is made of.
+    pub fn text_char_len(&self, json: &str) -> Option<usize> {
+        if !self.ensure_ascii || !self.float_repr {
+            return None;
+        }
+        let bytes = json.as_bytes();
+        let mut at = 0;
+        let mut len = 0;
+        while let Some(&b) = bytes.get(at) {
+            match b {
+                b' ' | b'\t' | b'\n' | b'\r' => at += 1,
+                b'{' | b'}' | b'[' | b']' => {
+                    len += 1;
+                    at += 1;
+                }
+                b',' => {
+                    len += self.item_separator.len();
+                    at += 1;
+                }
+                b':' => {
+                    len += self.key_separator.len();
+                    at += 1;
+                }
+                b'"' => {
+                    let end = crate::scan::string_end(bytes, at + 1)?;
+                    let contents = &json[at + 1..end - 1];
+                    len += if contents.as_bytes().contains(&b'\\') {
+                        ascii_str_len(&crate::string::decode(&json[at..end]).ok()?)
+                    } else {
+                        ascii_str_len(contents)
+                    };
+                    at = end;
+                }
+                b't' | b'n' => {
+                    len += 4;
+                    at += 4;
+                }
+                b'f' => {
+                    len += 5;
+                    at += 5;
+                }
+                b'-' | b'0'..=b'9' | b'N' | b'I' => {
+                    let end = bytes[at..]
+                        .iter()
+                        .position(|b| !(b.is_ascii_alphanumeric() || matches!(b, b'.' | b'+' | b'-')))
+                        .map_or(bytes.len(), |k| at + k);
+                    len += number_text_len(&json[at..end]);
+                    at = end;
+                }
+                _ => return None,
+            }
+        }
+        Some(len)
+    }
+
     /// The number of characters [`PythonJson::write_str`] appends for `s`, quotes included.
     pub fn str_len(&self, s: &str) -> usize {
         if self.ensure_ascii {
@@ -363,7 +425,12 @@ fn write_number(n: &Number, out: &mut String) {
 
 /// Length of [`write_number`]'s output.
 fn number_len(n: &Number) -> usize {
-    match classify(n.as_str()) {
+    number_text_len(n.as_str())
+}
+
+/// Length of [`write_number`]'s output for the number whose text is `text`.
+fn number_text_len(text: &str) -> usize {
+    match classify(text) {
         PyNumber::Int(digits) => digits.len(),
         PyNumber::Float(x) => match non_finite_json(x) {
             Some(special) => special.len(),

@@ -67,6 +67,7 @@
 //! (0.1 → 0.2), never in a patch release, and the changelog says so.
 #![deny(missing_docs)]
 
+mod arguments;
 mod changes;
 mod dialect;
 mod error;
@@ -80,6 +81,7 @@ mod text;
 mod tool;
 mod wire;
 
+pub use arguments::Arguments;
 pub use changes::Changes;
 pub use dialect::{lone_surrogate, to_value, value_from_slice, SurrogateEscapes};
 pub use error::Error;

@@ -2,6 +2,7 @@
 
 use serde_json::{Map, Value};
 
+use crate::arguments::Arguments;
 use crate::object::SharedObject;
 use crate::text::Text;
 
@@ -65,17 +66,14 @@ pub struct TextPart {
 
 /// A call the assistant asks a tool to run.
 ///
-/// Its arguments are kept without spare room: made with [`ToolCall::new`], each object in them
-/// holds exactly its members (a JSON object read member by member keeps room for three members at
-/// least, several hundred bytes, where a call's arguments are often one or two). A clone shares
-/// them (see [`SharedObject`]), so the copy a result keeps as its `origin` costs the call's name
-/// and id, not its arguments again.
+/// Its arguments are kept as their compact JSON text (see [`Arguments`]), and a clone shares them,
+/// so the copy a result keeps as its `origin` costs the call's name and id, not its arguments again.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ToolCall {
     /// Name of the tool to run.
     pub tool_name: String,
-    /// The arguments, a JSON object.
-    pub arguments: SharedObject,
+    /// The arguments, a JSON object (held as its text: see [`Arguments`]).
+    pub arguments: Arguments,
     /// The arguments exactly as the provider sent them, when they are not a JSON object (models
     /// do send truncated or malformed JSON); `arguments` is then empty. Kept so that counts
     /// measure what the provider received and writers can give it back.
@@ -235,27 +233,16 @@ impl TextPart {
     }
 }
 
-/// `object` with no spare room in it or in the objects it holds (see [`ToolCall`]).
-fn shrunk(object: JsonObject) -> JsonObject {
-    if object.is_empty() {
-        return object;
-    }
-    object.into_iter().map(|(key, value)| (key, shrunk_value(value))).collect()
-}
-
-fn shrunk_value(value: Value) -> Value {
-    match value {
-        Value::Object(object) => Value::Object(shrunk(object)),
-        Value::Array(items) => Value::Array(items.into_iter().map(shrunk_value).collect()),
-        other => other,
-    }
-}
-
 impl ToolCall {
-    /// A call to `tool_name` with `arguments`, without an id. The arguments are kept without
-    /// spare room (see [`ToolCall`]).
+    /// A call to `tool_name` with `arguments`, without an id.
     pub fn new(tool_name: impl Into<String>, arguments: JsonObject) -> Self {
-        ToolCall { tool_name: tool_name.into(), arguments: shrunk(arguments).into(), ..ToolCall::default() }
+        ToolCall::with_arguments(tool_name, arguments.into())
+    }
+
+    /// A call to `tool_name` with `arguments` already held as text (see [`Arguments`]), without
+    /// an id.
+    pub fn with_arguments(tool_name: impl Into<String>, arguments: Arguments) -> Self {
+        ToolCall { tool_name: tool_name.into(), arguments, ..ToolCall::default() }
     }
 
     /// A call whose arguments arrived as `raw` text that is not a JSON object.

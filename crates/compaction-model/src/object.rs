@@ -1,5 +1,5 @@
 //! [`SharedObject`]: the JSON objects a message holds (its metadata, a part's unknown fields, a
-//! call's arguments), one pointer wide and shared by copies until one of them is changed.
+//! call's `extra`), one pointer wide and shared by copies until one of them is changed.
 
 use std::fmt;
 use std::ops::{Deref, DerefMut};
@@ -15,8 +15,9 @@ use crate::message::JsonObject;
 /// Most of these objects are empty (a message's metadata, the fields a part carried that this
 /// crate does not know), and a long conversation holds hundreds of thousands of them: an empty
 /// one here is a null pointer, where a [`JsonObject`] is 72 bytes even when empty. A non-empty
-/// one is shared by every copy of it (a call's arguments are also its result's `origin`; a
-/// replay copies each message it compacts) until one copy is changed, which then gets its own.
+/// one is shared by every copy of it (a replay copies each message it compacts) until one copy
+/// is changed, which then gets its own. (A call's arguments are held as their text instead: see
+/// [`crate::Arguments`].)
 ///
 /// It reads as a [`JsonObject`] (it derefs to one) and changes as one (`DerefMut` gives this
 /// copy its own object first). [`SharedObject::into_map`] gives the object back.

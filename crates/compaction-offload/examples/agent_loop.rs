@@ -48,9 +48,10 @@ fn model(step: usize, state: &AgentState) -> Message {
 
 fn run_tool(call: &ToolCall, store: &InMemoryToolResultStore) -> Message {
     if call.tool_name == READ_TOOL_NAME {
-        return read_offloaded_result(store, &call.arguments).into_message(call.clone());
+        return read_offloaded_result(store, &call.arguments.to_map()).into_message(call.clone());
     }
-    let query = call.arguments.get("query").and_then(|q| q.as_str()).unwrap_or_default();
+    let query = call.arguments.get("query");
+    let query = query.as_ref().and_then(|q| q.as_str()).unwrap_or_default();
     let hits = if call.id.as_deref().is_some_and(|id| id.ends_with(['1', '3', '5'])) { 80 } else { 60 };
     let text: String = (1..=hits).map(|i| format!("hit {i} for {query}: a long snippet of text\n")).collect();
     Message::tool(text, call.clone(), false)

@@ -117,7 +117,7 @@ fn tool_call<'py>(py: Python<'py>, call: &ToolCall, classes: &Classes<'py>) -> P
     kwargs.set_item("tool_name", call.tool_name.as_str())?;
     match &call.raw_arguments {
         Some(raw) => kwargs.set_item("arguments", raw.as_str())?,
-        None => kwargs.set_item("arguments", object_dict(py, &call.arguments)?)?,
+        None => kwargs.set_item("arguments", object_dict(py, &call.arguments.to_map())?)?,
     }
     kwargs.set_item("id", call.id.as_deref())?;
     match &call.extra {

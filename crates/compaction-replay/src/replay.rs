@@ -2,11 +2,12 @@
 //! [`Step`], with what it shares with the call before it (where the prompt cache breaks).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::hash::{Hash, Hasher};
 use std::time::Duration;
 
 use compaction_core::{CompactionReport, STRATEGY_OBSERVATION_MASKING};
 use compaction_hook::{AgentState, CompactionHook, Error as HookError};
-use compaction_model::{Message, Role, ToolCall, ToolSpec, STRATEGY_TOOL_RESULT_OFFLOADING};
+use compaction_model::{Arguments, Message, Role, ToolCall, ToolSpec, STRATEGY_TOOL_RESULT_OFFLOADING};
 use compaction_offload::{OffloadFailure, ToolResultOffloadHook};
 use compaction_tokens::{RunningCount, TokenCounter};
 
@@ -195,7 +196,12 @@ impl<'a> Replay<'a> {
         let mut state = AgentState::new(Vec::with_capacity(log.all().len())).with_tools(self.tools.clone());
         // The recorded prefix only grows, so its count is kept incrementally too.
         let mut baseline = RunningCount::default();
-        let mut steps: Vec<Step> = Vec::new();
+        // One step per assistant message, and perhaps one for a final call: room for all of
+        // them at once. A long run makes a hundred thousand steps of a few hundred bytes each,
+        // which a vector grown by doubling holds with up to as much again spare, and twice while
+        // it grows.
+        let calls_made = log.all().iter().filter(|m| m.role == Role::Assistant).count() + 1;
+        let mut steps: Vec<Step> = Vec::with_capacity(calls_made);
         let mut failures = Vec::new();
         let mut tally = Tally::default();
         let mut refetches = Refetches::default();
@@ -463,17 +469,59 @@ impl Store<'_> {
 
 /// A tool call as a refetch recognises it: its tool name and its arguments, the raw ones when
 /// the provider sent no JSON object, else the object's compact JSON with its keys sorted.
-type CallKey = (String, String);
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct CallKey {
+    tool_name: String,
+    arguments: KeyText,
+}
+
+/// A call key's arguments: the call's own text, shared with it, when it already is the key (its
+/// top-level keys sorted, as most calls' are), else a text of the key's own. Compared and hashed
+/// as the text: a long run makes a call every few hundred bytes of log, each kept here.
+#[derive(Debug)]
+enum KeyText {
+    Shared(Arguments),
+    Own(String),
+}
+
+impl KeyText {
+    fn as_str(&self) -> &str {
+        match self {
+            KeyText::Shared(arguments) => arguments.as_json(),
+            KeyText::Own(text) => text,
+        }
+    }
+}
+
+impl PartialEq for KeyText {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl Eq for KeyText {}
+
+impl Hash for KeyText {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.as_str().hash(state);
+    }
+}
 
 fn call_key(call: &ToolCall) -> CallKey {
     let arguments = match &call.raw_arguments {
-        Some(raw) => raw.clone(),
+        Some(raw) => KeyText::Own(raw.clone()),
         None => {
-            let sorted: BTreeMap<&String, &serde_json::Value> = call.arguments.iter().collect();
-            serde_json::to_string(&sorted).unwrap_or_default()
+            let arguments = call.arguments.to_map();
+            if arguments.keys().is_sorted() {
+                // The text is the object's compact JSON, keys in order: already sorted.
+                KeyText::Shared(call.arguments.clone())
+            } else {
+                let sorted: BTreeMap<&String, &serde_json::Value> = arguments.iter().collect();
+                KeyText::Own(serde_json::to_string(&sorted).unwrap_or_default())
+            }
         }
     };
-    (call.tool_name.clone(), arguments)
+    CallKey { tool_name: call.tool_name.clone(), arguments }
 }
 
 /// What the replay keeps to find refetches: which calls' results are in context as the tool

@@ -201,7 +201,7 @@ pub fn render_message_with(message: &Message, options: &RenderOptions<'_>, out: 
         match &call.raw_arguments {
             // As the reference renders a string `arguments`: `json.dumps` of the string.
             Some(raw) => PYTHON.write_str(raw, out),
-            None => PYTHON.write_object(&call.arguments, out),
+            None => PYTHON.write_object(&call.arguments.to_map(), out),
         }
         out.push(')');
         lines += 1;
@@ -348,7 +348,10 @@ pub fn rendered_message_chars(message: &Message) -> usize {
     for call in message.tool_calls() {
         let arguments = match &call.raw_arguments {
             Some(raw) => PYTHON.str_len(raw),
-            None => PYTHON.object_char_len(&call.arguments),
+            // Read from the arguments' text: parsing them on every count would cost a map each time.
+            None => PYTHON
+                .text_char_len(call.arguments.as_json())
+                .unwrap_or_else(|| PYTHON.object_char_len(&call.arguments.to_map())),
         };
         total += role + 16 + char_len(&call.tool_name) + 2 + arguments;
         lines += 1;

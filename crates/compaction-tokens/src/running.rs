@@ -40,17 +40,21 @@ use crate::counter::{Additive, Counts, Measure, TokenCounter};
 /// ```
 #[derive(Debug, Clone, Default)]
 pub struct RunningCount {
-    /// Each measured message's joined measure, in order.
-    measures: Vec<Measure>,
-    /// The same measures as a Fenwick tree (1-based): prefix sums in a logarithm.
+    /// Each measured message's joined measure, in order, as a Fenwick tree (1-based): prefix
+    /// sums in a logarithm, and one message's measure as the difference of two (a long run
+    /// holds hundreds of thousands of messages, and two running counts of them in a replay: the
+    /// measures are not also kept one by one).
     tree: Vec<Measure>,
-    /// Each measured message's count on its own, once asked for.
-    own: Vec<Option<usize>>,
+    /// Each measured message's count on its own once asked for, else [`UNKNOWN`].
+    own: Vec<usize>,
     /// Messages rewritten since they were measured, to measure again before the next count.
     stale: Vec<usize>,
     /// The counter the measures were taken with.
     counter: Option<String>,
 }
+
+/// An own count not asked for yet (no message counts `usize::MAX` tokens).
+const UNKNOWN: usize = usize::MAX;
 
 impl RunningCount {
     /// Forgets everything measured, after the messages were rewritten other than in place.
@@ -60,16 +64,16 @@ impl RunningCount {
 
     /// How many leading messages are measured.
     pub fn measured(&self) -> usize {
-        self.measures.len()
+        self.tree.len()
     }
 
     /// Notes that the messages at `indices` were rewritten in place: they are measured again
     /// (and their own counts forgotten) before the next count.
     pub fn rewritten(&mut self, indices: &[usize]) {
         for &index in indices {
-            if index < self.measures.len() {
+            if index < self.tree.len() {
                 self.stale.push(index);
-                self.own[index] = None;
+                self.own[index] = UNKNOWN;
             }
         }
     }
@@ -136,7 +140,7 @@ impl RunningCount {
             match range.start.checked_add(offset) {
                 Some(index) if index < last => {
                     let measure = additive.measure_joined(message);
-                    before = wrapping_add(wrapping_sub(before, self.measures[index]), measure)
+                    before = wrapping_add(wrapping_sub(before, self.measure_at(index)), measure)
                 }
                 Some(index) if index == last => last_message = message,
                 _ => {}
@@ -155,12 +159,12 @@ impl RunningCount {
         let Some(additive) = additive else {
             return messages.get(index).map_or(0, |m| counter.count(std::slice::from_ref(m), &[]));
         };
-        let measure = self.measures[index];
-        *self.own[index].get_or_insert_with(|| {
-            additive
-                .count_alone(measure)
-                .unwrap_or_else(|| counter.count(std::slice::from_ref(&messages[index]), &[]))
-        })
+        if self.own[index] == UNKNOWN {
+            self.own[index] = additive
+                .count_alone(self.measure_at(index))
+                .unwrap_or_else(|| counter.count(std::slice::from_ref(&messages[index]), &[]));
+        }
+        self.own[index]
     }
 
     /// [`TokenCounter::count_each`] of the stretch `messages[range]`. Own counts already known
@@ -181,25 +185,25 @@ impl RunningCount {
             return counter.count_each(&messages[range]);
         };
         let total = self.count_range(counter, messages, range.clone(), &[]);
-        let missing: Vec<usize> = range.clone().filter(|&i| self.own[i].is_none()).collect();
+        let missing: Vec<usize> = range.clone().filter(|&i| self.own[i] == UNKNOWN).collect();
         // A counter that tells a message's own count from its measure needs no second look.
         let told: Option<Vec<usize>> =
-            missing.iter().map(|&i| additive.count_alone(self.measures[i])).collect();
+            missing.iter().map(|&i| additive.count_alone(self.measure_at(i))).collect();
         if let Some(told) = told {
             for (&index, count) in missing.iter().zip(told) {
-                self.own[index] = Some(count);
+                self.own[index] = count;
             }
         } else if missing.len() * 4 >= range.len() && !missing.is_empty() {
             let fresh = counter.count_each(&messages[range.clone()]).each;
             for (offset, count) in fresh.into_iter().enumerate() {
-                self.own[range.start + offset] = Some(count);
+                self.own[range.start + offset] = count;
             }
         } else {
             for index in missing {
-                self.own[index] = Some(counter.count(std::slice::from_ref(&messages[index]), &[]));
+                self.own[index] = counter.count(std::slice::from_ref(&messages[index]), &[]);
             }
         }
-        let each = self.own[range].iter().map(|c| c.unwrap_or(0)).collect();
+        let each = self.own[range].iter().map(|&c| if c == UNKNOWN { 0 } else { c }).collect();
         Counts { total, each }
     }
 
@@ -216,16 +220,16 @@ impl RunningCount {
             return None;
         };
         let description = counter.describe();
-        if self.counter.as_deref() != Some(description.as_str()) || self.measures.len() > messages.len() {
+        if self.counter.as_deref() != Some(description.as_str()) || self.tree.len() > messages.len() {
             *self = RunningCount { counter: Some(description), ..RunningCount::default() };
         }
         let stale = std::mem::take(&mut self.stale);
         for index in stale {
             let measure = additive.measure_joined(&messages[index]);
-            let old = std::mem::replace(&mut self.measures[index], measure);
+            let old = self.measure_at(index);
             self.add(index, measure, old);
         }
-        let appended = &messages[self.measures.len()..];
+        let appended = &messages[self.tree.len()..];
         for measure in measure_all(additive, appended) {
             self.push(measure);
         }
@@ -234,11 +238,10 @@ impl RunningCount {
 
     /// Appends a message's measure to the tree.
     fn push(&mut self, measure: Measure) {
-        self.measures.push(measure);
-        self.own.push(None);
+        self.own.push(UNKNOWN);
         // The new node covers the indices (i - lowbit(i), i]: its own measure plus the nodes
         // below it that end inside that range.
-        let position = self.measures.len();
+        let position = self.tree.len() + 1;
         let mut node = measure;
         let low = position & position.wrapping_neg();
         let mut child = 1;
@@ -258,6 +261,11 @@ impl RunningCount {
             *node = wrapping_add(wrapping_sub(*node, old), new);
             position += position & position.wrapping_neg();
         }
+    }
+
+    /// The measure of message `index` (measured): what the tree adds for it.
+    fn measure_at(&self, index: usize) -> Measure {
+        wrapping_sub(self.prefix_sum(index + 1), self.prefix_sum(index))
     }
 
     /// The summed measure of the first `end` messages.
@@ -341,6 +349,29 @@ mod tests {
             counter.count_each(&messages[30..])
         );
         assert_eq!(running.count_each_range(&counter, &messages, 0..38), counter.count_each(&messages));
+    }
+
+    /// Memory (issue 31, item 13): each message's measure is read back from the tree, not kept
+    /// apart, and stays the message's own through rewrites.
+    #[test]
+    fn each_measure_is_read_from_the_tree() {
+        let counter = ApproximateTokenCounter::new(3.0).expect("valid");
+        let mut messages = conversation(41);
+        let mut running = RunningCount::default();
+        running.count(&counter, &messages, &[]);
+        for (step, index) in [40, 0, 17, 17, 31].into_iter().enumerate() {
+            messages[index] = Message::user("y".repeat(step * 29 + 2));
+            running.rewritten(&[index, index]);
+            running.count(&counter, &messages, &[]);
+            assert_eq!((running.tree.len(), running.own.len()), (messages.len(), messages.len()));
+            for (i, message) in messages.iter().enumerate() {
+                assert_eq!(
+                    running.measure_at(i),
+                    counter.measure_joined(message),
+                    "message {i} after {step}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -36,10 +36,10 @@ pub(crate) fn data_url(mime: Option<&str>, base64: &str) -> String {
 pub(crate) fn read_arguments(call: &mut ToolCall, text: &str, stash: &mut JsonObject) {
     match serde_json::from_str::<Value>(text) {
         Ok(Value::Object(arguments)) => {
-            if json_text(&arguments) != text {
+            call.arguments = arguments.into();
+            if call.arguments.as_json() != text {
                 stash.insert("arguments".into(), Value::String(text.to_owned()));
             }
-            call.arguments = arguments.into();
         }
         _ => call.raw_arguments = Some(text.to_owned()),
     }
@@ -52,18 +52,16 @@ pub(crate) fn write_arguments(call: &ToolCall, stash: Option<&JsonObject>) -> St
         return raw.clone();
     }
     if let Some(text) = stash::str_of(stash, "arguments") {
-        if serde_json::from_str::<Value>(text).ok().as_ref().and_then(Value::as_object)
-            == Some(&call.arguments)
+        if serde_json::from_str::<Value>(text)
+            .ok()
+            .as_ref()
+            .and_then(Value::as_object)
+            .is_some_and(|o| call.arguments == *o)
         {
             return text.to_owned();
         }
     }
-    json_text(&call.arguments)
-}
-
-/// A JSON object as compact text (which cannot fail: its keys are strings).
-fn json_text(object: &JsonObject) -> String {
-    serde_json::to_string(object).unwrap_or_default()
+    call.arguments.as_json().to_owned()
 }
 
 /// The calls seen so far, by id, so that a result (which names only its call's id) gets the

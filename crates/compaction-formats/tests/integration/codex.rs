@@ -197,7 +197,7 @@ fn a_cleared_shell_action_is_written_as_an_exec_of_nothing_and_reads_back_cleare
     // `--clear-tool-inputs` clears them.
     for part in &mut messages[4].parts {
         if let compaction_model::Part::ToolCall(call) = part {
-            call.arguments = compaction_model::SharedObject::new();
+            call.arguments = compaction_model::Arguments::new();
             call.raw_arguments = None;
         }
     }
@@ -243,7 +243,7 @@ fn a_computer_call_whose_action_changed_is_refused_not_lost() {
     let mut messages = conversation.messages.clone();
     for part in &mut messages[0].parts {
         if let compaction_model::Part::ToolCall(call) = part {
-            call.arguments = compaction_model::SharedObject::new();
+            call.arguments = compaction_model::Arguments::new();
         }
     }
     let mut out = Vec::new();

@@ -39,7 +39,7 @@ fn conversation(padding: usize) -> Vec<Value> {
 #[test]
 fn a_result_answers_the_nearest_open_call_and_a_second_result_the_answered_one() {
     let cities = |origins: Vec<ToolCall>| -> Vec<(Option<String>, Value)> {
-        origins.into_iter().map(|o| (o.id, Value::Object(o.arguments.into_iter().collect()))).collect()
+        origins.into_iter().map(|o| (o.id, Value::from(o.arguments))).collect()
     };
     let expected = vec![
         (Some("c1".to_owned()), json!({"city": "Paris"})),
@@ -71,9 +71,8 @@ fn a_result_shares_the_arguments_of_the_call_it_answers() {
             let read = read(&text).messages;
             let calls: Vec<&ToolCall> = read.iter().flat_map(Message::tool_calls).collect();
             let results: Vec<_> = read.iter().flat_map(Message::tool_call_results).collect();
-            let shares = |result: usize, call: usize| {
-                std::ptr::eq(&*results[result].origin.arguments, &*calls[call].arguments)
-            };
+            let shares =
+                |result: usize, call: usize| results[result].origin.arguments.ptr_eq(&calls[call].arguments);
             assert!(shares(0, 0) && shares(1, 0) && shares(2, 1) && shares(3, 2), "padding {padding}");
         }
     }

@@ -116,7 +116,25 @@ fn matches_python() {
         write_python_json(&value, &mut out);
         assert_eq!(out, expected, "input: {input}");
         assert_eq!(python_json_char_len(&value), expected.len(), "{input}");
+        // Read from the text serde_json writes for the value (how a call's arguments are
+        // held), compact or pretty, without building the value.
+        for text in [serde_json::to_string(&value).unwrap(), serde_json::to_string_pretty(&value).unwrap()] {
+            assert_eq!(SORTED.text_char_len(&text), Some(expected.len()), "{text}");
+        }
     }
+}
+
+#[test]
+fn lengths_read_from_text_know_pythons_words_and_only_json() {
+    let text = r#"{"x":NaN,"y":[-Infinity,Infinity,1e5]}"#;
+    assert_eq!(SORTED.text_char_len(text), Some(r#"{"x": NaN, "y": [-Infinity, Infinity, 100000.0]}"#.len()));
+    assert_eq!(SORTED.text_char_len("{'a': 1}"), None);
+    assert_eq!(
+        SORTED.text_char_len(r#"{"a":"\ud83d"}"#),
+        None,
+        "a lone surrogate escape is left to the parser"
+    );
+    assert_eq!(SORTED.ensure_ascii(false).text_char_len("{}"), None);
 }
 
 #[test]
