@@ -44,7 +44,7 @@
 //! ];
 //!
 //! let ours = from_genai(&history);
-//! assert_eq!(ours[2].tool_call_result().unwrap().origin.arguments["q"], "release notes");
+//! assert_eq!(ours[2].tool_call_result().unwrap().origin.arguments.get("q").unwrap(), "release notes");
 //!
 //! let back = to_genai(&ours).into_lossless()?;
 //! assert_eq!(serde_json::to_value(&back)?, serde_json::to_value(&history)?);

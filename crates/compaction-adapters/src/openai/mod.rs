@@ -52,7 +52,7 @@
 //! ]))?;
 //!
 //! let ours = from_chat_completions(&request);
-//! assert_eq!(ours[3].tool_call_result().unwrap().origin.arguments["city"], "Oslo");
+//! assert_eq!(ours[3].tool_call_result().unwrap().origin.arguments.get("city").unwrap(), "Oslo");
 //!
 //! // Back, exactly: the arguments' text with its space, the developer role.
 //! assert_eq!(to_chat_completions(&ours).into_lossless()?, request);
