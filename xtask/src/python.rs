@@ -7,7 +7,7 @@
 //! target directory (`python-venv`), installs `./crates/compaction-python[haystack,test]` into it
 //! with pip (maturin comes from PyPI through pip's build isolation; the `test` extra brings pytest
 //! and the engines `compaction.batch` is tested on, Ray and Spark), and runs pytest. Spark needs
-//! Java, which `.ci/setup` installs; without `java` the command says so before building anything.
+//! Java, which `.ci/setup` installs (this command runs it first when `java` is missing).
 //! The batch tests compare with the `compaction` binary itself when the Rust part of the same run
 //! has built it (`COMPACTION_BIN`), besides the CLI's outputs committed beside them.
 //!
@@ -67,10 +67,14 @@ fn target_dir() -> PathBuf {
 /// Builds and installs the Python package in a fresh virtual environment, then runs its pytest
 /// suite there.
 fn python_tests(fresh_binary: bool) -> Result<()> {
-    if Command::new("java").arg("-version").output().is_err() {
-        bail!("the Spark tests need Java, and `java` is not on PATH: run .ci/setup (Debian's default-jre-headless)");
-    }
     let root = project_root();
+    if Command::new("java").arg("-version").output().is_err() {
+        // The Spark tests need Java: the project's setup script installs Debian's.
+        eprintln!("`java` is not on PATH, and the Spark tests need it: running .ci/setup");
+        run(Command::new("bash").arg(root.join(".ci").join("setup"))).context(
+            "the Spark tests need Java, and .ci/setup could not install it (Debian's default-jre-headless)",
+        )?;
+    }
     let target = target_dir();
     let venv = target.join("python-venv");
     if venv.exists() {
