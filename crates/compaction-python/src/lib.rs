@@ -16,6 +16,7 @@ mod batch;
 mod build;
 mod convert;
 mod hooks;
+mod objects;
 mod offload;
 mod openai;
 mod summarize;
@@ -251,16 +252,26 @@ fn entries(
     Ok(out)
 }
 
+/// The counter [`compact`] counts with: one of ours (or a Python one through `PyCounter`), or a
+/// Python one handed `ChatMessage` objects ([`objects::ObjectCounter`], made where the conversation
+/// it reads from is).
+enum Counting {
+    Rust(Box<dyn TokenCounter>),
+    Objects { objects: Py<PyAny>, classes: Py<PyTuple>, count_messages: Py<PyAny> },
+}
+
 /// Compacts a conversation as Haystack's `strategy` class (`ToolResultPruningCompactor`,
 /// `SlidingWindowCompactor`) does with `init_parameters` `settings_json`.
 ///
 /// `messages` are Haystack `ChatMessage`s (`classes` and `fallback` as `convert` takes them).
 /// The counter is ours when `kind` is given (with its settings; the work then runs with the GIL
-/// released), else `count_json` (see `PyCounter`), whose exception is raised as it was. Returns
+/// released), else `count_messages`, called with the caller's own objects for the messages it
+/// counts that Rust did not change (see [`objects::ObjectCounter`]), or else `count_json` (see
+/// `PyCounter`); a Python counter's exception is raised as it was. Returns
 /// `None` when the strategy changed nothing, else the new conversation as [`Entry`]s, so the
 /// caller keeps its own objects for the messages that did not change.
 #[pyfunction]
-#[pyo3(signature = (strategy, messages, classes, fallback, target_tokens, settings_json, kind, ratio_or_encoding, tokens_per_image, tokens_per_file, count_json))]
+#[pyo3(signature = (strategy, messages, classes, fallback, target_tokens, settings_json, kind, ratio_or_encoding, tokens_per_image, tokens_per_file, count_json, count_messages=None))]
 #[allow(clippy::too_many_arguments)]
 fn compact(
     py: Python<'_>,
@@ -275,20 +286,37 @@ fn compact(
     tokens_per_image: usize,
     tokens_per_file: usize,
     count_json: Option<Py<PyAny>>,
+    count_messages: Option<Py<PyAny>>,
 ) -> PyResult<Option<Vec<Entry>>> {
     let compactor = compactor_from(strategy, settings_json)?;
+    let class_tuple = classes;
     let classes = Classes::from_tuple(classes)?;
     let objects = messages;
     let messages = messages_from_objects(objects, &classes, fallback)?;
-    let counter: Box<dyn TokenCounter> = match (kind, count_json) {
-        (Some(kind), _) => counter_from(kind, ratio_or_encoding, tokens_per_image, tokens_per_file)?,
-        (None, Some(count_json)) => Box::new(PyCounter { count_json }),
-        (None, None) => {
+    let counter = match (kind, count_json, count_messages) {
+        (Some(kind), _, _) => {
+            Counting::Rust(counter_from(kind, ratio_or_encoding, tokens_per_image, tokens_per_file)?)
+        }
+        (None, _, Some(count_messages)) => Counting::Objects {
+            objects: objects.clone().unbind(),
+            classes: class_tuple.clone().unbind(),
+            count_messages,
+        },
+        (None, Some(count_json), None) => Counting::Rust(Box::new(PyCounter { count_json })),
+        (None, None, None) => {
             return Err(PyValueError::new_err("compact needs a counter kind or a count callback"))
         }
     };
     let work = move || {
-        let Some(compaction) = compactor.try_compact(&messages, target_tokens, counter.as_ref())? else {
+        let compaction = match counter {
+            Counting::Rust(counter) => compactor.try_compact(&messages, target_tokens, counter.as_ref())?,
+            Counting::Objects { objects, classes, count_messages } => {
+                let counter =
+                    objects::ObjectCounter { originals: &messages, objects, classes, count_messages };
+                compactor.try_compact(&messages, target_tokens, &counter)?
+            }
+        };
+        let Some(compaction) = compaction else {
             return Ok::<_, compaction_core::Error>((messages, None));
         };
         let changes = compaction.changes(&messages);

@@ -320,3 +320,46 @@ def test_a_part_of_no_content_class_is_a_type_error_naming_it():
     message._content.append(object())
     with pytest.raises(TypeError, match="Unsupported type in ChatMessage content: `object`"):
         ApproximateTokenCounter().count([message])
+
+
+class SeeingCounter(CharCounter):
+    """CharCounter, keeping every message object it is asked to count and every count it gives."""
+
+    def __init__(self):
+        super().__init__()
+        self.seen = []
+        self.counts = []
+
+    def count(self, messages, tools=None):
+        self.seen.extend(messages)
+        self.counts.append(super().count(messages, tools))
+        return self.counts[-1]
+
+
+@pytest.mark.parametrize(
+    ("compactors", "messages", "target"),
+    [
+        *[
+            ((ToolResultPruningCompactor, HaystackPruning), CONVERSATIONS[name], target)
+            for name in PRUNABLE
+            for target in (0, 150)
+        ],
+        *[((SlidingWindowCompactor, HaystackSliding), long_run(), target) for target in (300, 900)],
+    ],
+)
+def test_a_python_counter_is_handed_the_callers_own_messages(compactors, messages, target):
+    # As Haystack's compactors do: an unchanged message is counted as the caller's object, not a copy of it.
+    ours_class, their_class = compactors
+    ours_counter, their_counter = SeeingCounter(), SeeingCounter()
+    ours = ours_class().compact(messages, target_tokens=target, token_counter=ours_counter)
+    theirs = their_class().compact(messages, target_tokens=target, token_counter=their_counter)
+    assert dicts(ours) == dicts(theirs)
+    own = {id(message) for message in messages}
+    assert {id(message) for message in ours_counter.seen} >= own, "every message is counted as itself"
+    for seen in ours_counter.seen:
+        if id(seen) not in own:
+            # One Rust made (a pruned result, a note) is new, and is not a copy of one of the caller's.
+            assert all(seen.to_dict() != message.to_dict() for message in messages)
+    # The whole conversation is counted, as Haystack counts it.
+    whole = CharCounter().count(messages)
+    assert whole in ours_counter.counts and whole in their_counter.counts

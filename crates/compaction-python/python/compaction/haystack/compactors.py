@@ -39,12 +39,13 @@ def _compact(
     spec = counter_spec(token_counter)
     if spec is not None:
         kind, setting, per_image, per_file = spec
-        count_json = None
+        count_messages = None
     else:
         kind, setting, per_image, per_file = None, None, 0, 0
 
-        def count_json(text: str) -> int:
-            return token_counter.count(messages=[ChatMessage.from_dict(d) for d in json.loads(text)])
+        # Rust hands it the caller's own messages where they are unchanged, as Haystack's compactors do.
+        def count_messages(objects: list[ChatMessage]) -> int:
+            return token_counter.count(messages=objects)
 
     entries = _native.compact(
         type(compactor).__name__,
@@ -57,7 +58,8 @@ def _compact(
         setting,
         per_image,
         per_file,
-        count_json,
+        None,
+        count_messages,
     )
     if entries is None:
         return None
