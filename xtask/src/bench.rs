@@ -1666,8 +1666,8 @@ impl Report {
                 ": there a message's structure (its parts, the result's own copy of its call, the \
                  pairing of calls and results) outweighs its bytes, and `simulate`'s replay holds a \
                  copy of every message beside the conversation (about the input's size again) and two \
-                 running counts; a call's arguments are kept as their JSON text, not as a parsed \
-                 object. `count` meets the goal when its figure is 3× or less; `simulate` does not"
+                 running counts (a call's arguments are kept as their JSON text, not as a parsed \
+                 object)"
             } else {
                 ""
             }
