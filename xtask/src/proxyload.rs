@@ -31,11 +31,13 @@ use crate::logs::LogFormat;
 /// Conversations at once in a concurrent wave.
 pub const CONVERSATIONS: usize = 200;
 /// Requests one at a time, each direct then through the proxy, before the waves.
-const SEQUENTIAL: usize = 20;
+const SEQUENTIAL: usize = 100;
 /// Concurrent waves (each direct, then through the proxy) per proxy run, at most.
-const ROUNDS: usize = 2;
+const ROUNDS: usize = 3;
 /// The whole section stops starting new waves after this long.
 const BUDGET: Duration = Duration::from_secs(60);
+/// How long the proxy is left idle after a wave before its `VmRSS` is read.
+const SETTLE: Duration = Duration::from_millis(300);
 /// No socket waits longer than this.
 const SOCKET_TIMEOUT: Duration = Duration::from_secs(30);
 /// The size the bodies are generated at.
@@ -67,10 +69,12 @@ pub struct ModeRun {
     /// mean size received.
     pub compacted: usize,
     pub received_mean: f64,
-    /// `VmRSS` once started (the footprint), `VmHWM` after the first wave and at the end, in kB.
+    /// `VmRSS` once started (the footprint), in kB.
     pub idle_kib: u64,
-    pub peak_first_kib: u64,
-    pub peak_kib: u64,
+    /// After each wave: `VmHWM` (the peak so far), and `VmRSS` once the wave is over and the
+    /// allocator has had [`SETTLE`] to hand freed pages back, in kB.
+    pub peaks_kib: Vec<u64>,
+    pub settled_kib: Vec<u64>,
     /// Compaction lines the proxy logged.
     pub logged: usize,
 }
@@ -130,8 +134,8 @@ fn measure(
         compacted: 0,
         received_mean: 0.0,
         idle_kib,
-        peak_first_kib: 0,
-        peak_kib: 0,
+        peaks_kib: Vec::new(),
+        settled_kib: Vec::new(),
         logged: 0,
     };
     let mut received = Vec::new();
@@ -154,6 +158,16 @@ fn measure(
         if i >= 2 {
             run.sequential_added.push(proxied.ms - direct.ms);
         }
+    }
+    // A wave through the proxy first, not timed: the proxy's pool of connections to the upstream
+    // then holds as many as a wave needs, as a proxy that has been serving does.
+    *wave_number += 1;
+    let first = *wave_number * 1000;
+    let bodies: Vec<Arc<Body>> = (0..CONVERSATIONS).map(|i| Arc::new(templates.body(first + i))).collect();
+    let (_, warm) = wave(proxy.address, &bodies, first);
+    drop(bodies);
+    for outcome in &warm {
+        note(&mut run, outcome);
     }
     for round in 0..ROUNDS {
         if round > 0 && started.elapsed() > BUDGET {
@@ -183,16 +197,17 @@ fn measure(
         }
         run.waves.push((direct_wall, proxied_wall));
         let peak = proxy.status("VmHWM:")?;
-        if round == 0 {
-            run.peak_first_kib = peak;
-        }
+        std::thread::sleep(SETTLE);
+        let settled = proxy.status("VmRSS:")?;
+        run.peaks_kib.push(peak);
+        run.settled_kib.push(settled);
         eprintln!(
-            "    wave {}: directly {direct_wall:.2} s, through the proxy {proxied_wall:.2} s, peak RSS {:.1} MB",
+            "    wave {}: directly {direct_wall:.2} s, through the proxy {proxied_wall:.2} s, peak RSS {:.1} MB, then {:.1} MB",
             round + 1,
-            peak as f64 / 1024.0
+            peak as f64 / 1024.0,
+            settled as f64 / 1024.0,
         );
     }
-    run.peak_kib = proxy.status("VmHWM:")?;
     run.received_mean = received.iter().sum::<f64>() / received.len().max(1) as f64;
     Ok(run)
 }
@@ -356,8 +371,14 @@ fn wave(to: SocketAddr, bodies: &[Arc<Body>], first: usize) -> (f64, Vec<Outcome
         .map(|(i, body)| {
             let (barrier, body) = (barrier.clone(), body.clone());
             std::thread::spawn(move || {
+                // Connected before the release, so that the listeners' accept queues (128
+                // connections on std's and on the proxy's listener) are not what is measured.
+                let connected = connect(to);
                 barrier.wait();
-                request(to, &body, first + i)
+                match connected {
+                    Ok(stream) => timed(&stream, to, &body, first + i),
+                    Err(e) => Outcome { ms: f64::NAN, result: Err(format!("connecting: {e}")) },
+                }
             })
         })
         .collect();
@@ -370,18 +391,30 @@ fn wave(to: SocketAddr, bodies: &[Arc<Body>], first: usize) -> (f64, Vec<Outcome
     (started.elapsed().as_secs_f64(), outcomes)
 }
 
-/// One streamed request on a fresh connection, timed to the last byte of the answer.
+/// One streamed request on a fresh connection, timed from its first byte sent to the last
+/// byte of the answer.
 fn request(to: SocketAddr, body: &Body, conversation: usize) -> Outcome {
-    let started = Instant::now();
-    let result = exchange(to, body, conversation);
-    Outcome { ms: started.elapsed().as_secs_f64() * 1000.0, result: result.map_err(|e| format!("{e:#}")) }
+    match connect(to) {
+        Ok(stream) => timed(&stream, to, body, conversation),
+        Err(e) => Outcome { ms: f64::NAN, result: Err(format!("connecting: {e}")) },
+    }
 }
 
-fn exchange(to: SocketAddr, body: &Body, conversation: usize) -> Result<()> {
+fn connect(to: SocketAddr) -> std::io::Result<TcpStream> {
     let stream = TcpStream::connect_timeout(&to, SOCKET_TIMEOUT)?;
     stream.set_nodelay(true)?;
     stream.set_read_timeout(Some(SOCKET_TIMEOUT))?;
     stream.set_write_timeout(Some(SOCKET_TIMEOUT))?;
+    Ok(stream)
+}
+
+fn timed(stream: &TcpStream, to: SocketAddr, body: &Body, conversation: usize) -> Outcome {
+    let started = Instant::now();
+    let result = exchange(stream, to, body, conversation);
+    Outcome { ms: started.elapsed().as_secs_f64() * 1000.0, result: result.map_err(|e| format!("{e:#}")) }
+}
+
+fn exchange(stream: &TcpStream, to: SocketAddr, body: &Body, conversation: usize) -> Result<()> {
     let (path, auth) = if body.anthropic {
         ("/v1/messages", "x-api-key: sk-ant-bench\r\nanthropic-version: 2023-06-01")
     } else {
@@ -392,10 +425,10 @@ fn exchange(to: SocketAddr, body: &Body, conversation: usize) -> Result<()> {
          {auth}\r\nx-conversation: {conversation}\r\ncontent-length: {}\r\n\r\n",
         body.bytes.len()
     );
-    let mut writer = &stream;
+    let mut writer = stream;
     writer.write_all(head.as_bytes())?;
     writer.write_all(&body.bytes)?;
-    let mut reader = BufReader::new(&stream);
+    let mut reader = BufReader::new(stream);
     let (first, headers) = read_head(&mut reader)?.context("the connection closed before an answer")?;
     // "HTTP/1.1 200 OK": the status is the second word.
     let status: u16 = first.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
@@ -614,6 +647,14 @@ impl Proxy {
     }
 }
 
+impl Drop for Proxy {
+    /// However the section ends, the proxy does not outlive it.
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 /// The `p`-th percentile (nearest rank) of `values`.
 fn percentile(values: &[f64], p: f64) -> f64 {
     let mut sorted: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
@@ -644,21 +685,30 @@ impl Run {
              their results) as a streamed Chat Completions request ({:.2} MB) and the same \
              conversation as a Messages request (`tool_use` and `tool_result` blocks, {:.2} MB), \
              each conversation's first message numbered so no two share a prefix; half the \
-             conversations are each. Each client sends one request on a fresh connection and times it \
-             to the last byte of the answer, which must be the upstream's byte for byte. The same \
+             conversations are each. Each client sends one request on a fresh connection, opened \
+             before the wave is released (std's listeners and the proxy's queue 128 connections: 200 \
+             opened at once would time TCP's one-second retry, not the proxy), and times it from its \
+             first byte sent to the last byte of the answer, which must be the upstream's byte for \
+             byte. The same \
              requests are sent directly to the upstream and through the proxy; **added latency** is, \
              per request, the time through the proxy − the time directly. One at a time: {SEQUENTIAL} \
              requests (after two of warm-up), each directly and then through the proxy. Concurrent: \
              waves of {CONVERSATIONS} conversations released together, first directly, then through \
-             the proxy, up to {ROUNDS} waves per proxy run. The proxy runs twice: with a window the \
+             the proxy, up to {ROUNDS} waves per proxy run, after one untimed wave through the proxy \
+             (its pool of connections to the upstream then holds what a wave needs, as a proxy that \
+             has been serving does). The proxy runs twice: with a window the \
              bodies stay below (the hook reads and counts each request and passes it unchanged) and \
              with one they exceed (the hook compacts each with tool-result pruning, from about \
-             250,000 tokens to 80,000). Peak RSS is the proxy's `VmHWM` (`/proc/<pid>/status`), \
-             its footprint `VmRSS` once it listens. Everything ran in {:.1} s.\n\n\
-             | the hook | `--context-window` | requests | errors | compacted | body at the upstream | added, one at a time, p50 / p99 | added, {CONVERSATIONS} at once, p50 / p99 | wave wall, directly / through | footprint | peak RSS after wave 1 / at the end |\n\
-             |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+             250,000 tokens to at most 80,000, 0.4 of the window). Peak RSS is the proxy's `VmHWM` \
+             (`/proc/<pid>/status`) after each wave, its footprint `VmRSS` once it listens, and \
+             `VmRSS` again {} ms after each wave. \
+             The lines logged are the proxy's one line per compaction on standard error, over all \
+             its requests (warm-up, one at a time and waves). Everything (both proxy runs) took {:.1} s.\n\n\
+             | the hook | `--context-window` | requests | errors | compacted in the timed waves | compaction lines logged | mean body at the upstream | added, one at a time, p50 / p99 | added, {CONVERSATIONS} at once, p50 / p99 | each wave's wall, directly / through the proxy |\n\
+             |---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
             self.openai_bytes as f64 / 1e6,
             self.anthropic_bytes as f64 / 1e6,
+            SETTLE.as_millis(),
             self.seconds,
         );
         for m in &self.modes {
@@ -666,21 +716,38 @@ impl Run {
                 m.waves.iter().map(|(d, p)| format!("{d:.2} s / {p:.2} s")).collect::<Vec<_>>().join("; ");
             let _ = writeln!(
                 text,
-                "| {} | {} | {} | {} | {} / {} | {:.2} MB | {:.1} ms / {:.1} ms | {:.0} ms / {:.0} ms | {waves} | {:.1} MB | {:.1} MB / {:.1} MB |",
+                "| {} | {} | {} | {} | {} / {} | {} | {:.2} MB | {:.1} ms / {:.1} ms | {:.0} ms / {:.0} ms | {waves} |",
                 m.label,
                 m.window,
                 m.requests,
                 m.errors,
                 m.compacted,
                 m.concurrent_added.len(),
+                m.logged,
                 m.received_mean / 1e6,
                 percentile(&m.sequential_added, 50.0),
                 percentile(&m.sequential_added, 99.0),
                 percentile(&m.concurrent_added, 50.0),
                 percentile(&m.concurrent_added, 99.0),
+            );
+        }
+        let _ = writeln!(
+            text,
+            "\nThe proxy's memory (MB), with {CONVERSATIONS} × {body_mb:.2} MB = {in_flight:.0} MB of \
+             requests in flight in each wave:\n\n\
+             | the hook | footprint | peak RSS after each wave | RSS {} ms after each wave |\n|---|---:|---|---|",
+            SETTLE.as_millis()
+        );
+        let series =
+            |values: &[u64]| values.iter().map(|v| format!("{:.1}", mb(*v))).collect::<Vec<_>>().join(", ");
+        for m in &self.modes {
+            let _ = writeln!(
+                text,
+                "| {} | {:.1} | {} | {} |",
+                m.label,
                 mb(m.idle_kib),
-                mb(m.peak_first_kib),
-                mb(m.peak_kib),
+                series(&m.peaks_kib),
+                series(&m.settled_kib)
             );
         }
         let errors: usize = self.modes.iter().map(|m| m.errors).sum();
@@ -688,8 +755,18 @@ impl Run {
             self.modes.iter().map(|m| percentile(&m.sequential_added, 99.0)).fold(0.0, f64::max);
         let worst_p99_load =
             self.modes.iter().map(|m| percentile(&m.concurrent_added, 99.0)).fold(0.0, f64::max);
-        let worst_peak = self.modes.iter().map(|m| mb(m.peak_kib) - mb(m.idle_kib)).fold(0.0, f64::max);
-        let grew = self.modes.iter().any(|m| m.peak_kib as f64 > 1.1 * m.peak_first_kib as f64);
+        let last = |values: &[u64]| values.last().copied().unwrap_or(0);
+        let first = |values: &[u64]| values.first().copied().unwrap_or(0);
+        let worst_peak =
+            self.modes.iter().map(|m| mb(last(&m.peaks_kib)) - mb(m.idle_kib)).fold(0.0, f64::max);
+        // What stays once a wave is over, from the first wave to the last: memory the requests
+        // served keep.
+        let kept = self
+            .modes
+            .iter()
+            .map(|m| mb(last(&m.settled_kib)) - mb(first(&m.settled_kib)))
+            .fold(0.0, f64::max);
+        let grew = kept > 0.1 * in_flight;
         let memory_met = worst_peak <= in_flight * 2.0 && !grew;
         let first_error = self.modes.iter().find_map(|m| m.first_error.as_deref());
         let _ = writeln!(
@@ -700,17 +777,19 @@ impl Run {
              {CONVERSATIONS} requests of 1 MB at once on two cores the proxy reads, parses, counts \
              (and compacts) {in_flight:.0} MB while the clients and the upstream share the same cores, \
              so a request under load waits for the others: the p99 under load is the time to get \
-             through the wave, not one request's cost. Memory: the peak above the footprint is at most \
-             **{worst_peak:.1} MB** for {CONVERSATIONS} × {body_mb:.2} MB = {in_flight:.0} MB of \
-             requests in flight ({:.2}× them), and {} from the first wave to the last (goal: bounded \
-             by the requests in flight, read here as at most 2× their bytes and not growing with the \
-             requests served: {}).\n",
+             through the wave, not one request's cost; one at a time, the p99 of {SEQUENTIAL} requests \
+             is their second slowest. Memory: the peak above the footprint is at most \
+             **{worst_peak:.1} MB** for {in_flight:.0} MB of requests in flight ({:.2}× them), and \
+             what stays once a wave is over {} from the first wave to the last (by {kept:.1} MB at \
+             most; goal: bounded by the requests in flight, read here as a peak at most 2× their \
+             bytes, and what stays after a wave not growing by more than a tenth of them as \
+             requests are served: {}).\n",
             first_error.map(|e| format!(" (first: {e})")).unwrap_or_default(),
             crate::bench::verdict(errors == 0),
             crate::bench::verdict(worst_p99_alone < 10.0),
             crate::bench::verdict(worst_p99_load < 10.0),
             worst_peak / in_flight,
-            if grew { "it grows" } else { "it does not grow" },
+            if grew { "grows" } else { "does not grow" },
             crate::bench::verdict(memory_met),
         );
         summary.push(format!(
