@@ -15,7 +15,8 @@
 //! printed instead of written to BENCHMARKS.md, with neither the reference nor the other
 //! transcripts prepared): (j) `compaction bench` over a JSON Lines dataset of whole trajectories
 //! (`gen-dataset`), and (k) the peak memory of `count` and `simulate` on each format the
-//! generator writes.
+//! generator writes; and (m) `compaction proxy` under load (`--only proxy-load`, see
+//! `proxyload.rs`).
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -26,7 +27,7 @@ use anyhow::{bail, Context, Result};
 use serde_json::Value;
 
 use crate::logs::LogFormat;
-use crate::{dataset, flag_value, gen, project_root, reference};
+use crate::{dataset, flag_value, gen, project_root, proxyload, reference};
 
 const SEED: u64 = 1;
 /// Compaction targets are this share of the transcript's tokens.
@@ -57,7 +58,7 @@ const DENSE_TOOL_LINES: (usize, usize) = (2, 12);
 const TOKENIZERS: &[&str] = &["bytelevel_bpe", "unigram_metaspace", "wordpiece_bert"];
 
 /// The sections `--only` runs, by name.
-const ALONE: [&str; 2] = ["dataset", "memory-by-format"];
+const ALONE: [&str; 3] = ["dataset", "memory-by-format", "proxy-load"];
 
 /// `cargo xtask bench-vs-reference [--runs N] [--skip-1gb] [--only SECTIONS]`.
 pub fn bench_vs_reference(args: &[String]) -> Result<()> {
@@ -128,6 +129,8 @@ pub fn bench_vs_reference(args: &[String]) -> Result<()> {
     report.dataset(&j);
     let k = bench.memory_by_format(with_1gb)?;
     report.memory_by_format(&k);
+    let m = proxyload::run(&bench.cli)?;
+    m.write(&mut report.text, &mut report.summary);
 
     let path = project_root().join("BENCHMARKS.md");
     std::fs::write(&path, report.finish()).with_context(|| format!("writing {}", path.display()))?;
@@ -158,6 +161,10 @@ fn run_alone(only: &str, with_1gb: bool, runs: usize) -> Result<()> {
     if sections.contains(&"memory-by-format") {
         let k = bench.memory_by_format(with_1gb)?;
         report.memory_by_format(&k);
+    }
+    if sections.contains(&"proxy-load") {
+        let m = proxyload::run(&bench.cli)?;
+        m.write(&mut report.text, &mut report.summary);
     }
     print!("{}", report.finish());
     Ok(())
@@ -942,7 +949,7 @@ fn mb(bytes: u64) -> f64 {
     bytes as f64 / 1e6
 }
 
-fn verdict(met: bool) -> &'static str {
+pub(crate) fn verdict(met: bool) -> &'static str {
     if met {
         "met"
     } else {
@@ -1807,7 +1814,8 @@ mod tests {
     fn only_names_the_sections_it_cannot_run_alone() {
         // (the list given, what the error must name), refused before anything is built.
         let cases: &[(&str, &[&str])] = &[
-            ("dataset,prune", &["\"prune\"", "dataset, memory-by-format"]),
+            ("dataset,prune", &["\"prune\"", "dataset, memory-by-format, proxy-load"]),
+            ("proxy", &["\"proxy\"", "proxy-load"]),
             ("(a)", &["\"(a)\""]),
             (",", &["comma list", "memory-by-format"]),
         ];

@@ -11,8 +11,8 @@
 //!   of whole trajectories, one a line, for `compaction bench --jsonl` (see `dataset.rs`).
 //! - `bench-vs-reference [--runs N] [--skip-1gb] [--only SECTIONS]`: time this project against
 //!   the reference side by side, on every spelling of its transcripts and on the log formats, and
-//!   write BENCHMARKS.md; `--only dataset,memory-by-format` runs those sections alone and prints
-//!   them.
+//!   write BENCHMARKS.md; `--only dataset,memory-by-format,proxy-load` runs those sections alone
+//!   and prints them.
 //! - `msrv [--require-all]`: check each published crate with the Rust its `rust-version`
 //!   declares, where that toolchain is installed (the MSRV job of `.ci/run`).
 //! - `test [--rust | --python]`: every test, `cargo test` and then the Python package's pytest
@@ -25,6 +25,7 @@ mod dataset;
 mod gen;
 mod logs;
 mod msrv;
+mod proxyload;
 mod python;
 mod reference;
 #[cfg(test)]
@@ -65,7 +66,7 @@ fn print_help() {
          \x20                                        write a synthetic agent transcript (target/transcripts/)\n\
          gen-dataset [--size 1GB] [--seed N] [--out FILE]\n\
          \x20                                        write a JSON Lines dataset of whole trajectories, one a line\n\
-         bench-vs-reference [--runs N] [--skip-1gb] [--only dataset,memory-by-format]\n\
+         bench-vs-reference [--runs N] [--skip-1gb] [--only dataset,memory-by-format,proxy-load]\n\
          \x20                                        time this project against the reference, write BENCHMARKS.md\n\
          \x20                                        (--only: run those sections alone, print them)\n\
          msrv [--require-all]                     check each published crate with the Rust it declares\n\
