@@ -63,6 +63,17 @@ pub(crate) struct Memory {
     capacity: usize,
 }
 
+/// `message` with every text its own. A text the reader left in the request's bytes (see
+/// [`compaction_model::Text`]) would keep the whole request alive for as long as the replacement
+/// is remembered: a megabyte a request, over thousands of requests. Kept as it is when the copy
+/// would differ (nothing the model writes is lost that way; the copy is only for memory).
+fn owned(message: Message) -> Message {
+    match Message::from_value(message.to_value(), 0) {
+        Ok(copy) if copy == message => copy,
+        _ => message,
+    }
+}
+
 impl Memory {
     pub(crate) fn new(capacity: usize) -> Memory {
         Memory {
@@ -89,7 +100,7 @@ impl Memory {
 
     /// Remembers `replacement` for the message that closed the prefix `hash`.
     pub(crate) fn remember(&mut self, hash: u64, replacement: Message) {
-        if self.replaced.insert(hash, replacement).is_none() {
+        if self.replaced.insert(hash, owned(replacement)).is_none() {
             self.order.push_back(hash);
         }
         while self.order.len() > self.capacity {
@@ -164,6 +175,21 @@ mod tests {
         );
         assert_ne!(plain.to_value(), marked.to_value(), "the breakpoint is kept in the message");
         assert_eq!(prefix_hashes(&[plain]), prefix_hashes(&[marked]));
+    }
+
+    #[test]
+    fn a_remembered_replacement_does_not_keep_its_request_alive() {
+        let request =
+            br#"[{"role": "user", "meta": {}, "name": null, "content": [{"text": "a long tool result"}]}]"#;
+        let source = compaction_model::JsonSource::new(request.to_vec());
+        let read = Message::read_prefix_in(&source, 1).expect("a message").message;
+        let mut memory = Memory::new(4);
+        memory.remember(7, read.clone());
+        drop(read);
+        assert!(source.into_bytes().is_ok(), "the memory holds no text of the request's bytes");
+        let mut messages = vec![Message::user("x")];
+        assert_eq!(memory.recall(&[7], &mut messages), [0]);
+        assert_eq!(messages[0].to_value()["content"][0]["text"], "a long tool result");
     }
 
     #[test]
