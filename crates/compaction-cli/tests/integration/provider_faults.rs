@@ -76,12 +76,11 @@ fn a_reply_that_never_finishes_ends_every_command_at_its_deadline() {
         assert_eq!(done.code, 1, "{args:?}: {}", done.stderr);
         assert!(done.stderr.contains("timed out"), "{args:?}: {}", done.stderr);
         assert!(done.stderr.lines().count() == 1, "{args:?}: {}", done.stderr);
-        // The call's deadline is 2 × 0.4 s, the wait between the attempts included; no count is
-        // asked after the first that failed.
-        assert!(
-            took >= Duration::from_millis(400) && took < Duration::from_millis(1500),
-            "{args:?}: {took:?}"
-        );
+        // The call's deadline is 2 × 0.4 s, the wait between the attempts included (the release
+        // binary ends at 0.83 s against a stalling server). The bound leaves room for a debug
+        // binary starting beside other tests on two cores (1.65 s was seen in CI), and still
+        // fails a command that waits on the stalled reply.
+        assert!(took >= Duration::from_millis(400) && took < Duration::from_secs(3), "{args:?}: {took:?}");
     }
 }
 
