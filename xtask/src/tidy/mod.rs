@@ -3,7 +3,9 @@
 //! ARCHITECTURE.md states them; these tests keep them true, one file a concern:
 //!
 //! - `layers`: the crates' dependency direction, the DAG and who may use testkit and formats;
-//! - `cli_modules`: the command's modules import one another without a circle;
+//! - `modules`: a crate's module graph, read with `syn`, and the circles in it; `cli_modules`:
+//!   the command's modules import one another without a circle; `formats_layers`:
+//!   compaction-formats' modules in layers, none using one above;
 //! - `io`: which crates do I/O (the file system, the network, processes) and which only decide;
 //! - `docs`: the `//!` header every Rust file opens with;
 //! - `public_api`: each library crate's count of public items against its budget;
@@ -17,9 +19,11 @@
 
 mod cli_modules;
 mod docs;
+mod formats_layers;
 mod io;
 mod layers;
 mod licences;
+mod modules;
 mod public_api;
 mod release;
 mod threads;

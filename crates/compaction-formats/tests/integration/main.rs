@@ -6,7 +6,6 @@ mod codex;
 mod detection;
 mod fidelity;
 mod fuzz;
-mod layers;
 mod openai;
 mod openhands;
 mod responses;
