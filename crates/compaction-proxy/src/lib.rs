@@ -9,7 +9,10 @@
 //! byte for byte, so a streamed (SSE) answer reaches the client event by event. A client that
 //! goes cancels its upstream request.
 //!
-//! **Compaction.** With a hook ([`ProxySettings::with_compaction`]), each Chat Completions,
+//! **Compaction.** With a hook ([`ProxySettings::with_compaction`]), or a hook per model
+//! window ([`ProxySettings::with_compaction_by_model`]: the window of the model the request
+//! names, from [`ProxySettings::with_model_window`] or a bundled table of the providers'
+//! documented windows, dated snapshots included), each Chat Completions,
 //! Responses and Messages request is read as a conversation (compaction-formats), run through
 //! the hook, and written back in its own format: fields the proxy does not know are kept, and
 //! only the messages the hook changed are written anew. A body that does not read goes through
@@ -70,6 +73,7 @@ mod compact;
 mod error;
 mod memory;
 mod metrics;
+mod models;
 mod relay;
 mod server;
 mod settings;

@@ -5,6 +5,7 @@
 mod compaction;
 mod passthrough;
 mod upstream;
+mod windows;
 
 use std::future::Future;
 use std::net::SocketAddr;
