@@ -32,7 +32,8 @@
 //!
 //! **Secure by default.** [`serve`] refuses a listener on anything but loopback unless remote
 //! clients are allowed with a token they must present
-//! ([`ProxySettings::with_remote_clients`]). The proxy never logs a body or a credential.
+//! ([`ProxySettings::with_remote_clients`]). The proxy never logs a credential, nor a body
+//! unless asked to ([`ProxySettings::with_log_bodies`], with every key redacted).
 //!
 //! **Limits.** Request bodies over a size are answered 413, requests beyond a number in
 //! flight 503, an upstream that does not answer in time 504; an upstream's own errors reach the
@@ -69,6 +70,7 @@
 //! (0.1 → 0.2), never in a patch release, and the changelog says so.
 #![deny(missing_docs)]
 
+mod bodylog;
 mod compact;
 mod error;
 mod memory;

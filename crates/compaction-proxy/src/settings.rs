@@ -32,6 +32,7 @@ pub struct ProxySettings {
     pub(crate) compaction: Option<Compaction>,
     /// The user's model windows, looked up before the bundled table.
     pub(crate) model_windows: Vec<(String, usize)>,
+    pub(crate) log_bodies: bool,
     pub(crate) log: LogSink,
 }
 
@@ -53,6 +54,7 @@ impl Default for ProxySettings {
             clear_thinking: None,
             compaction: None,
             model_windows: Vec::new(),
+            log_bodies: false,
             log: Arc::new(|line: &str| eprintln!("{line}")),
         }
     }
@@ -74,6 +76,7 @@ impl fmt::Debug for ProxySettings {
             .field("clear_thinking", &self.clear_thinking)
             .field("compaction", &self.compaction)
             .field("model_windows", &self.model_windows)
+            .field("log_bodies", &self.log_bodies)
             .finish_non_exhaustive()
     }
 }
@@ -180,6 +183,16 @@ impl ProxySettings {
         self
     }
 
+    /// Logs each request's body as it came and as it is forwarded, for debugging an agent, on
+    /// the log ([`with_log`](Self::with_log)), with every credential redacted: the values of
+    /// credential headers, and anything in the body that looks like a key (`sk-…`, `sk-ant-…`,
+    /// a bearer token, …). Off by default: bodies hold the user's code and data.
+    #[must_use]
+    pub fn with_log_bodies(mut self) -> Self {
+        self.log_bodies = true;
+        self
+    }
+
     /// With compaction, drops the thinking blocks of every assistant message of a Messages
     /// request but the last `keep`, before the hook runs, as Anthropic's `clear_thinking_20251015`
     /// context edit does (the last ones are never touched: the API needs them back unchanged).
@@ -190,7 +203,8 @@ impl ProxySettings {
     }
 
     /// Sends the proxy's log lines (one per compaction, per failed or refused request; never a
-    /// body or a credential) to `log` instead of standard error.
+    /// credential, and a body only with [`with_log_bodies`](Self::with_log_bodies)) to `log`
+    /// instead of standard error.
     #[must_use]
     pub fn with_log(mut self, log: impl Fn(&str) + Send + Sync + 'static) -> Self {
         self.log = Arc::new(log);

@@ -28,8 +28,8 @@ use crate::strategy::{CacheAwareOptions, Strategy, StrategyOptions};
 /// bundled table of the providers' documented windows (Claude, GPT, o-series, and their dated
 /// snapshots). A request whose model has no window, or whose body cannot be read as a
 /// conversation, is forwarded unchanged with a warning (once per model for an unknown model;
-/// --fail-closed answers 502 instead). One line on standard error per compaction; bodies and
-/// credentials are never logged.
+/// --fail-closed answers 502 instead). One line on standard error per compaction; credentials
+/// are never logged, and bodies only with --log-bodies.
 ///
 /// It listens on 127.0.0.1 only; another address needs --allow-remote, and then every client
 /// must send `Proxy-Authorization: Bearer TOKEN` with the token in COMPACTION_PROXY_TOKEN.
@@ -38,7 +38,7 @@ use crate::strategy::{CacheAwareOptions, Strategy, StrategyOptions};
     compaction proxy --compact-at 0.7 --compact-to 0.4\n  \
     ANTHROPIC_BASE_URL=http://127.0.0.1:8787 claude\n  \
     compaction proxy --openai-upstream http://127.0.0.1:8080 --model-window qwen2.5-coder=32768 --listen 127.0.0.1:9000\n  \
-    compaction proxy --context-window 200000")]
+    compaction proxy --context-window 200000 --log-bodies 2> proxy.log")]
 pub struct Args {
     /// The address to listen on.
     #[arg(long, value_name = "ADDRESS", default_value = "127.0.0.1:8787")]
@@ -86,6 +86,12 @@ pub struct Args {
     /// N, as Anthropic's clear_thinking_20251015 does.
     #[arg(long, value_name = "N")]
     pub clear_thinking: Option<usize>,
+    /// Log each request's body as received and as forwarded (after compaction) on standard
+    /// error, one line each, with credentials redacted (credential headers, and sk-..., sk-ant-...,
+    /// bearer tokens and api_key-like fields in the body). For debugging an agent: bodies hold
+    /// its user's code and data.
+    #[arg(long)]
+    pub log_bodies: bool,
     /// The counter: approximate, approximate:CHARS_PER_TOKEN, tiktoken, tiktoken:ENCODING_OR_MODEL,
     /// huggingface:PATH.
     #[arg(long, default_value = "approximate")]
@@ -132,6 +138,9 @@ pub fn run(args: Args) -> Result<()> {
     if let Some(keep) = args.clear_thinking {
         settings = settings.with_clear_thinking(keep);
     }
+    if args.log_bodies {
+        settings = settings.with_log_bodies();
+    }
     let strategy = args.strategy.resolve(false)?;
     if let Some(why) = strategy.needs_io() {
         return Err(UsageError(format!("the proxy cannot run --strategy {strategy} yet: {why}")).into());
@@ -172,10 +181,11 @@ pub fn run(args: Args) -> Result<()> {
         std::net::TcpListener::bind(args.listen).with_context(|| format!("listening on {}", args.listen))?;
     let address = listener.local_addr().context("the listener's address")?;
     crate::progress::say(&format!(
-        "compaction proxy on http://{address}: OpenAI → {}, Anthropic → {}; compaction: {compacting}{}",
+        "compaction proxy on http://{address}: OpenAI → {}, Anthropic → {}; compaction: {compacting}{}{}",
         args.openai_upstream,
         args.anthropic_upstream,
-        if args.dry_run { " (dry run)" } else { "" }
+        if args.dry_run { " (dry run)" } else { "" },
+        if args.log_bodies { "; logging bodies (credentials redacted)" } else { "" }
     ));
     compaction_proxy::run(listener, settings)?;
     Ok(())

@@ -1,6 +1,7 @@
 //! `compaction proxy`'s own options: without `--context-window` each request is compacted for
-//! its model's window (`--model-window`, else the bundled table). The proxy runs as the binary,
-//! against a one-request upstream on 127.0.0.1.
+//! its model's window (`--model-window`, else the bundled table), and `--log-bodies` logs bodies
+//! with their credentials redacted. The proxy runs as the binary, against a one-request upstream
+//! on 127.0.0.1.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -85,11 +86,11 @@ fn post(address: &str, body: &[u8]) -> String {
 }
 
 #[test]
-fn without_a_fixed_window_the_models_window_decides() {
+fn without_a_fixed_window_the_models_window_decides_and_bodies_are_logged_redacted() {
     let (upstream, received) = upstream();
     let mut child = Command::new(env!("CARGO_BIN_EXE_compaction"))
         .args(["proxy", "--listen", "127.0.0.1:0", "--openai-upstream", &upstream])
-        .args(["--model-window", "tiny-model=2000"])
+        .args(["--model-window", "tiny-model=2000", "--log-bodies"])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -110,6 +111,7 @@ fn without_a_fixed_window_the_models_window_decides() {
         .map(|(address, _)| address.to_owned())
         .unwrap_or_else(|| panic!("the banner: {banner}"));
     assert!(banner.contains("each request's model's window"), "{banner}");
+    assert!(banner.contains("logging bodies"), "{banner}");
 
     let body = request("tiny-model");
     let answer = post(&address, &body);
@@ -123,12 +125,14 @@ fn without_a_fixed_window_the_models_window_decides() {
     let forwarded: Value = serde_json::from_slice(&forwarded).expect("JSON");
     assert_eq!(forwarded["model"], "tiny-model");
 
-    let compacted = next();
+    let log: Vec<String> = (0..3).map(|_| next()).collect();
     let _ = child.kill();
     let _ = child.wait();
-    assert!(
-        compacted.starts_with("proxy: /v1/chat/completions: conversation ")
-            && compacted.contains(": compacted: ")
-    );
-    assert!(!compacted.contains(KEY) && !compacted.contains("output 3"), "{compacted}");
+    assert!(log.iter().all(|line| !line.contains(KEY) && !line.contains("Qw3rTy8")), "{log:?}");
+    assert!(log
+        .iter()
+        .any(|l| l.contains(" received: POST /v1/chat/completions") && l.contains("output 3 output 3")));
+    assert!(log.iter().any(|l| l.contains("authorization: [REDACTED]")), "{log:?}");
+    assert!(log.iter().any(|l| l.contains(": compacted: ")), "{log:?}");
+    assert!(log.iter().any(|l| l.contains(" forwarded, ")), "{log:?}");
 }

@@ -2,6 +2,7 @@
 //! proxy and a local upstream on 127.0.0.1 (nothing leaves the machine) and runs within a time
 //! limit.
 
+mod bodies;
 mod compaction;
 mod passthrough;
 mod upstream;
