@@ -212,17 +212,18 @@ pub(crate) async fn body(
     body: Bytes,
 ) -> Result<(Bytes, Option<u64>), Box<Response<ProxyBody>>> {
     let settings = &shared.settings;
-    let (Some(_), Some(endpoint)) = (&settings.hook, Endpoint::of(&parts.method, parts.uri.path())) else {
+    let (Some(_), Some(endpoint)) = (&settings.compaction, Endpoint::of(&parts.method, parts.uri.path()))
+    else {
         return Ok((body, None));
     };
     // Reading, counting and writing a large request is work for a blocking thread, not for the
     // runtime's workers.
     let (task_shared, task_body) = (shared.clone(), body.clone());
     let done = tokio::task::spawn_blocking(move || {
-        let hook = task_shared.settings.hook.as_ref().expect("checked above");
+        let hook = crate::models::hook_for(&task_shared.settings, endpoint.path(), &task_body)?;
         // A dry run forwards nothing compacted, so there is nothing to be consistent with.
         let memory = (!task_shared.settings.dry_run).then_some(&task_shared.memory);
-        compact(hook, memory, task_shared.settings.clear_thinking, endpoint, &task_body)
+        compact(&hook, memory, task_shared.settings.clear_thinking, endpoint, &task_body)
     })
     .await;
     let path = endpoint.path();
@@ -275,25 +276,30 @@ pub(crate) async fn body(
         // the client, whose body it is, gets them all.
         Ok(Err(error)) => {
             shared.metrics.failure(match error {
-                Error::Read { .. } => Failure::BodyUnreadable,
+                Error::Read { .. } | Error::Envelope { .. } => Failure::BodyUnreadable,
+                Error::UnknownModel { .. } => Failure::UnknownModel,
                 _ => Failure::NotCompacted,
             });
-            (error.to_string(), chain(&error))
+            (error.to_string(), chain(&error), crate::models::first_time(settings, &error))
         }
         Err(_) => {
             shared.metrics.failure(Failure::NotCompacted);
             let failure = format!("the {path} request's compaction failed");
-            (failure.clone(), failure)
+            (failure.clone(), failure, true)
         }
     };
-    let (logged, whole) = failure;
+    let (logged, whole, say) = failure;
     match settings.fail_closed {
         true => {
-            (settings.log)(&format!("proxy: {logged}; answered 502 (fail closed)"));
+            if say {
+                (settings.log)(&format!("proxy: {logged}; answered 502 (fail closed)"));
+            }
             Err(Box::new(answer(StatusCode::BAD_GATEWAY, "compaction_error", &whole)))
         }
         false => {
-            (settings.log)(&format!("proxy: warning: {logged}; forwarded unchanged"));
+            if say {
+                (settings.log)(&format!("proxy: warning: {logged}; forwarded unchanged"));
+            }
             Ok((body, None))
         }
     }

@@ -43,6 +43,36 @@ pub enum Error {
         #[source]
         source: compaction_formats::Error,
     },
+    /// Compacting by model, the request body is not a JSON object whose `model` could be read.
+    #[error("the {endpoint} request body could not be read for its model")]
+    Envelope {
+        /// The endpoint, such as `/v1/messages`.
+        endpoint: &'static str,
+        /// What the JSON reader found.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// Compacting by model, the request names a model whose context window is not known (or no
+    /// model): the proxy does not guess one.
+    #[error(
+        "the {endpoint} request's model {} has no known context window",
+        model.as_deref().map_or_else(|| "(none given)".to_owned(), |m| format!("{m:?}"))
+    )]
+    UnknownModel {
+        /// The endpoint, such as `/v1/messages`.
+        endpoint: &'static str,
+        /// The model the request names, if it names one.
+        model: Option<String>,
+    },
+    /// Compacting by model, no hook could be built for a model's window.
+    #[error("no compaction hook could be built for a {window}-token window")]
+    Hook {
+        /// The model's window, in tokens.
+        window: usize,
+        /// What building it said.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// The hook failed to count or compact the conversation.
     #[error("the {endpoint} request could not be compacted")]
     Compact {

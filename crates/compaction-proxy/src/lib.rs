@@ -9,7 +9,10 @@
 //! byte for byte, so a streamed (SSE) answer reaches the client event by event. A client that
 //! goes cancels its upstream request.
 //!
-//! **Compaction.** With a hook ([`ProxySettings::with_compaction`]), each Chat Completions,
+//! **Compaction.** With a hook ([`ProxySettings::with_compaction`]), or a hook per model
+//! window ([`ProxySettings::with_compaction_by_model`]: the window of the model the request
+//! names, from [`ProxySettings::with_model_window`] or a bundled table of the providers'
+//! documented windows, dated snapshots included), each Chat Completions,
 //! Responses and Messages request is read as a conversation (compaction-formats), run through
 //! the hook, and written back in its own format: fields the proxy does not know are kept, and
 //! only the messages the hook changed are written anew. A body that does not read goes through
@@ -29,7 +32,8 @@
 //!
 //! **Secure by default.** [`serve`] refuses a listener on anything but loopback unless remote
 //! clients are allowed with a token they must present
-//! ([`ProxySettings::with_remote_clients`]). The proxy never logs a body or a credential.
+//! ([`ProxySettings::with_remote_clients`]). The proxy never logs a credential, nor a body
+//! unless asked to ([`ProxySettings::with_log_bodies`], with every key redacted).
 //!
 //! **Limits.** Request bodies over a size are answered 413, requests beyond a number in
 //! flight 503, an upstream that does not answer in time 504; an upstream's own errors reach the
@@ -66,10 +70,12 @@
 //! (0.1 → 0.2), never in a patch release, and the changelog says so.
 #![deny(missing_docs)]
 
+mod bodylog;
 mod compact;
 mod error;
 mod memory;
 mod metrics;
+mod models;
 mod relay;
 mod server;
 mod settings;

@@ -14,16 +14,18 @@ pub(crate) enum Failure {
     BodyTooLarge,
     BodyUnreadable,
     NotCompacted,
+    UnknownModel,
     UpstreamUnreachable,
     UpstreamTimeout,
 }
 
-const FAILURES: [&str; 7] = [
+const FAILURES: [&str; 8] = [
     "unauthorized",
     "overloaded",
     "body_too_large",
     "body_unreadable",
     "not_compacted",
+    "unknown_model",
     "upstream_unreachable",
     "upstream_timeout",
 ];
@@ -37,7 +39,7 @@ pub(crate) struct Metrics {
     tokens_after: AtomicU64,
     results_cleared: AtomicU64,
     recalled: AtomicU64,
-    failures: [AtomicU64; 7],
+    failures: [AtomicU64; 8],
     /// Upstream answers by status class: 1xx to 5xx.
     statuses: [AtomicU64; 5],
     cache_read: AtomicU64,

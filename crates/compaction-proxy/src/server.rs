@@ -290,10 +290,12 @@ async fn respond(shared: &Arc<Shared>, request: Request<Incoming>) -> Response<P
         Provider::Anthropic => &settings.anthropic_upstream,
     };
     let url = upstream_url(base, path_and_query);
+    let logged = crate::bodylog::received(settings, &parts, &body);
     let (body, key) = match crate::compact::body(shared, &parts, body).await {
         Ok(forwarded) => forwarded,
         Err(response) => return *response,
     };
+    crate::bodylog::forwarded(settings, logged, &body);
     forward(shared, parts, url, body, key, permit).await
 }
 

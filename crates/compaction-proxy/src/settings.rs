@@ -7,12 +7,16 @@ use std::time::Duration;
 
 use compaction_hook::CompactionHook;
 
+use crate::models::{ByModel, Compaction};
+
 /// Where a log line goes: one line per compaction, per refused or failed request.
 pub(crate) type LogSink = Arc<dyn Fn(&str) + Send + Sync>;
 
 /// How the proxy runs. Build it with [`ProxySettings::default`] and the `with_*` methods.
 ///
-/// Without [`with_compaction`](Self::with_compaction) the proxy only passes requests through.
+/// Without [`with_compaction`](Self::with_compaction) or
+/// [`with_compaction_by_model`](Self::with_compaction_by_model) the proxy only passes requests
+/// through.
 #[non_exhaustive]
 pub struct ProxySettings {
     pub(crate) openai_upstream: String,
@@ -25,7 +29,10 @@ pub struct ProxySettings {
     pub(crate) fail_closed: bool,
     pub(crate) dry_run: bool,
     pub(crate) clear_thinking: Option<usize>,
-    pub(crate) hook: Option<CompactionHook>,
+    pub(crate) compaction: Option<Compaction>,
+    /// The user's model windows, looked up before the bundled table.
+    pub(crate) model_windows: Vec<(String, usize)>,
+    pub(crate) log_bodies: bool,
     pub(crate) log: LogSink,
 }
 
@@ -45,7 +52,9 @@ impl Default for ProxySettings {
             fail_closed: false,
             dry_run: false,
             clear_thinking: None,
-            hook: None,
+            compaction: None,
+            model_windows: Vec::new(),
+            log_bodies: false,
             log: Arc::new(|line: &str| eprintln!("{line}")),
         }
     }
@@ -65,7 +74,9 @@ impl fmt::Debug for ProxySettings {
             .field("fail_closed", &self.fail_closed)
             .field("dry_run", &self.dry_run)
             .field("clear_thinking", &self.clear_thinking)
-            .field("hook", &self.hook)
+            .field("compaction", &self.compaction)
+            .field("model_windows", &self.model_windows)
+            .field("log_bodies", &self.log_bodies)
             .finish_non_exhaustive()
     }
 }
@@ -134,10 +145,51 @@ impl ProxySettings {
     }
 
     /// Runs `hook` over each Chat Completions, Responses and Messages request (and each request
-    /// to count a Responses or Messages request's tokens) before it is forwarded.
+    /// to count a Responses or Messages request's tokens) before it is forwarded, whatever model
+    /// it names: the window is the hook's.
     #[must_use]
     pub fn with_compaction(mut self, hook: CompactionHook) -> Self {
-        self.hook = Some(hook);
+        self.compaction = Some(Compaction::Fixed(Arc::new(hook)));
+        self
+    }
+
+    /// Compacts each request as [`with_compaction`](Self::with_compaction) does, with a hook for
+    /// the context window of the model the request names (its `model` field): `make` builds the
+    /// hook for a window, once per window, on first use.
+    ///
+    /// The window is the one given with [`with_model_window`](Self::with_model_window), else the
+    /// one in the proxy's bundled table of the providers' documented windows (Claude, GPT,
+    /// o-series; exact names, and their dated snapshots such as `claude-sonnet-4-5-20250929` or
+    /// `gpt-4o-2024-08-06`). A request whose model has no window goes through uncompacted with
+    /// a warning, once per model ([`Error::UnknownModel`](crate::Error::UnknownModel)), or is
+    /// refused with 502 under [`with_fail_closed`](Self::with_fail_closed).
+    #[must_use]
+    pub fn with_compaction_by_model(
+        mut self,
+        make: impl Fn(usize) -> Result<CompactionHook, Box<dyn std::error::Error + Send + Sync>>
+            + Send
+            + Sync
+            + 'static,
+    ) -> Self {
+        self.compaction = Some(Compaction::ByModel(ByModel::new(Box::new(make))));
+        self
+    }
+
+    /// Compacting by model, gives `model` (and its dated snapshots) a window of `tokens`, before
+    /// the bundled table: a local model, or a window the table has otherwise.
+    #[must_use]
+    pub fn with_model_window(mut self, model: impl Into<String>, tokens: usize) -> Self {
+        self.model_windows.push((model.into(), tokens));
+        self
+    }
+
+    /// Logs each request's body as it came and as it is forwarded, for debugging an agent, on
+    /// the log ([`with_log`](Self::with_log)), with every credential redacted: the values of
+    /// credential headers, and anything in the body that looks like a key (`sk-…`, `sk-ant-…`,
+    /// a bearer token, …). Off by default: bodies hold the user's code and data.
+    #[must_use]
+    pub fn with_log_bodies(mut self) -> Self {
+        self.log_bodies = true;
         self
     }
 
@@ -151,7 +203,8 @@ impl ProxySettings {
     }
 
     /// Sends the proxy's log lines (one per compaction, per failed or refused request; never a
-    /// body or a credential) to `log` instead of standard error.
+    /// credential, and a body only with [`with_log_bodies`](Self::with_log_bodies)) to `log`
+    /// instead of standard error.
     #[must_use]
     pub fn with_log(mut self, log: impl Fn(&str) + Send + Sync + 'static) -> Self {
         self.log = Arc::new(log);

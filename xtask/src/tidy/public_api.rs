@@ -27,7 +27,7 @@ const PUBLIC_ITEM_BUDGET: &[(&str, usize)] = &[
     ("compaction-offload", 110),
     ("compaction-replay", 49),
     ("compaction-adapters", 40),
-    ("compaction-proxy", 15),
+    ("compaction-proxy", 18),
     ("compaction-python", 0),
 ];
 

@@ -6,12 +6,12 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use compaction_hook::{CompactionHook, CompactionHookSettings};
+use compaction_hook::{CacheRule, CompactionHook, CompactionHookSettings};
 use compaction_proxy::ProxySettings;
 
 use crate::error::UsageError;
 use crate::options::PruneOptions;
-use crate::strategy::{CacheAwareOptions, StrategyOptions};
+use crate::strategy::{CacheAwareOptions, Strategy, StrategyOptions};
 
 /// Serve a local proxy that agents use as their provider's base URL: it compacts each Chat
 /// Completions, Responses and Messages request with the compaction hook, forwards it, and relays
@@ -22,19 +22,23 @@ use crate::strategy::{CacheAwareOptions, StrategyOptions};
 /// --anthropic-upstream, every other path to --openai-upstream (a llama.cpp or vLLM server
 /// too), with the client's own headers and credentials and to no other host.
 ///
-/// Without --context-window every request passes through unchanged. With it, the hook decides
-/// as `prune --context-window` does: nothing below --compact-at of the window, then down to
-/// --compact-to with --strategy (tool-result-pruning by default). A body that cannot be read as
-/// a conversation is forwarded unchanged with a warning (--fail-closed answers 502 instead).
-/// One line on standard error per compaction; bodies and credentials are never logged.
+/// The hook decides as `prune --context-window` does: nothing below --compact-at of the window,
+/// then down to --compact-to with --strategy (tool-result-pruning by default). The window is
+/// --context-window when given; otherwise each request's model's, from --model-window or the
+/// bundled table of the providers' documented windows (Claude, GPT, o-series, and their dated
+/// snapshots). A request whose model has no window, or whose body cannot be read as a
+/// conversation, is forwarded unchanged with a warning (once per model for an unknown model;
+/// --fail-closed answers 502 instead). One line on standard error per compaction; credentials
+/// are never logged, and bodies only with --log-bodies.
 ///
 /// It listens on 127.0.0.1 only; another address needs --allow-remote, and then every client
 /// must send `Proxy-Authorization: Bearer TOKEN` with the token in COMPACTION_PROXY_TOKEN.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:\n  \
-    compaction proxy --context-window 200000 --compact-at 0.7 --compact-to 0.4\n  \
+    compaction proxy --compact-at 0.7 --compact-to 0.4\n  \
     ANTHROPIC_BASE_URL=http://127.0.0.1:8787 claude\n  \
-    compaction proxy --openai-upstream http://127.0.0.1:8080 --context-window 32768 --listen 127.0.0.1:9000")]
+    compaction proxy --openai-upstream http://127.0.0.1:8080 --model-window qwen2.5-coder=32768 --listen 127.0.0.1:9000\n  \
+    compaction proxy --context-window 200000 --log-bodies 2> proxy.log")]
 pub struct Args {
     /// The address to listen on.
     #[arg(long, value_name = "ADDRESS", default_value = "127.0.0.1:8787")]
@@ -64,20 +68,30 @@ pub struct Args {
     /// Decide and log each compaction, but forward every request unchanged.
     #[arg(long)]
     pub dry_run: bool,
-    /// Compact with the hook for a model with this context window (tokens); without it, every
-    /// request passes through unchanged.
+    /// Compact every request for a context window of N tokens, whatever its model; without it,
+    /// each request's model's window (--model-window, else the bundled table).
     #[arg(long, value_name = "N")]
     pub context_window: Option<usize>,
-    /// With --context-window: compact once a request reaches this fraction of the window.
-    #[arg(long, value_name = "F", default_value_t = 0.7, requires = "context_window")]
+    /// A model's context window, before the bundled table: NAME=TOKENS (its dated snapshots,
+    /// NAME-20250929 or NAME-2025-09-29, too). Repeat for more models.
+    #[arg(long, value_name = "NAME=TOKENS", value_parser = parse_model_window, conflicts_with = "context_window")]
+    pub model_window: Vec<(String, usize)>,
+    /// Compact once a request reaches this fraction of the window.
+    #[arg(long, value_name = "F", default_value_t = 0.7)]
     pub compact_at: f64,
-    /// With --context-window: the fraction of the window to compact down to.
-    #[arg(long, value_name = "F", default_value_t = 0.4, requires = "context_window")]
+    /// The fraction of the window to compact down to.
+    #[arg(long, value_name = "F", default_value_t = 0.4)]
     pub compact_to: f64,
-    /// With --context-window: drop the thinking blocks of every assistant message of a
-    /// Messages request but the last N, as Anthropic's clear_thinking_20251015 does.
-    #[arg(long, value_name = "N", requires = "context_window")]
+    /// Drop the thinking blocks of every assistant message of a Messages request but the last
+    /// N, as Anthropic's clear_thinking_20251015 does.
+    #[arg(long, value_name = "N")]
     pub clear_thinking: Option<usize>,
+    /// Log each request's body as received and as forwarded (after compaction) on standard
+    /// error, one line each, with credentials redacted (credential headers, and sk-..., sk-ant-...,
+    /// bearer tokens and api_key-like fields in the body). For debugging an agent: bodies hold
+    /// its user's code and data.
+    #[arg(long)]
+    pub log_bodies: bool,
     /// The counter: approximate, approximate:CHARS_PER_TOKEN, tiktoken, tiktoken:ENCODING_OR_MODEL,
     /// huggingface:PATH.
     #[arg(long, default_value = "approximate")]
@@ -124,44 +138,111 @@ pub fn run(args: Args) -> Result<()> {
     if let Some(keep) = args.clear_thinking {
         settings = settings.with_clear_thinking(keep);
     }
+    if args.log_bodies {
+        settings = settings.with_log_bodies();
+    }
+    let strategy = args.strategy.resolve(false)?;
+    if let Some(why) = strategy.needs_io() {
+        return Err(UsageError(format!("the proxy cannot run --strategy {strategy} yet: {why}")).into());
+    }
+    let recipe = HookRecipe {
+        strategy,
+        options: args.strategy.clone(),
+        prune: args.prune.clone(),
+        counter: args.counter.clone(),
+        compact_at: args.compact_at,
+        compact_to: args.compact_to,
+        cache: args.cache_aware.rule(false, false),
+    };
+    // A bad strategy, counter or fraction is said now, not at the first request.
+    let first = recipe.hook(args.context_window.unwrap_or(200_000))?;
     let compacting = match args.context_window {
         Some(window) => {
-            let strategy = args.strategy.resolve(false)?;
-            if let Some(why) = strategy.needs_io() {
-                return Err(
-                    UsageError(format!("the proxy cannot run --strategy {strategy} yet: {why}")).into()
-                );
-            }
-            let counter = crate::strategy::counter(&args.counter, &args.strategy.client_settings())?;
-            let mut built = args.strategy.build(&strategy, &args.prune, None)?;
-            let mut hook_settings = CompactionHookSettings::new(window)
-                .with_compact_at(args.compact_at)
-                .with_compact_to(args.compact_to);
-            // Anthropic's five-minute cache; the time since a conversation's previous answer
-            // tells the rule when it has gone cold.
-            if let Some(rule) = args.cache_aware.rule(false, false) {
-                hook_settings = hook_settings.with_cache(rule);
-            }
-            let hook = CompactionHook::new(built.take_compactor(), hook_settings)
-                .map_err(|e| UsageError(e.to_string()))?
-                .with_counter(counter);
-            settings = settings.with_compaction(hook);
+            settings = settings.with_compaction(first);
             format!(
-                "{strategy} at {} of a {window}-token window, down to {}",
-                args.compact_at, args.compact_to
+                "{} at {} of a {window}-token window, down to {}",
+                recipe.strategy, args.compact_at, args.compact_to
             )
         }
-        None => "none (no --context-window)".to_owned(),
+        None => {
+            let described = format!(
+                "{} at {} of each request's model's window (--model-window, else the bundled table), down to {}",
+                recipe.strategy, args.compact_at, args.compact_to
+            );
+            settings =
+                settings.with_compaction_by_model(move |window| recipe.hook(window).map_err(Into::into));
+            for (name, tokens) in &args.model_window {
+                settings = settings.with_model_window(name, *tokens);
+            }
+            described
+        }
     };
     let listener =
         std::net::TcpListener::bind(args.listen).with_context(|| format!("listening on {}", args.listen))?;
     let address = listener.local_addr().context("the listener's address")?;
     crate::progress::say(&format!(
-        "compaction proxy on http://{address}: OpenAI → {}, Anthropic → {}; compaction: {compacting}{}",
+        "compaction proxy on http://{address}: OpenAI → {}, Anthropic → {}; compaction: {compacting}{}{}",
         args.openai_upstream,
         args.anthropic_upstream,
-        if args.dry_run { " (dry run)" } else { "" }
+        if args.dry_run { " (dry run)" } else { "" },
+        if args.log_bodies { "; logging bodies (credentials redacted)" } else { "" }
     ));
     compaction_proxy::run(listener, settings)?;
     Ok(())
+}
+
+/// What every hook of the proxy is built from; only the window differs between them.
+struct HookRecipe {
+    strategy: Strategy,
+    options: StrategyOptions,
+    prune: PruneOptions,
+    counter: String,
+    compact_at: f64,
+    compact_to: f64,
+    cache: Option<CacheRule>,
+}
+
+impl HookRecipe {
+    /// The hook for a window of `window` tokens.
+    fn hook(&self, window: usize) -> Result<CompactionHook> {
+        let counter = crate::strategy::counter(&self.counter, &self.options.client_settings())?;
+        let mut built = self.options.build(&self.strategy, &self.prune, None)?;
+        let mut hook_settings = CompactionHookSettings::new(window)
+            .with_compact_at(self.compact_at)
+            .with_compact_to(self.compact_to);
+        // Anthropic's five-minute cache; the time since a conversation's previous answer
+        // tells the rule when it has gone cold.
+        if let Some(rule) = self.cache {
+            hook_settings = hook_settings.with_cache(rule);
+        }
+        let hook = CompactionHook::new(built.take_compactor(), hook_settings)
+            .map_err(|e| UsageError(e.to_string()))?
+            .with_counter(counter);
+        Ok(hook)
+    }
+}
+
+/// `--model-window NAME=TOKENS`.
+fn parse_model_window(text: &str) -> Result<(String, usize), String> {
+    let expected = || format!("expected NAME=TOKENS, such as qwen2.5-coder=32768, found {text:?}");
+    let (name, tokens) = text.rsplit_once('=').ok_or_else(expected)?;
+    let tokens = tokens.trim().replace('_', "").parse::<usize>().map_err(|_| expected())?;
+    match (name.trim(), tokens) {
+        ("", _) | (_, 0) => Err(expected()),
+        (name, tokens) => Ok((name.to_owned(), tokens)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn model_windows_read_as_name_and_tokens() {
+        assert_eq!(parse_model_window("qwen2.5-coder=32768"), Ok(("qwen2.5-coder".to_owned(), 32_768)));
+        assert_eq!(parse_model_window("hf.co/org/m:Q4=131_072"), Ok(("hf.co/org/m:Q4".to_owned(), 131_072)));
+        for bad in ["qwen", "=100", "m=", "m=0", "m=-5", "m=12k"] {
+            assert!(parse_model_window(bad).is_err(), "{bad}");
+        }
+    }
 }

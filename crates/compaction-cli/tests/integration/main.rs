@@ -15,6 +15,7 @@ mod offload;
 #[cfg(feature = "parquet")]
 mod parquet;
 mod provider_faults;
+mod proxy;
 mod prune;
 mod readers_faults;
 mod real_transcripts;

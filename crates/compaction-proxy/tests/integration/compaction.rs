@@ -99,14 +99,14 @@ pub fn compacted_directly_with(hook: CompactionHook, body: &[u8], format: Format
     out
 }
 
-async fn setup(settings: ProxySettings) -> (Upstream, Upstream, Proxy) {
+pub async fn setup(settings: ProxySettings) -> (Upstream, Upstream, Proxy) {
     let openai = Upstream::start().await;
     let anthropic = Upstream::start().await;
     let settings = settings.with_openai_upstream(openai.url()).with_anthropic_upstream(anthropic.url());
     (openai, anthropic, Proxy::start(settings).await)
 }
 
-async fn post(proxy: &Proxy, path: &str, body: Vec<u8>) -> reqwest::Response {
+pub async fn post(proxy: &Proxy, path: &str, body: Vec<u8>) -> reqwest::Response {
     client()
         .post(proxy.url(path))
         .header("content-type", "application/json")

@@ -2,9 +2,11 @@
 //! proxy and a local upstream on 127.0.0.1 (nothing leaves the machine) and runs within a time
 //! limit.
 
+mod bodies;
 mod compaction;
 mod passthrough;
 mod upstream;
+mod windows;
 
 use std::future::Future;
 use std::net::SocketAddr;
