@@ -23,7 +23,18 @@ pub(crate) enum ProxyBody {
     /// A body the proxy has whole (its own answers, an empty one).
     Full(Option<Bytes>),
     /// The upstream's body, chunk by chunk, as the relay task receives it.
-    Relayed(mpsc::Receiver<Result<Bytes, BodyError>>),
+    Relayed(Relayed),
+}
+
+/// The relay task's chunks as a body, and the error that cuts it, held back one poll.
+///
+/// hyper buffers a data frame and writes it out when the body has nothing ready; an error frame
+/// right behind it would close the connection with that chunk still in the buffer, and the
+/// client would lose what the upstream did send. So the first poll that meets the error answers
+/// "not yet" (and wakes itself), which lets hyper flush, and the next one gives the error.
+pub(crate) struct Relayed {
+    chunks: mpsc::Receiver<Result<Bytes, BodyError>>,
+    cut: Option<BodyError>,
 }
 
 impl ProxyBody {
@@ -42,8 +53,18 @@ impl Body for ProxyBody {
     ) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
         match self.get_mut() {
             ProxyBody::Full(bytes) => Poll::Ready(bytes.take().map(|bytes| Ok(Frame::data(bytes)))),
-            ProxyBody::Relayed(chunks) => {
-                chunks.poll_recv(cx).map(|chunk| chunk.map(|chunk| chunk.map(Frame::data)))
+            ProxyBody::Relayed(relayed) => {
+                if let Some(error) = relayed.cut.take() {
+                    return Poll::Ready(Some(Err(error)));
+                }
+                match relayed.chunks.poll_recv(cx) {
+                    Poll::Ready(Some(Err(error))) => {
+                        relayed.cut = Some(error);
+                        cx.waker().wake_by_ref();
+                        Poll::Pending
+                    }
+                    other => other.map(|chunk| chunk.map(|chunk| chunk.map(Frame::data))),
+                }
             }
         }
     }
@@ -105,5 +126,5 @@ pub(crate) fn relay(
             }
         }
     });
-    ProxyBody::Relayed(receiver)
+    ProxyBody::Relayed(Relayed { chunks: receiver, cut: None })
 }
