@@ -457,18 +457,36 @@ fn compact<'py>(
     Ok(Some(list))
 }
 
+/// How many messages `messages` are, read as [`count`] and [`compact`] read them (then freed,
+/// without the GIL): what reading Python objects costs them, for the benchmarks
+/// (`bench/compare.py`).
+#[pyfunction]
+fn read_messages(
+    py: Python<'_>,
+    messages: &Bound<'_, PyAny>,
+    classes: &Bound<'_, PyTuple>,
+    fallback: &Bound<'_, PyAny>,
+) -> PyResult<usize> {
+    let messages = messages_from_objects(messages, &Classes::from_tuple(classes)?, fallback)?;
+    let len = messages.len();
+    py.detach(|| drop(messages));
+    Ok(len)
+}
+
 /// `float.__repr__` as the reader writes a float it meets (exposed for the test suite).
 #[pyfunction]
 fn float_repr(x: f64) -> String {
     convert::float_repr(x)
 }
 
-/// The module: [`count`] and [`compact`] (and `float_repr`, for the tests).
+/// The module: [`count`] and [`compact`] (and `float_repr`, for the tests, and `read_messages`,
+/// for the benchmarks).
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(count, m)?)?;
     m.add_function(wrap_pyfunction!(compact, m)?)?;
     m.add_function(wrap_pyfunction!(float_repr, m)?)?;
+    m.add_function(wrap_pyfunction!(read_messages, m)?)?;
     offload::register(m)?;
     m.add_function(wrap_pyfunction!(hooks::hook_decide, m)?)?;
     m.add_function(wrap_pyfunction!(summarize::summary_round, m)?)?;
