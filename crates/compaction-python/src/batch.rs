@@ -614,25 +614,24 @@ fn batch_compact(
             }
         })
         .collect();
-    let (offsets, data) = py.detach(|| {
-        let mut offsets = Vec::with_capacity((written.len() + 1) * 8);
-        let mut data = Vec::with_capacity(written.iter().flatten().map(Vec::len).sum());
-        offsets.extend_from_slice(&0i64.to_le_bytes());
-        for output in &written {
-            data.extend_from_slice(output.as_deref().unwrap_or_default());
-            offsets.extend_from_slice(&(data.len() as i64).to_le_bytes());
+    let mut offsets = Vec::with_capacity((written.len() + 1) * 8);
+    let mut end = 0usize;
+    offsets.extend_from_slice(&0i64.to_le_bytes());
+    for output in &written {
+        end += output.as_ref().map_or(0, Vec::len);
+        offsets.extend_from_slice(&(end as i64).to_le_bytes());
+    }
+    // The outputs copied once, straight into the `bytes` Python gets.
+    let data = PyBytes::new_with(py, end, |buffer| {
+        let mut at = 0;
+        for output in written.iter().flatten() {
+            buffer[at..at + output.len()].copy_from_slice(output);
+            at += output.len();
         }
-        drop(written);
-        (offsets, data)
-    });
-    Ok((
-        PyBytes::new(py, &offsets).unbind(),
-        PyBytes::new(py, &data).unbind(),
-        tokens_before,
-        tokens_after,
-        reached,
-        errors,
-    ))
+        Ok(())
+    })?;
+    py.detach(|| drop(written));
+    Ok((PyBytes::new(py, &offsets).unbind(), data.unbind(), tokens_before, tokens_after, reached, errors))
 }
 
 /// Adds the module's functions to `_native`.
