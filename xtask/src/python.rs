@@ -362,13 +362,12 @@ pub(crate) mod bench {
             text,
             "The conversion: the column is cast to `large_binary` (its data shared, its offsets \
              widened), each chunk's data copied into a `bytes` for the native side, which copies \
-             each row again as the thread that reads it takes it; the rows' outputs are gathered \
-             into one buffer in Rust and copied into a `bytes`, made an Arrow array without a copy \
-             and cast back to the column's type (a failed row's input is put back with `if_else` \
+             each row again as the thread that reads it takes it; the rows' outputs are copied \
+             into one `bytes`, made an Arrow array without a copy and cast back to the column's type (a failed row's input is put back with `if_else` \
              only when a row failed). What would cut it: reading the Arrow buffers in place \
              without a `bytes` copy (the buffer protocol, which the stable ABI has from Python \
-             3.11, or the Arrow C data interface) and writing the output column into one buffer \
-             Python then owns.\n"
+             3.11, or the Arrow C data interface), and each row's output written where it goes in \
+             that `bytes` instead of a buffer of its own first.\n"
         );
         let list = ratios.iter().map(|(_, r)| format!("{r:.1}×")).collect::<Vec<_>>().join(" / ");
         let missed: Vec<&str> =
