@@ -16,7 +16,8 @@
 //! transcripts prepared): (j) `compaction bench` over a JSON Lines dataset of whole trajectories
 //! (`gen-dataset`), and (k) the peak memory of `count` and `simulate` on each format the
 //! generator writes; and (m) `compaction proxy` under load (`--only proxy-load`, see
-//! `proxyload.rs`).
+//! `proxyload.rs`). Section (l), the Python package against Haystack and its batch API over
+//! Parquet, runs alone too (`--only python`; see `python.rs`), in a virtual environment of its own.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -27,7 +28,7 @@ use anyhow::{bail, Context, Result};
 use serde_json::Value;
 
 use crate::logs::LogFormat;
-use crate::{dataset, flag_value, gen, project_root, proxyload, reference};
+use crate::{dataset, flag_value, gen, project_root, proxyload, python, reference};
 
 const SEED: u64 = 1;
 /// Compaction targets are this share of the transcript's tokens.
@@ -58,7 +59,7 @@ const DENSE_TOOL_LINES: (usize, usize) = (2, 12);
 const TOKENIZERS: &[&str] = &["bytelevel_bpe", "unigram_metaspace", "wordpiece_bert"];
 
 /// The sections `--only` runs, by name.
-const ALONE: [&str; 3] = ["dataset", "memory-by-format", "proxy-load"];
+const ALONE: [&str; 4] = ["dataset", "memory-by-format", "python", "proxy-load"];
 
 /// `cargo xtask bench-vs-reference [--runs N] [--skip-1gb] [--only SECTIONS]`.
 pub fn bench_vs_reference(args: &[String]) -> Result<()> {
@@ -129,6 +130,7 @@ pub fn bench_vs_reference(args: &[String]) -> Result<()> {
     report.dataset(&j);
     let k = bench.memory_by_format(with_1gb)?;
     report.memory_by_format(&k);
+    python_section(&mut report, runs, with_1gb)?;
     let m = proxyload::run(&bench.cli)?;
     m.write(&mut report.text, &mut report.summary);
 
@@ -152,8 +154,16 @@ fn run_alone(only: &str, with_1gb: bool, runs: usize) -> Result<()> {
     if sections.is_empty() {
         bail!("--only takes a comma list of sections: {}", ALONE.join(", "));
     }
-    let bench = Bench::binaries(false)?;
     let mut report = Report { text: String::new(), summary: Vec::new() };
+    if sections.contains(&"python") {
+        python_section(&mut report, runs, with_1gb)?;
+    }
+    if sections.iter().all(|s| *s == "python") {
+        // The Python section builds what it runs itself.
+        print!("{}", report.finish());
+        return Ok(());
+    }
+    let bench = Bench::binaries(false)?;
     if sections.contains(&"dataset") {
         let j = bench.dataset(with_1gb, runs.min(3))?;
         report.dataset(&j);
@@ -168,6 +178,12 @@ fn run_alone(only: &str, with_1gb: bool, runs: usize) -> Result<()> {
     }
     print!("{}", report.finish());
     Ok(())
+}
+
+/// Section (l): the Python package against Haystack, and its batch API over Parquet (see
+/// `python::bench`); skipped, saying why, when Python or its packages cannot be had.
+fn python_section(report: &mut Report, runs: usize, with_1gb: bool) -> Result<()> {
+    python::bench::bench_section(runs, with_1gb, SEED, &mut report.text, &mut report.summary)
 }
 
 /// One spelling of a transcript.
@@ -1814,7 +1830,8 @@ mod tests {
     fn only_names_the_sections_it_cannot_run_alone() {
         // (the list given, what the error must name), refused before anything is built.
         let cases: &[(&str, &[&str])] = &[
-            ("dataset,prune", &["\"prune\"", "dataset, memory-by-format, proxy-load"]),
+            ("dataset,prune", &["\"prune\"", "dataset, memory-by-format, python, proxy-load"]),
+            ("python,haystack", &["\"haystack\"", "python"]),
             ("proxy", &["\"proxy\"", "proxy-load"]),
             ("(a)", &["\"(a)\""]),
             (",", &["comma list", "memory-by-format"]),

@@ -395,19 +395,27 @@ fn provider_context_tokens(
 }
 
 /// The rows handed over: a list of `bytes`, `str` or `None`, each copied; or an Arrow binary
-/// column's buffers, `(offsets, data, valid)` (the `int64` offsets of each row into `data`, from
-/// 0, and whether each row is not null, `None` when none is), read in place.
+/// column's buffers, a tuple of its chunks' `(offsets, data, valid)` (the `int64` offsets of each
+/// row of the chunk into its `data`, from 0, and whether each row is not null, `None` when none
+/// is), read in place.
 #[derive(Debug)]
 enum Rows<'py> {
     Copied(Vec<Mutex<Option<Vec<u8>>>>),
-    Arrow { data: Bound<'py, PyBytes>, spans: Vec<Option<Range<usize>>> },
+    /// Each chunk's data, and each row's chunk and span in it.
+    Arrow {
+        chunks: Vec<Bound<'py, PyBytes>>,
+        spans: Vec<Option<(usize, Range<usize>)>>,
+    },
 }
+
+/// One chunk of an Arrow column, as handed over: `(offsets, data, valid)`.
+type Chunk<'py> = (Bound<'py, PyBytes>, Bound<'py, PyBytes>, Option<Vec<bool>>);
 
 /// The rows as the threads take them, without the GIL.
 #[derive(Debug, Clone, Copy)]
 enum View<'a> {
     Copied(&'a [Mutex<Option<Vec<u8>>>]),
-    Arrow { data: &'a [u8], spans: &'a [Option<Range<usize>>] },
+    Arrow { chunks: &'a [&'a [u8]], spans: &'a [Option<(usize, Range<usize>)>] },
 }
 
 impl<'py> Rows<'py> {
@@ -415,38 +423,53 @@ impl<'py> Rows<'py> {
         if let Ok(list) = rows.cast::<PyList>() {
             return Ok(Rows::Copied(copied(list)?.into_iter().map(Mutex::new).collect()));
         }
-        let (offsets, data, valid): (Bound<'py, PyBytes>, Bound<'py, PyBytes>, Option<Vec<bool>>) =
-            rows.extract()?;
-        let bad =
-            |what: &str| PyValueError::new_err(format!("compaction.batch: the column's buffers {what}"));
-        let offsets: Vec<i64> = offsets
-            .as_bytes()
-            .chunks_exact(8)
-            .map(|b| i64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]))
-            .collect();
-        let length = offsets.len().saturating_sub(1);
-        if valid.as_ref().is_some_and(|valid| valid.len() != length) {
-            return Err(bad("give validity for another number of rows than offsets"));
-        }
-        let size = data.as_bytes().len();
-        let mut spans = Vec::with_capacity(length);
-        for (index, pair) in offsets.windows(2).enumerate() {
-            let (Ok(start), Ok(end)) = (usize::try_from(pair[0]), usize::try_from(pair[1])) else {
-                return Err(bad("hold a negative offset"));
+        let given: Vec<Chunk<'py>> = rows.extract()?;
+        let mut chunks = Vec::with_capacity(given.len());
+        let mut spans = Vec::new();
+        for (chunk, (offsets, data, valid)) in given.into_iter().enumerate() {
+            let bad = |what: &str| {
+                PyValueError::new_err(format!(
+                    "compaction.batch: the column's buffers (chunk {chunk}) {what}"
+                ))
             };
-            if start > end || end > size {
-                return Err(bad("hold an offset past the data"));
+            let offsets: Vec<i64> = offsets
+                .as_bytes()
+                .chunks_exact(8)
+                .map(|b| i64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]))
+                .collect();
+            let length = offsets.len().saturating_sub(1);
+            if valid.as_ref().is_some_and(|valid| valid.len() != length) {
+                return Err(bad("give validity for another number of rows than offsets"));
             }
-            let valid = valid.as_ref().is_none_or(|valid| valid[index]);
-            spans.push(valid.then_some(start..end));
+            let size = data.as_bytes().len();
+            spans.reserve(length);
+            for (index, pair) in offsets.windows(2).enumerate() {
+                let (Ok(start), Ok(end)) = (usize::try_from(pair[0]), usize::try_from(pair[1])) else {
+                    return Err(bad("hold a negative offset"));
+                };
+                if start > end || end > size {
+                    return Err(bad("hold an offset past the data"));
+                }
+                let valid = valid.as_ref().is_none_or(|valid| valid[index]);
+                spans.push(valid.then_some((chunk, start..end)));
+            }
+            chunks.push(data);
         }
-        Ok(Rows::Arrow { data, spans })
+        Ok(Rows::Arrow { chunks, spans })
     }
 
-    fn view(&self) -> View<'_> {
+    /// The chunks' data, for [`Rows::view`] to borrow.
+    fn chunk_data(&self) -> Vec<&[u8]> {
+        match self {
+            Rows::Copied(_) => Vec::new(),
+            Rows::Arrow { chunks, .. } => chunks.iter().map(|chunk| chunk.as_bytes()).collect(),
+        }
+    }
+
+    fn view<'a>(&'a self, chunks: &'a [&'a [u8]]) -> View<'a> {
         match self {
             Rows::Copied(rows) => View::Copied(rows),
-            Rows::Arrow { data, spans } => View::Arrow { data: data.as_bytes(), spans },
+            Rows::Arrow { spans, .. } => View::Arrow { chunks, spans },
         }
     }
 }
@@ -464,7 +487,9 @@ impl View<'_> {
     fn take(self, index: usize) -> Option<Vec<u8>> {
         match self {
             View::Copied(rows) => rows[index].lock().unwrap_or_else(PoisonError::into_inner).take(),
-            View::Arrow { data, spans } => spans[index].clone().map(|span| data[span].to_vec()),
+            View::Arrow { chunks, spans } => {
+                spans[index].clone().map(|(chunk, span)| chunks[chunk][span].to_vec())
+            }
         }
     }
 }
@@ -498,7 +523,8 @@ fn each_row<R: Send>(
     rows: &Rows<'_>,
     work: impl Fn(usize, Vec<u8>) -> Result<R, String> + Sync,
 ) -> Vec<Result<R, String>> {
-    let view = rows.view();
+    let chunks = rows.chunk_data();
+    let view = rows.view(&chunks);
     let indices: Vec<usize> = (0..view.len()).collect();
     py.detach(|| {
         parallel::map(&indices, |&index| {
@@ -588,25 +614,24 @@ fn batch_compact(
             }
         })
         .collect();
-    let (offsets, data) = py.detach(|| {
-        let mut offsets = Vec::with_capacity((written.len() + 1) * 8);
-        let mut data = Vec::with_capacity(written.iter().flatten().map(Vec::len).sum());
-        offsets.extend_from_slice(&0i64.to_le_bytes());
-        for output in &written {
-            data.extend_from_slice(output.as_deref().unwrap_or_default());
-            offsets.extend_from_slice(&(data.len() as i64).to_le_bytes());
+    let mut offsets = Vec::with_capacity((written.len() + 1) * 8);
+    let mut end = 0usize;
+    offsets.extend_from_slice(&0i64.to_le_bytes());
+    for output in &written {
+        end += output.as_ref().map_or(0, Vec::len);
+        offsets.extend_from_slice(&(end as i64).to_le_bytes());
+    }
+    // The outputs copied once, straight into the `bytes` Python gets.
+    let data = PyBytes::new_with(py, end, |buffer| {
+        let mut at = 0;
+        for output in written.iter().flatten() {
+            buffer[at..at + output.len()].copy_from_slice(output);
+            at += output.len();
         }
-        drop(written);
-        (offsets, data)
-    });
-    Ok((
-        PyBytes::new(py, &offsets).unbind(),
-        PyBytes::new(py, &data).unbind(),
-        tokens_before,
-        tokens_after,
-        reached,
-        errors,
-    ))
+        Ok(())
+    })?;
+    py.detach(|| drop(written));
+    Ok((PyBytes::new(py, &offsets).unbind(), data.unbind(), tokens_before, tokens_after, reached, errors))
 }
 
 /// Adds the module's functions to `_native`.

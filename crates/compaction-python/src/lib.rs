@@ -28,13 +28,13 @@ mod summarize;
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use compaction_core::{
-    error_chain, Compactor, PruningSettings, SlidingWindowCompactor, ToolResultPruningCompactor,
+    error_chain, Compaction, Compactor, PruningSettings, SlidingWindowCompactor, ToolResultPruningCompactor,
 };
-use compaction_model::{messages_to_value, Message, ToolSpec};
+use compaction_model::{messages_to_value, Message, Role, SharedObject, ToolSpec};
 use compaction_tokens::{ApproximateTokenCounter, TiktokenCounter, TokenCounter};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::PyTuple;
+use pyo3::types::{PyList, PyTuple};
 
 use crate::convert::{messages_from_objects, Classes};
 
@@ -219,37 +219,146 @@ fn plan(compacted: &[Message], original: &[Message]) -> Vec<Plan> {
     out
 }
 
-/// The compacted conversation as [`Entry`]s, following `plan`.
-fn entries(
-    py: Python<'_>,
-    compacted: &[Message],
-    plan: &[Plan],
-    original: &[Message],
-    objects: &Bound<'_, PyAny>,
-    classes: &Classes<'_>,
-) -> PyResult<Vec<Entry>> {
-    let mut out = Vec::with_capacity(plan.len());
-    for (index, (step, message)) in plan.iter().zip(compacted).enumerate() {
-        let entry = match *step {
-            Plan::Kept(at) => Entry::Kept(at),
-            Plan::Changed { original: at } => {
-                let old = match at {
-                    Some((at, kept_at)) => Some((&original[kept_at], objects.get_item(at)?)),
-                    None => None,
-                };
-                match build::message_object(py, message, old.as_ref().map(|(m, o)| (*m, o)), classes)? {
-                    Some(built) => Entry::Built(built.unbind()),
-                    None => serde_json::to_string(&messages_to_value(std::slice::from_ref(message)))
-                        .map(Entry::New)
-                        .map_err(|e| {
-                            PyValueError::new_err(format!("could not write message {index} as JSON: {e}"))
-                        })?,
+/// A changed message as a new `ChatMessage`: built here (`build`), sharing what it keeps of
+/// `original` (its Rust reading and its object), or else (an image or a file `build` leaves)
+/// through `ChatMessage.from_dict` of its JSON, which validates it as Haystack does.
+fn changed_object<'py>(
+    py: Python<'py>,
+    message: &Message,
+    original: Option<(&Message, &Bound<'py, PyAny>)>,
+    classes: &Classes<'py>,
+    index: usize,
+) -> PyResult<Bound<'py, PyAny>> {
+    if let Some(built) = build::message_object(py, message, original, classes)? {
+        return Ok(built);
+    }
+    let text = serde_json::to_string(&messages_to_value(std::slice::from_ref(message)))
+        .map_err(|e| PyValueError::new_err(format!("could not write message {index} as JSON: {e}")))?;
+    let dicts = py.import(pyo3::intern!(py, "json"))?.call_method1(pyo3::intern!(py, "loads"), (text,))?;
+    classes.chat_message.call_method1(pyo3::intern!(py, "from_dict"), (dicts.get_item(0)?,))
+}
+
+/// A message rewritten in place: its index, the new message and its original.
+type Rewritten = (usize, Message, Message);
+
+/// What a compaction made of the conversation, as [`compacted_list`] builds it in Python.
+enum Compacted {
+    /// Rewritten in place (pruning): each message that changed.
+    InPlace(Vec<Rewritten>),
+    /// A new conversation, where each message comes from (`plan`), and the originals.
+    Whole { compacted: Vec<Message>, plan: Vec<Plan>, originals: Vec<Message> },
+}
+
+/// An empty message, standing where a message moved out of a conversation stood.
+fn hole() -> Message {
+    Message { role: Role::User, parts: Vec::new(), name: None, meta: SharedObject::new() }
+}
+
+/// The changes of an in-place compaction (`indices`, its rewritten messages): each rewritten
+/// message built from its original, and that original, for the messages that changed.
+///
+/// The originals are moved out of `messages`, not copied, into an otherwise empty conversation
+/// that the compaction builds its messages from: only the rewritten messages are built (a copy
+/// of the rest costs nothing there), and a pruned result's text, which its rewrite drops, is
+/// never copied. Runs without the GIL.
+fn in_place(
+    compaction: &Compaction,
+    mut messages: Vec<Message>,
+    indices: &[usize],
+) -> Result<(Vec<Rewritten>, Vec<Message>), compaction_core::Error> {
+    let mut sparse: Vec<Message> = (0..messages.len()).map(|_| hole()).collect();
+    for &at in indices {
+        sparse[at] = std::mem::replace(&mut messages[at], hole());
+    }
+    compaction.check(&sparse)?;
+    let mut rebuilt = compaction.messages(&sparse);
+    let changed = indices
+        .iter()
+        .filter_map(|&at| {
+            let new = std::mem::replace(&mut rebuilt[at], hole());
+            let old = std::mem::replace(&mut sparse[at], hole());
+            (new != old).then_some((at, new, old))
+        })
+        .collect();
+    Ok((changed, messages))
+}
+
+/// Python's cyclic garbage collector, paused while it lives (when it was running).
+///
+/// Building the changed messages makes several container objects per message, none of them
+/// garbage; each few hundred of them set off a collection, and every so often one that walks the
+/// caller's whole heap again (the conversation's own objects first of all): about a tenth of a
+/// 50 MB pruning, for nothing to collect. Paused, the collector runs its next collection as
+/// usual once it is running again.
+struct GcPaused<'py> {
+    gc: Option<Bound<'py, PyModule>>,
+}
+
+impl<'py> GcPaused<'py> {
+    fn new(py: Python<'py>) -> PyResult<Self> {
+        let gc = py.import(pyo3::intern!(py, "gc"))?;
+        if !gc.call_method0(pyo3::intern!(py, "isenabled"))?.is_truthy()? {
+            return Ok(GcPaused { gc: None });
+        }
+        gc.call_method0(pyo3::intern!(py, "disable"))?;
+        Ok(GcPaused { gc: Some(gc) })
+    }
+}
+
+impl Drop for GcPaused<'_> {
+    fn drop(&mut self) {
+        if let Some(gc) = &self.gc {
+            if let Err(error) = gc.call_method0(pyo3::intern!(gc.py(), "enable")) {
+                // Nothing to raise it to from a drop: Python reports it as unraisable.
+                error.write_unraisable(gc.py(), None);
+            }
+        }
+    }
+}
+
+/// The compacted conversation as a list of `ChatMessage`s: the caller's own objects for the
+/// messages that did not change, new ones (see [`changed_object`]) for the rest.
+fn compacted_list<'py>(
+    py: Python<'py>,
+    compacted: &Compacted,
+    objects: &Bound<'py, PyAny>,
+    classes: &Classes<'py>,
+) -> PyResult<Bound<'py, PyList>> {
+    let _paused = GcPaused::new(py)?;
+    match compacted {
+        Compacted::InPlace(changed) => {
+            // A copy of the caller's list, then the changed messages put in their places.
+            let list = match objects.cast::<PyList>() {
+                Ok(list) => list.get_slice(0, list.len()),
+                Err(_) => PyList::new(
+                    py,
+                    (0..objects.len()?).map(|at| objects.get_item(at)).collect::<PyResult<Vec<_>>>()?,
+                )?,
+            };
+            for (at, new, old) in changed {
+                let object = objects.get_item(*at)?;
+                list.set_item(*at, changed_object(py, new, Some((old, &object)), classes, *at)?)?;
+            }
+            Ok(list)
+        }
+        Compacted::Whole { compacted, plan, originals } => {
+            let list = PyList::empty(py);
+            for (index, (step, message)) in plan.iter().zip(compacted).enumerate() {
+                match *step {
+                    Plan::Kept(at) => list.append(objects.get_item(at)?)?,
+                    Plan::Changed { original: at } => {
+                        let old = match at {
+                            Some((at, kept_at)) => Some((&originals[kept_at], objects.get_item(at)?)),
+                            None => None,
+                        };
+                        let old = old.as_ref().map(|(m, o)| (*m, o));
+                        list.append(changed_object(py, message, old, classes, index)?)?;
+                    }
                 }
             }
-        };
-        out.push(entry);
+            Ok(list)
+        }
     }
-    Ok(out)
 }
 
 /// The counter [`compact`] counts with: one of ours (or a Python one through `PyCounter`), or a
@@ -268,17 +377,17 @@ enum Counting {
 /// released), else `count_messages`, called with the caller's own objects for the messages it
 /// counts that Rust did not change (see [`objects::ObjectCounter`]), or else `count_json` (see
 /// `PyCounter`); a Python counter's exception is raised as it was. Returns
-/// `None` when the strategy changed nothing, else the new conversation as [`Entry`]s, so the
-/// caller keeps its own objects for the messages that did not change.
+/// `None` when the strategy changed nothing, else the new conversation, a list of `ChatMessage`s
+/// in which the messages that did not change are the caller's own objects.
 #[pyfunction]
 #[pyo3(signature = (strategy, messages, classes, fallback, target_tokens, settings_json, kind, ratio_or_encoding, tokens_per_image, tokens_per_file, count_json, count_messages=None))]
 #[allow(clippy::too_many_arguments)]
-fn compact(
-    py: Python<'_>,
+fn compact<'py>(
+    py: Python<'py>,
     strategy: &str,
-    messages: &Bound<'_, PyAny>,
-    classes: &Bound<'_, PyTuple>,
-    fallback: &Bound<'_, PyAny>,
+    messages: &Bound<'py, PyAny>,
+    classes: &Bound<'py, PyTuple>,
+    fallback: &Bound<'py, PyAny>,
     target_tokens: usize,
     settings_json: &str,
     kind: Option<&str>,
@@ -287,7 +396,7 @@ fn compact(
     tokens_per_file: usize,
     count_json: Option<Py<PyAny>>,
     count_messages: Option<Py<PyAny>>,
-) -> PyResult<Option<Vec<Entry>>> {
+) -> PyResult<Option<Bound<'py, PyList>>> {
     let compactor = compactor_from(strategy, settings_json)?;
     let class_tuple = classes;
     let classes = Classes::from_tuple(classes)?;
@@ -321,24 +430,14 @@ fn compact(
         };
         let changes = compaction.changes(&messages);
         let done = match changes.changed() {
-            // Rewritten in place (pruning): only the messages rewritten are copied (their
-            // originals, to compare and reuse parts of), and only they are compared.
             Some(indices) => {
-                let originals: Vec<Message> = indices.iter().map(|&at| messages[at].clone()).collect();
-                let mut compacted = messages;
-                compaction.apply(&mut compacted)?;
-                let mut plan: Vec<Plan> = (0..compacted.len()).map(Plan::Kept).collect();
-                for (kept_at, (&at, old)) in indices.iter().zip(&originals).enumerate() {
-                    if compacted[at] != *old {
-                        plan[at] = Plan::Changed { original: Some((at, kept_at)) };
-                    }
-                }
-                (compacted, Some((plan, originals)))
+                let (changed, rest) = in_place(&compaction, messages, indices)?;
+                (rest, Some(Compacted::InPlace(changed)))
             }
             None => {
                 let compacted = compaction.messages(&messages);
                 let plan = plan(&compacted, &messages);
-                (compacted, Some((plan, messages)))
+                (Vec::new(), Some(Compacted::Whole { compacted, plan, originals: messages }))
             }
         };
         Ok(done)
@@ -347,13 +446,31 @@ fn compact(
     let done = if kind.is_some() { py.detach(work) } else { work() };
     let done =
         done.map_err(|e| python_error(py, &e).unwrap_or_else(|| PyValueError::new_err(error_chain(&e))))?;
-    let (compacted, Some((plan, originals))) = done else {
+    let (rest, Some(compacted)) = done else {
         py.detach(|| drop(done));
         return Ok(None);
     };
-    let entries = entries(py, &compacted, &plan, &originals, objects, &classes)?;
-    py.detach(|| drop((compacted, originals)));
-    Ok(Some(entries))
+    // Freed without the GIL, as a count frees its conversation.
+    py.detach(|| drop(rest));
+    let list = compacted_list(py, &compacted, objects, &classes)?;
+    py.detach(|| drop(compacted));
+    Ok(Some(list))
+}
+
+/// How many messages `messages` are, read as [`count`] and [`compact`] read them (then freed,
+/// without the GIL): what reading Python objects costs them, for the benchmarks
+/// (`bench/compare.py`).
+#[pyfunction]
+fn read_messages(
+    py: Python<'_>,
+    messages: &Bound<'_, PyAny>,
+    classes: &Bound<'_, PyTuple>,
+    fallback: &Bound<'_, PyAny>,
+) -> PyResult<usize> {
+    let messages = messages_from_objects(messages, &Classes::from_tuple(classes)?, fallback)?;
+    let len = messages.len();
+    py.detach(|| drop(messages));
+    Ok(len)
 }
 
 /// `float.__repr__` as the reader writes a float it meets (exposed for the test suite).
@@ -362,12 +479,14 @@ fn float_repr(x: f64) -> String {
     convert::float_repr(x)
 }
 
-/// The module: [`count`] and [`compact`] (and `float_repr`, for the tests).
+/// The module: [`count`] and [`compact`] (and `float_repr`, for the tests, and `read_messages`,
+/// for the benchmarks).
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(count, m)?)?;
     m.add_function(wrap_pyfunction!(compact, m)?)?;
     m.add_function(wrap_pyfunction!(float_repr, m)?)?;
+    m.add_function(wrap_pyfunction!(read_messages, m)?)?;
     offload::register(m)?;
     m.add_function(wrap_pyfunction!(hooks::hook_decide, m)?)?;
     m.add_function(wrap_pyfunction!(summarize::summary_round, m)?)?;

@@ -131,6 +131,21 @@ def test_a_record_batch_and_a_chunked_table_give_the_same_table():
     assert compact(chunked, target_tokens=1000, min_tokens=50).equals(whole)
 
 
+def test_each_chunk_is_read_in_place_with_its_bad_rows_and_nulls():
+    good = (ROOT / FILES[0]).read_text()
+    rows = [good, None, "{not json", good, None, good, "[]"]
+    table = pa.table({"messages": rows})
+    whole = compact(table, target_tokens=10)
+    # Three chunks, one empty, each with a null or a bad row; and bench's rows alike.
+    chunked = pa.concat_tables([table.slice(0, 3), table.slice(3, 0), table.slice(3)])
+    assert chunked.column("messages").num_chunks == 3
+    assert compact(chunked, target_tokens=10).equals(whole)
+    errors = whole.column("error").to_pylist()
+    assert [error is None for error in errors] == [True, False, False, True, False, True, False]
+    assert whole.column("messages").to_pylist()[1:3] == rows[1:3], "a failed row keeps its value"
+    assert bench(chunked, context_window=3000).equals(bench(table, context_window=3000))
+
+
 def test_slices_and_empty_tables_are_read_in_place():
     table = table_of()
     whole = compact(table, target_tokens=1000, min_tokens=50)

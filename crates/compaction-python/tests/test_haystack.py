@@ -229,6 +229,27 @@ def test_pruning_prunes_old_results_and_keeps_the_newest_step():
     assert compacted[7].to_dict() == messages[7].to_dict()
 
 
+@pytest.mark.parametrize("collecting", [True, False])
+@pytest.mark.parametrize("sequence", [list, tuple])
+def test_pruning_returns_a_new_list_of_the_callers_objects_and_leaves_the_collector_as_it_was(collecting, sequence):
+    import gc
+
+    messages = sequence(agent_run("a" * 2000, "b" * 2000, "c" * 2000))
+    theirs = HaystackPruning().compact(list(messages), target_tokens=100, token_counter=HaystackApproximate())
+    was = gc.isenabled()
+    (gc.enable if collecting else gc.disable)()
+    try:
+        ours = ToolResultPruningCompactor().compact(messages, target_tokens=100, token_counter=ApproximateTokenCounter())
+        assert gc.isenabled() is collecting, "the garbage collector is left as it was found"
+    finally:
+        (gc.enable if was else gc.disable)()
+    assert type(ours) is list and ours is not messages
+    assert dicts(ours) == dicts(theirs)
+    for new, old in zip(ours, messages):
+        # Unchanged messages are the caller's own objects; pruned ones are new.
+        assert (new is old) == (new.to_dict() == old.to_dict())
+
+
 def test_a_python_counters_exception_reaches_the_caller():
     class Broken:
         def count(self, messages, tools=None):

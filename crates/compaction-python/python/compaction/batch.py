@@ -132,8 +132,8 @@ def compact(
                 rows.append(None)
                 unreadable[index] = f"row {index}: the list of structs is not JSON: {error}"
     else:
-        binary = values.cast(pa.large_binary()).combine_chunks()
-        rows = _buffers(binary)
+        binary = values.cast(pa.large_binary())
+        rows = _chunk_buffers(binary)
     offsets, data, before, after, reached, errors = _native.batch_compact(
         rows, strategy, target_tokens, context_window, counter, json.dumps(given)
     )
@@ -146,10 +146,12 @@ def compact(
         for index, error in unfit.items():
             before[index] = after[index] = reached[index] = None
             errors[index] = error
+    elif all(error is None for error in errors):
+        compacted = written.cast(values.type)
     else:
         # A failed row keeps its value.
         went = pa.array([error is None for error in errors], type=pa.bool_())
-        compacted = pc.if_else(went, written, binary).cast(values.type)
+        compacted = pc.if_else(went, written, binary.combine_chunks()).cast(values.type)
     at = table.column_names.index(column)
     table = table.set_column(at, table.schema.field(at).with_type(compacted.type), compacted)
     for name in ADDED:
@@ -277,7 +279,12 @@ def bench(
         rows, context_window, json.dumps(configurations), counter, json.dumps(read), json.dumps(prices)
     )
     indices = pa.array([entry.pop("row") for entry in figures], type=pa.int64())
-    out = table.drop_columns([column]).take(indices)
+    others = table.drop_columns([column])
+    if others.num_columns:
+        out = others.take(indices)
+    else:
+        # `take` of a table without columns gives no rows: a table of as many rows as figures.
+        out = pa.table({"row": indices}).drop_columns(["row"])
     for field in _FIGURES:
         out = out.append_column(field, pa.array([entry[field.name] for entry in figures], type=field.type))
     return out
@@ -330,7 +337,7 @@ def _spelled(value) -> str:
 
 
 def _rows(table: pa.Table, column: str):
-    """The rows of `column` for the native side: a text column's buffers (`_buffers`), or the
+    """The rows of `column` for the native side: a text column's buffers (`_chunk_buffers`), or the
     JSON text of each list of structs (`None` for a null row or one JSON cannot spell)."""
     if column not in table.column_names:
         raise KeyError(f"compaction.batch: no column {column!r}; the table has {table.column_names}")
@@ -342,7 +349,7 @@ def _rows(table: pa.Table, column: str):
             "(string or binary) or a list of structs"
         )
     if not structs:
-        return _buffers(values.cast(pa.large_binary()).combine_chunks())
+        return _chunk_buffers(values.cast(pa.large_binary()))
     rows = []
     for value in values.to_pylist():
         try:
@@ -350,6 +357,12 @@ def _rows(table: pa.Table, column: str):
         except (TypeError, ValueError):
             rows.append(None)
     return rows
+
+
+def _chunk_buffers(binary: pa.ChunkedArray) -> tuple:
+    """A `large_binary` column as the native side reads it: a tuple of its chunks' `_buffers`,
+    each chunk's data copied once (not combined into one array first, which is another copy)."""
+    return tuple(_buffers(chunk) for chunk in binary.chunks)
 
 
 def _buffers(binary: pa.Array) -> tuple:

@@ -47,7 +47,7 @@ def _compact(
         def count_messages(objects: list[ChatMessage]) -> int:
             return token_counter.count(messages=objects)
 
-    entries = _native.compact(
+    return _native.compact(
         type(compactor).__name__,
         messages,
         CLASSES,
@@ -61,14 +61,6 @@ def _compact(
         None,
         count_messages,
     )
-    if entries is None:
-        return None
-    # An int names the caller's own message; a str is the JSON of a message Rust left to from_dict.
-    return [
-        messages[e] if isinstance(e, int) else ChatMessage.from_dict(json.loads(e)[0]) if isinstance(e, str) else e
-        for e in entries
-    ]
-
 
 
 @_experimental
