@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Limited};
+use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper::header::{HeaderMap, HeaderValue};
 use hyper::{Request, Response, StatusCode};
@@ -28,6 +28,9 @@ pub(crate) struct Shared {
     pub(crate) settings: ProxySettings,
     client: reqwest::Client,
     in_flight: Arc<Semaphore>,
+    /// Requests being read, counted and compacted at once: as many as there are cores. More
+    /// would not go faster, and each holds its request parsed and written back beside its bytes.
+    pub(crate) compacting: Arc<Semaphore>,
     /// The replacements made, by conversation prefix (see `memory.rs`).
     pub(crate) memory: Mutex<Memory>,
     pub(crate) metrics: Metrics,
@@ -61,7 +64,10 @@ pub async fn serve(listener: TcpListener, settings: ProxySettings) -> Result<(),
     let client = client(settings.connect_timeout)?;
     let in_flight = Arc::new(Semaphore::new(settings.max_concurrent));
     let memory = Mutex::new(Memory::new(REMEMBERED));
-    let shared = Arc::new(Shared { settings, client, in_flight, memory, metrics: Metrics::default() });
+    let cores = std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get);
+    let compacting = Arc::new(Semaphore::new(cores));
+    let shared =
+        Arc::new(Shared { settings, client, in_flight, compacting, memory, metrics: Metrics::default() });
     loop {
         let stream = match listener.accept().await {
             Ok((stream, _)) => stream,
@@ -264,9 +270,9 @@ async fn respond(shared: &Arc<Shared>, request: Request<Incoming>) -> Response<P
         );
     };
     let (parts, body) = request.into_parts();
-    let body = match Limited::new(body, settings.max_body_bytes).collect().await {
-        Ok(collected) => collected.to_bytes(),
-        Err(error) if error.is::<http_body_util::LengthLimitError>() => {
+    let body = match collect(body, settings.max_body_bytes).await {
+        Ok(body) => body,
+        Err(Collect::TooLarge) => {
             shared.metrics.failure(Failure::BodyTooLarge);
             return answer(
                 StatusCode::PAYLOAD_TOO_LARGE,
@@ -275,7 +281,7 @@ async fn respond(shared: &Arc<Shared>, request: Request<Incoming>) -> Response<P
             );
         }
         // The client went, or sent a broken body: nobody reads this answer.
-        Err(_) => {
+        Err(Collect::Failed) => {
             return answer(
                 StatusCode::BAD_REQUEST,
                 "invalid_request_error",
@@ -295,6 +301,32 @@ async fn respond(shared: &Arc<Shared>, request: Request<Incoming>) -> Response<P
         Err(response) => return *response,
     };
     forward(shared, parts, url, body, key, permit).await
+}
+
+/// Why a request body was not read whole.
+enum Collect {
+    TooLarge,
+    Failed,
+}
+
+/// The whole of `body`, at most `limit` bytes, in one buffer the size its `Content-Length`
+/// says: each chunk is copied in and let go as it arrives, so a request's bytes are held once
+/// (gathering the chunks and joining them at the end would hold them twice).
+async fn collect(mut body: Incoming, limit: usize) -> Result<Bytes, Collect> {
+    use http_body::Body as _;
+    let expected = body.size_hint().exact().and_then(|n| usize::try_from(n).ok());
+    if expected.is_some_and(|n| n > limit) {
+        return Err(Collect::TooLarge);
+    }
+    let mut whole = bytes::BytesMut::with_capacity(expected.unwrap_or(0));
+    while let Some(frame) = body.frame().await {
+        let Ok(data) = frame.map_err(|_| Collect::Failed)?.into_data() else { continue };
+        if whole.len() + data.len() > limit {
+            return Err(Collect::TooLarge);
+        }
+        whole.extend_from_slice(&data);
+    }
+    Ok(whole.freeze())
 }
 
 /// Sends the request on and relays the answer: its status, its headers and its body as it comes.
