@@ -40,6 +40,12 @@ pub(crate) struct Shared {
 /// pruned result is a few hundred bytes, so about 50 MB at most.
 const REMEMBERED: usize = 100_000;
 
+/// The most a connection buffers of what its client sends (hyper's default is about 400 kB).
+/// A body is copied out of it as it arrives into one buffer of its own, so a larger one would
+/// only add to each request's memory (and stays with a connection kept alive); the request's
+/// head must fit in it.
+const READ_BUFFER: usize = 64 << 10;
+
 /// Serves the proxy on `listener` until the task running it is dropped or aborted.
 ///
 /// A listener on anything but a loopback address is refused unless the settings allow remote
@@ -79,15 +85,27 @@ pub async fn serve(listener: TcpListener, settings: ProxySettings) -> Result<(),
                 continue;
             }
         };
+        accepted(&stream);
         let shared = shared.clone();
         tokio::spawn(async move {
             let service = hyper::service::service_fn(move |request| handle(shared.clone(), request));
             // A connection that fails (the client went mid-request) concerns that client only.
             let _ = hyper::server::conn::http1::Builder::new()
+                .max_buf_size(READ_BUFFER)
                 .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
                 .await;
         });
     }
+}
+
+/// Readies an accepted connection: its writes go out at once (`TCP_NODELAY`). A streamed
+/// answer is relayed an event at a time, each a small write, and its end is one more; held back
+/// by Nagle's algorithm until the client acknowledged the write before (which a client may delay
+/// by 40 ms), the end of each answer, and any event that follows another closely, would reach
+/// the client that much later.
+fn accepted(stream: &tokio::net::TcpStream) {
+    // Only a matter of latency: a connection that refuses it is served all the same.
+    let _ = stream.set_nodelay(true);
 }
 
 /// [`serve`] on a runtime of its own (as many worker threads as cores), for a caller without
@@ -445,6 +463,20 @@ mod tests {
         }
         let settings = ProxySettings::default().with_remote_clients("t");
         assert!(check_address("0.0.0.0:1".parse().expect("an address"), &settings).is_ok());
+    }
+
+    #[test]
+    fn an_accepted_connection_writes_without_delay() {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime");
+        runtime.block_on(async {
+            let listener = TcpListener::bind("127.0.0.1:0").await.expect("a listener");
+            let address = listener.local_addr().expect("an address");
+            let client = tokio::net::TcpStream::connect(address);
+            let (accepted_stream, _client) = tokio::join!(listener.accept(), client);
+            let (stream, _) = accepted_stream.expect("a connection");
+            accepted(&stream);
+            assert!(stream.nodelay().expect("the option"), "TCP_NODELAY");
+        });
     }
 
     #[test]
