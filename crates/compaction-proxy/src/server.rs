@@ -327,16 +327,20 @@ enum Collect {
     Failed,
 }
 
+/// The most set aside for a body before its bytes arrive, whatever its `Content-Length` says.
+const RESERVED: usize = 16 << 20;
+
 /// The whole of `body`, at most `limit` bytes, in one buffer the size its `Content-Length`
 /// says: each chunk is copied in and let go as it arrives, so a request's bytes are held once
-/// (gathering the chunks and joining them at the end would hold them twice).
+/// (gathering the chunks and joining them at the end would hold them twice). A body said to be
+/// larger than [`RESERVED`] gets that much at first, and more as it comes.
 async fn collect(mut body: Incoming, limit: usize) -> Result<Bytes, Collect> {
     use http_body::Body as _;
     let expected = body.size_hint().exact().and_then(|n| usize::try_from(n).ok());
     if expected.is_some_and(|n| n > limit) {
         return Err(Collect::TooLarge);
     }
-    let mut whole = bytes::BytesMut::with_capacity(expected.unwrap_or(0));
+    let mut whole = bytes::BytesMut::with_capacity(expected.unwrap_or(0).min(RESERVED));
     while let Some(frame) = body.frame().await {
         let Ok(data) = frame.map_err(|_| Collect::Failed)?.into_data() else { continue };
         if whole.len() + data.len() > limit {

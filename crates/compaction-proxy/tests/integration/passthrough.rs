@@ -224,6 +224,25 @@ fn a_chunked_body_is_read_whole_up_to_the_limit_and_refused_past_it() {
 }
 
 #[test]
+fn a_body_larger_than_the_proxy_sets_aside_up_front_goes_through_whole() {
+    bounded(async {
+        let (openai, _anthropic, proxy) = setup(ProxySettings::default()).await;
+        // 17 MiB, over the 16 MiB set aside from the Content-Length, under the 64 MiB limit.
+        let body: Vec<u8> = (0..17usize << 20).map(|i| b'a' + (i % 26) as u8).collect();
+        let answer = client()
+            .post(proxy.url("/v1/chat/completions"))
+            .body(body.clone())
+            .send()
+            .await
+            .expect("an answer");
+        assert_eq!(answer.status(), 200);
+        let received = openai.received();
+        assert_eq!(received.len(), 1);
+        assert!(received[0].body == body, "the body went through byte for byte");
+    });
+}
+
+#[test]
 fn with_remote_clients_every_client_presents_the_token_which_is_not_forwarded() {
     bounded(async {
         let (openai, _anthropic, proxy) = setup(ProxySettings::default().with_remote_clients("t0ken")).await;
