@@ -109,6 +109,9 @@ pub struct Run {
     pub anthropic_bytes: usize,
     pub modes: Vec<ModeRun>,
     pub seconds: f64,
+    /// `/proc/loadavg`'s three load averages when the section ended: the machine is shared, and
+    /// what else ran shows in the latencies.
+    pub load: String,
 }
 
 /// Runs the section with the release CLI at `cli`.
@@ -134,6 +137,9 @@ pub fn run(cli: &Path) -> Result<Run> {
         anthropic_bytes: templates.anthropic.len(),
         modes,
         seconds: started.elapsed().as_secs_f64(),
+        load: std::fs::read_to_string("/proc/loadavg")
+            .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(", "))
+            .unwrap_or_else(|_| "unknown".into()),
     })
 }
 
@@ -903,7 +909,7 @@ impl Run {
              wave, its footprint `VmRSS` once it listens, and `VmRSS` again {} ms after each load. \
              The lines logged are the proxy's one line per compaction on standard error, over all \
              its requests (warm-up, one at a time, conversations and waves). Everything (both proxy \
-             runs) took {:.1} s.\n\n\
+             runs) took {:.1} s; the load average when it ended: {}.\n\n\
              | the hook | `--context-window` | requests | errors | compacted in the timed waves | compaction lines logged | mean body at the upstream | added, one at a time, p50 / p99 | added, {CONVERSATIONS} conversations, p50 / p99 | added, {CONVERSATIONS} released at once, p50 / p99 | each wave's wall, directly / through the proxy |\n\
              |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
             self.openai_bytes as f64 / 1e6,
@@ -914,6 +920,7 @@ impl Run {
             1.0 / STAGGER.as_secs_f64(),
             SETTLE.as_millis(),
             self.seconds,
+            self.load,
         );
         for m in &self.modes {
             let waves =
