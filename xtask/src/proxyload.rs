@@ -2,15 +2,18 @@
 //! `compaction proxy` under load, on loopback only, bounded in count and time.
 //!
 //! A local upstream (std threads, HTTP/1.1 by hand, keep-alive) answers every request with a
-//! streamed (SSE, chunked) reply that ends with a usage event, in the OpenAI Chat Completions or
-//! the Anthropic Messages shape by path, and records the size of each body it received. Clients
-//! (one thread a conversation, a fresh connection a request) send ~1 MB bodies, generated
-//! deterministically from the transcript generator (`gen-transcript --format openai`, and the
-//! same conversation as a Messages request), to the upstream directly and through the proxy, and
-//! time each request to the last byte of its answer. The proxy runs as a user runs it, a child
-//! process, once with a window the bodies stay below (the hook passes them unchanged) and once
-//! with one they exceed (the hook compacts them); its peak RSS is `VmHWM` of
-//! `/proc/<pid>/status`.
+//! streamed (SSE, chunked) reply that ends with a usage event (the body it received, at four
+//! bytes a token), in the OpenAI Chat Completions or the Anthropic Messages shape by path, at
+//! once or, when the client asks, at a model's pace; it records the size of each body it
+//! received. Clients send ~1 MB bodies, generated deterministically from the transcript
+//! generator (`gen-transcript --format openai`, and the same conversation as a Messages
+//! request), to the upstream directly and through the proxy, and time each request to the last
+//! byte of its answer: one at a time; as 200 conversations, each a thread sending its growing
+//! requests one after the other on a connection it keeps, each once the answer to the one before
+//! has streamed in; and as waves of 200 released at once (a fresh connection each). The proxy
+//! runs as a user runs it, a child process, once with a window the bodies stay below (the hook
+//! passes them unchanged) and once with one they exceed (the hook compacts them); its peak RSS
+//! is `VmHWM` of `/proc/<pid>/status`.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -47,8 +50,19 @@ const BODY_SIZE: &str = "1MB";
 const MARKER: &str = "conversation-000000";
 /// The two proxy runs: the name in tables, `--context-window`.
 const MODES: [(&str, &str); 2] = [("passed unchanged", "2000000"), ("compacted", "200000")];
-/// The input tokens the upstream's usage event reports.
-const USAGE_INPUT_TOKENS: u64 = 250_000;
+/// Requests each conversation sends in the conversation load, one after the other, each the
+/// one before plus the model's next turn (a call) and its results.
+const TURNS: usize = 3;
+/// In the conversation load, how long the upstream takes before its first event (the model
+/// reading the prompt) and then between two events (writing the answer): each answer takes
+/// about 2 s, as a model's turn of a few dozen tokens does.
+const FIRST_EVENT: Duration = Duration::from_millis(800);
+const BETWEEN_EVENTS: Duration = Duration::from_millis(150);
+/// In the conversation load, conversation `i` starts `i` × this after the first: the 200
+/// start over one answer's time, as agents started at different times do.
+const STAGGER: Duration = Duration::from_millis(10);
+/// The upstream's usage event reports the body it received as this many bytes a token.
+const BYTES_PER_TOKEN: usize = 4;
 
 /// What one proxy run measured.
 pub struct ModeRun {
@@ -61,6 +75,17 @@ pub struct ModeRun {
     pub concurrent_added: Vec<f64>,
     /// The waves' wall times, directly and through the proxy, in seconds.
     pub waves: Vec<(f64, f64)>,
+    /// Milliseconds added per request in the conversation load (each request's time through
+    /// the proxy − the same request's directly, in the run before).
+    pub conversation_added: Vec<f64>,
+    /// The conversation load's wall time, directly and through the proxy, in seconds.
+    pub conversation_wall: (f64, f64),
+    /// Requests the upstream received through the proxy smaller than sent, in the
+    /// conversation load, and how many it received.
+    pub conversation_compacted: (usize, usize),
+    /// `VmHWM` after the conversation load (before any wave), and `VmRSS` once it is over, in kB.
+    pub conversation_peak_kib: u64,
+    pub conversation_settled_kib: u64,
     /// Requests that failed (status, connection, or an answer not byte for byte the upstream's).
     pub errors: usize,
     pub first_error: Option<String>,
@@ -84,6 +109,9 @@ pub struct Run {
     pub anthropic_bytes: usize,
     pub modes: Vec<ModeRun>,
     pub seconds: f64,
+    /// `/proc/loadavg`'s three load averages when the section ended: the machine is shared, and
+    /// what else ran shows in the latencies.
+    pub load: String,
 }
 
 /// Runs the section with the release CLI at `cli`.
@@ -109,6 +137,9 @@ pub fn run(cli: &Path) -> Result<Run> {
         anthropic_bytes: templates.anthropic.len(),
         modes,
         seconds: started.elapsed().as_secs_f64(),
+        load: std::fs::read_to_string("/proc/loadavg")
+            .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(", "))
+            .unwrap_or_else(|_| "unknown".into()),
     })
 }
 
@@ -128,6 +159,11 @@ fn measure(
         sequential_added: Vec::new(),
         concurrent_added: Vec::new(),
         waves: Vec::new(),
+        conversation_added: Vec::new(),
+        conversation_wall: (0.0, 0.0),
+        conversation_compacted: (0, 0),
+        conversation_peak_kib: 0,
+        conversation_settled_kib: 0,
         errors: 0,
         first_error: None,
         requests: 0,
@@ -159,6 +195,39 @@ fn measure(
             run.sequential_added.push(proxied.ms - direct.ms);
         }
     }
+    // The conversation load: each conversation a loop of requests, each sent once the answer
+    // to the one before has streamed in; first directly, then through the proxy.
+    *wave_number += 1;
+    let first = *wave_number * 1000;
+    upstream.forget();
+    let (direct_wall, direct) = conversations(upstream.address, templates, first);
+    let (proxied_wall, proxied) = conversations(proxy.address, templates, first);
+    for (d, p) in direct.iter().zip(&proxied) {
+        note(&mut run, d);
+        note(&mut run, p);
+        run.conversation_added.push(p.ms - d.ms);
+    }
+    run.conversation_wall = (direct_wall, proxied_wall);
+    let seen = upstream.received();
+    for i in 0..CONVERSATIONS {
+        if let Some(sizes) = seen.get(&(first + i)) {
+            // Directly, then through the proxy: each turn's request twice.
+            for turn in 0..TURNS {
+                if let (Some(&sent), Some(&through)) = (sizes.get(turn), sizes.get(TURNS + turn)) {
+                    run.conversation_compacted.0 += usize::from(through < sent);
+                    run.conversation_compacted.1 += 1;
+                }
+            }
+        }
+    }
+    run.conversation_peak_kib = proxy.status("VmHWM:")?;
+    std::thread::sleep(SETTLE);
+    run.conversation_settled_kib = proxy.status("VmRSS:")?;
+    eprintln!(
+        "    conversations: directly {direct_wall:.2} s, through the proxy {proxied_wall:.2} s, peak RSS {:.1} MB, then {:.1} MB",
+        run.conversation_peak_kib as f64 / 1024.0,
+        run.conversation_settled_kib as f64 / 1024.0,
+    );
     // A wave through the proxy first, not timed: the proxy's pool of connections to the upstream
     // then holds as many as a wave needs, as a proxy that has been serving does.
     *wave_number += 1;
@@ -216,12 +285,18 @@ fn measure(
 struct Body {
     bytes: Vec<u8>,
     anthropic: bool,
+    /// Whether the upstream takes a model's time over its answer (the conversation load), or
+    /// answers at once.
+    paced: bool,
 }
 
-/// The two bodies, each with [`MARKER`] in its first user message.
+/// The two bodies, each with [`MARKER`] in its first user message, and the conversation's
+/// last [`TURNS`] requests in both APIs (the last is the whole body).
 struct Templates {
     openai: Vec<u8>,
     anthropic: Vec<u8>,
+    /// Turn by turn: (Chat Completions, Messages).
+    turns: Vec<(Vec<u8>, Vec<u8>)>,
 }
 
 impl Templates {
@@ -236,23 +311,61 @@ impl Templates {
             .context("a user message in the generated request")?;
         let content = first_user["content"].as_str().unwrap_or_default();
         first_user["content"] = json!(format!("[{MARKER}] {content}"));
-        let anthropic = to_anthropic(&openai);
         openai["stream"] = json!(true);
         openai["stream_options"] = json!({"include_usage": true});
-        Ok(Templates { openai: serde_json::to_vec(&openai)?, anthropic: serde_json::to_vec(&anthropic)? })
+        let turns = Self::turns(&openai)?;
+        let (openai, anthropic) = turns.last().cloned().context("a turn")?;
+        Ok(Templates { openai, anthropic, turns })
+    }
+
+    /// The last [`TURNS`] requests of the conversation `openai` is the last of: each ends with
+    /// tool results, and the next adds one assistant message (its calls) and their results.
+    fn turns(openai: &Value) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        let messages = openai["messages"].as_array().context("the generated request's messages")?;
+        let mut ends: Vec<usize> = (1..messages.len())
+            .filter(|&i| messages[i]["role"] == "assistant" && messages[i - 1]["role"] == "tool")
+            .collect();
+        if messages.last().is_some_and(|m| m["role"] == "tool") {
+            ends.push(messages.len());
+        }
+        if ends.len() < TURNS {
+            bail!("the generated conversation has {} turns, fewer than {TURNS}", ends.len());
+        }
+        ends[ends.len() - TURNS..]
+            .iter()
+            .map(|&end| {
+                let mut request = openai.clone();
+                request["messages"] = Value::Array(messages[..end].to_vec());
+                Ok((serde_json::to_vec(&request)?, serde_json::to_vec(&to_anthropic(&request))?))
+            })
+            .collect()
     }
 
     /// Conversation `n`'s body: even numbers OpenAI, odd ones Anthropic.
     fn body(&self, n: usize) -> Body {
         let anthropic = n % 2 == 1;
-        let mut bytes = if anthropic { self.anthropic.clone() } else { self.openai.clone() };
-        let digits = format!("{:06}", n % 1_000_000);
-        if let Some(at) = bytes.windows(MARKER.len()).position(|w| w == MARKER.as_bytes()) {
-            let end = at + MARKER.len();
-            bytes[end - 6..end].copy_from_slice(digits.as_bytes());
-        }
-        Body { bytes, anthropic }
+        let bytes = if anthropic { &self.anthropic } else { &self.openai };
+        Body { bytes: numbered(bytes, n), anthropic, paced: false }
     }
+
+    /// Conversation `n`'s request at `turn` (of [`TURNS`]), answered at a model's pace.
+    fn turn(&self, n: usize, turn: usize) -> Body {
+        let anthropic = n % 2 == 1;
+        let (openai, messages) = &self.turns[turn];
+        let bytes = if anthropic { messages } else { openai };
+        Body { bytes: numbered(bytes, n), anthropic, paced: true }
+    }
+}
+
+/// `template` with conversation `n`'s number over [`MARKER`]'s digits.
+fn numbered(template: &[u8], n: usize) -> Vec<u8> {
+    let mut bytes = template.to_vec();
+    let digits = format!("{:06}", n % 1_000_000);
+    if let Some(at) = bytes.windows(MARKER.len()).position(|w| w == MARKER.as_bytes()) {
+        let end = at + MARKER.len();
+        bytes[end - 6..end].copy_from_slice(digits.as_bytes());
+    }
+    bytes
 }
 
 /// The same conversation as an Anthropic Messages request: system apart, calls as `tool_use`
@@ -327,11 +440,11 @@ fn to_anthropic(openai: &Value) -> Value {
         "system": system.join("\n"), "tools": tools, "messages": messages})
 }
 
-/// The SSE events the upstream answers with, by API.
-fn events(anthropic: bool) -> Vec<String> {
+/// The SSE events the upstream answers with, by API, its usage event reporting `input_tokens`.
+fn events(anthropic: bool, input_tokens: usize) -> Vec<String> {
     if anthropic {
         let mut out = vec![format!(
-            "event: message_start\ndata: {{\"type\":\"message_start\",\"message\":{{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"claude-sonnet-4-5\",\"content\":[],\"stop_reason\":null,\"usage\":{{\"input_tokens\":{USAGE_INPUT_TOKENS},\"cache_read_input_tokens\":0,\"cache_creation_input_tokens\":0,\"output_tokens\":1}}}}}}\n\n"
+            "event: message_start\ndata: {{\"type\":\"message_start\",\"message\":{{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"claude-sonnet-4-5\",\"content\":[],\"stop_reason\":null,\"usage\":{{\"input_tokens\":{input_tokens},\"cache_read_input_tokens\":0,\"cache_creation_input_tokens\":0,\"output_tokens\":1}}}}}}\n\n"
         )];
         out.push("event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n".into());
         for word in ["The ", "tests ", "pass ", "now."] {
@@ -350,7 +463,7 @@ fn events(anthropic: bool) -> Vec<String> {
             out.push(chunk(&format!("{{\"content\":\"{word}\"}}"), "null"));
         }
         out.push(chunk("{}", "\"stop\""));
-        out.push(format!("data: {{\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1767225600,\"model\":\"gpt-4o\",\"choices\":[],\"usage\":{{\"prompt_tokens\":{USAGE_INPUT_TOKENS},\"completion_tokens\":5,\"total_tokens\":{}}}}}\n\n", USAGE_INPUT_TOKENS + 5));
+        out.push(format!("data: {{\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1767225600,\"model\":\"gpt-4o\",\"choices\":[],\"usage\":{{\"prompt_tokens\":{input_tokens},\"completion_tokens\":5,\"total_tokens\":{}}}}}\n\n", input_tokens + 5));
         out.push("data: [DONE]\n\n".into());
         out
     }
@@ -391,6 +504,61 @@ fn wave(to: SocketAddr, bodies: &[Arc<Body>], first: usize) -> (f64, Vec<Outcome
     (started.elapsed().as_secs_f64(), outcomes)
 }
 
+/// The conversation load: [`CONVERSATIONS`] conversations, conversation `first + i` starting
+/// `i` × [`STAGGER`] after the first, each on a connection of its own (kept alive, as an SDK's
+/// pool keeps it) sending its [`TURNS`] requests one after the other, each as soon as the
+/// answer to the one before has streamed in whole. The outcomes conversation by conversation,
+/// turn by turn, and the wall time of the whole.
+fn conversations(to: SocketAddr, templates: &Templates, first: usize) -> (f64, Vec<Outcome>) {
+    let started = Instant::now();
+    let outcomes = std::thread::scope(|scope| {
+        let threads: Vec<_> = (0..CONVERSATIONS)
+            .map(|i| {
+                scope.spawn(move || {
+                    std::thread::sleep(STAGGER * i as u32);
+                    let n = first + i;
+                    let failed = |e: String| {
+                        (0..TURNS).map(|_| Outcome { ms: f64::NAN, result: Err(e.clone()) }).collect()
+                    };
+                    let stream = match connect(to) {
+                        Ok(stream) => stream,
+                        Err(e) => return failed(format!("connecting: {e}")),
+                    };
+                    let mut outcomes: Vec<Outcome> = Vec::with_capacity(TURNS);
+                    for turn in 0..TURNS {
+                        let body = templates.turn(n, turn);
+                        let outcome = timed(&stream, to, &body, n);
+                        let broken = outcome.result.is_err();
+                        outcomes.push(outcome);
+                        if broken {
+                            // The connection is in an unknown state: the rest are not sent.
+                            while outcomes.len() < TURNS {
+                                outcomes.push(Outcome {
+                                    ms: f64::NAN,
+                                    result: Err("not sent after an error".into()),
+                                });
+                            }
+                            break;
+                        }
+                    }
+                    outcomes
+                })
+            })
+            .collect();
+        threads
+            .into_iter()
+            .flat_map(|t| {
+                t.join().unwrap_or_else(|_| {
+                    (0..TURNS)
+                        .map(|_| Outcome { ms: f64::NAN, result: Err("a client thread panicked".into()) })
+                        .collect()
+                })
+            })
+            .collect::<Vec<_>>()
+    });
+    (started.elapsed().as_secs_f64(), outcomes)
+}
+
 /// One streamed request on a fresh connection, timed from its first byte sent to the last
 /// byte of the answer.
 fn request(to: SocketAddr, body: &Body, conversation: usize) -> Outcome {
@@ -422,7 +590,8 @@ fn exchange(stream: &TcpStream, to: SocketAddr, body: &Body, conversation: usize
     };
     let head = format!(
         "POST {path} HTTP/1.1\r\nhost: {to}\r\ncontent-type: application/json\r\naccept: text/event-stream\r\n\
-         {auth}\r\nx-conversation: {conversation}\r\ncontent-length: {}\r\n\r\n",
+         {auth}\r\nx-conversation: {conversation}\r\n{}content-length: {}\r\n\r\n",
+        if body.paced { "x-paced: 1\r\n" } else { "" },
         body.bytes.len()
     );
     let mut writer = stream;
@@ -436,10 +605,24 @@ fn exchange(stream: &TcpStream, to: SocketAddr, body: &Body, conversation: usize
     if status != 200 {
         bail!("status {status}: {}", String::from_utf8_lossy(&answer[..answer.len().min(200)]));
     }
-    if answer != events(body.anthropic).concat().as_bytes() {
+    // The usage event reports what the upstream received (through the proxy, maybe compacted):
+    // every other byte is known.
+    let reported = reported_tokens(&answer).context("the answer's usage")?;
+    if answer != events(body.anthropic, reported).concat().as_bytes() {
         bail!("the answer differs from the upstream's ({} bytes)", answer.len());
     }
     Ok(())
+}
+
+/// The input tokens an answer's usage event reports.
+fn reported_tokens(answer: &[u8]) -> Option<usize> {
+    let text = std::str::from_utf8(answer).ok()?;
+    let at = text
+        .find("\"input_tokens\":")
+        .map(|i| i + 15)
+        .or_else(|| text.find("\"prompt_tokens\":").map(|i| i + 16))?;
+    let digits: String = text[at..].chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok()
 }
 
 /// Reads a request or status line (returned trimmed) and the headers after it (names
@@ -559,12 +742,20 @@ fn serve(stream: TcpStream, received: &Mutex<HashMap<usize, Vec<usize>>>) -> Res
         if let Some(n) = headers.get("x-conversation").and_then(|n| n.parse().ok()) {
             received.lock().unwrap_or_else(|e| e.into_inner()).entry(n).or_default().push(body.len());
         }
+        let tokens = body.len() / BYTES_PER_TOKEN;
         drop(body);
         let anthropic = line.contains("/v1/messages");
+        let paced = headers.contains_key("x-paced");
+        if paced {
+            std::thread::sleep(FIRST_EVENT);
+        }
         writer.write_all(
             b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\ntransfer-encoding: chunked\r\n\r\n",
         )?;
-        for event in events(anthropic) {
+        for (i, event) in events(anthropic, tokens).into_iter().enumerate() {
+            if paced && i > 0 {
+                std::thread::sleep(BETWEEN_EVENTS);
+            }
             writer.write_all(format!("{:x}\r\n{event}\r\n", event.len()).as_bytes())?;
         }
         writer.write_all(b"0\r\n\r\n")?;
@@ -679,44 +870,64 @@ impl Run {
              ```sh\ntarget/release/compaction proxy --listen 127.0.0.1:0 --openai-upstream UPSTREAM \
              --anthropic-upstream UPSTREAM --context-window N\n```\n\n\
              in front of a local upstream (xtask's, std threads, HTTP/1.1 keep-alive) that answers each \
-             request with a streamed reply (SSE, chunked, an event a chunk) ending with a usage event, \
-             OpenAI Chat Completions chunks or Anthropic Messages events by path. The bodies are the \
-             generator's conversation (`gen-transcript --size 1MB --format openai`: tools, calls and \
-             their results) as a streamed Chat Completions request ({:.2} MB) and the same \
-             conversation as a Messages request (`tool_use` and `tool_result` blocks, {:.2} MB), \
-             each conversation's first message numbered so no two share a prefix; half the \
-             conversations are each. Each client sends one request on a fresh connection, opened \
-             before the wave is released (std's listeners and the proxy's queue 128 connections: 200 \
-             opened at once would time TCP's one-second retry, not the proxy), and times it from its \
-             first byte sent to the last byte of the answer, which must be the upstream's byte for \
-             byte. The same \
-             requests are sent directly to the upstream and through the proxy; **added latency** is, \
-             per request, the time through the proxy − the time directly. One at a time: {SEQUENTIAL} \
-             requests (after two of warm-up), each directly and then through the proxy. Concurrent: \
-             waves of {CONVERSATIONS} conversations released together, first directly, then through \
-             the proxy, up to {ROUNDS} waves per proxy run, after one untimed wave through the proxy \
+             request with a streamed reply (SSE, chunked, an event a chunk) ending with a usage event \
+             (the body it received at {BYTES_PER_TOKEN} bytes a token), OpenAI Chat Completions chunks \
+             or Anthropic Messages events by path. The bodies are the generator's conversation \
+             (`gen-transcript --size 1MB --format openai`: tools, calls and their results) as a \
+             streamed Chat Completions request ({:.2} MB) and the same conversation as a Messages \
+             request (`tool_use` and `tool_result` blocks, {:.2} MB), each conversation's first \
+             message numbered so no two share a prefix; half the conversations are each. Every \
+             request is timed from its first byte sent to the last byte of its answer, which must be \
+             the upstream's byte for byte (but the digits of the usage it reports, which tell what \
+             it received). The same requests are sent directly to the upstream and through the \
+             proxy; **added latency** is, per request, the time through the proxy − the time \
+             directly. Three loads:\n\n\
+             - **one at a time**: {SEQUENTIAL} requests (after two of warm-up), each on a fresh \
+             connection, directly and then through the proxy, the upstream answering at once;\n\
+             - **{CONVERSATIONS} conversations**, as agents load a proxy: each conversation a loop of \
+             {TURNS} requests on a connection it keeps, each sent as soon as the answer to the one \
+             before has streamed in, each the one before plus the model's next turn (one assistant \
+             message of calls, and their results: the last is the whole body above); the upstream \
+             takes a model's time over each answer ({} ms to its first event, then {} ms between \
+             events: about 2 s), and the conversations start {} ms apart (all {CONVERSATIONS} within \
+             one answer's time), so about {:.0} requests a second arrive while most conversations \
+             wait for their answers; the whole load directly, then through the proxy;\n\
+             - **{CONVERSATIONS} released at once**, the worst case: waves of {CONVERSATIONS} \
+             requests, each on a fresh connection opened before the wave is released (std's \
+             listeners and the proxy's queue 128 connections: 200 opened at once would time TCP's \
+             one-second retry, not the proxy), answered at once, first directly, then through the \
+             proxy, up to {ROUNDS} waves per proxy run, after one untimed wave through the proxy \
              (its pool of connections to the upstream then holds what a wave needs, as a proxy that \
-             has been serving does). The proxy runs twice: with a window the \
+             has been serving does).\n\n\
+             The proxy runs twice: with a window the \
              bodies stay below (the hook reads and counts each request and passes it unchanged) and \
-             with one they exceed (the hook compacts each with tool-result pruning, from about \
-             250,000 tokens to at most 80,000, 0.4 of the window). Peak RSS is the proxy's `VmHWM` \
-             (`/proc/<pid>/status`) after each wave, its footprint `VmRSS` once it listens, and \
-             `VmRSS` again {} ms after each wave. \
+             with one they exceed (the hook compacts each new conversation with tool-result pruning, \
+             from about 250,000 tokens to at most 80,000, 0.4 of the window; a conversation's later \
+             turns get its earlier replacements back and are anchored on the upstream's count of \
+             the turn before). Peak RSS is the proxy's `VmHWM` \
+             (`/proc/<pid>/status`) after the conversation load (before any wave) and after each \
+             wave, its footprint `VmRSS` once it listens, and `VmRSS` again {} ms after each load. \
              The lines logged are the proxy's one line per compaction on standard error, over all \
-             its requests (warm-up, one at a time and waves). Everything (both proxy runs) took {:.1} s.\n\n\
-             | the hook | `--context-window` | requests | errors | compacted in the timed waves | compaction lines logged | mean body at the upstream | added, one at a time, p50 / p99 | added, {CONVERSATIONS} at once, p50 / p99 | each wave's wall, directly / through the proxy |\n\
-             |---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+             its requests (warm-up, one at a time, conversations and waves). Everything (both proxy \
+             runs) took {:.1} s; the load average when it ended: {}.\n\n\
+             | the hook | `--context-window` | requests | errors | compacted in the timed waves | compaction lines logged | mean body at the upstream | added, one at a time, p50 / p99 | added, {CONVERSATIONS} conversations, p50 / p99 | added, {CONVERSATIONS} released at once, p50 / p99 | each wave's wall, directly / through the proxy |\n\
+             |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
             self.openai_bytes as f64 / 1e6,
             self.anthropic_bytes as f64 / 1e6,
+            FIRST_EVENT.as_millis(),
+            BETWEEN_EVENTS.as_millis(),
+            STAGGER.as_millis(),
+            1.0 / STAGGER.as_secs_f64(),
             SETTLE.as_millis(),
             self.seconds,
+            self.load,
         );
         for m in &self.modes {
             let waves =
                 m.waves.iter().map(|(d, p)| format!("{d:.2} s / {p:.2} s")).collect::<Vec<_>>().join("; ");
             let _ = writeln!(
                 text,
-                "| {} | {} | {} | {} | {} / {} | {} | {:.2} MB | {:.1} ms / {:.1} ms | {:.0} ms / {:.0} ms | {waves} |",
+                "| {} | {} | {} | {} | {} / {} | {} | {:.2} MB | {:.1} ms / {:.1} ms | {:.1} ms / {:.1} ms | {:.0} ms / {:.0} ms | {waves} |",
                 m.label,
                 m.window,
                 m.requests,
@@ -727,8 +938,30 @@ impl Run {
                 m.received_mean / 1e6,
                 percentile(&m.sequential_added, 50.0),
                 percentile(&m.sequential_added, 99.0),
+                percentile(&m.conversation_added, 50.0),
+                percentile(&m.conversation_added, 99.0),
                 percentile(&m.concurrent_added, 50.0),
                 percentile(&m.concurrent_added, 99.0),
+            );
+        }
+        let _ = writeln!(
+            text,
+            "\nThe conversation load, in detail:\n\n\
+             | the hook | requests through the proxy | compacted at the upstream | wall, directly / through the proxy | peak RSS above the footprint | RSS {} ms after |\n\
+             |---|---:|---:|---|---:|---:|",
+            SETTLE.as_millis()
+        );
+        for m in &self.modes {
+            let _ = writeln!(
+                text,
+                "| {} | {} | {} | {:.2} s / {:.2} s | {:.1} MB | {:.1} MB |",
+                m.label,
+                m.conversation_compacted.1,
+                m.conversation_compacted.0,
+                m.conversation_wall.0,
+                m.conversation_wall.1,
+                mb(m.conversation_peak_kib) - mb(m.idle_kib),
+                mb(m.conversation_settled_kib),
             );
         }
         let _ = writeln!(
@@ -753,6 +986,8 @@ impl Run {
         let errors: usize = self.modes.iter().map(|m| m.errors).sum();
         let worst_p99_alone =
             self.modes.iter().map(|m| percentile(&m.sequential_added, 99.0)).fold(0.0, f64::max);
+        let worst_p99_conversations =
+            self.modes.iter().map(|m| percentile(&m.conversation_added, 99.0)).fold(0.0, f64::max);
         let worst_p99_load =
             self.modes.iter().map(|m| percentile(&m.concurrent_added, 99.0)).fold(0.0, f64::max);
         let last = |values: &[u64]| values.last().copied().unwrap_or(0);
@@ -772,14 +1007,16 @@ impl Run {
         let _ = writeln!(
             text,
             "\nErrors: **{errors}**{} (goal 0: {}). Added latency, p99: **{worst_p99_alone:.1} ms** one \
-             request at a time, **{worst_p99_load:.0} ms** with {CONVERSATIONS} at once (goal under \
-             10 ms for a 1 MB body on this two-core machine: {} one at a time, {} under load). With \
-             {CONVERSATIONS} requests of 1 MB at once on two cores the proxy reads, parses, counts \
-             (and compacts) {in_flight:.0} MB while the clients and the upstream share the same cores, \
-             so a request under load waits for the others: the p99 under load is the time to get \
-             through the wave, not one request's cost; one at a time, the p99 of {SEQUENTIAL} requests \
-             is their second slowest. Memory: the peak above the footprint is at most \
-             **{worst_peak:.1} MB** for {in_flight:.0} MB of requests in flight ({:.2}× them), and \
+             request at a time, **{worst_p99_conversations:.1} ms** with {CONVERSATIONS} conversations, \
+             **{worst_p99_load:.0} ms** with {CONVERSATIONS} released at once (goal under 10 ms for a 1 MB \
+             body on this two-core machine: {} one at a time, {} with {CONVERSATIONS} conversations, {} \
+             with {CONVERSATIONS} released at once). Released at once, {CONVERSATIONS} requests of 1 MB \
+             on two cores are {in_flight:.0} MB for the proxy to read, parse, count (and compact) in \
+             the same instant, while the clients and the upstream share the same cores: a request \
+             waits for those ahead of it, so that p99 is the time to get through the wave, not one \
+             request's cost; it stays here as the worst case. One at a time, the p99 of {SEQUENTIAL} \
+             requests is their second slowest. Memory: the peak above the footprint is at most \
+             **{worst_peak:.1} MB** for {in_flight:.0} MB of requests in flight in a wave ({:.2}× them), and \
              what stays once a wave is over {} from the first wave to the last (by {kept:.1} MB at \
              most; goal: bounded by the requests in flight, read here as a peak at most 2× their \
              bytes, and what stays after a wave not growing by more than a tenth of them as \
@@ -787,18 +1024,21 @@ impl Run {
             first_error.map(|e| format!(" (first: {e})")).unwrap_or_default(),
             crate::bench::verdict(errors == 0),
             crate::bench::verdict(worst_p99_alone < 10.0),
+            crate::bench::verdict(worst_p99_conversations < 10.0),
             crate::bench::verdict(worst_p99_load < 10.0),
             worst_peak / in_flight,
             if grew { "grows" } else { "does not grow" },
             crate::bench::verdict(memory_met),
         );
         summary.push(format!(
-            "| (m) `compaction proxy`, {CONVERSATIONS} concurrent streamed 1 MB requests, errors | {errors} | 0 | {} |",
+            "| (m) `compaction proxy`, {CONVERSATIONS} concurrent streamed conversations of 1 MB requests, errors | {errors} | 0 | {} |",
             crate::bench::verdict(errors == 0)
         ));
+        let verdicts = [worst_p99_alone, worst_p99_conversations, worst_p99_load]
+            .map(|p99| crate::bench::verdict(p99 < 10.0))
+            .join(" / ");
         summary.push(format!(
-            "| (m) the same, added latency p99, one at a time / {CONVERSATIONS} at once | {worst_p99_alone:.1} ms / {worst_p99_load:.0} ms | < 10 ms | {} |",
-            crate::bench::verdict(worst_p99_load < 10.0)
+            "| (m) the same, added latency p99: one at a time / {CONVERSATIONS} conversations / {CONVERSATIONS} released at once | {worst_p99_alone:.1} ms / {worst_p99_conversations:.1} ms / {worst_p99_load:.0} ms | < 10 ms | {verdicts} |",
         ));
         summary.push(format!(
             "| (m) the same, proxy peak RSS above its footprint / requests in flight | {worst_peak:.1} MB / {in_flight:.0} MB | ≤ 2×, not growing | {} |",
@@ -818,7 +1058,7 @@ mod tests {
         let cases =
             [(false, &br#"{"messages":[]}"#[..], 2), (true, &br#"{"messages":[],"max_tokens":1}"#[..], 3)];
         for (anthropic, bytes, conversation) in cases {
-            let body = Body { bytes: bytes.to_vec(), anthropic };
+            let body = Body { bytes: bytes.to_vec(), anthropic, paced: false };
             let outcome = request(upstream.address, &body, conversation);
             assert_eq!(outcome.result, Ok(()), "{bytes:?}");
             assert_eq!(upstream.received().get(&conversation), Some(&vec![bytes.len()]));
@@ -843,9 +1083,69 @@ mod tests {
         let templates = Templates {
             openai: serde_json::to_vec(&openai).expect("json"),
             anthropic: serde_json::to_vec(&anthropic).expect("json"),
+            turns: Vec::new(),
         };
         let body = templates.body(1017);
         assert!(body.anthropic);
         assert!(String::from_utf8_lossy(&body.bytes).contains("[conversation-001017] fix it"));
+    }
+
+    #[test]
+    fn a_conversations_turns_each_add_one_assistant_message_and_its_results() {
+        let call = |id: &str| {
+            json!({"role": "assistant", "content": null, "tool_calls": [
+            {"id": id, "type": "function", "function": {"name": "bash", "arguments": "{}"}}]})
+        };
+        let result = |id: &str| json!({"role": "tool", "tool_call_id": id, "content": "out"});
+        let mut messages =
+            vec![json!({"role": "system", "content": "s"}), json!({"role": "user", "content": "u"})];
+        for id in ["a", "b", "c", "d"] {
+            messages.push(call(id));
+            messages.push(result(id));
+            messages.push(result(id));
+        }
+        let openai = json!({"model": "m", "messages": messages, "stream": true});
+        let turns = Templates::turns(&openai).expect("turns");
+        assert_eq!(turns.len(), TURNS);
+        let read = |bytes: &[u8]| serde_json::from_slice::<Value>(bytes).expect("json");
+        let (last, _) = turns.last().expect("a turn");
+        assert_eq!(read(last), openai, "the last turn is the whole conversation");
+        for pair in turns.windows(2) {
+            let (before, after) = (read(&pair[0].0), read(&pair[1].0));
+            let (before, after) = (
+                before["messages"].as_array().expect("messages"),
+                after["messages"].as_array().expect("messages"),
+            );
+            assert_eq!(after[..before.len()], before[..], "each turn carries the one before");
+            let added: Vec<&Value> = after[before.len()..].iter().map(|m| &m["role"]).collect();
+            assert_eq!(added, ["assistant", "tool", "tool"]);
+            let (before, after) = (read(&pair[0].1), read(&pair[1].1));
+            let (before, after) = (
+                before["messages"].as_array().expect("messages"),
+                after["messages"].as_array().expect("messages"),
+            );
+            assert_eq!(after[..before.len()], before[..], "in the Messages API too");
+            assert_eq!(after.len(), before.len() + 2, "a tool_use turn and a tool_result turn");
+        }
+    }
+
+    #[test]
+    fn the_upstream_reports_the_body_it_received_as_its_usage() {
+        let upstream = Upstream::start().expect("upstream");
+        for (anthropic, size) in [(false, 400), (true, 4000)] {
+            let mut bytes = br#"{"messages":[],"x":""#.to_vec();
+            bytes.resize(size - 2, b'x');
+            bytes.extend_from_slice(br#""}"#);
+            let path = if anthropic { "/v1/messages" } else { "/v1/chat/completions" };
+            let mut stream = connect(upstream.address).expect("a connection");
+            write!(stream, "POST {path} HTTP/1.1\r\ncontent-length: {}\r\n\r\n", bytes.len()).expect("sent");
+            stream.write_all(&bytes).expect("sent");
+            let mut reader = BufReader::new(&stream);
+            let (_, headers) = read_head(&mut reader).expect("an answer").expect("a head");
+            let answer = read_body(&mut reader, &headers).expect("a body");
+            assert_eq!(reported_tokens(&answer), Some(size / BYTES_PER_TOKEN));
+            assert_eq!(answer, events(anthropic, size / BYTES_PER_TOKEN).concat().as_bytes());
+        }
+        upstream.stop();
     }
 }

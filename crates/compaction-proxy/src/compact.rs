@@ -217,9 +217,14 @@ pub(crate) async fn body(
         return Ok((body, None));
     };
     // Reading, counting and writing a large request is work for a blocking thread, not for the
-    // runtime's workers.
+    // runtime's workers; as many at once as there are cores, the others waiting their turn in
+    // order (the semaphore is fair) with their bytes alone. The turn goes with the work, so a
+    // client gone meanwhile does not free it while its request is still being read. (The
+    // semaphore is never closed.)
+    let turn = shared.compacting.clone().acquire_owned().await.ok();
     let (task_shared, task_body) = (shared.clone(), body.clone());
     let done = tokio::task::spawn_blocking(move || {
+        let _turn = turn;
         let hook = crate::models::hook_for(&task_shared.settings, endpoint.path(), &task_body)?;
         // A dry run forwards nothing compacted, so there is nothing to be consistent with.
         let memory = (!task_shared.settings.dry_run).then_some(&task_shared.memory);

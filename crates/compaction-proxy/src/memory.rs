@@ -16,36 +16,189 @@ use std::collections::{HashMap, VecDeque};
 use std::hash::{Hash, Hasher};
 use std::time::{Duration, Instant};
 
-use compaction_model::{Message, Role};
+use compaction_model::{
+    FilePart, ImagePart, Message, Part, ResultPart, Role, Text, TextPart, ToolCall, ToolCallResult,
+    ToolResultContent,
+};
 use serde_json::Value;
 
 /// The prefix hashes of `messages`: the `i`th covers messages `0..=i`. A message is known by
 /// its content, not by the cache breakpoints (`cache_control`) on it, which a client moves to
 /// its newest messages with every request.
+///
+/// Each message is hashed field by field as it is held, each hash continuing the one before:
+/// nothing is serialised to be hashed (serialising each message of a megabyte request cost more
+/// than reading it).
 pub(crate) fn prefix_hashes(messages: &[Message]) -> Vec<u64> {
     let mut running = 0u64;
     messages
         .iter()
         .map(|message| {
-            let mut value = message.to_value();
-            without_breakpoints(&mut value);
             let mut hasher = std::collections::hash_map::DefaultHasher::new();
             running.hash(&mut hasher);
-            value.to_string().hash(&mut hasher);
+            hash_message(message, &mut hasher);
             running = hasher.finish();
             running
         })
         .collect()
 }
 
-fn without_breakpoints(value: &mut Value) {
-    match value {
-        Value::Object(map) => {
-            map.shift_remove("cache_control");
-            map.values_mut().for_each(without_breakpoints);
+/// Feeds everything `message` holds to `h`, but the cache breakpoints.
+fn hash_message(message: &Message, h: &mut impl Hasher) {
+    message.role.hash(h);
+    message.name.hash(h);
+    hash_object(&message.meta, h);
+    h.write_usize(message.parts.len());
+    for part in &message.parts {
+        match part {
+            Part::Text(text) => {
+                h.write_u8(0);
+                hash_text_part(text, h);
+            }
+            Part::ToolCall(call) => {
+                h.write_u8(1);
+                hash_call(call, h);
+            }
+            Part::ToolCallResult(result) => {
+                h.write_u8(2);
+                match &result.result {
+                    ToolResultContent::Text(text) => {
+                        h.write_u8(0);
+                        text.as_str().hash(h);
+                    }
+                    ToolResultContent::Parts(parts) => {
+                        h.write_u8(1);
+                        h.write_usize(parts.len());
+                        for part in parts {
+                            match part {
+                                ResultPart::Text(text) => {
+                                    h.write_u8(0);
+                                    hash_text_part(text, h);
+                                }
+                                ResultPart::Image(image) => {
+                                    h.write_u8(1);
+                                    hash_image(image, h);
+                                }
+                                ResultPart::File(file) => {
+                                    h.write_u8(2);
+                                    hash_file(file, h);
+                                }
+                                other => hash_value(&other_result_part(other), h),
+                            }
+                        }
+                    }
+                }
+                hash_call(&result.origin, h);
+                result.error.hash(h);
+                hash_object(&result.unknown, h);
+            }
+            Part::Reasoning(reasoning) => {
+                h.write_u8(3);
+                reasoning.reasoning_text.hash(h);
+                hash_object(&reasoning.extra, h);
+                hash_object(&reasoning.unknown, h);
+            }
+            Part::Image(image) => {
+                h.write_u8(4);
+                hash_image(image, h);
+            }
+            Part::File(file) => {
+                h.write_u8(5);
+                hash_file(file, h);
+            }
+            // A kind this crate was not built for: by its value, as the message writes it.
+            other => {
+                h.write_u8(6);
+                hash_value(&other_part(other), h);
+            }
         }
-        Value::Array(items) => items.iter_mut().for_each(without_breakpoints),
-        _ => {}
+    }
+}
+
+fn hash_text_part(part: &TextPart, h: &mut impl Hasher) {
+    part.text.as_str().hash(h);
+    hash_object(&part.unknown, h);
+}
+
+fn hash_call(call: &ToolCall, h: &mut impl Hasher) {
+    call.tool_name.hash(h);
+    call.arguments.as_json().hash(h);
+    call.raw_arguments.hash(h);
+    call.id.hash(h);
+    call.extra.is_some().hash(h);
+    if let Some(extra) = &call.extra {
+        hash_object(extra, h);
+    }
+    hash_object(&call.unknown, h);
+}
+
+fn hash_image(image: &ImagePart, h: &mut impl Hasher) {
+    image.base64_image.hash(h);
+    image.mime_type.hash(h);
+    image.detail.hash(h);
+    hash_object(&image.meta, h);
+    image.validation.hash(h);
+    hash_object(&image.unknown, h);
+}
+
+fn hash_file(file: &FilePart, h: &mut impl Hasher) {
+    file.base64_data.hash(h);
+    file.mime_type.hash(h);
+    file.filename.hash(h);
+    hash_object(&file.extra, h);
+    file.validation.hash(h);
+    hash_object(&file.unknown, h);
+}
+
+/// A part of a kind this crate does not know, as a message of it alone writes it.
+fn other_part(part: &Part) -> Value {
+    Message { role: Role::User, parts: vec![part.clone()], name: None, meta: Default::default() }.to_value()
+}
+
+/// A result part of a kind this crate does not know, as a result of it alone writes it.
+fn other_result_part(part: &ResultPart) -> Value {
+    let result = ToolCallResult {
+        result: ToolResultContent::Parts(vec![part.clone()]),
+        origin: Box::default(),
+        error: false,
+        unknown: Default::default(),
+    };
+    other_part(&Part::ToolCallResult(result))
+}
+
+/// An object's keys and values in order, less any `cache_control` at any depth.
+fn hash_object(object: &serde_json::Map<String, Value>, h: &mut impl Hasher) {
+    h.write_u8(b'{');
+    for (key, value) in object {
+        if key != "cache_control" {
+            key.hash(h);
+            hash_value(value, h);
+        }
+    }
+    h.write_u8(b'}');
+}
+
+fn hash_value(value: &Value, h: &mut impl Hasher) {
+    match value {
+        Value::Null => h.write_u8(b'n'),
+        Value::Bool(b) => {
+            h.write_u8(b'b');
+            b.hash(h);
+        }
+        Value::Number(n) => {
+            h.write_u8(b'#');
+            n.to_string().hash(h);
+        }
+        Value::String(s) => {
+            h.write_u8(b's');
+            s.hash(h);
+        }
+        Value::Array(items) => {
+            h.write_u8(b'[');
+            h.write_usize(items.len());
+            items.iter().for_each(|item| hash_value(item, h));
+        }
+        Value::Object(map) => hash_object(map, h),
     }
 }
 
@@ -65,12 +218,53 @@ pub(crate) struct Memory {
 
 /// `message` with every text its own. A text the reader left in the request's bytes (see
 /// [`compaction_model::Text`]) would keep the whole request alive for as long as the replacement
-/// is remembered: a megabyte a request, over thousands of requests. Kept as it is when the copy
-/// would differ (nothing the model writes is lost that way; the copy is only for memory).
-fn owned(message: Message) -> Message {
-    match Message::from_value(message.to_value(), 0) {
-        Ok(copy) if copy == message => copy,
-        _ => message,
+/// is remembered: a megabyte a request, over thousands of requests. Each text is copied where it
+/// lies (texts are the only part of a message that can share the request's bytes); a part of a
+/// kind this crate does not know goes through its value and back, and is kept as it is when the
+/// copy would differ (nothing the model writes is lost that way; the copy is only for memory).
+fn owned(mut message: Message) -> Message {
+    let own = |text: &mut Text| *text = Text::new(text.as_str());
+    for part in &mut message.parts {
+        match part {
+            Part::Text(text) => own(&mut text.text),
+            Part::ToolCallResult(result) => match &mut result.result {
+                ToolResultContent::Text(text) => own(text),
+                ToolResultContent::Parts(parts) => {
+                    for part in parts {
+                        match part {
+                            ResultPart::Text(text) => own(&mut text.text),
+                            ResultPart::Image(_) | ResultPart::File(_) => {}
+                            other => {
+                                *other =
+                                    owned_by_value(other_result_part(other), other.clone(), |m| {
+                                        match m.parts.into_iter().next() {
+                                            Some(Part::ToolCallResult(ToolCallResult {
+                                                result: ToolResultContent::Parts(mut parts),
+                                                ..
+                                            })) if parts.len() == 1 => parts.pop(),
+                                            _ => None,
+                                        }
+                                    })
+                            }
+                        }
+                    }
+                }
+            },
+            Part::ToolCall(_) | Part::Reasoning(_) | Part::Image(_) | Part::File(_) => {}
+            other => {
+                *other = owned_by_value(other_part(other), other.clone(), |m| m.parts.into_iter().next())
+            }
+        }
+    }
+    message
+}
+
+/// `kept` read again from `value` (which holds it alone) and taken out by `take`, when that
+/// gives it back equal; else `kept` itself.
+fn owned_by_value<T: PartialEq>(value: Value, kept: T, take: impl FnOnce(Message) -> Option<T>) -> T {
+    match Message::from_value(value, 0).ok().and_then(take) {
+        Some(copy) if copy == kept => copy,
+        _ => kept,
     }
 }
 
@@ -177,19 +371,234 @@ mod tests {
         assert_eq!(prefix_hashes(&[plain]), prefix_hashes(&[marked]));
     }
 
+    /// A message with a part of each kind, and something in each field.
+    fn every_kind() -> Message {
+        let mut call = ToolCall::new(
+            "bash",
+            serde_json::from_value(serde_json::json!({"cmd": "ls"})).expect("an object"),
+        )
+        .with_id("c1");
+        call.extra = Some(
+            serde_json::from_value::<serde_json::Map<String, Value>>(serde_json::json!({"x": 1}))
+                .expect("an object")
+                .into(),
+        );
+        let result = ToolCallResult {
+            result: ToolResultContent::Parts(vec![ResultPart::Text(TextPart::new("a.rs"))]),
+            origin: Box::new(call.clone()),
+            error: false,
+            unknown: Default::default(),
+        };
+        let image = ImagePart {
+            base64_image: "aGk=".into(),
+            mime_type: Some("image/png".into()),
+            detail: None,
+            meta: Default::default(),
+            validation: false,
+            unknown: Default::default(),
+        };
+        let file = FilePart {
+            base64_data: "aGk=".into(),
+            mime_type: None,
+            filename: Some("a.pdf".into()),
+            extra: Default::default(),
+            validation: false,
+            unknown: Default::default(),
+        };
+        let reasoning =
+            compaction_model::ReasoningPart { reasoning_text: "hmm".into(), ..Default::default() };
+        Message {
+            role: Role::Assistant,
+            parts: vec![
+                Part::Text(TextPart::new("hi")),
+                Part::ToolCall(call),
+                Part::ToolCallResult(result),
+                Part::Reasoning(reasoning),
+                Part::Image(image),
+                Part::File(file),
+            ],
+            name: None,
+            meta: Default::default(),
+        }
+    }
+
+    fn object(value: Value) -> compaction_model::SharedObject {
+        serde_json::from_value::<serde_json::Map<String, Value>>(value).expect("an object").into()
+    }
+
+    #[test]
+    fn a_change_to_any_field_makes_another_message() {
+        type Change = fn(&mut Message);
+        // (what changes, the change)
+        let changes: &[(&str, Change)] = &[
+            ("role", |m| m.role = Role::User),
+            ("name", |m| m.name = Some("bot".into())),
+            ("meta", |m| m.meta = object(serde_json::json!({"k": "v"}))),
+            ("a text", |m| m.parts[0] = Part::Text(TextPart::new("ho"))),
+            ("a text's unknown field", |m| {
+                if let Part::Text(t) = &mut m.parts[0] {
+                    t.unknown = object(serde_json::json!({"citations": []}));
+                }
+            }),
+            ("a call's name", |m| {
+                if let Part::ToolCall(c) = &mut m.parts[1] {
+                    c.tool_name = "sh".into();
+                }
+            }),
+            ("a call's arguments", |m| {
+                if let Part::ToolCall(c) = &mut m.parts[1] {
+                    c.arguments = serde_json::from_value::<serde_json::Map<String, Value>>(
+                        serde_json::json!({"cmd": "pwd"}),
+                    )
+                    .expect("an object")
+                    .into();
+                }
+            }),
+            ("a call's raw arguments", |m| {
+                if let Part::ToolCall(c) = &mut m.parts[1] {
+                    c.raw_arguments = Some("{".into());
+                }
+            }),
+            ("a call's id", |m| {
+                if let Part::ToolCall(c) = &mut m.parts[1] {
+                    c.id = Some("c2".into());
+                }
+            }),
+            ("a call's extra", |m| {
+                if let Part::ToolCall(c) = &mut m.parts[1] {
+                    c.extra = None;
+                }
+            }),
+            ("a result's text", |m| {
+                if let Part::ToolCallResult(r) = &mut m.parts[2] {
+                    r.result = ToolResultContent::Parts(vec![ResultPart::Text(TextPart::new("b.rs"))]);
+                }
+            }),
+            ("a result as one string", |m| {
+                if let Part::ToolCallResult(r) = &mut m.parts[2] {
+                    r.result = ToolResultContent::Text("a.rs".into());
+                }
+            }),
+            ("a result's error", |m| {
+                if let Part::ToolCallResult(r) = &mut m.parts[2] {
+                    r.error = true;
+                }
+            }),
+            ("a result's call", |m| {
+                if let Part::ToolCallResult(r) = &mut m.parts[2] {
+                    r.origin.id = Some("c9".into());
+                }
+            }),
+            ("the reasoning", |m| {
+                if let Part::Reasoning(r) = &mut m.parts[3] {
+                    r.reasoning_text = "hm".into();
+                }
+            }),
+            ("a thinking signature", |m| {
+                if let Part::Reasoning(r) = &mut m.parts[3] {
+                    r.extra = object(serde_json::json!({"signature": "s"}));
+                }
+            }),
+            ("an image", |m| {
+                if let Part::Image(i) = &mut m.parts[4] {
+                    i.base64_image = "aG8=".into();
+                }
+            }),
+            ("an image's detail", |m| {
+                if let Part::Image(i) = &mut m.parts[4] {
+                    i.detail = Some("low".into());
+                }
+            }),
+            ("a file's name", |m| {
+                if let Part::File(f) = &mut m.parts[5] {
+                    f.filename = None;
+                }
+            }),
+            ("a part less", |m| {
+                m.parts.pop();
+            }),
+            ("the parts in another order", |m| m.parts.swap(0, 3)),
+        ];
+        let base = every_kind();
+        let mut seen = vec![("nothing", prefix_hashes(std::slice::from_ref(&base))[0])];
+        for (what, change) in changes {
+            let mut message = base.clone();
+            change(&mut message);
+            assert_ne!(message, base, "{what}: the change changes the message");
+            let hash = prefix_hashes(&[message])[0];
+            if let Some((other, _)) = seen.iter().find(|(_, h)| *h == hash) {
+                panic!("{what} hashes as {other}");
+            }
+            seen.push((what, hash));
+        }
+    }
+
+    #[test]
+    fn breakpoints_are_ignored_wherever_they_are() {
+        type Change = fn(&mut Message);
+        // (where the breakpoint is, the change)
+        let changes: &[(&str, Change)] = &[
+            ("on a text", |m| {
+                if let Part::Text(t) = &mut m.parts[0] {
+                    t.unknown = object(serde_json::json!({"cache_control": {"type": "ephemeral"}}));
+                }
+            }),
+            ("on a tool result", |m| {
+                if let Part::ToolCallResult(r) = &mut m.parts[2] {
+                    r.unknown =
+                        object(serde_json::json!({"cache_control": {"type": "ephemeral", "ttl": "1h"}}));
+                }
+            }),
+            ("on a call", |m| {
+                if let Part::ToolCall(c) = &mut m.parts[1] {
+                    c.unknown = object(serde_json::json!({"cache_control": {"type": "ephemeral"}}));
+                }
+            }),
+            ("deep in the metadata", |m| {
+                m.meta = object(serde_json::json!({"k": [{"cache_control": {"type": "ephemeral"}}]}));
+            }),
+        ];
+        for (where_, change) in changes {
+            let (mut marked, mut plain) = (every_kind(), every_kind());
+            change(&mut marked);
+            if *where_ == "deep in the metadata" {
+                plain.meta = object(serde_json::json!({"k": [{}]}));
+            }
+            assert_ne!(marked, plain);
+            assert_eq!(prefix_hashes(&[marked]), prefix_hashes(&[plain]), "a breakpoint {where_}");
+        }
+    }
+
     #[test]
     fn a_remembered_replacement_does_not_keep_its_request_alive() {
-        let request =
-            br#"[{"role": "user", "meta": {}, "name": null, "content": [{"text": "a long tool result"}]}]"#;
-        let source = compaction_model::JsonSource::new(request.to_vec());
-        let read = Message::read_prefix_in(&source, 1).expect("a message").message;
-        let mut memory = Memory::new(4);
-        memory.remember(7, read.clone());
-        drop(read);
-        assert!(source.into_bytes().is_ok(), "the memory holds no text of the request's bytes");
-        let mut messages = vec![Message::user("x")];
-        assert_eq!(memory.recall(&[7], &mut messages), [0]);
-        assert_eq!(messages[0].to_value()["content"][0]["text"], "a long tool result");
+        // Messages as a request holds them, each text left in its bytes (with escapes or not).
+        let requests: &[&[u8]] = &[
+            br#"[{"role": "user", "meta": {}, "name": null, "content": [{"text": "a long tool result"}]}]"#,
+            br#"[{"role": "user", "meta": {}, "name": null, "content": [{"text": "a \"quoted\"\nresult"}]}]"#,
+            br#"[{"role": "tool", "meta": {}, "name": null, "content": [{"tool_call_result": {"result": "a.rs\nb.rs",
+                "origin": {"tool_name": "ls", "arguments": {}, "id": "c1", "extra": null}, "error": false}}]}]"#,
+            br#"[{"role": "tool", "meta": {}, "name": null, "content": [{"tool_call_result": {"result": [{"text": "a\tb"}],
+                "origin": {"tool_name": "ls", "arguments": {}, "id": "c1", "extra": null}, "error": false}}]}]"#,
+        ];
+        for request in requests {
+            let source = compaction_model::JsonSource::new(request.to_vec());
+            let read = Message::read_prefix_in(&source, 1)
+                .unwrap_or_else(|| panic!("{}", String::from_utf8_lossy(request)))
+                .message;
+            let mut memory = Memory::new(4);
+            memory.remember(7, read.clone());
+            assert!(source.into_bytes().is_err(), "the message read shares the request's bytes");
+            let source = compaction_model::JsonSource::new(request.to_vec());
+            let read = Message::read_prefix_in(&source, 1)
+                .unwrap_or_else(|| panic!("{}", String::from_utf8_lossy(request)))
+                .message;
+            memory.remember(8, read.clone());
+            let mut messages = vec![Message::user("x")];
+            assert_eq!(memory.recall(&[8], &mut messages), [0]);
+            assert_eq!(messages[0], read, "{}", String::from_utf8_lossy(request));
+            drop((read, messages));
+            assert!(source.into_bytes().is_ok(), "the memory holds no text of the request's bytes");
+        }
     }
 
     #[test]

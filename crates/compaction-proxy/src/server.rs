@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Limited};
+use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper::header::{HeaderMap, HeaderValue};
 use hyper::{Request, Response, StatusCode};
@@ -28,6 +28,9 @@ pub(crate) struct Shared {
     pub(crate) settings: ProxySettings,
     client: reqwest::Client,
     in_flight: Arc<Semaphore>,
+    /// Requests being read, counted and compacted at once: as many as there are cores. More
+    /// would not go faster, and each holds its request parsed and written back beside its bytes.
+    pub(crate) compacting: Arc<Semaphore>,
     /// The replacements made, by conversation prefix (see `memory.rs`).
     pub(crate) memory: Mutex<Memory>,
     pub(crate) metrics: Metrics,
@@ -36,6 +39,12 @@ pub(crate) struct Shared {
 /// How many replacements the proxy remembers across requests, the oldest forgotten first: a
 /// pruned result is a few hundred bytes, so about 50 MB at most.
 const REMEMBERED: usize = 100_000;
+
+/// The most a connection buffers of what its client sends (hyper's default is about 400 kB).
+/// A body is copied out of it as it arrives into one buffer of its own, so a larger one would
+/// only add to each request's memory (and stays with a connection kept alive); the request's
+/// head must fit in it.
+const READ_BUFFER: usize = 64 << 10;
 
 /// Serves the proxy on `listener` until the task running it is dropped or aborted.
 ///
@@ -61,7 +70,10 @@ pub async fn serve(listener: TcpListener, settings: ProxySettings) -> Result<(),
     let client = client(settings.connect_timeout)?;
     let in_flight = Arc::new(Semaphore::new(settings.max_concurrent));
     let memory = Mutex::new(Memory::new(REMEMBERED));
-    let shared = Arc::new(Shared { settings, client, in_flight, memory, metrics: Metrics::default() });
+    let cores = std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get);
+    let compacting = Arc::new(Semaphore::new(cores));
+    let shared =
+        Arc::new(Shared { settings, client, in_flight, compacting, memory, metrics: Metrics::default() });
     loop {
         let stream = match listener.accept().await {
             Ok((stream, _)) => stream,
@@ -73,15 +85,27 @@ pub async fn serve(listener: TcpListener, settings: ProxySettings) -> Result<(),
                 continue;
             }
         };
+        accepted(&stream);
         let shared = shared.clone();
         tokio::spawn(async move {
             let service = hyper::service::service_fn(move |request| handle(shared.clone(), request));
             // A connection that fails (the client went mid-request) concerns that client only.
             let _ = hyper::server::conn::http1::Builder::new()
+                .max_buf_size(READ_BUFFER)
                 .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
                 .await;
         });
     }
+}
+
+/// Readies an accepted connection: its writes go out at once (`TCP_NODELAY`). A streamed
+/// answer is relayed an event at a time, each a small write, and its end is one more; held back
+/// by Nagle's algorithm until the client acknowledged the write before (which a client may delay
+/// by 40 ms), the end of each answer, and any event that follows another closely, would reach
+/// the client that much later.
+fn accepted(stream: &tokio::net::TcpStream) {
+    // Only a matter of latency: a connection that refuses it is served all the same.
+    let _ = stream.set_nodelay(true);
 }
 
 /// [`serve`] on a runtime of its own (as many worker threads as cores), for a caller without
@@ -264,9 +288,9 @@ async fn respond(shared: &Arc<Shared>, request: Request<Incoming>) -> Response<P
         );
     };
     let (parts, body) = request.into_parts();
-    let body = match Limited::new(body, settings.max_body_bytes).collect().await {
-        Ok(collected) => collected.to_bytes(),
-        Err(error) if error.is::<http_body_util::LengthLimitError>() => {
+    let body = match collect(body, settings.max_body_bytes).await {
+        Ok(body) => body,
+        Err(Collect::TooLarge) => {
             shared.metrics.failure(Failure::BodyTooLarge);
             return answer(
                 StatusCode::PAYLOAD_TOO_LARGE,
@@ -275,7 +299,7 @@ async fn respond(shared: &Arc<Shared>, request: Request<Incoming>) -> Response<P
             );
         }
         // The client went, or sent a broken body: nobody reads this answer.
-        Err(_) => {
+        Err(Collect::Failed) => {
             return answer(
                 StatusCode::BAD_REQUEST,
                 "invalid_request_error",
@@ -297,6 +321,36 @@ async fn respond(shared: &Arc<Shared>, request: Request<Incoming>) -> Response<P
     };
     crate::bodylog::forwarded(settings, logged, &body);
     forward(shared, parts, url, body, key, permit).await
+}
+
+/// Why a request body was not read whole.
+enum Collect {
+    TooLarge,
+    Failed,
+}
+
+/// The most set aside for a body before its bytes arrive, whatever its `Content-Length` says.
+const RESERVED: usize = 16 << 20;
+
+/// The whole of `body`, at most `limit` bytes, in one buffer the size its `Content-Length`
+/// says: each chunk is copied in and let go as it arrives, so a request's bytes are held once
+/// (gathering the chunks and joining them at the end would hold them twice). A body said to be
+/// larger than [`RESERVED`] gets that much at first, and more as it comes.
+async fn collect(mut body: Incoming, limit: usize) -> Result<Bytes, Collect> {
+    use http_body::Body as _;
+    let expected = body.size_hint().exact().and_then(|n| usize::try_from(n).ok());
+    if expected.is_some_and(|n| n > limit) {
+        return Err(Collect::TooLarge);
+    }
+    let mut whole = bytes::BytesMut::with_capacity(expected.unwrap_or(0).min(RESERVED));
+    while let Some(frame) = body.frame().await {
+        let Ok(data) = frame.map_err(|_| Collect::Failed)?.into_data() else { continue };
+        if whole.len() + data.len() > limit {
+            return Err(Collect::TooLarge);
+        }
+        whole.extend_from_slice(&data);
+    }
+    Ok(whole.freeze())
 }
 
 /// Sends the request on and relays the answer: its status, its headers and its body as it comes.
@@ -415,6 +469,20 @@ mod tests {
         }
         let settings = ProxySettings::default().with_remote_clients("t");
         assert!(check_address("0.0.0.0:1".parse().expect("an address"), &settings).is_ok());
+    }
+
+    #[test]
+    fn an_accepted_connection_writes_without_delay() {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime");
+        runtime.block_on(async {
+            let listener = TcpListener::bind("127.0.0.1:0").await.expect("a listener");
+            let address = listener.local_addr().expect("an address");
+            let client = tokio::net::TcpStream::connect(address);
+            let (accepted_stream, _client) = tokio::join!(listener.accept(), client);
+            let (stream, _) = accepted_stream.expect("a connection");
+            accepted(&stream);
+            assert!(stream.nodelay().expect("the option"), "TCP_NODELAY");
+        });
     }
 
     #[test]

@@ -179,6 +179,69 @@ fn a_body_over_the_limit_is_refused_and_not_forwarded() {
     });
 }
 
+/// Sends `body` to the proxy as a chunked request (no `Content-Length`), in `chunk`-byte
+/// chunks, on a connection of its own; the answer's status.
+async fn post_chunked(proxy: &Proxy, body: &[u8], chunk: usize) -> u16 {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(proxy.address).await.expect("a connection");
+    let mut request = format!(
+        "POST /v1/chat/completions HTTP/1.1\r\nhost: {}\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n",
+        proxy.address
+    )
+    .into_bytes();
+    for piece in body.chunks(chunk) {
+        request.extend_from_slice(format!("{:x}\r\n", piece.len()).as_bytes());
+        request.extend_from_slice(piece);
+        request.extend_from_slice(b"\r\n");
+    }
+    request.extend_from_slice(b"0\r\n\r\n");
+    // The proxy may answer 413 and close before it has read everything: what is left unsent
+    // does not matter then.
+    let _ = stream.write_all(&request).await;
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer).await;
+    let answer = String::from_utf8_lossy(&answer);
+    answer.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0)
+}
+
+#[test]
+fn a_chunked_body_is_read_whole_up_to_the_limit_and_refused_past_it() {
+    bounded(async {
+        let (openai, _anthropic, proxy) = setup(ProxySettings::default().with_max_body_bytes(1000)).await;
+        // (body size, chunk size, the answer's status)
+        let cases = [(1000, 7, 200), (1000, 1000, 200), (1001, 7, 413), (1001, 1001, 413), (0, 1, 200)];
+        let mut forwarded = Vec::new();
+        for (size, chunk, status) in cases {
+            let body: Vec<u8> = (0..size).map(|i| b'a' + (i % 26) as u8).collect();
+            assert_eq!(post_chunked(&proxy, &body, chunk).await, status, "{size} bytes in chunks of {chunk}");
+            if status == 200 {
+                forwarded.push(body);
+            }
+        }
+        let received: Vec<Vec<u8>> = openai.received().into_iter().map(|r| r.body).collect();
+        assert_eq!(received, forwarded, "the bodies under the limit went through byte for byte");
+    });
+}
+
+#[test]
+fn a_body_larger_than_the_proxy_sets_aside_up_front_goes_through_whole() {
+    bounded(async {
+        let (openai, _anthropic, proxy) = setup(ProxySettings::default()).await;
+        // 17 MiB, over the 16 MiB set aside from the Content-Length, under the 64 MiB limit.
+        let body: Vec<u8> = (0..17usize << 20).map(|i| b'a' + (i % 26) as u8).collect();
+        let answer = client()
+            .post(proxy.url("/v1/chat/completions"))
+            .body(body.clone())
+            .send()
+            .await
+            .expect("an answer");
+        assert_eq!(answer.status(), 200);
+        let received = openai.received();
+        assert_eq!(received.len(), 1);
+        assert!(received[0].body == body, "the body went through byte for byte");
+    });
+}
+
 #[test]
 fn with_remote_clients_every_client_presents_the_token_which_is_not_forwarded() {
     bounded(async {
