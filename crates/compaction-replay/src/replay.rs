@@ -9,7 +9,7 @@ use compaction_core::{CompactionReport, STRATEGY_OBSERVATION_MASKING};
 use compaction_hook::{AgentState, CompactionHook, Error as HookError};
 use compaction_model::{Arguments, Message, Role, ToolCall, ToolSpec, STRATEGY_TOOL_RESULT_OFFLOADING};
 use compaction_offload::{OffloadFailure, ToolResultOffloadHook};
-use compaction_tokens::{RunningCount, TokenCounter};
+use compaction_tokens::{Additive, Measure, TokenCounter};
 
 use crate::recorded::Recorded;
 
@@ -61,8 +61,10 @@ pub struct Step {
     /// Whether the provider compacted the recorded conversation since the previous call (its
     /// cache broke there for a reason no replay shares).
     pub after_provider_compaction: bool,
-    /// What the log records of this call: the provider's usage, time and model.
-    pub recorded: Option<Recorded>,
+    /// What the log records of this call: the provider's usage, time and model. Boxed: a long
+    /// run makes a million steps, most logs record no usage, and a record is larger than the
+    /// rest of the step.
+    pub recorded: Option<Box<Recorded>>,
 }
 
 /// What a replay produced: one step per model call, and the store writes the offload hook could
@@ -180,7 +182,7 @@ impl<'a> Replay<'a> {
         provider_compactions: &[usize],
         progress: &mut dyn FnMut(),
     ) -> Result<Replayed, HookError> {
-        self.replay(Store::Owned { messages, kept_from: 0 }, calls, provider_compactions, progress)
+        self.replay(Store::Owned { messages, offset: 0, kept_from: 0 }, calls, provider_compactions, progress)
     }
 
     fn replay(
@@ -193,14 +195,15 @@ impl<'a> Replay<'a> {
         let until = provider_compactions.iter().copied().filter(|&m| m > 0).min();
         let hook = self.hook;
         let counter = hook.counter();
-        let mut state = AgentState::new(Vec::with_capacity(log.all().len())).with_tools(self.tools.clone());
-        // The recorded prefix only grows, so its count is kept incrementally too.
-        let mut baseline = RunningCount::default();
+        let mut state = AgentState::new(Vec::with_capacity(log.len())).with_tools(self.tools.clone());
+        // The recorded prefix only grows and is never rewritten, so its count is kept
+        // incrementally too, as a running sum.
+        let mut baseline = Baseline::default();
         // One step per assistant message, and perhaps one for a final call: room for all of
         // them at once. A long run makes a hundred thousand steps of a few hundred bytes each,
         // which a vector grown by doubling holds with up to as much again spare, and twice while
         // it grows.
-        let calls_made = log.all().iter().filter(|m| m.role == Role::Assistant).count() + 1;
+        let calls_made = log.range(0..log.len()).iter().filter(|m| m.role == Role::Assistant).count() + 1;
         let mut steps: Vec<Step> = Vec::with_capacity(calls_made);
         let mut failures = Vec::new();
         let mut tally = Tally::default();
@@ -219,8 +222,8 @@ impl<'a> Replay<'a> {
         // schemas), measured at the first call: it comes first in every prompt.
         let mut overhead = 0;
 
-        let call = |messages: &[Message],
-                    baseline: &mut RunningCount,
+        let call = |messages: &Store<'_>,
+                    baseline: &mut Baseline,
                     steps: &[Step],
                     index: usize,
                     state: &mut AgentState,
@@ -245,9 +248,9 @@ impl<'a> Replay<'a> {
             // all of it, locally.
             let without = match anchor {
                 Some((next, tokens)) => {
-                    tokens + counter.try_count(&messages[next..index], &[]).map_err(HookError::Count)?
+                    tokens + counter.try_count(messages.range(next..index), &[]).map_err(HookError::Count)?
                 }
-                None => count_prefix(baseline, counter, &messages[..index], &state.tools)
+                None => count_prefix(baseline, counter, messages, index, &state.tools)
                     .map_err(HookError::Count)?,
             };
             let with = hook.try_estimate(state)?;
@@ -298,13 +301,13 @@ impl<'a> Replay<'a> {
                 first_changed: changed.take(),
                 output,
                 after_provider_compaction,
-                recorded: recorded.cloned(),
+                recorded: recorded.cloned().map(Box::new),
             })
         };
 
-        for index in 0..log.all().len() {
-            let messages = log.all();
-            let message = &messages[index];
+        for index in 0..log.len() {
+            let messages = &log;
+            let Some(message) = messages.get(index) else { break };
             let seen = records.next_if(|r| r.message == index);
             if until == Some(index) {
                 // From here the provider counted a conversation it had compacted: no anchor.
@@ -331,11 +334,13 @@ impl<'a> Replay<'a> {
                 if let (None, true, Some(first)) =
                     (anchor, steps.is_empty(), provider.filter(|_| recorded.is_some()))
                 {
-                    if !messages[..index].iter().any(|m| m.role == Role::Assistant) {
+                    // Nothing is let go before the first call.
+                    let before = messages.range(0..index);
+                    if !before.iter().any(|m| m.role == Role::Assistant) {
                         anchor = Some((index, first));
                         state.context_tokens = first;
                         overhead = first.saturating_sub(
-                            counter.try_count(&messages[..index], &state.tools).map_err(HookError::Count)?,
+                            counter.try_count(before, &state.tools).map_err(HookError::Count)?,
                         );
                     }
                 }
@@ -357,8 +362,17 @@ impl<'a> Replay<'a> {
                 state.step_count += 1;
             }
             let has_result = message.has_tool_call_result();
-            state.push(message.clone());
-            if has_result && refetches.arrived(message, counter).map_err(HookError::Count)? {
+            // The replayed conversation takes the recorded message; the log keeps a copy for
+            // the counts that still read it, until it is let go of.
+            let Some(taken) = log.take(index) else { break };
+            state.push(taken);
+            let arrived = match state.messages().last() {
+                Some(message) if has_result => {
+                    refetches.arrived(message, counter).map_err(HookError::Count)?
+                }
+                _ => false,
+            };
+            if arrived {
                 // The results answer the calls of the latest step's reply.
                 if let Some(last) = steps.last_mut() {
                     (last.refetches, last.refetch_tokens) = (refetches.count, refetches.tokens);
@@ -368,15 +382,14 @@ impl<'a> Replay<'a> {
                 // The provider counted the recorded conversation; the simulated one is smaller
                 // by what compaction has removed so far, measured locally.
                 let tokens = usize::try_from(recorded.context_tokens()).unwrap_or(usize::MAX);
-                let without = count_prefix(&mut baseline, counter, &messages[..=index], &state.tools)
+                let without = count_prefix(&mut baseline, counter, &log, index + 1, &state.tools)
                     .map_err(HookError::Count)?;
                 let removed =
                     without.saturating_sub(state.try_count_with_tools(counter).map_err(HookError::Count)?);
                 state.context_tokens = tokens.saturating_sub(removed).max(1);
                 anchor = Some((index + 1, tokens));
             }
-            let batch_ends =
-                has_result && !messages.get(index + 1).is_some_and(Message::has_tool_call_result);
+            let batch_ends = has_result && !log.get(index + 1).is_some_and(Message::has_tool_call_result);
             // The counts to come measure no message before this one again, nor any before the
             // anchor's (a stretch from there is counted whole); those measured may go. Not before
             // the first call, whose overhead is counted of all the messages before it.
@@ -398,8 +411,9 @@ impl<'a> Replay<'a> {
             }
             progress();
         }
-        let messages = log.all();
-        let answered = messages.last().is_none_or(|m| m.role == Role::Assistant || m.role == Role::System);
+        let messages = &log;
+        let last = messages.len().checked_sub(1).and_then(|last| messages.get(last));
+        let answered = last.is_none_or(|m| m.role == Role::Assistant || m.role == Role::System);
         if !answered {
             let step = call(
                 messages,
@@ -421,49 +435,130 @@ impl<'a> Replay<'a> {
     }
 }
 
-/// `counter`'s count of the recorded prefix `messages` sent with `tools`: from the running count
+/// `counter`'s count of the recorded prefix `log[..end]` sent with `tools`: from the running sum
 /// for a counter whose counts add up (which cannot fail), else asked of the counter itself.
 fn count_prefix(
-    baseline: &mut RunningCount,
+    baseline: &mut Baseline,
     counter: &dyn TokenCounter,
-    messages: &[Message],
+    log: &Store<'_>,
+    end: usize,
     tools: &[ToolSpec],
 ) -> Result<usize, compaction_tokens::Error> {
     match counter.additive() {
-        Some(_) => Ok(baseline.count(counter, messages, tools)),
-        None => counter.try_count(messages, tools),
+        Some(additive) if end > 0 => Ok(baseline.count(additive, log, end, tools)),
+        _ => counter.try_count(log.range(0..end), tools),
+    }
+}
+
+/// The running count of the recorded prefix, for a counter whose counts add up: the sum of the
+/// joined measures of its messages but the last, each measured once. The prefix only grows and
+/// no recorded message is rewritten, so no message's own measure is kept (a long run holds
+/// millions of messages).
+#[derive(Debug, Default)]
+struct Baseline {
+    /// How many leading messages the sum covers: no count reads them again.
+    measured: usize,
+    /// Their joined measures, added up.
+    sum: Measure,
+}
+
+impl Baseline {
+    /// How many leading messages no count reads again.
+    fn measured(&self) -> usize {
+        self.measured
+    }
+
+    /// [`Additive::count_after`] of the non-empty prefix `log[..end]` sent with `tools`,
+    /// measuring the messages not measured before; `end` is never less than at the last call.
+    fn count(&mut self, additive: &dyn Additive, log: &Store<'_>, end: usize, tools: &[ToolSpec]) -> usize {
+        let last = end - 1;
+        for message in log.range(self.measured.min(last)..last) {
+            self.sum += additive.measure_joined(message);
+        }
+        self.measured = self.measured.max(last);
+        match log.get(last) {
+            Some(message) => additive.count_after(self.sum, message, tools),
+            None => 0,
+        }
     }
 }
 
 /// The recorded messages, borrowed, or owned and let go of once measured.
 enum Store<'m> {
     Borrowed(&'m [Message]),
-    /// Messages before `kept_from` are let go of: each is a message of its role with nothing
-    /// in it, which only the roles are read of.
+    /// `messages` are the recorded messages from `offset` on: those before are gone. Of them,
+    /// those before `kept_from` are let go of, each a message of its role with nothing in it,
+    /// until they are as many as the rest: then they go too, and the vector shrinks to the rest.
     Owned {
         messages: Vec<Message>,
+        offset: usize,
         kept_from: usize,
     },
 }
 
 impl Store<'_> {
-    /// Every recorded message, those let go of as their roles alone.
-    fn all(&self) -> &[Message] {
+    /// How many messages were recorded, those let go of included.
+    fn len(&self) -> usize {
         match self {
-            Store::Borrowed(messages) => messages,
-            Store::Owned { messages, .. } => messages,
+            Store::Borrowed(messages) => messages.len(),
+            Store::Owned { messages, offset, .. } => offset + messages.len(),
+        }
+    }
+
+    /// The recorded messages `range`, none of them gone (let go of, they are their roles alone).
+    ///
+    /// # Panics
+    ///
+    /// When `range` starts before a message that is gone: the replay asks only for messages its
+    /// counts have not measured, and lets go only of those measured.
+    fn range(&self, range: std::ops::Range<usize>) -> &[Message] {
+        match self {
+            Store::Borrowed(messages) => &messages[range],
+            Store::Owned { messages, offset, .. } => &messages[range.start - offset..range.end - offset],
+        }
+    }
+
+    /// The recorded message at `index`, if it is not gone.
+    fn get(&self, index: usize) -> Option<&Message> {
+        match self {
+            Store::Borrowed(messages) => messages.get(index),
+            Store::Owned { messages, offset, .. } => messages.get(index.checked_sub(*offset)?),
+        }
+    }
+
+    /// The recorded message at `index`, for the replayed conversation: a borrowed one cloned; an
+    /// owned one moved out, a copy left in its place for the counts that still read it (until it
+    /// is let go of, soon after). So the replayed conversation holds the messages as they were
+    /// read, and the copies are made and dropped one step at a time, in the same memory.
+    fn take(&mut self, index: usize) -> Option<Message> {
+        match self {
+            Store::Borrowed(messages) => messages.get(index).cloned(),
+            Store::Owned { messages, offset, .. } => {
+                let slot = messages.get_mut(index.checked_sub(*offset)?)?;
+                let copy = slot.clone();
+                Some(std::mem::replace(slot, copy))
+            }
         }
     }
 
     /// Lets go of the owned messages before `end`, which no count reads again.
     fn let_go(&mut self, end: usize) {
-        let Store::Owned { messages, kept_from } = self else { return };
-        let end = end.min(messages.len());
-        for message in messages.get_mut(*kept_from..end).unwrap_or_default() {
+        let Store::Owned { messages, offset, kept_from } = self else { return };
+        let end = end.min(*offset + messages.len());
+        for message in messages.get_mut(*kept_from - *offset..end.saturating_sub(*offset)).unwrap_or_default()
+        {
             let role = message.role;
             *message = Message { role, parts: Vec::new(), name: None, meta: Default::default() };
         }
         *kept_from = (*kept_from).max(end);
+        // The emptied messages are dropped once they are as many as the rest, so each message
+        // is moved at most about once, and the vector shrinks with the log.
+        let emptied = *kept_from - *offset;
+        if emptied > 0 && emptied >= messages.len() - emptied {
+            messages.drain(..emptied);
+            messages.shrink_to_fit();
+            *offset = *kept_from;
+        }
     }
 }
 
@@ -679,4 +774,33 @@ fn rewritten(report: &CompactionReport) -> Tally {
         _ => tally.pruned = n,
     }
     tally
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Memory (issue 31, item 13): an owned log hands each message over and drops what it has let
+    /// go of, so at the end of a replay it holds a few messages, not one (empty) per message read.
+    #[test]
+    fn an_owned_log_shrinks_as_it_lets_go() {
+        let recorded: Vec<Message> = (0..1_000).map(|i| Message::user(format!("message {i}"))).collect();
+        let mut log = Store::Owned { messages: recorded.clone(), offset: 0, kept_from: 0 };
+        for index in 0..recorded.len() {
+            assert_eq!(log.take(index).as_ref(), Some(&recorded[index]));
+            log.let_go(index.saturating_sub(1));
+            assert_eq!(log.len(), recorded.len());
+            assert_eq!(
+                log.range(index.saturating_sub(1)..index + 1),
+                &recorded[index.saturating_sub(1)..=index]
+            );
+            assert_eq!(log.get(index + 1), recorded.get(index + 1));
+            let Store::Owned { messages, .. } = &log else { unreachable!() };
+            assert!(
+                messages.capacity() <= 2 * (recorded.len() - index) + 2,
+                "{} held after message {index}",
+                messages.capacity()
+            );
+        }
+    }
 }
