@@ -2,7 +2,7 @@
 //! [`Step`], with what it shares with the call before it (where the prompt cache breaks).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::hash::{Hash, Hasher};
+use std::hash::{BuildHasher, Hash, Hasher};
 use std::time::Duration;
 
 use compaction_core::{CompactionReport, STRATEGY_OBSERVATION_MASKING};
@@ -200,11 +200,9 @@ impl<'a> Replay<'a> {
         // incrementally too, as a running sum.
         let mut baseline = Baseline::default();
         // One step per assistant message, and perhaps one for a final call: room for all of
-        // them at once. A long run makes a hundred thousand steps of a few hundred bytes each,
-        // which a vector grown by doubling holds with up to as much again spare, and twice while
-        // it grows.
+        // them at once, each kept small until the replay ends (a long run makes a million).
         let calls_made = log.range(0..log.len()).iter().filter(|m| m.role == Role::Assistant).count() + 1;
-        let mut steps: Vec<Step> = Vec::with_capacity(calls_made);
+        let mut steps = Steps::with_capacity(calls_made);
         let mut failures = Vec::new();
         let mut tally = Tally::default();
         let mut refetches = Refetches::default();
@@ -224,7 +222,7 @@ impl<'a> Replay<'a> {
 
         let call = |messages: &Store<'_>,
                     baseline: &mut Baseline,
-                    steps: &[Step],
+                    steps: &Steps,
                     index: usize,
                     state: &mut AgentState,
                     changed: &mut Option<usize>,
@@ -431,7 +429,133 @@ impl<'a> Replay<'a> {
             )?;
             steps.push(step);
         }
-        Ok(Replayed { steps, failures })
+        // The conversation goes before the steps are made whole, in the memory it leaves.
+        drop((state, refetches, log));
+        Ok(Replayed { steps: steps.into_vec(), failures })
+    }
+}
+
+/// The steps of a replay while it runs: the latest whole, the others packed, each number in 32
+/// bits when it fits (almost all do: counts of tokens and messages) and else kept apart, and the
+/// step's number its place. A long run makes a million steps, held beside the conversation until
+/// the replay ends; packed, each is 64 bytes instead of 144.
+#[derive(Debug, Default)]
+struct Steps {
+    packed: Vec<Packed>,
+    /// The numbers that do not fit, by step index and field.
+    wide: HashMap<(usize, usize), usize>,
+    last: Option<Step>,
+}
+
+/// A packed step: its numbers (see [`Steps::pack`]), its flags and its record.
+#[derive(Debug)]
+struct Packed {
+    numbers: [u32; 13],
+    flags: u8,
+    recorded: Option<Box<Recorded>>,
+}
+
+/// A packed number kept in [`Steps::wide`].
+const WIDE: u32 = u32::MAX - 1;
+/// A packed `None`.
+const NONE: u32 = u32::MAX;
+
+impl Steps {
+    fn with_capacity(capacity: usize) -> Self {
+        Steps { packed: Vec::with_capacity(capacity.saturating_sub(1)), ..Steps::default() }
+    }
+
+    fn len(&self) -> usize {
+        self.packed.len() + usize::from(self.last.is_some())
+    }
+
+    fn is_empty(&self) -> bool {
+        self.last.is_none()
+    }
+
+    fn last(&self) -> Option<&Step> {
+        self.last.as_ref()
+    }
+
+    fn last_mut(&mut self) -> Option<&mut Step> {
+        self.last.as_mut()
+    }
+
+    fn push(&mut self, step: Step) {
+        if let Some(previous) = self.last.replace(step) {
+            let packed = self.pack(previous);
+            self.packed.push(packed);
+        }
+    }
+
+    /// The step at index `self.packed.len()`, packed.
+    fn pack(&mut self, step: Step) -> Packed {
+        let index = self.packed.len();
+        let mut number = |field: usize, value: Option<usize>| match value {
+            None => NONE,
+            Some(value) => match u32::try_from(value) {
+                Ok(small) if small < WIDE => small,
+                _ => {
+                    self.wide.insert((index, field), value);
+                    WIDE
+                }
+            },
+        };
+        let numbers = [
+            number(0, Some(step.message)),
+            number(1, Some(step.without)),
+            number(2, Some(step.estimate)),
+            number(3, Some(step.with)),
+            number(4, step.provider),
+            number(5, Some(step.pruned)),
+            number(6, Some(step.offloaded)),
+            number(7, Some(step.masked)),
+            number(8, Some(step.refetches)),
+            number(9, Some(step.refetch_tokens)),
+            number(10, Some(step.shared)),
+            number(11, step.first_changed),
+            number(12, Some(step.output)),
+        ];
+        let flags = u8::from(step.triggered)
+            | u8::from(step.compacted) << 1
+            | u8::from(step.anchored) << 2
+            | u8::from(step.after_provider_compaction) << 3;
+        Packed { numbers, flags, recorded: step.recorded }
+    }
+
+    /// Every step, whole, in order.
+    fn into_vec(self) -> Vec<Step> {
+        let Steps { packed, wide, last } = self;
+        let unpack = |(index, packed): (usize, Packed)| {
+            let number = |field: usize| match packed.numbers[field] {
+                NONE => None,
+                WIDE => wide.get(&(index, field)).copied(),
+                small => Some(small as usize),
+            };
+            let value = |field: usize| number(field).unwrap_or_default();
+            Step {
+                step: index + 1,
+                message: value(0),
+                without: value(1),
+                estimate: value(2),
+                with: value(3),
+                triggered: packed.flags & 1 != 0,
+                compacted: packed.flags & 2 != 0,
+                provider: number(4),
+                anchored: packed.flags & 4 != 0,
+                pruned: value(5),
+                offloaded: value(6),
+                masked: value(7),
+                refetches: value(8),
+                refetch_tokens: value(9),
+                shared: value(10),
+                first_changed: number(11),
+                output: value(12),
+                after_provider_compaction: packed.flags & 8 != 0,
+                recorded: packed.recorded,
+            }
+        };
+        packed.into_iter().enumerate().map(unpack).chain(last).collect()
     }
 }
 
@@ -488,7 +612,7 @@ enum Store<'m> {
     Borrowed(&'m [Message]),
     /// `messages` are the recorded messages from `offset` on: those before are gone. Of them,
     /// those before `kept_from` are let go of, each a message of its role with nothing in it,
-    /// until they are as many as the rest: then they go too, and the vector shrinks to the rest.
+    /// until they are a quarter of the rest: then they go too, the rest in a vector of its size.
     Owned {
         messages: Vec<Message>,
         offset: usize,
@@ -551,12 +675,16 @@ impl Store<'_> {
             *message = Message { role, parts: Vec::new(), name: None, meta: Default::default() };
         }
         *kept_from = (*kept_from).max(end);
-        // The emptied messages are dropped once they are as many as the rest, so each message
-        // is moved at most about once, and the vector shrinks with the log.
+        // The emptied messages are dropped once they are a quarter of the rest, the rest moved
+        // to a vector of its size (an allocator may keep a shrunk vector where it was, whole), so
+        // the log shrinks as the replayed conversation grows: the two together are the old
+        // vector and the new only while the replay is young and holds little else (each message
+        // is moved about four times).
         let emptied = *kept_from - *offset;
-        if emptied > 0 && emptied >= messages.len() - emptied {
-            messages.drain(..emptied);
-            messages.shrink_to_fit();
+        if emptied > 0 && emptied * 4 >= messages.len() - emptied {
+            let mut rest = Vec::with_capacity(messages.len() - emptied);
+            rest.extend(messages.drain(emptied..));
+            *messages = rest;
             *offset = *kept_from;
         }
     }
@@ -629,7 +757,7 @@ struct Refetches {
     /// Each distinct call seen, numbered in the order first seen.
     keys: HashMap<CallKey, usize>,
     /// The call each call id names, for the reports, which name results by id.
-    by_id: HashMap<String, usize>,
+    by_id: Ids,
     /// Calls whose latest result is in context as the tool returned it.
     in_context: HashSet<usize>,
     /// Calls whose latest result was rewritten or removed.
@@ -653,7 +781,7 @@ impl Refetches {
         for result in message.tool_call_results() {
             let key = self.intern(&result.origin);
             if let Some(id) = &result.origin.id {
-                self.by_id.insert(id.clone(), key);
+                self.by_id.insert(id, key);
             }
             if self.lost.remove(&key) {
                 found = true;
@@ -679,7 +807,7 @@ impl Refetches {
         tool: &str,
         messages: &[Message],
     ) {
-        let key = match call_id.and_then(|id| self.by_id.get(id).copied()) {
+        let key = match call_id.and_then(|id| self.by_id.get(id)) {
             Some(key) => Some(key),
             None => messages
                 .get(index)
@@ -739,6 +867,61 @@ impl Refetches {
     }
 }
 
+/// Call ids and the call each names, the latest named for an id given twice. The ids are kept in
+/// one text, and the table holds where each is in it: a long run has a million ids, which as
+/// `String`s in a `HashMap` cost about four times their bytes. An id or a number past 32 bits
+/// is kept in `wide` (never, but for a text of ids over 4 GB).
+#[derive(Debug, Default)]
+struct Ids {
+    text: String,
+    table: hashbrown::HashTable<IdPlace>,
+    wide: HashMap<String, usize>,
+    hasher: std::hash::RandomState,
+}
+
+/// Where an id is in [`Ids::text`], and the call it names.
+#[derive(Debug, Clone, Copy)]
+struct IdPlace {
+    start: u32,
+    end: u32,
+    call: u32,
+}
+
+impl Ids {
+    /// Notes that `id` names `call`.
+    fn insert(&mut self, id: &str, call: usize) {
+        let Ids { text, table, wide, hasher } = self;
+        let hash = hasher.hash_one(id);
+        let start = text.len();
+        let place = (u32::try_from(start), u32::try_from(start + id.len()), u32::try_from(call));
+        let (Ok(start), Ok(end), Ok(call32)) = place else {
+            wide.insert(id.to_owned(), call);
+            return;
+        };
+        wide.remove(id);
+        let text_of = |place: &IdPlace| &text[place.start as usize..place.end as usize];
+        if let Some(place) = table.find_mut(hash, |place| text_of(place) == id) {
+            place.call = call32;
+            return;
+        }
+        table.insert_unique(hash, IdPlace { start, end, call: call32 }, |place| {
+            hasher.hash_one(text_of(place))
+        });
+        text.push_str(id);
+    }
+
+    /// The call `id` names, if it was seen.
+    fn get(&self, id: &str) -> Option<usize> {
+        if let Some(&call) = self.wide.get(id) {
+            return Some(call);
+        }
+        let text_of = |place: &IdPlace| &self.text[place.start as usize..place.end as usize];
+        self.table
+            .find(self.hasher.hash_one(id), |place| text_of(place) == id)
+            .map(|place| place.call as usize)
+    }
+}
+
 /// Whether a compaction removed messages (a sliding window, a summary), in any of its stages.
 fn removes(report: &CompactionReport) -> bool {
     !report.removed.is_empty() || report.stages.iter().any(removes)
@@ -780,6 +963,69 @@ fn rewritten(report: &CompactionReport) -> Tally {
 mod tests {
     use super::*;
 
+    /// Memory (issue 31, item 13): the steps are packed while the replay runs and come back
+    /// whole, numbers that do not fit in 32 bits, `None`s and a step's record included.
+    #[test]
+    fn packed_steps_come_back_whole() {
+        let huge = usize::MAX;
+        let made: Vec<Step> = (0..6)
+            .map(|i| Step {
+                step: i + 1,
+                message: [3, huge, u32::MAX as usize, WIDE as usize, 0, 7][i],
+                without: 1_000 * i,
+                estimate: (u32::MAX as usize - 2) + i,
+                with: 900 * i,
+                triggered: i % 2 == 0,
+                compacted: i % 3 == 0,
+                provider: [None, Some(huge), Some(NONE as usize), Some(12), None, Some(0)][i],
+                anchored: i == 4,
+                pruned: i,
+                offloaded: i * 2,
+                masked: i * 3,
+                refetches: i * 4,
+                refetch_tokens: huge - i,
+                shared: 10 * i,
+                first_changed: [Some(2), None, Some(WIDE as usize), None, Some(huge), Some(1)][i],
+                output: 20 + i,
+                after_provider_compaction: i == 5,
+                recorded: (i % 2 == 1).then(|| Box::new(Recorded::new(i, 1, 2, 3, 4))),
+            })
+            .collect();
+        let mut steps = Steps::with_capacity(made.len());
+        for step in &made {
+            steps.push(step.clone());
+            assert_eq!(steps.last(), Some(step));
+            assert_eq!(steps.len(), step.step);
+        }
+        assert_eq!(steps.into_vec(), made);
+    }
+
+    /// Memory (issue 31, item 13): call ids are kept in one text, each once, naming the latest
+    /// call given for it, as a map of strings would.
+    #[test]
+    fn ids_name_their_latest_call() {
+        let mut ids = Ids::default();
+        let mut map = HashMap::new();
+        for i in 0..5_000usize {
+            let id = format!("call_{}", (i * 7) % 3_001);
+            ids.insert(&id, i / 3);
+            map.insert(id, i / 3);
+        }
+        ids.insert("", 9);
+        map.insert(String::new(), 9);
+        ids.insert("wide", u32::MAX as usize + 1);
+        ids.insert("wide", 4);
+        ids.insert("wider", usize::MAX);
+        map.insert("wide".into(), 4);
+        map.insert("wider".into(), usize::MAX);
+        for (id, call) in &map {
+            assert_eq!(ids.get(id), Some(*call), "{id}");
+        }
+        assert_eq!(ids.get("call_3001"), None);
+        assert_eq!(ids.table.len() + ids.wide.len(), map.len());
+        assert_eq!(ids.text.len(), map.keys().filter(|id| *id != "wider").map(String::len).sum::<usize>());
+    }
+
     /// Memory (issue 31, item 13): an owned log hands each message over and drops what it has let
     /// go of, so at the end of a replay it holds a few messages, not one (empty) per message read.
     #[test]
@@ -797,7 +1043,7 @@ mod tests {
             assert_eq!(log.get(index + 1), recorded.get(index + 1));
             let Store::Owned { messages, .. } = &log else { unreachable!() };
             assert!(
-                messages.capacity() <= 2 * (recorded.len() - index) + 2,
+                4 * messages.capacity() <= 5 * (recorded.len() - index) + 8,
                 "{} held after message {index}",
                 messages.capacity()
             );
