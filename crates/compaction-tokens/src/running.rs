@@ -45,9 +45,9 @@ pub struct RunningCount {
     /// holds millions of messages: the measures are not also kept one by one). This is the
     /// measures' text; their images and files are in `media`.
     tree: Vec<usize>,
-    /// The images and files of the tree's nodes, by node; empty while every measure so far has
-    /// none, as a conversation of text has (a third of the memory).
-    media: Vec<[usize; 2]>,
+    /// The images and files of the tree's nodes, by node; `None` while every measure so far has
+    /// none, as a conversation of text has (two thirds of the memory).
+    media: Option<Vec<[usize; 2]>>,
     /// Each measured message's count on its own once asked for, else [`UNKNOWN`].
     own: Vec<usize>,
     /// Messages rewritten since they were measured, to measure again before the next count.
@@ -256,14 +256,15 @@ impl RunningCount {
             self.hold_media();
         }
         self.tree.push(node.text);
-        if !self.media.is_empty() {
-            self.media.push([node.images, node.files]);
+        if let Some(media) = &mut self.media {
+            media.push([node.images, node.files]);
         }
     }
 
     /// Node `at` of the tree (0-based), its images and files included.
     fn node(&self, at: usize) -> Measure {
-        let [images, files] = self.media.get(at).copied().unwrap_or_default();
+        let [images, files] =
+            self.media.as_ref().and_then(|media| media.get(at).copied()).unwrap_or_default();
         Measure { text: self.tree[at], images, files }
     }
 
@@ -271,15 +272,15 @@ impl RunningCount {
     /// caller holds them before it sets any).
     fn set_node(&mut self, at: usize, node: Measure) {
         self.tree[at] = node.text;
-        if let Some(media) = self.media.get_mut(at) {
+        if let Some(media) = self.media.as_mut().and_then(|media| media.get_mut(at)) {
             *media = [node.images, node.files];
         }
     }
 
     /// Holds the nodes' images and files from now on: all none so far.
     fn hold_media(&mut self) {
-        if self.media.is_empty() {
-            self.media = vec![[0, 0]; self.tree.len()];
+        if self.media.is_none() {
+            self.media = Some(vec![[0, 0]; self.tree.len()]);
         }
     }
 
@@ -424,7 +425,7 @@ mod tests {
         let mut running = RunningCount::default();
         assert_eq!(running.count(&counter, &messages, &[]), counter.count(&messages, &[]));
         assert_eq!(std::mem::size_of_val(running.tree.as_slice()), 8 * messages.len());
-        assert!(running.media.is_empty());
+        assert!(running.media.is_none());
         let with_image = |i: usize| {
             Message::user_parts(vec![
                 Part::Text(TextPart::new(format!("look {i}"))),
@@ -435,7 +436,7 @@ mod tests {
         messages[11] = with_image(11);
         running.rewritten(&[11]);
         assert_eq!(running.count(&counter, &messages, &[]), counter.count(&messages, &[]));
-        assert_eq!(running.media.len(), messages.len());
+        assert_eq!(running.media.as_ref().map(Vec::len), Some(messages.len()));
         messages.push(with_file.clone());
         messages.push(with_image(30));
         messages.extend(conversation(9));
@@ -456,8 +457,17 @@ mod tests {
         }
         let mut fresh = RunningCount::default();
         fresh.count(&counter, &conversation(3), &[]);
-        fresh.count(&counter, &[conversation(3), vec![with_file]].concat(), &[]);
-        assert_eq!((fresh.tree.len(), fresh.media.len()), (4, 4));
+        fresh.count(&counter, &[conversation(3), vec![with_file.clone()]].concat(), &[]);
+        assert_eq!((fresh.tree.len(), fresh.media.as_ref().map(Vec::len)), (4, Some(4)));
+        // A first message with an image, and then more.
+        let mut first = RunningCount::default();
+        let mut messages = vec![with_image(0)];
+        assert_eq!(first.count(&counter, &messages, &[]), counter.count(&messages, &[]));
+        messages.extend([Message::user("and then"), with_file]);
+        assert_eq!(first.count(&counter, &messages, &[]), counter.count(&messages, &[]));
+        for (i, message) in messages.iter().enumerate() {
+            assert_eq!(first.measure_at(i), counter.measure_joined(message), "message {i}");
+        }
     }
 
     #[test]
