@@ -49,7 +49,7 @@ impl Call {
                     shared: previous.min(prompt),
                     output: s.output as u64,
                     after_provider_compaction: s.after_provider_compaction,
-                    recorded: s.recorded.clone(),
+                    recorded: s.recorded.as_deref().cloned(),
                 };
                 previous = prompt;
                 call
@@ -65,7 +65,7 @@ impl Call {
         steps
             .iter()
             .filter_map(|s| {
-                let recorded = s.recorded.clone()?;
+                let recorded = s.recorded.as_deref().cloned()?;
                 let prompt = recorded.prompt_tokens();
                 let call = Call {
                     prompt,
@@ -92,7 +92,7 @@ impl Call {
                 shared: s.shared as u64,
                 output: s.output as u64,
                 after_provider_compaction: s.after_provider_compaction,
-                recorded: s.recorded.clone(),
+                recorded: s.recorded.as_deref().cloned(),
             })
             .collect()
     }

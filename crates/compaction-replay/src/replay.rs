@@ -2,14 +2,14 @@
 //! [`Step`], with what it shares with the call before it (where the prompt cache breaks).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::hash::{Hash, Hasher};
+use std::hash::{BuildHasher, Hash, Hasher};
 use std::time::Duration;
 
 use compaction_core::{CompactionReport, STRATEGY_OBSERVATION_MASKING};
 use compaction_hook::{AgentState, CompactionHook, Error as HookError};
 use compaction_model::{Arguments, Message, Role, ToolCall, ToolSpec, STRATEGY_TOOL_RESULT_OFFLOADING};
 use compaction_offload::{OffloadFailure, ToolResultOffloadHook};
-use compaction_tokens::{RunningCount, TokenCounter};
+use compaction_tokens::{Additive, Measure, TokenCounter};
 
 use crate::recorded::Recorded;
 
@@ -61,8 +61,10 @@ pub struct Step {
     /// Whether the provider compacted the recorded conversation since the previous call (its
     /// cache broke there for a reason no replay shares).
     pub after_provider_compaction: bool,
-    /// What the log records of this call: the provider's usage, time and model.
-    pub recorded: Option<Recorded>,
+    /// What the log records of this call: the provider's usage, time and model. Boxed: a long
+    /// run makes a million steps, most logs record no usage, and a record is larger than the
+    /// rest of the step.
+    pub recorded: Option<Box<Recorded>>,
 }
 
 /// What a replay produced: one step per model call, and the store writes the offload hook could
@@ -180,7 +182,7 @@ impl<'a> Replay<'a> {
         provider_compactions: &[usize],
         progress: &mut dyn FnMut(),
     ) -> Result<Replayed, HookError> {
-        self.replay(Store::Owned { messages, kept_from: 0 }, calls, provider_compactions, progress)
+        self.replay(Store::Owned { messages, offset: 0, kept_from: 0 }, calls, provider_compactions, progress)
     }
 
     fn replay(
@@ -193,15 +195,14 @@ impl<'a> Replay<'a> {
         let until = provider_compactions.iter().copied().filter(|&m| m > 0).min();
         let hook = self.hook;
         let counter = hook.counter();
-        let mut state = AgentState::new(Vec::with_capacity(log.all().len())).with_tools(self.tools.clone());
-        // The recorded prefix only grows, so its count is kept incrementally too.
-        let mut baseline = RunningCount::default();
+        let mut state = AgentState::new(Vec::with_capacity(log.len())).with_tools(self.tools.clone());
+        // The recorded prefix only grows and is never rewritten, so its count is kept
+        // incrementally too, as a running sum.
+        let mut baseline = Baseline::default();
         // One step per assistant message, and perhaps one for a final call: room for all of
-        // them at once. A long run makes a hundred thousand steps of a few hundred bytes each,
-        // which a vector grown by doubling holds with up to as much again spare, and twice while
-        // it grows.
-        let calls_made = log.all().iter().filter(|m| m.role == Role::Assistant).count() + 1;
-        let mut steps: Vec<Step> = Vec::with_capacity(calls_made);
+        // them at once, each kept small until the replay ends (a long run makes a million).
+        let calls_made = log.range(0..log.len()).iter().filter(|m| m.role == Role::Assistant).count() + 1;
+        let mut steps = Steps::with_capacity(calls_made);
         let mut failures = Vec::new();
         let mut tally = Tally::default();
         let mut refetches = Refetches::default();
@@ -219,9 +220,9 @@ impl<'a> Replay<'a> {
         // schemas), measured at the first call: it comes first in every prompt.
         let mut overhead = 0;
 
-        let call = |messages: &[Message],
-                    baseline: &mut RunningCount,
-                    steps: &[Step],
+        let call = |messages: &Store<'_>,
+                    baseline: &mut Baseline,
+                    steps: &Steps,
                     index: usize,
                     state: &mut AgentState,
                     changed: &mut Option<usize>,
@@ -245,9 +246,9 @@ impl<'a> Replay<'a> {
             // all of it, locally.
             let without = match anchor {
                 Some((next, tokens)) => {
-                    tokens + counter.try_count(&messages[next..index], &[]).map_err(HookError::Count)?
+                    tokens + counter.try_count(messages.range(next..index), &[]).map_err(HookError::Count)?
                 }
-                None => count_prefix(baseline, counter, &messages[..index], &state.tools)
+                None => count_prefix(baseline, counter, messages, index, &state.tools)
                     .map_err(HookError::Count)?,
             };
             let with = hook.try_estimate(state)?;
@@ -298,13 +299,13 @@ impl<'a> Replay<'a> {
                 first_changed: changed.take(),
                 output,
                 after_provider_compaction,
-                recorded: recorded.cloned(),
+                recorded: recorded.cloned().map(Box::new),
             })
         };
 
-        for index in 0..log.all().len() {
-            let messages = log.all();
-            let message = &messages[index];
+        for index in 0..log.len() {
+            let messages = &log;
+            let Some(message) = messages.get(index) else { break };
             let seen = records.next_if(|r| r.message == index);
             if until == Some(index) {
                 // From here the provider counted a conversation it had compacted: no anchor.
@@ -331,11 +332,13 @@ impl<'a> Replay<'a> {
                 if let (None, true, Some(first)) =
                     (anchor, steps.is_empty(), provider.filter(|_| recorded.is_some()))
                 {
-                    if !messages[..index].iter().any(|m| m.role == Role::Assistant) {
+                    // Nothing is let go before the first call.
+                    let before = messages.range(0..index);
+                    if !before.iter().any(|m| m.role == Role::Assistant) {
                         anchor = Some((index, first));
                         state.context_tokens = first;
                         overhead = first.saturating_sub(
-                            counter.try_count(&messages[..index], &state.tools).map_err(HookError::Count)?,
+                            counter.try_count(before, &state.tools).map_err(HookError::Count)?,
                         );
                     }
                 }
@@ -357,8 +360,17 @@ impl<'a> Replay<'a> {
                 state.step_count += 1;
             }
             let has_result = message.has_tool_call_result();
-            state.push(message.clone());
-            if has_result && refetches.arrived(message, counter).map_err(HookError::Count)? {
+            // The replayed conversation takes the recorded message; the log keeps a copy for
+            // the counts that still read it, until it is let go of.
+            let Some(taken) = log.take(index) else { break };
+            state.push(taken);
+            let arrived = match state.messages().last() {
+                Some(message) if has_result => {
+                    refetches.arrived(message, counter).map_err(HookError::Count)?
+                }
+                _ => false,
+            };
+            if arrived {
                 // The results answer the calls of the latest step's reply.
                 if let Some(last) = steps.last_mut() {
                     (last.refetches, last.refetch_tokens) = (refetches.count, refetches.tokens);
@@ -368,15 +380,14 @@ impl<'a> Replay<'a> {
                 // The provider counted the recorded conversation; the simulated one is smaller
                 // by what compaction has removed so far, measured locally.
                 let tokens = usize::try_from(recorded.context_tokens()).unwrap_or(usize::MAX);
-                let without = count_prefix(&mut baseline, counter, &messages[..=index], &state.tools)
+                let without = count_prefix(&mut baseline, counter, &log, index + 1, &state.tools)
                     .map_err(HookError::Count)?;
                 let removed =
                     without.saturating_sub(state.try_count_with_tools(counter).map_err(HookError::Count)?);
                 state.context_tokens = tokens.saturating_sub(removed).max(1);
                 anchor = Some((index + 1, tokens));
             }
-            let batch_ends =
-                has_result && !messages.get(index + 1).is_some_and(Message::has_tool_call_result);
+            let batch_ends = has_result && !log.get(index + 1).is_some_and(Message::has_tool_call_result);
             // The counts to come measure no message before this one again, nor any before the
             // anchor's (a stretch from there is counted whole); those measured may go. Not before
             // the first call, whose overhead is counted of all the messages before it.
@@ -398,8 +409,9 @@ impl<'a> Replay<'a> {
             }
             progress();
         }
-        let messages = log.all();
-        let answered = messages.last().is_none_or(|m| m.role == Role::Assistant || m.role == Role::System);
+        let messages = &log;
+        let last = messages.len().checked_sub(1).and_then(|last| messages.get(last));
+        let answered = last.is_none_or(|m| m.role == Role::Assistant || m.role == Role::System);
         if !answered {
             let step = call(
                 messages,
@@ -417,53 +429,264 @@ impl<'a> Replay<'a> {
             )?;
             steps.push(step);
         }
-        Ok(Replayed { steps, failures })
+        // The conversation goes before the steps are made whole, in the memory it leaves.
+        drop((state, refetches, log));
+        Ok(Replayed { steps: steps.into_vec(), failures })
     }
 }
 
-/// `counter`'s count of the recorded prefix `messages` sent with `tools`: from the running count
+/// The steps of a replay while it runs: the latest whole, the others packed, each number in 32
+/// bits when it fits (almost all do: counts of tokens and messages) and else kept apart, and the
+/// step's number its place. A long run makes a million steps, held beside the conversation until
+/// the replay ends; packed, each is 64 bytes instead of 144.
+#[derive(Debug, Default)]
+struct Steps {
+    packed: Vec<Packed>,
+    /// The numbers that do not fit, by step index and field.
+    wide: HashMap<(usize, usize), usize>,
+    last: Option<Step>,
+}
+
+/// A packed step: its numbers (see [`Steps::pack`]), its flags and its record.
+#[derive(Debug)]
+struct Packed {
+    numbers: [u32; 13],
+    flags: u8,
+    recorded: Option<Box<Recorded>>,
+}
+
+/// A packed number kept in [`Steps::wide`].
+const WIDE: u32 = u32::MAX - 1;
+/// A packed `None`.
+const NONE: u32 = u32::MAX;
+
+impl Steps {
+    fn with_capacity(capacity: usize) -> Self {
+        Steps { packed: Vec::with_capacity(capacity.saturating_sub(1)), ..Steps::default() }
+    }
+
+    fn len(&self) -> usize {
+        self.packed.len() + usize::from(self.last.is_some())
+    }
+
+    fn is_empty(&self) -> bool {
+        self.last.is_none()
+    }
+
+    fn last(&self) -> Option<&Step> {
+        self.last.as_ref()
+    }
+
+    fn last_mut(&mut self) -> Option<&mut Step> {
+        self.last.as_mut()
+    }
+
+    fn push(&mut self, step: Step) {
+        if let Some(previous) = self.last.replace(step) {
+            let packed = self.pack(previous);
+            self.packed.push(packed);
+        }
+    }
+
+    /// The step at index `self.packed.len()`, packed.
+    fn pack(&mut self, step: Step) -> Packed {
+        let index = self.packed.len();
+        let mut number = |field: usize, value: Option<usize>| match value {
+            None => NONE,
+            Some(value) => match u32::try_from(value) {
+                Ok(small) if small < WIDE => small,
+                _ => {
+                    self.wide.insert((index, field), value);
+                    WIDE
+                }
+            },
+        };
+        let numbers = [
+            number(0, Some(step.message)),
+            number(1, Some(step.without)),
+            number(2, Some(step.estimate)),
+            number(3, Some(step.with)),
+            number(4, step.provider),
+            number(5, Some(step.pruned)),
+            number(6, Some(step.offloaded)),
+            number(7, Some(step.masked)),
+            number(8, Some(step.refetches)),
+            number(9, Some(step.refetch_tokens)),
+            number(10, Some(step.shared)),
+            number(11, step.first_changed),
+            number(12, Some(step.output)),
+        ];
+        let flags = u8::from(step.triggered)
+            | u8::from(step.compacted) << 1
+            | u8::from(step.anchored) << 2
+            | u8::from(step.after_provider_compaction) << 3;
+        Packed { numbers, flags, recorded: step.recorded }
+    }
+
+    /// Every step, whole, in order.
+    fn into_vec(self) -> Vec<Step> {
+        let Steps { packed, wide, last } = self;
+        let unpack = |(index, packed): (usize, Packed)| {
+            let number = |field: usize| match packed.numbers[field] {
+                NONE => None,
+                WIDE => wide.get(&(index, field)).copied(),
+                small => Some(small as usize),
+            };
+            let value = |field: usize| number(field).unwrap_or_default();
+            Step {
+                step: index + 1,
+                message: value(0),
+                without: value(1),
+                estimate: value(2),
+                with: value(3),
+                triggered: packed.flags & 1 != 0,
+                compacted: packed.flags & 2 != 0,
+                provider: number(4),
+                anchored: packed.flags & 4 != 0,
+                pruned: value(5),
+                offloaded: value(6),
+                masked: value(7),
+                refetches: value(8),
+                refetch_tokens: value(9),
+                shared: value(10),
+                first_changed: number(11),
+                output: value(12),
+                after_provider_compaction: packed.flags & 8 != 0,
+                recorded: packed.recorded,
+            }
+        };
+        packed.into_iter().enumerate().map(unpack).chain(last).collect()
+    }
+}
+
+/// `counter`'s count of the recorded prefix `log[..end]` sent with `tools`: from the running sum
 /// for a counter whose counts add up (which cannot fail), else asked of the counter itself.
 fn count_prefix(
-    baseline: &mut RunningCount,
+    baseline: &mut Baseline,
     counter: &dyn TokenCounter,
-    messages: &[Message],
+    log: &Store<'_>,
+    end: usize,
     tools: &[ToolSpec],
 ) -> Result<usize, compaction_tokens::Error> {
     match counter.additive() {
-        Some(_) => Ok(baseline.count(counter, messages, tools)),
-        None => counter.try_count(messages, tools),
+        Some(additive) if end > 0 => Ok(baseline.count(additive, log, end, tools)),
+        _ => counter.try_count(log.range(0..end), tools),
+    }
+}
+
+/// The running count of the recorded prefix, for a counter whose counts add up: the sum of the
+/// joined measures of its messages but the last, each measured once. The prefix only grows and
+/// no recorded message is rewritten, so no message's own measure is kept (a long run holds
+/// millions of messages).
+#[derive(Debug, Default)]
+struct Baseline {
+    /// How many leading messages the sum covers: no count reads them again.
+    measured: usize,
+    /// Their joined measures, added up.
+    sum: Measure,
+}
+
+impl Baseline {
+    /// How many leading messages no count reads again.
+    fn measured(&self) -> usize {
+        self.measured
+    }
+
+    /// [`Additive::count_after`] of the non-empty prefix `log[..end]` sent with `tools`,
+    /// measuring the messages not measured before; `end` is never less than at the last call.
+    fn count(&mut self, additive: &dyn Additive, log: &Store<'_>, end: usize, tools: &[ToolSpec]) -> usize {
+        let last = end - 1;
+        for message in log.range(self.measured.min(last)..last) {
+            self.sum += additive.measure_joined(message);
+        }
+        self.measured = self.measured.max(last);
+        match log.get(last) {
+            Some(message) => additive.count_after(self.sum, message, tools),
+            None => 0,
+        }
     }
 }
 
 /// The recorded messages, borrowed, or owned and let go of once measured.
 enum Store<'m> {
     Borrowed(&'m [Message]),
-    /// Messages before `kept_from` are let go of: each is a message of its role with nothing
-    /// in it, which only the roles are read of.
+    /// `messages` are the recorded messages from `offset` on: those before are gone. Of them,
+    /// those before `kept_from` are let go of, each a message of its role with nothing in it,
+    /// until they are a quarter of the rest: then they go too, the rest in a vector of its size.
     Owned {
         messages: Vec<Message>,
+        offset: usize,
         kept_from: usize,
     },
 }
 
 impl Store<'_> {
-    /// Every recorded message, those let go of as their roles alone.
-    fn all(&self) -> &[Message] {
+    /// How many messages were recorded, those let go of included.
+    fn len(&self) -> usize {
         match self {
-            Store::Borrowed(messages) => messages,
-            Store::Owned { messages, .. } => messages,
+            Store::Borrowed(messages) => messages.len(),
+            Store::Owned { messages, offset, .. } => offset + messages.len(),
+        }
+    }
+
+    /// The recorded messages `range`, none of them gone (let go of, they are their roles alone).
+    ///
+    /// # Panics
+    ///
+    /// When `range` starts before a message that is gone: the replay asks only for messages its
+    /// counts have not measured, and lets go only of those measured.
+    fn range(&self, range: std::ops::Range<usize>) -> &[Message] {
+        match self {
+            Store::Borrowed(messages) => &messages[range],
+            Store::Owned { messages, offset, .. } => &messages[range.start - offset..range.end - offset],
+        }
+    }
+
+    /// The recorded message at `index`, if it is not gone.
+    fn get(&self, index: usize) -> Option<&Message> {
+        match self {
+            Store::Borrowed(messages) => messages.get(index),
+            Store::Owned { messages, offset, .. } => messages.get(index.checked_sub(*offset)?),
+        }
+    }
+
+    /// The recorded message at `index`, for the replayed conversation: a borrowed one cloned; an
+    /// owned one moved out, a copy left in its place for the counts that still read it (until it
+    /// is let go of, soon after). So the replayed conversation holds the messages as they were
+    /// read, and the copies are made and dropped one step at a time, in the same memory.
+    fn take(&mut self, index: usize) -> Option<Message> {
+        match self {
+            Store::Borrowed(messages) => messages.get(index).cloned(),
+            Store::Owned { messages, offset, .. } => {
+                let slot = messages.get_mut(index.checked_sub(*offset)?)?;
+                let copy = slot.clone();
+                Some(std::mem::replace(slot, copy))
+            }
         }
     }
 
     /// Lets go of the owned messages before `end`, which no count reads again.
     fn let_go(&mut self, end: usize) {
-        let Store::Owned { messages, kept_from } = self else { return };
-        let end = end.min(messages.len());
-        for message in messages.get_mut(*kept_from..end).unwrap_or_default() {
+        let Store::Owned { messages, offset, kept_from } = self else { return };
+        let end = end.min(*offset + messages.len());
+        for message in messages.get_mut(*kept_from - *offset..end.saturating_sub(*offset)).unwrap_or_default()
+        {
             let role = message.role;
             *message = Message { role, parts: Vec::new(), name: None, meta: Default::default() };
         }
         *kept_from = (*kept_from).max(end);
+        // The emptied messages are dropped once they are a quarter of the rest, the rest moved
+        // to a vector of its size (an allocator may keep a shrunk vector where it was, whole), so
+        // the log shrinks as the replayed conversation grows: the two together are the old
+        // vector and the new only while the replay is young and holds little else (each message
+        // is moved about four times).
+        let emptied = *kept_from - *offset;
+        if emptied > 0 && emptied * 4 >= messages.len() - emptied {
+            let mut rest = Vec::with_capacity(messages.len() - emptied);
+            rest.extend(messages.drain(emptied..));
+            *messages = rest;
+            *offset = *kept_from;
+        }
     }
 }
 
@@ -534,7 +757,7 @@ struct Refetches {
     /// Each distinct call seen, numbered in the order first seen.
     keys: HashMap<CallKey, usize>,
     /// The call each call id names, for the reports, which name results by id.
-    by_id: HashMap<String, usize>,
+    by_id: Ids,
     /// Calls whose latest result is in context as the tool returned it.
     in_context: HashSet<usize>,
     /// Calls whose latest result was rewritten or removed.
@@ -558,7 +781,7 @@ impl Refetches {
         for result in message.tool_call_results() {
             let key = self.intern(&result.origin);
             if let Some(id) = &result.origin.id {
-                self.by_id.insert(id.clone(), key);
+                self.by_id.insert(id, key);
             }
             if self.lost.remove(&key) {
                 found = true;
@@ -584,7 +807,7 @@ impl Refetches {
         tool: &str,
         messages: &[Message],
     ) {
-        let key = match call_id.and_then(|id| self.by_id.get(id).copied()) {
+        let key = match call_id.and_then(|id| self.by_id.get(id)) {
             Some(key) => Some(key),
             None => messages
                 .get(index)
@@ -644,6 +867,61 @@ impl Refetches {
     }
 }
 
+/// Call ids and the call each names, the latest named for an id given twice. The ids are kept in
+/// one text, and the table holds where each is in it: a long run has a million ids, which as
+/// `String`s in a `HashMap` cost about four times their bytes. An id or a number past 32 bits
+/// is kept in `wide` (never, but for a text of ids over 4 GB).
+#[derive(Debug, Default)]
+struct Ids {
+    text: String,
+    table: hashbrown::HashTable<IdPlace>,
+    wide: HashMap<String, usize>,
+    hasher: std::hash::RandomState,
+}
+
+/// Where an id is in [`Ids::text`], and the call it names.
+#[derive(Debug, Clone, Copy)]
+struct IdPlace {
+    start: u32,
+    end: u32,
+    call: u32,
+}
+
+impl Ids {
+    /// Notes that `id` names `call`.
+    fn insert(&mut self, id: &str, call: usize) {
+        let Ids { text, table, wide, hasher } = self;
+        let hash = hasher.hash_one(id);
+        let start = text.len();
+        let place = (u32::try_from(start), u32::try_from(start + id.len()), u32::try_from(call));
+        let (Ok(start), Ok(end), Ok(call32)) = place else {
+            wide.insert(id.to_owned(), call);
+            return;
+        };
+        wide.remove(id);
+        let text_of = |place: &IdPlace| &text[place.start as usize..place.end as usize];
+        if let Some(place) = table.find_mut(hash, |place| text_of(place) == id) {
+            place.call = call32;
+            return;
+        }
+        table.insert_unique(hash, IdPlace { start, end, call: call32 }, |place| {
+            hasher.hash_one(text_of(place))
+        });
+        text.push_str(id);
+    }
+
+    /// The call `id` names, if it was seen.
+    fn get(&self, id: &str) -> Option<usize> {
+        if let Some(&call) = self.wide.get(id) {
+            return Some(call);
+        }
+        let text_of = |place: &IdPlace| &self.text[place.start as usize..place.end as usize];
+        self.table
+            .find(self.hasher.hash_one(id), |place| text_of(place) == id)
+            .map(|place| place.call as usize)
+    }
+}
+
 /// Whether a compaction removed messages (a sliding window, a summary), in any of its stages.
 fn removes(report: &CompactionReport) -> bool {
     !report.removed.is_empty() || report.stages.iter().any(removes)
@@ -679,4 +957,96 @@ fn rewritten(report: &CompactionReport) -> Tally {
         _ => tally.pruned = n,
     }
     tally
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Memory (issue 31, item 13): the steps are packed while the replay runs and come back
+    /// whole, numbers that do not fit in 32 bits, `None`s and a step's record included.
+    #[test]
+    fn packed_steps_come_back_whole() {
+        let huge = usize::MAX;
+        let made: Vec<Step> = (0..6)
+            .map(|i| Step {
+                step: i + 1,
+                message: [3, huge, u32::MAX as usize, WIDE as usize, 0, 7][i],
+                without: 1_000 * i,
+                estimate: (u32::MAX as usize - 2) + i,
+                with: 900 * i,
+                triggered: i % 2 == 0,
+                compacted: i % 3 == 0,
+                provider: [None, Some(huge), Some(NONE as usize), Some(12), None, Some(0)][i],
+                anchored: i == 4,
+                pruned: i,
+                offloaded: i * 2,
+                masked: i * 3,
+                refetches: i * 4,
+                refetch_tokens: huge - i,
+                shared: 10 * i,
+                first_changed: [Some(2), None, Some(WIDE as usize), None, Some(huge), Some(1)][i],
+                output: 20 + i,
+                after_provider_compaction: i == 5,
+                recorded: (i % 2 == 1).then(|| Box::new(Recorded::new(i, 1, 2, 3, 4))),
+            })
+            .collect();
+        let mut steps = Steps::with_capacity(made.len());
+        for step in &made {
+            steps.push(step.clone());
+            assert_eq!(steps.last(), Some(step));
+            assert_eq!(steps.len(), step.step);
+        }
+        assert_eq!(steps.into_vec(), made);
+    }
+
+    /// Memory (issue 31, item 13): call ids are kept in one text, each once, naming the latest
+    /// call given for it, as a map of strings would.
+    #[test]
+    fn ids_name_their_latest_call() {
+        let mut ids = Ids::default();
+        let mut map = HashMap::new();
+        for i in 0..5_000usize {
+            let id = format!("call_{}", (i * 7) % 3_001);
+            ids.insert(&id, i / 3);
+            map.insert(id, i / 3);
+        }
+        ids.insert("", 9);
+        map.insert(String::new(), 9);
+        ids.insert("wide", u32::MAX as usize + 1);
+        ids.insert("wide", 4);
+        ids.insert("wider", usize::MAX);
+        map.insert("wide".into(), 4);
+        map.insert("wider".into(), usize::MAX);
+        for (id, call) in &map {
+            assert_eq!(ids.get(id), Some(*call), "{id}");
+        }
+        assert_eq!(ids.get("call_3001"), None);
+        assert_eq!(ids.table.len() + ids.wide.len(), map.len());
+        assert_eq!(ids.text.len(), map.keys().filter(|id| *id != "wider").map(String::len).sum::<usize>());
+    }
+
+    /// Memory (issue 31, item 13): an owned log hands each message over and drops what it has let
+    /// go of, so at the end of a replay it holds a few messages, not one (empty) per message read.
+    #[test]
+    fn an_owned_log_shrinks_as_it_lets_go() {
+        let recorded: Vec<Message> = (0..1_000).map(|i| Message::user(format!("message {i}"))).collect();
+        let mut log = Store::Owned { messages: recorded.clone(), offset: 0, kept_from: 0 };
+        for index in 0..recorded.len() {
+            assert_eq!(log.take(index).as_ref(), Some(&recorded[index]));
+            log.let_go(index.saturating_sub(1));
+            assert_eq!(log.len(), recorded.len());
+            assert_eq!(
+                log.range(index.saturating_sub(1)..index + 1),
+                &recorded[index.saturating_sub(1)..=index]
+            );
+            assert_eq!(log.get(index + 1), recorded.get(index + 1));
+            let Store::Owned { messages, .. } = &log else { unreachable!() };
+            assert!(
+                4 * messages.capacity() <= 5 * (recorded.len() - index) + 8,
+                "{} held after message {index}",
+                messages.capacity()
+            );
+        }
+    }
 }

@@ -42,9 +42,12 @@ use crate::counter::{Additive, Counts, Measure, TokenCounter};
 pub struct RunningCount {
     /// Each measured message's joined measure, in order, as a Fenwick tree (1-based): prefix
     /// sums in a logarithm, and one message's measure as the difference of two (a long run
-    /// holds hundreds of thousands of messages, and two running counts of them in a replay: the
-    /// measures are not also kept one by one).
-    tree: Vec<Measure>,
+    /// holds millions of messages: the measures are not also kept one by one). This is the
+    /// measures' text; their images and files are in `media`.
+    tree: Vec<usize>,
+    /// The images and files of the tree's nodes, by node; `None` while every measure so far has
+    /// none, as a conversation of text has (two thirds of the memory).
+    media: Option<Vec<[usize; 2]>>,
     /// Each measured message's count on its own once asked for, else [`UNKNOWN`].
     own: Vec<usize>,
     /// Messages rewritten since they were measured, to measure again before the next count.
@@ -246,19 +249,51 @@ impl RunningCount {
         let low = position & position.wrapping_neg();
         let mut child = 1;
         while child < low {
-            node = wrapping_add(node, self.tree[position - child - 1]);
+            node = wrapping_add(node, self.node(position - child - 1));
             child <<= 1;
         }
-        self.tree.push(node);
+        if has_media(node) {
+            self.hold_media();
+        }
+        self.tree.push(node.text);
+        if let Some(media) = &mut self.media {
+            media.push([node.images, node.files]);
+        }
+    }
+
+    /// Node `at` of the tree (0-based), its images and files included.
+    fn node(&self, at: usize) -> Measure {
+        let [images, files] =
+            self.media.as_ref().and_then(|media| media.get(at).copied()).unwrap_or_default();
+        Measure { text: self.tree[at], images, files }
+    }
+
+    /// Sets node `at` of the tree (0-based): its images and files only when they are held (the
+    /// caller holds them before it sets any).
+    fn set_node(&mut self, at: usize, node: Measure) {
+        self.tree[at] = node.text;
+        if let Some(media) = self.media.as_mut().and_then(|media| media.get_mut(at)) {
+            *media = [node.images, node.files];
+        }
+    }
+
+    /// Holds the nodes' images and files from now on: all none so far.
+    fn hold_media(&mut self) {
+        if self.media.is_none() {
+            self.media = Some(vec![[0, 0]; self.tree.len()]);
+        }
     }
 
     /// Replaces measure `old` by `new` at `index` in the tree. Sums wrap: every prefix sum is a
     /// true count, so the wrapped arithmetic in between gives it exactly.
     fn add(&mut self, index: usize, new: Measure, old: Measure) {
+        if has_media(new) || has_media(old) {
+            self.hold_media();
+        }
         let mut position = index + 1;
         while position <= self.tree.len() {
-            let node = &mut self.tree[position - 1];
-            *node = wrapping_add(wrapping_sub(*node, old), new);
+            let node = wrapping_add(wrapping_sub(self.node(position - 1), old), new);
+            self.set_node(position - 1, node);
             position += position & position.wrapping_neg();
         }
     }
@@ -273,7 +308,7 @@ impl RunningCount {
         let mut sum = Measure::default();
         let mut position = end.min(self.tree.len());
         while position > 0 {
-            sum = wrapping_add(sum, self.tree[position - 1]);
+            sum = wrapping_add(sum, self.node(position - 1));
             position &= position - 1;
         }
         sum
@@ -291,6 +326,11 @@ fn measure_all(counter: &dyn Additive, messages: &[Message]) -> Vec<Measure> {
         });
     }
     messages.iter().map(|message| counter.measure_joined(message)).collect()
+}
+
+/// Whether `measure` has images or files (wrapped sums included).
+fn has_media(measure: Measure) -> bool {
+    measure.images != 0 || measure.files != 0
 }
 
 fn wrapping_add(a: Measure, b: Measure) -> Measure {
@@ -371,6 +411,62 @@ mod tests {
                     "message {i} after {step}"
                 );
             }
+        }
+    }
+
+    /// Memory (issue 31, item 13): a conversation of text keeps one number a message in the
+    /// tree, its text; images and files are held once a measure has some, and count as from
+    /// scratch through appends and rewrites that bring and take them away.
+    #[test]
+    fn images_and_files_are_held_only_once_a_message_has_some() {
+        use compaction_model::{FilePart, ImagePart, Part, TextPart};
+        let counter = ApproximateTokenCounter::new(3.0).expect("valid");
+        let mut messages = conversation(29);
+        let mut running = RunningCount::default();
+        assert_eq!(running.count(&counter, &messages, &[]), counter.count(&messages, &[]));
+        assert_eq!(std::mem::size_of_val(running.tree.as_slice()), 8 * messages.len());
+        assert!(running.media.is_none());
+        let with_image = |i: usize| {
+            Message::user_parts(vec![
+                Part::Text(TextPart::new(format!("look {i}"))),
+                Part::Image(ImagePart::new("aGk=", Some("image/png".into()))),
+            ])
+        };
+        let with_file = Message::user_parts(vec![Part::File(FilePart::new("aGk=", None, None))]);
+        messages[11] = with_image(11);
+        running.rewritten(&[11]);
+        assert_eq!(running.count(&counter, &messages, &[]), counter.count(&messages, &[]));
+        assert_eq!(running.media.as_ref().map(Vec::len), Some(messages.len()));
+        messages.push(with_file.clone());
+        messages.push(with_image(30));
+        messages.extend(conversation(9));
+        messages[11] = Message::user("no image now");
+        running.rewritten(&[11]);
+        for end in [1, 11, 12, 29, 30, 31, messages.len()] {
+            for start in [0, 5, 12, end] {
+                let start = start.min(end);
+                assert_eq!(
+                    running.count_range(&counter, &messages, start..end, &[]),
+                    counter.count(&messages[start..end], &[]),
+                    "{start}..{end}"
+                );
+            }
+        }
+        for (i, message) in messages.iter().enumerate() {
+            assert_eq!(running.measure_at(i), counter.measure_joined(message), "message {i}");
+        }
+        let mut fresh = RunningCount::default();
+        fresh.count(&counter, &conversation(3), &[]);
+        fresh.count(&counter, &[conversation(3), vec![with_file.clone()]].concat(), &[]);
+        assert_eq!((fresh.tree.len(), fresh.media.as_ref().map(Vec::len)), (4, Some(4)));
+        // A first message with an image, and then more.
+        let mut first = RunningCount::default();
+        let mut messages = vec![with_image(0)];
+        assert_eq!(first.count(&counter, &messages, &[]), counter.count(&messages, &[]));
+        messages.extend([Message::user("and then"), with_file]);
+        assert_eq!(first.count(&counter, &messages, &[]), counter.count(&messages, &[]));
+        for (i, message) in messages.iter().enumerate() {
+            assert_eq!(first.measure_at(i), counter.measure_joined(message), "message {i}");
         }
     }
 

@@ -117,3 +117,14 @@ fn a_replay_that_takes_the_messages_gives_the_same_steps() {
         }
     }
 }
+
+/// Memory (issue 31, item 13): a replay holds one step per model call, a million of them for a
+/// long run; the log's record of the call, which most logs do not have, is not part of each.
+#[test]
+fn a_step_is_small() {
+    assert!(
+        std::mem::size_of::<compaction_replay::Step>() <= 144,
+        "{}",
+        std::mem::size_of::<compaction_replay::Step>()
+    );
+}
