@@ -285,9 +285,10 @@ pub(crate) mod bench {
              50 MB Haystack transcript, {} messages, loaded once with `ChatMessage.from_dict`), \
              conversion in and out included: our side starts from the objects and ends with Haystack \
              `ChatMessage` objects (unchanged ones are the caller's own). Pruning targets half the \
-             conversation's tokens. Ours and Haystack's runs alternate; best of {runs} each; both sides' \
-             results are checked equal (counts, and every message's `to_dict`). Load average when \
-             the section ended: {}.\n",
+             conversation's tokens. Ours and Haystack's runs alternate; best of {runs} each (of more, \
+             up to 15, for a row whose runs took under two seconds in all); both sides' results are \
+             checked equal (counts, and every message's `to_dict`). Load average when the section \
+             ended: {}.\n",
             thousands(messages),
             load_average()
         );

@@ -9,8 +9,8 @@ Run with the package installed (release build, `pip install ./crates/compaction-
 The file is Haystack JSON (`[m.to_dict() for m in messages]`); it is loaded into Haystack's own
 `ChatMessage` objects once, and each timing starts from those objects and ends with the result
 in Python (for `compact`, Haystack `ChatMessage` objects): conversion in and out included. Each
-row is the best of `--runs` runs, ours and Haystack's alternating; their results are checked
-equal. `conversion in` is what reading the objects into Rust costs on its own (the part of every
+row is the best of `--runs` runs, ours and Haystack's alternating (more, up to 15, for a row whose
+runs took under two seconds in all); their results are checked equal. `conversion in` is what reading the objects into Rust costs on its own (the part of every
 row of ours that is not the count or the compaction). `--json` prints the rows as JSON.
 """
 
@@ -39,10 +39,17 @@ def timed(work):
     return time.perf_counter() - start, result
 
 
+# A row whose runs took under this many seconds in all gets more of them, up to MAX_RUNS: the
+# best of three runs of a few milliseconds each is mostly the machine's noise.
+ENOUGH_SECONDS = 2.0
+MAX_RUNS = 15
+
+
 def side_by_side(runs: int, theirs, ours):
-    """The best time of each, their runs alternating (the machine's load falls on both alike)."""
+    """The best time of each, their runs alternating (the machine's load falls on both alike):
+    `runs` of each, and more while all of them together took under `ENOUGH_SECONDS`."""
     t_theirs, t_ours, r_theirs, r_ours = [], [], None, None
-    for _ in range(runs):
+    while len(t_ours) < runs or (sum(t_theirs) + sum(t_ours) < ENOUGH_SECONDS and len(t_ours) < MAX_RUNS):
         seconds, r_theirs = timed(theirs)
         t_theirs.append(seconds)
         seconds, r_ours = timed(ours)
