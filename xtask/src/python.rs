@@ -18,7 +18,7 @@
 //!
 //! `--python` runs only the Python part; `--rust` only `cargo test`.
 //!
-//! [`bench`] is section (l) of `cargo xtask bench-vs-reference` (`--only python`): the package
+//! [`mod@bench`] is section (l) of `cargo xtask bench-vs-reference` (`--only python`): the package
 //! against Haystack on `ChatMessage` objects, and `compaction.batch` over a Parquet dataset, in a
 //! virtual environment of its own (`bench-venv`, kept between runs) with the release build.
 
@@ -118,7 +118,7 @@ fn run(command: &mut Command) -> Result<()> {
 
 /// Section (l) of `cargo xtask bench-vs-reference` (`--only python` runs it alone): the Python
 /// package against Haystack 3.4.1 on `ChatMessage` objects, and `compaction.batch` over a
-/// Parquet dataset. See [`bench_section`].
+/// Parquet dataset. See [`bench::bench_section`].
 pub(crate) mod bench {
     use std::fmt::Write as _;
     use std::path::PathBuf;
