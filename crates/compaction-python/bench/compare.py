@@ -45,11 +45,16 @@ ENOUGH_SECONDS = 2.0
 MAX_RUNS = 15
 
 
+def more_runs(runs: int, taken: list, seconds: float) -> bool:
+    """Whether to time again: fewer than `runs` so far, or all so far took under `seconds`."""
+    return len(taken) < runs or (sum(taken) < seconds and len(taken) < MAX_RUNS)
+
+
 def side_by_side(runs: int, theirs, ours):
     """The best time of each, their runs alternating (the machine's load falls on both alike):
     `runs` of each, and more while all of them together took under `ENOUGH_SECONDS`."""
     t_theirs, t_ours, r_theirs, r_ours = [], [], None, None
-    while len(t_ours) < runs or (sum(t_theirs) + sum(t_ours) < ENOUGH_SECONDS and len(t_ours) < MAX_RUNS):
+    while more_runs(runs, t_ours, ENOUGH_SECONDS - sum(t_theirs)):
         seconds, r_theirs = timed(theirs)
         t_theirs.append(seconds)
         seconds, r_ours = timed(ours)
@@ -73,7 +78,7 @@ def main() -> None:
     }
     # As many runs as the rows get (see side_by_side), so that its best is comparable to theirs.
     conversions = []
-    while len(conversions) < args.runs or (sum(conversions) < ENOUGH_SECONDS / 2 and len(conversions) < MAX_RUNS):
+    while more_runs(args.runs, conversions, ENOUGH_SECONDS / 2):
         conversions.append(timed(lambda: _native.read_messages(messages, CLASSES, message_json))[0])
     conversion = min(conversions)
     rows = []
