@@ -126,19 +126,31 @@ impl InputArgs {
         Ok(self.read_timed()?.conversation)
     }
 
+    /// Like [`InputArgs::read`], for a command that never writes the conversation (`simulate`):
+    /// without what writing it back needs ([`ReadOptions::without_write_back`]), so it holds
+    /// less.
+    pub fn read_without_write_back(&self) -> Result<Conversation> {
+        let source = Source::from_arg(self.input.as_deref());
+        Ok(self.read_with(&source, self.options(&source).without_write_back())?.conversation)
+    }
+
     /// Like [`InputArgs::read`], also telling how long reading and parsing took, for commands
     /// that report timings. The conversation keeps the input's bytes.
     pub fn read_timed(&self) -> Result<ReadInput> {
         let source = Source::from_arg(self.input.as_deref());
+        self.read_with(&source, self.options(&source))
+    }
+
+    /// Reads `source` with `options`, timed.
+    fn read_with(&self, source: &Source, options: ReadOptions) -> Result<ReadInput> {
         let spinner = crate::progress::spinner(&format!("reading {}", source.name()));
         let started = std::time::Instant::now();
         let bytes = source.read_bytes()?;
         let read = started.elapsed();
-        let options = self.options(&source);
         let conversation = compaction_formats::read(bytes, &options).map_err(usage_or_input)?;
         let parse = started.elapsed() - read;
         spinner.finish_and_clear();
-        self.say_notes(&source, &conversation);
+        self.say_notes(source, &conversation);
         Ok(ReadInput { conversation, read, parse })
     }
 
@@ -149,12 +161,26 @@ impl InputArgs {
     /// it.
     pub fn read_streaming(&self) -> Result<Conversation> {
         let source = Source::from_arg(self.input.as_deref());
-        let name = source.name();
         let options = self.options(&source);
+        self.streaming(source, options)
+    }
+
+    /// Like [`InputArgs::read_streaming`], for a command that never writes the conversation
+    /// (`count`): a file read whole is read without what writing it back needs
+    /// ([`ReadOptions::without_write_back`]), so it holds less.
+    pub fn read_streaming_without_write_back(&self) -> Result<Conversation> {
+        let source = Source::from_arg(self.input.as_deref());
+        let options = self.options(&source).without_write_back();
+        self.streaming(source, options)
+    }
+
+    /// [`InputArgs::read_streaming`] of `source` with `options`.
+    fn streaming(&self, source: Source, options: ReadOptions) -> Result<Conversation> {
+        let name = source.name();
         let lines_possible = self.conversation.is_none()
             && self.format.is_none_or(|f| compaction_formats::LineReader::new(f, &options).is_some());
         if !lines_possible {
-            return self.read();
+            return Ok(self.read_with(&source, options)?.conversation);
         }
         let spinner = crate::progress::spinner(&format!("reading {name}"));
         let mut input: Box<dyn BufRead> = match &source {
@@ -182,7 +208,7 @@ impl InputArgs {
             // buffer of its size); standard input, which cannot be read again, to its end.
             if let Source::File(_) = source {
                 spinner.finish_and_clear();
-                return self.read();
+                return Ok(self.read_with(&source, options)?.conversation);
             }
             input.read_to_end(&mut head).with_context(|| format!("{name}: cannot read"))?;
             let conversation = compaction_formats::read(head, &options).map_err(usage_or_input)?;

@@ -34,6 +34,12 @@ pub struct ReadOptions {
     /// `compacted`, Anthropic's `compaction` block) are kept, and the compactions are listed in
     /// [`Conversation::compactions`].
     pub full_history: bool,
+    /// Keep what writing the conversation back in its own format needs (the default): where each
+    /// message sits in the file, or the file's JSON with the messages taken out. A caller that
+    /// never writes it back (one that counts or replays it) reads without it
+    /// ([`ReadOptions::without_write_back`]) and holds less; writing such a conversation back in
+    /// its own format is then an error, never a file made some other way.
+    pub write_back: bool,
 }
 
 impl Default for ReadOptions {
@@ -45,7 +51,13 @@ impl Default for ReadOptions {
 impl ReadOptions {
     /// Options for an input called `name` in errors, with everything else told from the content.
     pub fn named(name: impl Into<String>) -> Self {
-        ReadOptions { name: name.into(), format: None, conversation: None, full_history: false }
+        ReadOptions {
+            name: name.into(),
+            format: None,
+            conversation: None,
+            full_history: false,
+            write_back: true,
+        }
     }
 
     /// The same options, reading `format` instead of telling it from the content.
@@ -66,6 +78,14 @@ impl ReadOptions {
     #[must_use]
     pub fn with_full_history(mut self, full_history: bool) -> Self {
         self.full_history = full_history;
+        self
+    }
+
+    /// The same options, reading without what writing the conversation back in its own format
+    /// needs (see [`ReadOptions::write_back`]).
+    #[must_use]
+    pub fn without_write_back(mut self) -> Self {
+        self.write_back = false;
         self
     }
 }
@@ -127,6 +147,8 @@ pub(crate) enum Back {
     None,
     /// Read line by line without keeping the file ([`LineReader`](crate::LineReader)): it can only be converted.
     Streamed,
+    /// Read without it, as asked ([`ReadOptions::without_write_back`]): it can only be converted.
+    Unkept,
 }
 
 impl Conversation {
@@ -142,9 +164,11 @@ impl Conversation {
     /// conversation can have messages dropped or put in
     /// ([`Changes::Rewritten`](compaction_model::Changes::Rewritten)). Event logs (Claude Code,
     /// Codex, Responses items) cannot: they take back only changed tool results and inputs, so a
-    /// command that drops messages must write them to a target.
+    /// command that drops messages must write them to a target. Nor can a conversation read
+    /// without write-back ([`ReadOptions::without_write_back`]), which is written to a target or
+    /// not at all.
     pub fn takes_back_rewrites(&self) -> bool {
-        !matches!(self.back, Back::Log(_) | Back::Streamed)
+        !matches!(self.back, Back::Log(_) | Back::Streamed | Back::Unkept)
     }
 
     /// The provider's count of the conversation through its last assistant message that has

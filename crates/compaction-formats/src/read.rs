@@ -25,7 +25,7 @@ use crate::{formats, haystack, request, responses};
 pub fn read(bytes: Vec<u8>, options: &ReadOptions) -> Result<Conversation, Error> {
     let format = options.format;
     let bytes = match read_without_tree(bytes, options) {
-        Ok(conversation) => return non_empty(conversation, options, String::new()),
+        Ok(conversation) => return non_empty(unkept(conversation, options), options, String::new()),
         Err(bytes) => bytes,
     };
     let log_format = match format {
@@ -49,7 +49,16 @@ pub fn read(bytes: Vec<u8>, options: &ReadOptions) -> Result<Conversation, Error
         }
     };
     let why = if conversation.messages.is_empty() { why_empty(&conversation) } else { String::new() };
-    non_empty(conversation, options, why)
+    non_empty(unkept(conversation, options), options, why)
+}
+
+/// `conversation` without what writing it back needs, when `options` ask for that: let go of
+/// here, once the read no longer needs it (the OpenAI request reader does not gather it at all).
+fn unkept(mut conversation: Conversation, options: &ReadOptions) -> Conversation {
+    if !options.write_back {
+        conversation.back = Back::Unkept;
+    }
+    conversation
 }
 
 /// The readers that take a file without a JSON tree, a Haystack array ([`haystack::read_spans`])
@@ -100,7 +109,7 @@ fn read_array(source: &JsonSource, first: usize) -> Option<Conversation> {
 
 /// [`request::read`] as a conversation, its repeated keys noted as the tree path notes them.
 fn read_request(source: &JsonSource, options: &ReadOptions) -> Option<Conversation> {
-    let read = request::read(source, &options.name)?;
+    let read = request::read(source, &options.name, options.write_back)?;
     let mut repeated = Repeated::default();
     for keys in read.repeated {
         repeated.add(keys, None);

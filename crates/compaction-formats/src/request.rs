@@ -51,16 +51,18 @@ pub(crate) struct Read {
 const OTHER_FORMATS: &[&str] = &["input", "history", "traj", "payload", "system"];
 
 /// Reads `source` as an OpenAI request when it plainly is one; `None` for anything else, which
-/// the tree path then reads (and words the error of, if any).
+/// the tree path then reads (and words the error of, if any). Where the messages sit is found
+/// only when `keep` (to write the file back): a large request's messages are many, and their
+/// places about a tenth of the memory the read holds beside the file's own bytes.
 ///
 /// One pass: the messages are read where the `messages` array is met, each string `content`
 /// checked once and left in the input; the envelope's other members are only found on the way,
 /// and parsed once the file is known to be a request (a file of another format costs a scan).
-pub(crate) fn read(source: &JsonSource, name: &str) -> Option<Read> {
+pub(crate) fn read(source: &JsonSource, name: &str, keep: bool) -> Option<Read> {
     let bytes = source.as_bytes();
     let start = skip_whitespace(bytes, if bytes.starts_with(b"\xEF\xBB\xBF") { 3 } else { 0 });
     if bytes.get(start) == Some(&b'[') {
-        return read_bare(source, start);
+        return read_bare(source, start, keep);
     }
     // The envelope's members in order, the messages' place among them marked by `None`.
     let mut members: Vec<Option<(String, Range<usize>)>> = Vec::new();
@@ -74,14 +76,15 @@ pub(crate) fn read(source: &JsonSource, name: &str) -> Option<Read> {
         }
         if key == "messages" {
             members.push(None);
-            return messages(source, at, &mut prepared, &mut spans, &mut contents, &mut in_messages);
+            let places = Places { keep, spans: &mut spans, contents: &mut contents };
+            return messages(source, at, &mut prepared, places, &mut in_messages);
         }
         let end = value_end(bytes, at)?;
         members.push(Some((key.to_owned(), at..end)));
         Some(end)
     })?;
     // An empty conversation is an error the tree path words.
-    if skip_whitespace(bytes, end) != bytes.len() || spans.is_empty() {
+    if skip_whitespace(bytes, end) != bytes.len() || prepared.is_empty() {
         return None;
     }
     // The tree path's detection and tools look at the envelope, the messages left out; repeated
@@ -134,15 +137,16 @@ const LOOK: usize = 50;
 /// Reads `source` as a bare array of Chat Completions messages (no envelope, as tau-bench's
 /// trajectories and many logs hold them), the array at `start`; `None` for anything the tree
 /// path would not read as one, such as an array with a Responses item among its first.
-fn read_bare(source: &JsonSource, start: usize) -> Option<Read> {
+fn read_bare(source: &JsonSource, start: usize, keep: bool) -> Option<Read> {
     let bytes = source.as_bytes();
     if has_responses_item(bytes, start) {
         return None;
     }
     let (mut prepared, mut spans, mut contents, mut repeated) =
         (Runs::default(), Vec::new(), Vec::new(), Vec::new());
-    let end = messages(source, start, &mut prepared, &mut spans, &mut contents, &mut repeated)?;
-    if skip_whitespace(bytes, end) != bytes.len() || spans.is_empty() {
+    let places = Places { keep, spans: &mut spans, contents: &mut contents };
+    let end = messages(source, start, &mut prepared, places, &mut repeated)?;
+    if skip_whitespace(bytes, end) != bytes.len() || prepared.is_empty() {
         return None;
     }
     let messages = paired(prepared)?;
@@ -264,6 +268,21 @@ struct Runs {
     rest: Vec<Vec<Prepared>>,
 }
 
+impl Runs {
+    /// Whether no message was read.
+    fn is_empty(&self) -> bool {
+        self.messages.is_empty() && self.rest.iter().all(Vec::is_empty)
+    }
+}
+
+/// Where the messages read are to go: each message's bytes and its string `content`'s, found
+/// only when `keep` (to write the file back).
+struct Places<'a> {
+    keep: bool,
+    spans: &'a mut Vec<Range<usize>>,
+    contents: &'a mut Vec<Option<Range<usize>>>,
+}
+
 /// The second run's prepared messages come in blocks of this many, each let go of once paired.
 const BLOCK: usize = 4096;
 
@@ -275,8 +294,8 @@ const FORESEE_AFTER: usize = 1024;
 /// Below this many bytes of messages one thread reads them all; starting another costs more.
 const PARALLEL_BYTES: usize = 1 << 20;
 
-/// Reads the messages array starting at `at` into `prepared` and `spans`, and the objects in them
-/// that repeat a key into `repeated`; returns where the array ends.
+/// Reads the messages array starting at `at` into `prepared` and their places into `places`,
+/// and the objects in them that repeat a key into `repeated`; returns where the array ends.
 ///
 /// On two or more cores a second thread starts at what looks like a message near the middle of
 /// the rest of the file (see [`haystack::guess_message`]). Its messages are used only when the
@@ -286,8 +305,7 @@ fn messages(
     source: &JsonSource,
     at: usize,
     prepared: &mut Runs,
-    spans: &mut Vec<Range<usize>>,
-    contents: &mut Vec<Option<Range<usize>>>,
+    places: Places<'_>,
     repeated: &mut Vec<Keys>,
 ) -> Option<usize> {
     let bytes = source.as_bytes();
@@ -305,7 +323,7 @@ fn messages(
     // A run that gives up tells the other, which then stops too: the file goes to the tree path.
     let given_up = AtomicBool::new(false);
     let (mut run, second) = haystack::two_runs(first, guess, |from, stop| {
-        Run::read(source, from, stop, from == first, &given_up)
+        Run::read(source, from, stop, from == first, places.keep, &given_up)
     });
     let mut runs = Runs {
         messages: std::mem::take(&mut run.messages),
@@ -322,8 +340,8 @@ fn messages(
     }
     let End::Closed(end) = run.end else { return None };
     *prepared = runs;
-    *spans = run.spans;
-    *contents = run.contents;
+    *places.spans = run.spans;
+    *places.contents = run.contents;
     repeated.extend(run.repeated);
     Some(end)
 }
@@ -356,7 +374,8 @@ struct Run {
 
 impl Run {
     /// Reads messages from `at` until `stop`, the array's end, or something it cannot read;
-    /// pairs them as it reads them when `pairs` (the run that starts at the first message).
+    /// pairs them as it reads them when `pairs` (the run that starts at the first message), and
+    /// notes where each sits when `keep`.
     ///
     /// The first message that tells a format decides the tree path's detection; a message of
     /// another format here leaves the file to the tree path at once, and so does a message that
@@ -368,6 +387,7 @@ impl Run {
         mut at: usize,
         stop: Option<usize>,
         pairs: bool,
+        keep: bool,
         given_up: &AtomicBool,
     ) -> Run {
         let bytes = source.as_bytes();
@@ -434,8 +454,10 @@ impl Run {
                     }
                 }
             }
-            run.contents.push(content);
-            run.spans.push(at..end);
+            if keep {
+                run.contents.push(content);
+                run.spans.push(at..end);
+            }
             at = skip_whitespace(bytes, end);
             match bytes.get(at) {
                 Some(b',') => at = skip_whitespace(bytes, at + 1),

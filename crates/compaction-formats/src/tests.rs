@@ -579,3 +579,87 @@ fn a_haystack_file_in_pythons_dialect_reads_and_writes_alike_on_both_paths() {
     assert!(text.contains(r#""meta":{"w":-Infinity}"#), "{text}");
     assert!(!text.contains('\u{10F03D}'), "{text}");
 }
+
+/// Memory (issue 31, item 13): read without write-back, a conversation holds the messages,
+/// tools, notes and layout of a read with it, in every way a file is read whole (an OpenAI
+/// request without a tree, on one thread or two, or as a bare array; a Haystack array; the tree
+/// path; an event log), and keeps none of what writing back needs. Written back in its own
+/// format it is refused, with nothing written and an error that says why; converted to another
+/// format, it comes out as the full read's does.
+#[test]
+fn a_conversation_read_without_write_back_is_the_same_but_cannot_be_written_back() {
+    let output = "line of output\n".repeat(40);
+    let mut large = Vec::new();
+    for k in 0..6000 {
+        let id = format!("call_{k}");
+        large.push(json!({"role": "assistant", "content": null, "tool_calls": [
+            {"id": id, "type": "function", "function": {"name": "sh", "arguments": format!("{{\"n\": {k}}}")}}
+        ]}));
+        large.push(json!({"role": "tool", "tool_call_id": id, "content": output}));
+    }
+    let bare = serde_json::to_vec(&large[..4]).unwrap();
+    let large = serde_json::to_vec(&json!({"model": "m", "messages": large})).unwrap();
+    assert!(large.len() > 2 << 20, "large enough for two threads: {}", large.len());
+    let inputs: [(&str, Vec<u8>, Format); 7] = [
+        ("an OpenAI request", OPENAI.as_bytes().to_vec(), Format::OpenAi),
+        ("a large OpenAI request", large, Format::OpenAi),
+        ("a bare array of OpenAI messages", bare, Format::OpenAi),
+        ("a Haystack array", HAYSTACK.as_bytes().to_vec(), Format::Haystack),
+        ("an Anthropic request (the tree path)", ANTHROPIC.as_bytes().to_vec(), Format::Anthropic),
+        (
+            "a Claude Code log",
+            include_bytes!("../../../examples/transcripts/claude-code/fa812bfe-excerpt.jsonl").to_vec(),
+            Format::ClaudeCode,
+        ),
+        (
+            "a tau-bench file of conversations",
+            include_bytes!("../../../examples/transcripts/tau-bench/gpt-4o-airline-excerpt.json").to_vec(),
+            Format::OpenAi,
+        ),
+    ];
+    // The request reader does not find where the messages sit at all.
+    for input in [&inputs[0].1, &inputs[1].1, &inputs[2].1] {
+        let source = compaction_model::JsonSource::new(input.clone());
+        let kept = crate::request::read(&source, "t", true).unwrap();
+        let unkept = crate::request::read(&source, "t", false).unwrap();
+        assert_eq!(unkept.messages, kept.messages);
+        assert_eq!(kept.spans.messages.len(), kept.messages.len());
+        assert!(unkept.spans.messages.is_empty() && unkept.spans.contents.is_empty());
+    }
+    for (what, input, format) in inputs {
+        let full = read(input.clone(), &ReadOptions::named("t")).unwrap();
+        let options = ReadOptions::named("t").without_write_back();
+        assert!(!options.write_back);
+        let lean = read(input, &options).unwrap();
+        assert_eq!(lean.format, format, "{what}");
+        assert!(matches!(lean.back, crate::conversation::Back::Unkept), "{what}: {:?}", lean.back);
+        assert_eq!(lean.messages, full.messages, "{what}");
+        assert_eq!(lean.tools, full.tools, "{what}");
+        assert_eq!(lean.notes, full.notes, "{what}");
+        assert_eq!(lean.usage, full.usage, "{what}");
+        assert_eq!(lean.layout, full.layout, "{what}");
+        assert_eq!((lean.conversations, lean.selected), (full.conversations, full.selected), "{what}");
+        assert_eq!(lean.source(), full.source(), "{what}");
+        assert!(!lean.takes_back_rewrites(), "{what}");
+
+        for changes in [Changes::none(), Changes::Unknown, Changes::Rewritten(vec![Some(0)])] {
+            let messages = match changes {
+                Changes::Rewritten(_) => &lean.messages[..1],
+                _ => &lean.messages[..],
+            };
+            let mut out = Vec::new();
+            let error = write(&lean, messages, None, &changes, &mut out).unwrap_err();
+            assert!(out.is_empty(), "{what}: nothing is written");
+            assert!(error.to_string().contains("read without what writing it back needs"), "{what}: {error}");
+        }
+        let target = match format {
+            Format::Haystack => Target::OpenAi,
+            _ => Target::Haystack,
+        };
+        let mut lean_out = Vec::new();
+        let mut full_out = Vec::new();
+        write(&lean, &lean.messages, Some(target), &Changes::none(), &mut lean_out).unwrap();
+        write(&full, &full.messages, Some(target), &Changes::none(), &mut full_out).unwrap();
+        assert_eq!(lean_out, full_out, "{what}");
+    }
+}

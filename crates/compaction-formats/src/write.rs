@@ -141,6 +141,15 @@ fn write_unescaped(
             ),
             })
         }
+        Back::Unkept if own => {
+            return Err(Error::WriteBack {
+                reason: format!(
+                    "the {} conversation was read without what writing it back needs; it can only be \
+                     converted to another format",
+                    format.label()
+                ),
+            })
+        }
         _ => {
             // Checked before a byte is written: an output the target's readers refuse is not made.
             let (messages, made) = ids::complete(messages, target)?;

@@ -692,7 +692,8 @@ fn bench_one(work: Work, reading: &Reading, grid: &[Configuration], pricing: &Pr
         let mut options =
             ReadOptions::named(named).with_full_history(reading.full_history).with_conversation(conversation);
         options.format = reading.format;
-        options
+        // Benched, never written back.
+        options.without_write_back()
     };
     let index = |conversation: usize| unit.as_ref().map_or(conversation, |&(index, _)| index);
     // A count a provider could not make fails the transcript, with the call named.

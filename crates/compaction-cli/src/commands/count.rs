@@ -55,7 +55,7 @@ pub fn run(args: Args) -> Result<()> {
         Some(path) => Some(read_tools(path)?),
         None => None,
     };
-    let conversation = input.read_streaming()?;
+    let conversation = input.read_streaming_without_write_back()?;
     let name = Source::from_arg(input.input.as_deref()).name();
     let count = match provider {
         true => provider_count(&name, &conversation, counter.as_ref())?,

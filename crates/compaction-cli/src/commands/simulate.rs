@@ -138,7 +138,7 @@ pub fn run(args: Args) -> Result<()> {
     // Checked before anything is read; built once the log says how long its cache lived.
     check_hook(settings, &cache_aware)?;
     let offload = offload_hook(offload_store.as_deref(), &policies, preview_chars)?;
-    let mut conversation = input.read()?;
+    let mut conversation = input.read_without_write_back()?;
     let tools = match &tools {
         Some(path) => crate::input::read_tools(path)?,
         None => conversation.tools.clone(),
