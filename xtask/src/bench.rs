@@ -1581,17 +1581,19 @@ impl Report {
              ```text\n{}\n```\n\n\
              Wall: **{per_gb:.1} s per GB** (goal ≤ 60 s for 1 GB on this two-core machine: {}). \
              Memory: the goal is the peak at most twice the largest transcript plus a constant. A \
-             transcript costs what the same command over it alone adds to the footprint, and with \
-             two cores two are replayed at once, so the goal reads: peak(dataset) ≤ 2 × \
+             transcript costs what the same command over it alone adds to the footprint, so the \
+             goal reads: peak(dataset) ≤ 2 × \
              (peak(longest line alone) − footprint) + footprint = 2 × ({longest:.1} − \
              {footprint:.1}) + {footprint:.1} = **{allowed:.1} MB**, against **{peak:.1} MB** ({}).{growth} Twice the data with the same longest line peaks at {:.1} MB: {}. \
-             Each worker reads, parses and replays one line at a time (the queue between the walker \
-             and the workers holds where the lines are, not their bytes), the configurations one \
-             after another; each transcript's figures are folded into the totals as soon as those \
-             before it are, and kept whole only for `--json`, `--csv` and `--svg`, which list them. \
-             {} the allocator's: mimalloc hands freed pages back to the system 10 ms after they \
-             are freed, when a worker is on its next line, so memory freed and not yet handed \
-             back counts in the peak; with that delay at 0 (the last row) the peak is {:.1} MB.\n",
+             One line is in flight at a time: the thread that reads and parses it replays a share \
+             of its configurations and a replayer a core the others (the queue between the walker \
+             and that thread holds where the lines are, not their bytes); each transcript's \
+             figures are folded into the totals as soon as it is done, and kept whole only for \
+             `--json`, `--csv` and `--svg`, which list them. {} the allocator's: each thread's \
+             mimalloc heap hands freed pages back to the system 10 ms after they are freed, a \
+             delay that each later free while it waits lengthens, so while a thread is busy the \
+             memory it freed and has not handed back counts in the peak; with that delay at 0 \
+             (the last row) the peak is {:.1} MB.\n",
             row.size,
             row.stats.lines,
             mb(row.stats.bytes),
