@@ -10,6 +10,7 @@
 //! point, once everything else has succeeded (see `output`): a failed run leaves every target as
 //! it was, and a signal after the commit point does not fail a run that wrote everything.
 
+mod allocator;
 mod chart;
 mod commands;
 mod error;
@@ -26,10 +27,6 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use error::{PartialFailure, UsageError};
-
-// mimalloc: see the dependency's comment in Cargo.toml for why and what it buys.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// Keep LLM-agent conversations inside a model's context window.
 #[derive(Debug, Parser)]
@@ -60,6 +57,9 @@ fn main() -> ExitCode {
     #[cfg(target_os = "linux")]
     let _ = rustix::thread::disable_transparent_huge_pages(true);
     let cli = Cli::parse();
+    if matches!(cli.command, Command::Bench(_)) {
+        allocator::hand_back_freed_memory_at_once();
+    }
     output::clean_up_on_interrupt();
     progress::set_quiet(cli.quiet);
     let result = match cli.command {

@@ -8,7 +8,7 @@ use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use anyhow::{Context, Result};
 use compaction_formats::{Format, ReadOptions};
@@ -330,7 +330,7 @@ struct Transcript {
 /// kept one from being read.
 enum Work {
     File(PathBuf),
-    /// A line, by where it sits in its file: the worker that replays it reads it, so its bytes
+    /// A line, by where it sits in its file: the thread that replays it reads it, so its bytes
     /// are allocated and freed on one thread (lines the walker read and the workers freed were
     /// kept by the allocator: 200 lines of 0.45 MB peaked at 54 MB, against 10 MB as 200 files).
     Line {
@@ -424,8 +424,15 @@ struct Reading {
     window: usize,
 }
 
-/// Replays every transcript `walking` finds with every configuration of `grid`, a worker a
-/// core, folding each into the tally in the inputs' order; with the files skipped.
+/// Replays every transcript `walking` finds with every configuration of `grid`, folding each
+/// into the tally in the inputs' order; with the files skipped.
+///
+/// One transcript is in flight at a time, its configurations replayed on all cores: this
+/// thread reads it and replays a share of them, and a replayer a core beside it the others
+/// ([`Replayers`]). Memory follows the largest transcript once, not once a core: with a
+/// transcript a core, each core's allocator heap also keeps, for a while, what its transcripts
+/// freed, and the 1 GB dataset of BENCHMARKS.md (j) peaked at 29 to 33 MB, 25 to 27 MB now,
+/// where its longest line alone peaks at 17 MB.
 fn bench_all(
     walking: &Walking<'_>,
     reading: &Reading,
@@ -434,48 +441,102 @@ fn bench_all(
     keep: bool,
 ) -> (Tally, usize) {
     let threads = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
-    let (work_tx, work_rx) = mpsc::sync_channel::<(usize, Work)>(threads * 2);
-    let work_rx = Mutex::new(work_rx);
-    let (done_tx, done_rx) = mpsc::channel::<(usize, Vec<Transcript>)>();
+    let (work_tx, work_rx) = mpsc::sync_channel::<Work>(2);
+    let (jobs_tx, jobs_rx) = mpsc::channel::<Job>();
+    let jobs_rx = Mutex::new(jobs_rx);
     let spinner = crate::progress::spinner("benchmarking");
     let mut tally = Tally::new(grid.len(), keep);
     let skipped = std::thread::scope(|scope| {
-        for _ in 0..threads {
-            let done_tx = done_tx.clone();
-            let work_rx = &work_rx;
+        for _ in 1..threads {
+            let jobs_rx = &jobs_rx;
             scope.spawn(move || loop {
-                let next = work_rx.lock().map_or(None, |rx| rx.recv().ok());
-                let Some((index, work)) = next else { break };
-                // The workers use every core already: the library starts no threads of its
-                // own under them (the reader's and the counter's halves).
-                let transcripts =
-                    parallel::with_max_threads(NonZeroUsize::MIN, || bench_one(work, reading, grid, pricing));
-                if done_tx.send((index, transcripts)).is_err() {
-                    break;
-                }
+                let next = jobs_rx.lock().map_or(None, |rx| rx.recv().ok());
+                let Some(job) = next else { break };
+                // The replayers use every core already: the library starts no threads of its
+                // own under them (the reader's and the counter's halves). A replay that panics
+                // has said why, and the thread waiting for its figures stops the run; this one
+                // goes on taking jobs, so that none is left waiting in the queue.
+                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    parallel::with_max_threads(NonZeroUsize::MIN, || job.run(grid, pricing, reading.window));
+                }));
             });
         }
-        drop(done_tx);
         let walker = scope.spawn(|| walk(walking, work_tx));
-        // The units of work finish out of order (a worker each): those that finish ahead of
-        // one still being replayed wait here, a few at most.
-        let (mut count, mut next) = (0, 0);
-        let mut ahead: BTreeMap<usize, Vec<Transcript>> = BTreeMap::new();
-        for (index, transcripts) in done_rx {
+        let replayers = Replayers { jobs: jobs_tx, helpers: threads - 1 };
+        let mut count = 0;
+        for work in work_rx {
+            let transcripts = parallel::with_max_threads(NonZeroUsize::MIN, || {
+                bench_one(work, reading, grid, pricing, &replayers)
+            });
             count += transcripts.len();
             spinner.set_message(format!("benchmarking: {count} transcripts"));
-            ahead.insert(index, transcripts);
-            while let Some(transcripts) = ahead.remove(&next) {
-                transcripts.into_iter().for_each(|t| tally.add(t));
-                next += 1;
-            }
+            transcripts.into_iter().for_each(|t| tally.add(t));
         }
-        // None is missing unless a worker panicked (then the scope panics as it ends).
-        ahead.into_values().flatten().for_each(|t| tally.add(t));
+        // The replayers stop once their queue is closed.
+        drop(replayers);
         walker.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))
     });
     spinner.finish_and_clear();
     (tally, skipped)
+}
+
+/// The threads that replay a conversation's configurations beside the one that read it: each
+/// [`Job`] asks one of them to help with one conversation.
+struct Replayers {
+    jobs: mpsc::Sender<Job>,
+    /// How many threads take jobs.
+    helpers: usize,
+}
+
+/// A conversation whose configurations are being replayed, shared by the threads replaying
+/// them: each takes the next configuration not yet taken.
+struct Unit {
+    conversation: compaction_formats::Conversation,
+    /// What the log records of each call.
+    calls: Vec<compaction_replay::Recorded>,
+    /// Whether the log shows a one-hour cache.
+    one_hour: bool,
+    /// Where the provider compacted the conversation.
+    compacted_at: Vec<usize>,
+    /// The indexes in the grid of the configurations to replay (those with a hook), in order.
+    configurations: Vec<usize>,
+    /// The next of `configurations` not yet taken.
+    next: AtomicUsize,
+}
+
+impl Unit {
+    /// The next configuration to replay (its index in `configurations`), if any is left.
+    fn take(&self) -> Option<usize> {
+        let k = self.next.fetch_add(1, Ordering::Relaxed);
+        (k < self.configurations.len()).then_some(k)
+    }
+}
+
+/// A replayer's share of one conversation: the configurations it takes, each one's figures
+/// sent back with its index in the unit's `configurations`.
+struct Job {
+    unit: Arc<Unit>,
+    done: mpsc::Sender<(usize, Result<Figures, compaction_hook::Error>)>,
+}
+
+impl Job {
+    fn run(self, grid: &[Configuration], pricing: &Pricing, window: usize) {
+        let Job { unit, done } = self;
+        let mut figures = Vec::new();
+        while let Some(k) = unit.take() {
+            let replayed = replay_one(&unit, &grid[unit.configurations[k]])
+                .map(|steps| self::figures(&steps, true, pricing, window));
+            figures.push((k, replayed));
+        }
+        // The conversation is let go of here before the figures are sent, so that the thread
+        // that read it frees it.
+        drop(unit);
+        for result in figures {
+            if done.send(result).is_err() {
+                break;
+            }
+        }
+    }
 }
 
 /// Stages the files asked for (`--json`, `--csv`, `--svg`, in that order), to be put in place
@@ -515,14 +576,9 @@ fn write_files(
 }
 
 /// Sends every file of the inputs (every line, with --jsonl) to the workers, in order.
-fn walk(walking: &Walking<'_>, work: mpsc::SyncSender<(usize, Work)>) -> usize {
+fn walk(walking: &Walking<'_>, work: mpsc::SyncSender<Work>) -> usize {
     let mut skipped = 0;
-    let mut index = 0;
-    let mut send = |item: Work| {
-        let sent = work.send((index, item)).is_ok();
-        index += 1;
-        sent
-    };
+    let mut send = |item: Work| work.send(item).is_ok();
     for input in walking.inputs {
         let mut files = Vec::new();
         collect_files(input, &mut files, &mut skipped);
@@ -650,7 +706,13 @@ fn collect_files(path: &Path, files: &mut Vec<PathBuf>, skipped: &mut usize) {
 }
 
 /// Reads one unit of work and replays each of its conversations with every configuration.
-fn bench_one(work: Work, reading: &Reading, grid: &[Configuration], pricing: &Pricing) -> Vec<Transcript> {
+fn bench_one(
+    work: Work,
+    reading: &Reading,
+    grid: &[Configuration],
+    pricing: &Pricing,
+    replayers: &Replayers,
+) -> Vec<Transcript> {
     let failed = |path: String, conversation: Option<usize>, error: String| Transcript {
         path,
         conversation,
@@ -697,27 +759,28 @@ fn bench_one(work: Work, reading: &Reading, grid: &[Configuration], pricing: &Pr
     };
     let index = |conversation: usize| unit.as_ref().map_or(conversation, |&(index, _)| index);
     // A count a provider could not make fails the transcript, with the call named.
-    let benched = |conversation: usize, read: &compaction_formats::Conversation| match replay_all(
+    let benched = |conversation: usize, read: &Arc<Unit>| match replay_all(
         read,
         grid,
         pricing,
         reading.window,
+        replayers,
     ) {
         Ok(results) => Transcript {
             path: name.clone(),
             conversation: Some(index(conversation)),
-            format: Some(read.format.as_str().to_owned()),
+            format: Some(read.conversation.format.as_str().to_owned()),
             error: None,
             results,
         },
         Err(error) => failed(name.clone(), Some(index(conversation)), crate::strategy::chain(&error)),
     };
     let first = match compaction_formats::read(bytes, &options(0)) {
-        Ok(read) => read,
+        Ok(read) => Unit::new(read, grid),
         Err(error) => return vec![failed(name.clone(), Some(index(0)), crate::strategy::chain(&error))],
     };
     let mut transcripts = vec![benched(0, &first)];
-    let count = if unit.is_some() { 1 } else { first.conversations };
+    let count = if unit.is_some() { 1 } else { first.conversation.conversations };
     if count < 2 {
         return transcripts;
     }
@@ -725,7 +788,7 @@ fn bench_one(work: Work, reading: &Reading, grid: &[Configuration], pricing: &Pr
     // cut from the file once, as a file of that one conversation: reading the whole file for
     // each would take time in the square of its size. Should the cut not give as many as the
     // file holds, or one not read so, it is read from the whole file, as the error then says.
-    let source = first.source();
+    let source = first.conversation.source();
     let pieces = conversations(source).filter(|pieces| pieces.len() == count);
     let read = |conversation: usize| {
         if let Some(piece) = pieces.as_ref().and_then(|pieces| pieces.get(conversation)) {
@@ -752,7 +815,7 @@ fn bench_one(work: Work, reading: &Reading, grid: &[Configuration], pricing: &Pr
                             break done;
                         }
                         let transcript = match read(conversation) {
-                            Ok(read) => benched(conversation, &read),
+                            Ok(read) => benched(conversation, &Unit::new(read, grid)),
                             Err(error) => {
                                 failed(name.clone(), Some(conversation), crate::strategy::chain(&error))
                             }
@@ -835,54 +898,60 @@ fn trimmed(source: &[u8], range: std::ops::Range<usize>) -> std::ops::Range<usiz
     range.start + first..range.start + last + 1
 }
 
-/// The figures of one conversation under every configuration; an error when the hook's counter
-/// could not count (a provider's, with --counter PROVIDER).
+/// The figures of one conversation under every configuration, replayed on all cores (this
+/// thread and the [`Replayers`]); an error when the hook's counter could not count (a
+/// provider's, with --counter PROVIDER): the first configuration's, in the grid's order.
 fn replay_all(
-    conversation: &compaction_formats::Conversation,
+    unit: &Arc<Unit>,
     grid: &[Configuration],
     pricing: &Pricing,
     window: usize,
+    replayers: &Replayers,
 ) -> Result<Vec<ResultRow>, compaction_hook::Error> {
-    let calls = crate::provider::recorded_calls(&conversation.usage);
-    let one_hour = crate::provider::one_hour_cache(&calls);
-    let compacted_at = crate::provider::compacted_at(conversation);
-    let mut rows = Vec::new();
-    let mut baseline: Option<Vec<Step>> = None;
-    for configuration in grid {
-        let Some(hook) = &configuration.hook else { continue };
-        let hook = match (&configuration.hook_one_hour, one_hour) {
-            (Some(longer), true) => longer,
-            _ => hook,
-        };
-        let replay = Replay::new(hook).with_tools(conversation.tools.clone());
-        let recording = Recording::new(&conversation.messages)
-            .with_calls(&calls)
-            .with_provider_compactions(&compacted_at);
-        let steps = replay.run(recording, &mut || {})?.steps;
-        rows.push(ResultRow {
-            configuration: configuration.name.clone(),
-            figures: figures(&steps, true, pricing, window),
-        });
-        baseline.get_or_insert(steps);
+    #[cfg(test)]
+    let _replaying = tests::Replaying::enter();
+    let count = unit.configurations.len();
+    let mut results: Vec<Option<Result<Figures, compaction_hook::Error>>> =
+        (0..count).map(|_| None).collect();
+    // The first configuration is replayed here, for `none`'s figures (below); the others by
+    // whichever thread takes them first.
+    let (done_tx, done_rx) = mpsc::channel();
+    for _ in 0..replayers.helpers.min(count.saturating_sub(1)) {
+        // A replayer that has stopped leaves its share to this thread.
+        let _ = replayers.jobs.send(Job { unit: Arc::clone(unit), done: done_tx.clone() });
     }
-    // `none`: the calls as recorded, from any replay's figures without compaction (they do not
-    // depend on the compactor), or from a replay that never compacts.
+    drop(done_tx);
+    let mut baseline: Option<Vec<Step>> = None;
+    if let Some(&first) = unit.configurations.first() {
+        let replayed = replay_one(unit, &grid[first]);
+        results[0] = Some(replayed.map(|steps| figures(baseline.insert(steps), true, pricing, window)));
+    }
+    while let Some(k) = unit.take() {
+        results[k] = Some(
+            replay_one(unit, &grid[unit.configurations[k]])
+                .map(|steps| figures(&steps, true, pricing, window)),
+        );
+    }
+    for (k, result) in done_rx {
+        results[k] = Some(result);
+    }
+    let mut rows = Vec::with_capacity(count + 1);
+    for (k, result) in results.into_iter().enumerate() {
+        let configuration = &grid[unit.configurations[k]];
+        // Every configuration was taken by a thread, which sent its figures unless it panicked.
+        let Some(figures) = result else {
+            panic!("the replay of {} panicked (its message is above)", configuration.name)
+        };
+        rows.push(ResultRow { configuration: configuration.name.clone(), figures: figures? });
+    }
+    // `none`: the calls as recorded, from the first replay's figures without compaction (they
+    // do not depend on the compactor), or from a replay that never compacts.
     let steps = match baseline {
         Some(steps) => steps,
         None => {
             let settings = CompactionHookSettings::new(1 << 40);
             match CompactionHook::new(Box::new(compaction_core::ChainCompactor::new()), settings) {
-                Ok(hook) => {
-                    Replay::new(&hook)
-                        .with_tools(conversation.tools.clone())
-                        .run(
-                            Recording::new(&conversation.messages)
-                                .with_calls(&calls)
-                                .with_provider_compactions(&compacted_at),
-                            &mut || {},
-                        )?
-                        .steps
-                }
+                Ok(hook) => replay_with(unit, &hook)?,
                 Err(_) => Vec::new(),
             }
         }
@@ -892,6 +961,48 @@ fn replay_all(
         ResultRow { configuration: "none".into(), figures: figures(&steps, false, pricing, window) },
     );
     Ok(rows)
+}
+
+impl Unit {
+    /// `conversation`, to be replayed with the configurations of `grid` that have a hook.
+    fn new(conversation: compaction_formats::Conversation, grid: &[Configuration]) -> Arc<Unit> {
+        let calls = crate::provider::recorded_calls(&conversation.usage);
+        Arc::new(Unit {
+            one_hour: crate::provider::one_hour_cache(&calls),
+            compacted_at: crate::provider::compacted_at(&conversation),
+            calls,
+            configurations: grid
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| c.hook.is_some())
+                .map(|(k, _)| k)
+                .collect(),
+            // The first is replayed by the thread that read the conversation.
+            next: AtomicUsize::new(1),
+            conversation,
+        })
+    }
+}
+
+/// The steps of one configuration's replay of `unit`'s conversation (`configuration` has a
+/// hook; with none, no steps).
+fn replay_one(unit: &Unit, configuration: &Configuration) -> Result<Vec<Step>, compaction_hook::Error> {
+    let hook = match (&configuration.hook, &configuration.hook_one_hour, unit.one_hour) {
+        (_, Some(longer), true) => longer,
+        (Some(hook), _, _) => hook,
+        (None, _, _) => return Ok(Vec::new()),
+    };
+    replay_with(unit, hook)
+}
+
+/// The steps of `hook`'s replay of `unit`'s conversation.
+fn replay_with(unit: &Unit, hook: &CompactionHook) -> Result<Vec<Step>, compaction_hook::Error> {
+    let conversation = &unit.conversation;
+    let replay = Replay::new(hook).with_tools(conversation.tools.clone());
+    let recording = Recording::new(&conversation.messages)
+        .with_calls(&unit.calls)
+        .with_provider_compactions(&unit.compacted_at);
+    Ok(replay.run(recording, &mut || {})?.steps)
 }
 
 /// One replay's figures: with compaction, or (`with` false) as recorded.
@@ -1389,7 +1500,91 @@ fn chart(totals: &[Total], transcripts: &[Transcript]) -> Result<String> {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
     use super::{conversations, line_spans, Figures, ResultRow, Tally, Transcript};
+
+    /// How many conversations are being replayed at once, and the most that ever were.
+    static REPLAYING: AtomicUsize = AtomicUsize::new(0);
+    static MOST_REPLAYING: AtomicUsize = AtomicUsize::new(0);
+
+    /// A conversation being replayed, counted in [`REPLAYING`] while it lives.
+    pub(super) struct Replaying;
+
+    impl Replaying {
+        pub(super) fn enter() -> Replaying {
+            let now = REPLAYING.fetch_add(1, Ordering::SeqCst) + 1;
+            MOST_REPLAYING.fetch_max(now, Ordering::SeqCst);
+            Replaying
+        }
+    }
+
+    impl Drop for Replaying {
+        fn drop(&mut self) {
+            REPLAYING.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+
+    /// A dataset is benchmarked one transcript at a time, each one's configurations on all
+    /// cores: memory follows the largest transcript, not the largest times the cores. Each
+    /// case: the lines of the dataset and their tool steps.
+    #[test]
+    fn one_transcript_is_replayed_at_a_time_on_all_cores() {
+        for (lines, steps) in [(1, 3), (40, 12), (7, 1)] {
+            let dir = tempfile::tempdir().expect("a folder");
+            let path = dir.path().join("dataset.jsonl");
+            let mut text = String::new();
+            for line in 0..lines {
+                let mut messages =
+                    vec![serde_json::json!({"role": "user", "content": format!("task {line}")})];
+                for step in 0..steps {
+                    let id = format!("call_{step}");
+                    messages.push(serde_json::json!({"role": "assistant", "content": null, "tool_calls": [
+                        {"id": id, "type": "function", "function": {"name": "bash", "arguments": format!("{{\"cmd\": \"cat f{step}\"}}")}}
+                    ]}));
+                    let output = format!("line {step} of the output\n").repeat(200);
+                    messages.push(serde_json::json!({"role": "tool", "tool_call_id": id, "content": output}));
+                }
+                messages.push(serde_json::json!({"role": "assistant", "content": "done"}));
+                text += &serde_json::json!({"messages": messages}).to_string();
+                text.push('\n');
+            }
+            std::fs::write(&path, text).expect("the dataset");
+            let args = clap_args(&[
+                "--context-window",
+                "4000",
+                "--counter",
+                "approximate",
+                "--strategy",
+                "tool-result-pruning,observation-masking,sliding-window",
+                "--set",
+                "min_tokens=0,200",
+            ]);
+            let base =
+                super::Base { prune: &args.prune, hook: &args.hook, cache: args.cost.cache.as_deref() };
+            let grid = super::configurations(&args.strategy, &args.sets, &base).expect("a grid");
+            let pricing = args.cost.pricing().expect("the prices");
+            let inputs = [path];
+            let walking = super::Walking { inputs: &inputs, jsonl: true, column: None };
+            let reading = super::Reading { format: None, full_history: false, window: 4000 };
+            MOST_REPLAYING.store(0, Ordering::SeqCst);
+            let (tally, skipped) = super::bench_all(&walking, &reading, &grid, &pricing, true);
+            assert_eq!((tally.benchmarked, tally.errors.len(), skipped), (lines, 0, 0), "{lines} lines");
+            assert_eq!(MOST_REPLAYING.load(Ordering::SeqCst), 1, "{lines} lines");
+            let (totals, transcripts) = tally.finish(&grid);
+            // Every configuration of every line, in the grid's order.
+            let names: Vec<&str> = grid.iter().map(|c| c.name.as_str()).collect();
+            for t in &transcripts {
+                let got: Vec<&str> = t.results.iter().map(|r| r.configuration.as_str()).collect();
+                assert_eq!(got, names);
+            }
+            assert_eq!(totals[0].figures.calls, lines * (steps + 1));
+            // Long enough to be compacted, they are.
+            if steps > 3 {
+                assert!(totals[1].figures.tokens_sent < totals[0].figures.tokens_sent, "{lines} lines");
+            }
+        }
+    }
 
     /// A transcript of these (tokens sent, cost) per configuration, `none` first; failed when
     /// there are none.

@@ -240,3 +240,38 @@ fn a_file_of_several_conversations_gives_a_transcript_each_in_order() {
     assert_eq!(transcripts[last]["results"][0]["tokens_sent"].as_u64().unwrap(), without);
     assert_eq!(transcripts[last]["results"][1]["tokens_sent"].as_u64().unwrap(), with);
 }
+
+/// `bench` runs with mimalloc's purge delay at 0 unless the environment sets it (the peak then
+/// follows the transcript in flight: BENCHMARKS.md (j)); the other commands keep mimalloc's
+/// default, 10 ms. mimalloc prints its settings as a process starts when `MIMALLOC_VERBOSE=1`:
+/// the last `purge_delay` it prints is that of the process that ran the command.
+#[test]
+fn bench_hands_freed_memory_back_at_once_unless_told_otherwise() {
+    let input = sample("haystack/agent-run.json");
+    let bench = ["bench", input.as_str(), "--context-window", "4000"];
+    let count = ["count", input.as_str()];
+    // (the command, MIMALLOC_PURGE_DELAY as the user set it, the delay it ran with)
+    let cases: [(&[&str], Option<&str>, &str); 3] =
+        [(&bench, None, "0"), (&bench, Some("7"), "7"), (&count, None, "10")];
+    for (args, preset, expected) in cases {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_compaction"));
+        command.args(args).env("MIMALLOC_VERBOSE", "1").env_remove("MIMALLOC_PURGE_DELAY");
+        if let Some(value) = preset {
+            command.env("MIMALLOC_PURGE_DELAY", value);
+        }
+        let output = command.output().expect("the binary runs");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success(), "{args:?}: {stderr}");
+        let delay = stderr
+            .lines()
+            .rev()
+            .filter_map(|line| line.split("option 'purge_delay':").nth(1))
+            .next()
+            .map(str::trim);
+        assert_eq!(delay, Some(expected), "{args:?} with {preset:?}: {stderr}");
+        if args[0] == "bench" {
+            let table = String::from_utf8_lossy(&output.stdout);
+            assert!(table.contains("1 transcripts benchmarked, 0 failed"), "{table}");
+        }
+    }
+}
