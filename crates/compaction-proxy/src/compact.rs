@@ -115,8 +115,9 @@ pub(crate) fn compact(
     let hashes = prefix_hashes(&messages);
     let (recalled, anchored) = match memory {
         Some(memory) => {
-            let memory = memory.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-            (memory.recall(&hashes, &mut messages), memory.count(&hashes, &messages))
+            let mut memory = memory.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            let recalled = memory.recall(&hashes, &mut messages);
+            (recalled, memory.count(&hashes, &messages))
         }
         None => (Vec::new(), None),
     };
