@@ -4,6 +4,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
+use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex};
 
 use compaction_hook::CompactionHook;
@@ -127,6 +128,11 @@ fn is_snapshot_suffix(rest: &str) -> bool {
 pub(crate) type MakeHook =
     Box<dyn Fn(usize) -> Result<CompactionHook, Box<dyn std::error::Error + Send + Sync>> + Send + Sync>;
 
+/// How many unknown models are remembered as warned about: past it, the set starts again, and
+/// a model may be warned about once more (a client naming ever new models gets a line for each,
+/// as it would anyway; the proxy's memory stays bounded).
+const WARNED: usize = 1_024;
+
 /// How requests are compacted.
 pub(crate) enum Compaction {
     /// Every request under one hook: the window was given.
@@ -139,8 +145,9 @@ pub(crate) enum Compaction {
 pub(crate) struct ByModel {
     make: MakeHook,
     built: Mutex<HashMap<usize, Arc<CompactionHook>>>,
-    /// The models warned about, each once.
-    warned: Mutex<HashSet<String>>,
+    /// The models warned about, each once, by a hash of the name (a name is the client's and may
+    /// be of any length); at most [`WARNED`] of them.
+    warned: Mutex<HashSet<u64>>,
 }
 
 impl ByModel {
@@ -205,7 +212,13 @@ pub(crate) fn first_time(settings: &ProxySettings, error: &Error) -> bool {
     match (&settings.compaction, error) {
         (Some(Compaction::ByModel(by_model)), Error::UnknownModel { model, .. }) => {
             let mut warned = by_model.warned.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-            warned.insert(model.clone().unwrap_or_default())
+            let mut hasher = std::collections::hash_map::DefaultHasher::new();
+            model.hash(&mut hasher);
+            let first = warned.insert(hasher.finish());
+            if warned.len() > WARNED {
+                warned.clear();
+            }
+            first
         }
         _ => true,
     }
@@ -278,6 +291,23 @@ mod tests {
         assert_eq!(window(&own, "gpt-4o"), Some(100_000));
         assert_eq!(window(&own, "gpt-4o-2024-08-06"), Some(100_000));
         assert_eq!(window(&own, "claude-opus-4-1"), Some(200_000));
+    }
+
+    #[test]
+    fn unknown_models_are_warned_about_once_each_and_remembered_within_a_bound() {
+        let settings = ProxySettings::default().with_compaction_by_model(|_| Err("no hook here".into()));
+        let unknown = |model: String| Error::UnknownModel { endpoint: "/v1/messages", model: Some(model) };
+        assert!(first_time(&settings, &unknown("mystery-7b".into())));
+        assert!(!first_time(&settings, &unknown("mystery-7b".into())));
+        assert!(first_time(&settings, &Error::UnknownModel { endpoint: "/v1/messages", model: None }));
+        // A client naming a new model with every request, long names among them.
+        for n in 0..10 * WARNED {
+            let model =
+                if n % 100 == 0 { format!("{n}{}", "x".repeat(1 << 16)) } else { format!("model-{n}") };
+            assert!(first_time(&settings, &unknown(model)), "{n}");
+        }
+        let Some(Compaction::ByModel(by_model)) = &settings.compaction else { panic!("by model") };
+        assert!(by_model.warned.lock().expect("not poisoned").len() <= WARNED);
     }
 
     #[test]
