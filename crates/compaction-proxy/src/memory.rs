@@ -28,7 +28,8 @@ use serde_json::Value;
 ///
 /// Each message is hashed field by field as it is held, each hash continuing the one before:
 /// nothing is serialised to be hashed (serialising each message of a megabyte request cost more
-/// than reading it).
+/// than reading it), and a text is hashed as it lies in the request (see [`hash_text`]). A text
+/// hashes alike however it was read (escaped or not, left in the request or a string of its own).
 pub(crate) fn prefix_hashes(messages: &[Message]) -> Vec<u64> {
     let mut running = 0u64;
     messages
@@ -64,7 +65,7 @@ fn hash_message(message: &Message, h: &mut impl Hasher) {
                 match &result.result {
                     ToolResultContent::Text(text) => {
                         h.write_u8(0);
-                        text.as_str().hash(h);
+                        hash_text(text, h);
                     }
                     ToolResultContent::Parts(parts) => {
                         h.write_u8(1);
@@ -115,8 +116,17 @@ fn hash_message(message: &Message, h: &mut impl Hasher) {
     }
 }
 
+/// A text's characters, fed as they lie in the request: a text the reader left escaped there is
+/// decoded a run at a time, not into a copy of its own (`as_str` would decode it and keep it, for
+/// each text of the request: most of its bytes). Led by its length in characters, which every
+/// text knows, so that the texts in a row cannot run into one another.
+fn hash_text(text: &Text, h: &mut impl Hasher) {
+    h.write_usize(text.char_len());
+    text.for_each_piece(|piece| h.write(piece));
+}
+
 fn hash_text_part(part: &TextPart, h: &mut impl Hasher) {
-    part.text.as_str().hash(h);
+    hash_text(&part.text, h);
     hash_object(&part.unknown, h);
 }
 
@@ -505,6 +515,36 @@ mod tests {
         );
         assert_ne!(plain.to_value(), marked.to_value(), "the breakpoint is kept in the message");
         assert_eq!(prefix_hashes(&[plain]), prefix_hashes(&[marked]));
+    }
+
+    #[test]
+    fn a_message_hashes_alike_however_its_texts_were_read() {
+        // The same message spelled with escapes and without, read leaving its texts in the
+        // request's bytes, and made of strings of its own.
+        let spellings: &[&[u8]] = &[
+            br#"[{"role": "user", "meta": {}, "name": null, "content": [{"text": "d\u00e9j\u00e0\n\"vu\" \ud83c\udf89"}]}]"#,
+            "[{\"role\": \"user\", \"meta\": {}, \"name\": null, \"content\": [{\"text\": \"déjà\\n\\\"vu\\\" 🎉\"}]}]"
+                .as_bytes(),
+        ];
+        let owned = prefix_hashes(&[Message::user("déjà\n\"vu\" 🎉")]);
+        for spelling in spellings {
+            let source = compaction_model::JsonSource::new(spelling.to_vec());
+            let read = Message::read_prefix_in(&source, 1).expect("a message").message;
+            assert_eq!(
+                prefix_hashes(std::slice::from_ref(&read)),
+                owned,
+                "{}",
+                String::from_utf8_lossy(spelling)
+            );
+        }
+        // Two texts in a row are not the same as their characters run together.
+        let split = |a: &str, b: &str| Message {
+            role: Role::User,
+            parts: vec![Part::Text(TextPart::new(a)), Part::Text(TextPart::new(b))],
+            name: None,
+            meta: Default::default(),
+        };
+        assert_ne!(prefix_hashes(&[split("ab", "c")]), prefix_hashes(&[split("a", "bc")]));
     }
 
     /// A message with a part of each kind, and something in each field.
