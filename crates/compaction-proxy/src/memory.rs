@@ -120,9 +120,26 @@ fn hash_message(message: &Message, h: &mut impl Hasher) {
 /// decoded a run at a time, not into a copy of its own (`as_str` would decode it and keep it, for
 /// each text of the request: most of its bytes). Led by its length in characters, which every
 /// text knows, so that the texts in a row cannot run into one another.
+///
+/// The pieces of an escaped text can be a character each: they are gathered into runs before
+/// they are hashed (the hash of a run of bytes does not depend on how it is cut).
 fn hash_text(text: &Text, h: &mut impl Hasher) {
     h.write_usize(text.char_len());
-    text.for_each_piece(|piece| h.write(piece));
+    let mut run = [0u8; 512];
+    let mut len = 0;
+    text.for_each_piece(|piece| {
+        if len + piece.len() > run.len() {
+            h.write(&run[..len]);
+            len = 0;
+        }
+        if piece.len() >= run.len() {
+            h.write(piece);
+        } else {
+            run[len..len + piece.len()].copy_from_slice(piece);
+            len += piece.len();
+        }
+    });
+    h.write(&run[..len]);
 }
 
 fn hash_text_part(part: &TextPart, h: &mut impl Hasher) {
@@ -536,6 +553,17 @@ mod tests {
                 "{}",
                 String::from_utf8_lossy(spelling)
             );
+        }
+        // Long texts, in runs longer than what is gathered before hashing and escapes between.
+        for run in [1, 100, 511, 512, 513, 2_000] {
+            let text = format!("{}\n", "é".repeat(run)).repeat(5);
+            let escaped = serde_json::to_string(&text).expect("a JSON string").replace('é', "\\u00e9");
+            let json = format!(
+                r#"[{{"role": "user", "meta": {{}}, "name": null, "content": [{{"text": {escaped}}}]}}]"#
+            );
+            let source = compaction_model::JsonSource::new(json.into_bytes());
+            let read = Message::read_prefix_in(&source, 1).expect("a message").message;
+            assert_eq!(prefix_hashes(&[read]), prefix_hashes(&[Message::user(text)]), "{run}");
         }
         // Two texts in a row are not the same as their characters run together.
         let split = |a: &str, b: &str| Message {
