@@ -266,29 +266,30 @@ const COUNTED: usize = 100_000;
 const ENTRY: usize = 96;
 
 /// An estimate of the bytes `message` holds on the heap, with the entry that keeps it: each
-/// string's length, each value's and part's size, each map entry's overhead. It need not be
-/// exact, only proportional, so that a budget in bytes holds as many replacements as fit.
+/// string's length and each value's and part's size, plus what the allocator spends on each
+/// allocation and a map on each entry. It need not be exact, only close and proportional, so
+/// that a budget in bytes holds as many replacements as fit in about as much memory.
 pub(crate) fn weight(message: &Message) -> usize {
-    let text = |text: &TextPart| text.text.len() + object_weight(&text.unknown);
+    let text = |text: &TextPart| string(&text.text) + object_weight(&text.unknown);
     let call = |call: &ToolCall| {
-        call.tool_name.len()
-            + call.arguments.as_json().len()
-            + call.raw_arguments.as_ref().map_or(0, String::len)
-            + call.id.as_ref().map_or(0, String::len)
+        string(&call.tool_name)
+            + string(call.arguments.as_json())
+            + call.raw_arguments.as_deref().map_or(0, string)
+            + call.id.as_deref().map_or(0, string)
             + call.extra.as_ref().map_or(0, |extra| object_weight(extra))
             + object_weight(&call.unknown)
     };
     let image = |image: &ImagePart| {
-        image.base64_image.len()
-            + image.mime_type.as_ref().map_or(0, String::len)
-            + image.detail.as_ref().map_or(0, String::len)
+        string(&image.base64_image)
+            + image.mime_type.as_deref().map_or(0, string)
+            + image.detail.as_deref().map_or(0, string)
             + object_weight(&image.meta)
             + object_weight(&image.unknown)
     };
     let file = |file: &FilePart| {
-        file.base64_data.len()
-            + file.mime_type.as_ref().map_or(0, String::len)
-            + file.filename.as_ref().map_or(0, String::len)
+        string(&file.base64_data)
+            + file.mime_type.as_deref().map_or(0, string)
+            + file.filename.as_deref().map_or(0, string)
             + object_weight(&file.extra)
             + object_weight(&file.unknown)
     };
@@ -302,27 +303,32 @@ pub(crate) fn weight(message: &Message) -> usize {
                     Part::ToolCall(part) => call(part),
                     Part::ToolCallResult(result) => {
                         let content = match &result.result {
-                            ToolResultContent::Text(text) => text.len(),
-                            ToolResultContent::Parts(parts) => parts
-                                .iter()
-                                .map(|part| {
-                                    std::mem::size_of::<ResultPart>()
-                                        + match part {
-                                            ResultPart::Text(part) => text(part),
-                                            ResultPart::Image(part) => image(part),
-                                            ResultPart::File(part) => file(part),
-                                            other => value_weight(&other_result_part(other)),
-                                        }
-                                })
-                                .sum(),
+                            ToolResultContent::Text(text) => string(text),
+                            ToolResultContent::Parts(parts) => {
+                                ALLOCATION
+                                    + parts
+                                        .iter()
+                                        .map(|part| {
+                                            std::mem::size_of::<ResultPart>()
+                                                + match part {
+                                                    ResultPart::Text(part) => text(part),
+                                                    ResultPart::Image(part) => image(part),
+                                                    ResultPart::File(part) => file(part),
+                                                    other => value_weight(&other_result_part(other)),
+                                                }
+                                        })
+                                        .sum::<usize>()
+                            }
                         };
+                        // The call it answers is boxed.
                         content
+                            + ALLOCATION
                             + std::mem::size_of::<ToolCall>()
                             + call(&result.origin)
                             + object_weight(&result.unknown)
                     }
                     Part::Reasoning(reasoning) => {
-                        reasoning.reasoning_text.len()
+                        string(&reasoning.reasoning_text)
                             + object_weight(&reasoning.extra)
                             + object_weight(&reasoning.unknown)
                     }
@@ -334,24 +340,49 @@ pub(crate) fn weight(message: &Message) -> usize {
         .sum();
     ENTRY
         + std::mem::size_of::<Message>()
-        + message.name.as_ref().map_or(0, String::len)
+        + ALLOCATION
+        + message.name.as_deref().map_or(0, string)
         + object_weight(&message.meta)
         + parts
 }
 
-/// A map entry's overhead beside its key and value (its hash and index slots).
-const MAP_ENTRY: usize = 16;
+/// What an allocation costs beyond the bytes asked for: the allocator's rounding up to its size
+/// classes, on average, and its bookkeeping.
+const ALLOCATION: usize = 32;
 
+/// A map entry's overhead beside its key and value (its hash and index slots, and the room a
+/// map grown by doubling keeps free).
+const MAP_ENTRY: usize = 32;
+
+/// A string of its own: its bytes in an allocation, or nothing when it is empty.
+fn string(text: &str) -> usize {
+    match text.len() {
+        0 => 0,
+        len => len + ALLOCATION,
+    }
+}
+
+/// An object: nothing when it is empty (a shared object holds no allocation then), else its
+/// shared allocation, its entries' and its index's, and each entry.
 fn object_weight(object: &serde_json::Map<String, Value>) -> usize {
-    object.iter().map(|(key, value)| MAP_ENTRY + key.len() + value_weight(value)).sum()
+    match object.len() {
+        0 => 0,
+        _ => {
+            3 * ALLOCATION
+                + object
+                    .iter()
+                    .map(|(key, value)| MAP_ENTRY + string(key) + value_weight(value))
+                    .sum::<usize>()
+        }
+    }
 }
 
 fn value_weight(value: &Value) -> usize {
     std::mem::size_of::<Value>()
         + match value {
             Value::Null | Value::Bool(_) | Value::Number(_) => 0,
-            Value::String(s) => s.len(),
-            Value::Array(items) => items.iter().map(value_weight).sum(),
+            Value::String(s) => string(s),
+            Value::Array(items) => ALLOCATION + items.iter().map(value_weight).sum::<usize>(),
             Value::Object(map) => object_weight(map),
         }
 }
