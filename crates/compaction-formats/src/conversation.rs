@@ -127,6 +127,10 @@ pub struct Conversation {
     pub selected: usize,
     /// Whether the file held one message (or event) a line; Haystack output follows it.
     pub layout: Layout,
+    /// The model the file names beside its messages, when it is a provider's request (Chat
+    /// Completions, Responses, Messages) with a string `model`: a proxy picks the request's
+    /// context window by it without reading the body again.
+    pub model: Option<String>,
     pub(crate) back: Back,
     /// The input, byte for byte.
     pub(crate) source: Input,

@@ -225,6 +225,7 @@ pub(crate) fn from_log(
         conversations: 1,
         selected: 0,
         layout,
+        model: None,
         back: Back::Log(log),
         source: Input::Bytes(Vec::new()),
     }

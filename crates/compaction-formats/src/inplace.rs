@@ -93,28 +93,29 @@ fn frame(source: &[u8], native: &Native) -> Option<Frame> {
                 source.iter().enumerate().filter(|(_, &b)| b == b'\n').nth(number - 2)?.0 + 1
             };
             let container = skip_whitespace(source, line_start);
-            (splice::find(source, container, &[Seg::Key(key(place)?)])?, Some(container))
+            (splice::find_start(source, container, &[Seg::Key(key(place)?)])?, Some(container))
         }
-        (Top::Value(_), Place::Root) => (splice::find(source, start, &[])?, None),
+        (Top::Value(_), Place::Root) => (splice::find_start(source, start, &[])?, None),
         (Top::Lines(_), Place::Key(_)) => return None,
         (Top::Value(_), place @ Place::Key(_)) => {
             let container = skip_whitespace(source, start);
-            (splice::find(source, container, &[Seg::Key(key(place)?)])?, Some(container))
+            (splice::find_start(source, container, &[Seg::Key(key(place)?)])?, Some(container))
         }
         (Top::Value(_), place @ Place::Item { index, .. }) => {
             let index = u32::try_from(*index).ok()?;
-            let container = splice::find(source, start, &[Seg::Index(index)])?.start;
-            (splice::find(source, container, &[Seg::Key(key(place)?)])?, Some(container))
+            let container = splice::find_start(source, start, &[Seg::Index(index)])?;
+            (splice::find_start(source, container, &[Seg::Key(key(place)?)])?, Some(container))
         }
     };
-    let elements = splice::elements(source, array.start)?;
+    // Only where the array starts was found: its elements are its one scan to its end.
+    let elements = splice::elements(source, array)?;
     if elements.len() != count {
         return None;
     }
     let region = match (elements.first(), elements.last()) {
         (Some(first), Some(last)) => first.start..last.end,
         _ => {
-            let inside = skip_whitespace(source, array.start + 1);
+            let inside = skip_whitespace(source, array + 1);
             inside..inside
         }
     };

@@ -102,6 +102,7 @@ fn read_array(source: &JsonSource, first: usize) -> Option<Conversation> {
         conversations: 1,
         selected: 0,
         layout: Layout::Array,
+        model: None,
         back: Back::Spans(spans),
         source: Input::Shared(source.clone()),
     })
@@ -124,6 +125,7 @@ fn read_request(source: &JsonSource, options: &ReadOptions) -> Option<Conversati
         conversations: 1,
         selected: 0,
         layout: Layout::Array,
+        model: read.model,
         back: Back::Request(read.spans),
         source: Input::Shared(source.clone()),
     })
@@ -196,6 +198,7 @@ pub(crate) fn read_tree(bytes: &[u8], options: &ReadOptions) -> Result<Conversat
         _ => None,
     };
     let instruction = container.and_then(|c| c.get("instruction")).and_then(Value::as_str).map(str::to_owned);
+    let model = container.and_then(|c| c.get("model")).and_then(Value::as_str).map(str::to_owned);
     let layout = match (&top, &place) {
         (Top::Lines(_), Place::Root) => Layout::Lines,
         _ => Layout::Array,
@@ -248,6 +251,7 @@ pub(crate) fn read_tree(bytes: &[u8], options: &ReadOptions) -> Result<Conversat
         conversations,
         selected: index,
         layout,
+        model,
         back,
         source: Input::Bytes(Vec::new()),
     })

@@ -39,6 +39,8 @@ pub(crate) struct Read {
     pub messages: Vec<Message>,
     pub tools: Vec<compaction_model::ToolSpec>,
     pub spans: Spans,
+    /// The envelope's `model`, when it is a string.
+    pub model: Option<String>,
     /// The objects found repeating a key, in the order of the file. The request's own members
     /// and each message's are known not to (the reader gives up on those), so only the values
     /// it parses are scanned, never the contents it leaves in the input.
@@ -111,7 +113,8 @@ pub(crate) fn read(source: &JsonSource, name: &str, keep: bool) -> Option<Read> 
     }
     let messages = paired(prepared)?;
     let tools = read_tools(&envelope, &Locator::messages(name)).ok()?;
-    Some(Read { messages, tools, spans: Spans { messages: spans, contents }, repeated })
+    let model = envelope.get("model").and_then(Value::as_str).map(str::to_owned);
+    Some(Read { messages, tools, spans: Spans { messages: spans, contents }, model, repeated })
 }
 
 /// The messages read, each tool result paired with its call in message order: those of the
@@ -151,7 +154,7 @@ fn read_bare(source: &JsonSource, start: usize, keep: bool) -> Option<Read> {
     }
     let messages = paired(prepared)?;
     let spans = Spans { messages: spans, contents };
-    Some(Read { messages, tools: Vec::new(), spans, repeated })
+    Some(Read { messages, tools: Vec::new(), spans, model: None, repeated })
 }
 
 /// Whether one of the first [`LOOK`] items of the array at `start` is a Responses item, as

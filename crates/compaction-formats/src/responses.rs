@@ -451,10 +451,14 @@ pub(crate) fn read_tree(
     name: &str,
 ) -> Result<crate::conversation::Conversation, crate::error::Error> {
     use crate::document::Top;
+    let mut model = None;
     let (items, key): (Vec<Value>, Option<&'static str>) = match top {
         Top::Value(Value::Array(items)) => (items, None),
         Top::Value(Value::Object(mut object)) => match object.shift_remove("input") {
-            Some(Value::Array(items)) => (items, Some("input")),
+            Some(Value::Array(items)) => {
+                model = object.get("model").and_then(Value::as_str).map(str::to_owned);
+                (items, Some("input"))
+            }
             _ => {
                 return Err(crate::error::Error::Unrecognized {
                     name: name.to_owned(),
@@ -492,12 +496,14 @@ pub(crate) fn read_tree(
     // One base: the whole JSON value, whose items are found by their index.
     let whole = std::iter::once(body).collect();
     let log = crate::eventlog::EventLog { bases: whole, slots: Vec::new(), unique_keys: false };
-    Ok(crate::eventlog::from_log(
+    let mut conversation = crate::eventlog::from_log(
         crate::format::Format::Responses,
         decoded,
         log,
         crate::conversation::Layout::Array,
-    ))
+    );
+    conversation.model = model;
+    Ok(conversation)
 }
 
 /// OpenAI Responses items (a list, or one item a line).

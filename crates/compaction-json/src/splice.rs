@@ -45,7 +45,19 @@ pub fn find_unique(json: &[u8], start: usize, path: &[Seg]) -> Option<Range<usiz
     find_in(json, start, path, true)
 }
 
+/// Where the value at `path` starts, as [`find`] finds it, without scanning the value itself to
+/// its end: for a value that is scanned next anyway (a large array, element by element), one
+/// pass over it instead of two.
+pub fn find_start(json: &[u8], start: usize, path: &[Seg]) -> Option<usize> {
+    start_in(json, start, path, false)
+}
+
 fn find_in(json: &[u8], start: usize, path: &[Seg], unique: bool) -> Option<Range<usize>> {
+    let at = start_in(json, start, path, unique)?;
+    Some(at..skip_value(json, at)?)
+}
+
+fn start_in(json: &[u8], start: usize, path: &[Seg], unique: bool) -> Option<usize> {
     let mut at = skip_whitespace(json, start);
     for seg in path {
         at = match *seg {
@@ -55,7 +67,8 @@ fn find_in(json: &[u8], start: usize, path: &[Seg], unique: bool) -> Option<Rang
             Seg::At(offset) => skip_whitespace(json, start.checked_add(offset as usize)?),
         };
     }
-    Some(at..skip_value(json, at)?)
+    // A path that leads past the end finds nothing.
+    json.get(at).map(|_| at)
 }
 
 /// Where the value of `key` starts in the object at `at`.
@@ -248,6 +261,10 @@ mod tests {
         assert_eq!(find_unique(json, 0, &path), find(json, 0, &path));
         let escaped = br#"{"con\u0074ent": "v"}"#;
         assert_eq!(find(escaped, 0, &[Seg::Key("content")]), Some(17..20));
+        // Where each value starts, found as `find` finds it, the last duplicate included.
+        for path in [&path[..], &[Seg::Key("a")], &[Seg::Key("missing")], &[Seg::At(json.len() as u32 + 5)]] {
+            assert_eq!(find_start(json, 0, path), find(json, 0, path).map(|r| r.start), "{path:?}");
+        }
     }
 
     #[test]

@@ -670,6 +670,31 @@ pub(crate) fn unescape(raw: &str) -> String {
     out
 }
 
+/// [`unescape`] a piece at a time, without a string of its own: each run between escapes as it
+/// lies in `raw`, and each escape's character, handed to `piece` in order (joined, they are
+/// `unescape(raw)`'s bytes).
+pub(crate) fn unescape_pieces(raw: &[u8], piece: &mut dyn FnMut(&[u8])) {
+    let mut reader = Reader { bytes: raw, at: 0, canonical: true, source: None, whole: false };
+    loop {
+        let stop = ascii_stop(reader.bytes, reader.at, &mut 0).unwrap_or(raw.len());
+        if stop > reader.at {
+            piece(&raw[reader.at..stop]);
+        }
+        if stop == raw.len() {
+            break;
+        }
+        reader.at = stop + 1;
+        match reader.escape() {
+            Some(c) => piece(c.encode_utf8(&mut [0; 4]).as_bytes()),
+            // As `unescape` keeps a bad escape.
+            None => {
+                piece(&raw[stop..]);
+                break;
+            }
+        }
+    }
+}
+
 const ONES: u64 = 0x0101_0101_0101_0101;
 const HIGH: u64 = 0x8080_8080_8080_8080;
 

@@ -156,6 +156,22 @@ impl Text {
         }
     }
 
+    /// Hands the text's UTF-8 bytes to `piece` a run at a time (joined, they are
+    /// [`as_str`](Self::as_str)'s): a text still escaped in its source is decoded as it goes and
+    /// not kept decoded, and one written without escapes is handed as it lies there. For hashing
+    /// a text without the copy `as_str` makes of an escaped one, which would stay for as long as
+    /// the text.
+    pub fn for_each_piece(&self, mut piece: impl FnMut(&[u8])) {
+        match &self.repr {
+            Repr::Owned(string) => piece(string.as_bytes()),
+            Repr::Json { source, raw, escaped: false, .. } => piece(&source.as_bytes()[raw.clone()]),
+            Repr::Json { source, raw, decoded, .. } => match decoded.get() {
+                Some(string) => piece(string.as_bytes()),
+                None => crate::prefix::unescape_pieces(&source.as_bytes()[raw.clone()], &mut piece),
+            },
+        }
+    }
+
     /// Its length in characters (Unicode scalar values), without scanning it.
     pub fn char_len(&self) -> usize {
         self.chars
@@ -292,6 +308,8 @@ impl fmt::Display for Text {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::OnceLock;
+
     use super::Text;
 
     #[test]
@@ -324,6 +342,42 @@ mod tests {
         }));
         assert!(caught.is_err());
         assert_eq!(text.char_len(), text.as_str().chars().count());
+    }
+
+    #[test]
+    fn its_pieces_are_its_string_and_an_escaped_text_is_not_kept_decoded_for_them() {
+        // JSON string contents, as a source holds them.
+        let cases = [
+            r"plain",
+            r"",
+            r#"line\nbreak\ttab \"quoted\" back\\slash \/"#,
+            r"d\u00e9j\u00e0 \ud83c\udf89 \u2728 caf\u00E9",
+            r"\n",
+            "déjà vu 🎉 raw",
+        ];
+        for raw in cases {
+            let json = format!("\"{raw}\"");
+            let expected: String = serde_json::from_str(&json).expect("a JSON string");
+            let source = super::JsonSource::new(json.clone().into_bytes());
+            let escaped = raw.contains('\\');
+            // As `Text::in_json` makes it, but for its check, which decodes it in a debug build.
+            let raw_range = 1..json.len() - 1;
+            let repr = super::Repr::Json { source, raw: raw_range, escaped, decoded: OnceLock::new() };
+            let text = Text { repr, chars: expected.chars().count() };
+            let mut joined = Vec::new();
+            text.for_each_piece(|piece| joined.extend_from_slice(piece));
+            assert_eq!(String::from_utf8(joined).expect("UTF-8"), expected, "{raw}");
+            let super::Repr::Json { decoded, .. } = &text.repr else { panic!("{raw}: left in its source") };
+            assert!(decoded.get().is_none(), "{raw}: decoded and kept");
+            // Once decoded, the decoded string is handed as it is.
+            assert_eq!(text.as_str(), expected);
+            let mut again = Vec::new();
+            text.for_each_piece(|piece| again.extend_from_slice(piece));
+            assert_eq!(again, expected.as_bytes(), "{raw}");
+        }
+        let mut owned = Vec::new();
+        Text::new("café").for_each_piece(|piece| owned.extend_from_slice(piece));
+        assert_eq!(owned, "café".as_bytes());
     }
 
     #[test]

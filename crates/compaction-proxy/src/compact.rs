@@ -93,12 +93,13 @@ pub(crate) struct Compacted {
     pub(crate) first_change: Option<(usize, usize)>,
 }
 
-/// Reads `body` as `endpoint`'s request, puts in the replacements `memory` holds for its
-/// prefix, runs `hook` over it, remembers what the hook replaced in place, and writes the
-/// request back in the same format: the envelope (model, tools, stream, settings the proxy does
-/// not know) and every message left alone come out as they came.
+/// Reads `body` as `endpoint`'s request, takes the hook for the model it names from `hooks`,
+/// puts in the replacements `memory` holds for its prefix, runs the hook over it, remembers
+/// what the hook replaced in place, and writes the request back in the same format: the
+/// envelope (model, tools, stream, settings the proxy does not know) and every message left
+/// alone come out as they came.
 pub(crate) fn compact(
-    hook: &CompactionHook,
+    hooks: impl FnOnce(Option<&str>) -> Result<Arc<CompactionHook>, Error>,
     memory: Option<&Mutex<Memory>>,
     clear_thinking: Option<usize>,
     endpoint: Endpoint,
@@ -108,12 +109,15 @@ pub(crate) fn compact(
     let options = ReadOptions::named(path).with_format(endpoint.format());
     let mut conversation = compaction_formats::read(body.to_vec(), &options)
         .map_err(|source| Error::Read { endpoint: path, source })?;
+    // The model as the reader found it in the envelope: the body is not read again for it.
+    let hook = hooks(conversation.model.as_deref())?;
     let mut messages = std::mem::take(&mut conversation.messages);
     let hashes = prefix_hashes(&messages);
     let (recalled, anchored) = match memory {
         Some(memory) => {
-            let memory = memory.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-            (memory.recall(&hashes, &mut messages), memory.count(&hashes, &messages))
+            let mut memory = memory.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            let recalled = memory.recall(&hashes, &mut messages);
+            (recalled, memory.count(&hashes, &messages))
         }
         None => (Vec::new(), None),
     };
@@ -225,10 +229,11 @@ pub(crate) async fn body(
     let (task_shared, task_body) = (shared.clone(), body.clone());
     let done = tokio::task::spawn_blocking(move || {
         let _turn = turn;
-        let hook = crate::models::hook_for(&task_shared.settings, endpoint.path(), &task_body)?;
+        let settings = &task_shared.settings;
+        let hooks = |model: Option<&str>| crate::models::hook_for(settings, endpoint.path(), model);
         // A dry run forwards nothing compacted, so there is nothing to be consistent with.
-        let memory = (!task_shared.settings.dry_run).then_some(&task_shared.memory);
-        compact(&hook, memory, task_shared.settings.clear_thinking, endpoint, &task_body)
+        let memory = (!settings.dry_run).then_some(&task_shared.memory);
+        compact(hooks, memory, settings.clear_thinking, endpoint, &task_body)
     })
     .await;
     let path = endpoint.path();
@@ -281,7 +286,7 @@ pub(crate) async fn body(
         // the client, whose body it is, gets them all.
         Ok(Err(error)) => {
             shared.metrics.failure(match error {
-                Error::Read { .. } | Error::Envelope { .. } => Failure::BodyUnreadable,
+                Error::Read { .. } => Failure::BodyUnreadable,
                 Error::UnknownModel { .. } => Failure::UnknownModel,
                 _ => Failure::NotCompacted,
             });

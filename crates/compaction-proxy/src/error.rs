@@ -43,15 +43,6 @@ pub enum Error {
         #[source]
         source: compaction_formats::Error,
     },
-    /// Compacting by model, the request body is not a JSON object whose `model` could be read.
-    #[error("the {endpoint} request body could not be read for its model")]
-    Envelope {
-        /// The endpoint, such as `/v1/messages`.
-        endpoint: &'static str,
-        /// What the JSON reader found.
-        #[source]
-        source: serde_json::Error,
-    },
     /// Compacting by model, the request names a model whose context window is not known (or no
     /// model): the proxy does not guess one.
     #[error(

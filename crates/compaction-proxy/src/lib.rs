@@ -83,4 +83,4 @@ mod usage;
 
 pub use error::Error;
 pub use server::{run, serve};
-pub use settings::ProxySettings;
+pub use settings::{ProxySettings, DEFAULT_REMEMBERED_BYTES};

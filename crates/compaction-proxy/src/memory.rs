@@ -12,7 +12,7 @@
 //! A conversation is thereby recognised by its prefix alone: a fork of it (the same messages up
 //! to a point) shares its replacements up to that point, and no other conversation can.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::hash::{Hash, Hasher};
 use std::time::{Duration, Instant};
 
@@ -28,7 +28,8 @@ use serde_json::Value;
 ///
 /// Each message is hashed field by field as it is held, each hash continuing the one before:
 /// nothing is serialised to be hashed (serialising each message of a megabyte request cost more
-/// than reading it).
+/// than reading it), and a text is hashed as it lies in the request (see [`hash_text`]). A text
+/// hashes alike however it was read (escaped or not, left in the request or a string of its own).
 pub(crate) fn prefix_hashes(messages: &[Message]) -> Vec<u64> {
     let mut running = 0u64;
     messages
@@ -64,7 +65,7 @@ fn hash_message(message: &Message, h: &mut impl Hasher) {
                 match &result.result {
                     ToolResultContent::Text(text) => {
                         h.write_u8(0);
-                        text.as_str().hash(h);
+                        hash_text(text, h);
                     }
                     ToolResultContent::Parts(parts) => {
                         h.write_u8(1);
@@ -115,8 +116,34 @@ fn hash_message(message: &Message, h: &mut impl Hasher) {
     }
 }
 
+/// A text's characters, fed as they lie in the request: a text the reader left escaped there is
+/// decoded a run at a time, not into a copy of its own (`as_str` would decode it and keep it, for
+/// each text of the request: most of its bytes). Led by its length in characters, which every
+/// text knows, so that the texts in a row cannot run into one another.
+///
+/// The pieces of an escaped text can be a character each: they are gathered into runs before
+/// they are hashed (the hash of a run of bytes does not depend on how it is cut).
+fn hash_text(text: &Text, h: &mut impl Hasher) {
+    h.write_usize(text.char_len());
+    let mut run = [0u8; 512];
+    let mut len = 0;
+    text.for_each_piece(|piece| {
+        if len + piece.len() > run.len() {
+            h.write(&run[..len]);
+            len = 0;
+        }
+        if piece.len() >= run.len() {
+            h.write(piece);
+        } else {
+            run[len..len + piece.len()].copy_from_slice(piece);
+            len += piece.len();
+        }
+    });
+    h.write(&run[..len]);
+}
+
 fn hash_text_part(part: &TextPart, h: &mut impl Hasher) {
-    part.text.as_str().hash(h);
+    hash_text(&part.text, h);
     hash_object(&part.unknown, h);
 }
 
@@ -202,18 +229,162 @@ fn hash_value(value: &Value, h: &mut impl Hasher) {
     }
 }
 
-/// The replacements made, by the prefix hash of the message they replaced, the oldest
-/// forgotten first beyond a number.
+/// The replacements made, by the prefix hash of the message they replaced, within a budget of
+/// bytes: beyond it, the replacements used least recently (made or given back the longest ago)
+/// are forgotten first, so the conversations going on keep theirs and those over give theirs up.
 ///
 /// It also keeps the upstream's count of each request and its reply, by the prefix hash of the
-/// request's last message, for the next request of the conversation to be anchored on.
+/// request's last message, for the next request of the conversation to be anchored on (a few
+/// bytes each, the oldest forgotten first beyond [`COUNTED`]).
 #[derive(Debug)]
 pub(crate) struct Memory {
-    replaced: HashMap<u64, Message>,
-    order: VecDeque<u64>,
+    replaced: HashMap<u64, Remembered>,
+    /// The replacements by when they were last used: the key is a tick of [`Memory::clock`].
+    recency: BTreeMap<u64, u64>,
+    clock: u64,
+    /// The estimated bytes of the replacements held ([`weight`]), at most `budget`.
+    bytes: usize,
+    budget: usize,
     counted: HashMap<u64, (usize, Instant)>,
     counted_order: VecDeque<u64>,
-    capacity: usize,
+}
+
+#[derive(Debug)]
+struct Remembered {
+    message: Message,
+    /// Its [`weight`].
+    bytes: usize,
+    /// When it was last used, its key in [`Memory::recency`].
+    tick: u64,
+}
+
+/// How many upstream counts are kept, the oldest forgotten first: a few dozen bytes each.
+const COUNTED: usize = 100_000;
+
+/// What a remembered replacement costs beyond its message's own bytes: its place in the map and
+/// in the recency order.
+const ENTRY: usize = 96;
+
+/// An estimate of the bytes `message` holds on the heap, with the entry that keeps it: each
+/// string's length and each value's and part's size, plus what the allocator spends on each
+/// allocation and a map on each entry. It need not be exact, only close and proportional, so
+/// that a budget in bytes holds as many replacements as fit in about as much memory.
+pub(crate) fn weight(message: &Message) -> usize {
+    let text = |text: &TextPart| string(&text.text) + object_weight(&text.unknown);
+    let call = |call: &ToolCall| {
+        string(&call.tool_name)
+            + string(call.arguments.as_json())
+            + call.raw_arguments.as_deref().map_or(0, string)
+            + call.id.as_deref().map_or(0, string)
+            + call.extra.as_ref().map_or(0, |extra| object_weight(extra))
+            + object_weight(&call.unknown)
+    };
+    let image = |image: &ImagePart| {
+        string(&image.base64_image)
+            + image.mime_type.as_deref().map_or(0, string)
+            + image.detail.as_deref().map_or(0, string)
+            + object_weight(&image.meta)
+            + object_weight(&image.unknown)
+    };
+    let file = |file: &FilePart| {
+        string(&file.base64_data)
+            + file.mime_type.as_deref().map_or(0, string)
+            + file.filename.as_deref().map_or(0, string)
+            + object_weight(&file.extra)
+            + object_weight(&file.unknown)
+    };
+    let parts: usize = message
+        .parts
+        .iter()
+        .map(|part| {
+            std::mem::size_of::<Part>()
+                + match part {
+                    Part::Text(part) => text(part),
+                    Part::ToolCall(part) => call(part),
+                    Part::ToolCallResult(result) => {
+                        let content = match &result.result {
+                            ToolResultContent::Text(text) => string(text),
+                            ToolResultContent::Parts(parts) => {
+                                ALLOCATION
+                                    + parts
+                                        .iter()
+                                        .map(|part| {
+                                            std::mem::size_of::<ResultPart>()
+                                                + match part {
+                                                    ResultPart::Text(part) => text(part),
+                                                    ResultPart::Image(part) => image(part),
+                                                    ResultPart::File(part) => file(part),
+                                                    other => value_weight(&other_result_part(other)),
+                                                }
+                                        })
+                                        .sum::<usize>()
+                            }
+                        };
+                        // The call it answers is boxed.
+                        content
+                            + ALLOCATION
+                            + std::mem::size_of::<ToolCall>()
+                            + call(&result.origin)
+                            + object_weight(&result.unknown)
+                    }
+                    Part::Reasoning(reasoning) => {
+                        string(&reasoning.reasoning_text)
+                            + object_weight(&reasoning.extra)
+                            + object_weight(&reasoning.unknown)
+                    }
+                    Part::Image(part) => image(part),
+                    Part::File(part) => file(part),
+                    other => value_weight(&other_part(other)),
+                }
+        })
+        .sum();
+    ENTRY
+        + std::mem::size_of::<Message>()
+        + ALLOCATION
+        + message.name.as_deref().map_or(0, string)
+        + object_weight(&message.meta)
+        + parts
+}
+
+/// What an allocation costs beyond the bytes asked for: the allocator's rounding up to its size
+/// classes, on average, and its bookkeeping.
+const ALLOCATION: usize = 32;
+
+/// A map entry's overhead beside its key and value (its hash and index slots, and the room a
+/// map grown by doubling keeps free).
+const MAP_ENTRY: usize = 32;
+
+/// A string of its own: its bytes in an allocation, or nothing when it is empty.
+fn string(text: &str) -> usize {
+    match text.len() {
+        0 => 0,
+        len => len + ALLOCATION,
+    }
+}
+
+/// An object: nothing when it is empty (a shared object holds no allocation then), else its
+/// shared allocation, its entries' and its index's, and each entry.
+fn object_weight(object: &serde_json::Map<String, Value>) -> usize {
+    match object.len() {
+        0 => 0,
+        _ => {
+            3 * ALLOCATION
+                + object
+                    .iter()
+                    .map(|(key, value)| MAP_ENTRY + string(key) + value_weight(value))
+                    .sum::<usize>()
+        }
+    }
+}
+
+fn value_weight(value: &Value) -> usize {
+    std::mem::size_of::<Value>()
+        + match value {
+            Value::Null | Value::Bool(_) | Value::Number(_) => 0,
+            Value::String(s) => string(s),
+            Value::Array(items) => ALLOCATION + items.iter().map(value_weight).sum::<usize>(),
+            Value::Object(map) => object_weight(map),
+        }
 }
 
 /// `message` with every text its own. A text the reader left in the request's bytes (see
@@ -269,37 +440,54 @@ fn owned_by_value<T: PartialEq>(value: Value, kept: T, take: impl FnOnce(Message
 }
 
 impl Memory {
-    pub(crate) fn new(capacity: usize) -> Memory {
+    /// A memory holding at most `budget` bytes of replacements, by their [`weight`].
+    pub(crate) fn new(budget: usize) -> Memory {
         Memory {
             replaced: HashMap::new(),
-            order: VecDeque::new(),
+            recency: BTreeMap::new(),
+            clock: 0,
+            bytes: 0,
+            budget,
             counted: HashMap::new(),
             counted_order: VecDeque::new(),
-            capacity: capacity.max(1),
         }
     }
 
     /// Puts the remembered replacements into `messages` (whose prefix hashes are `hashes`) and
-    /// says at which indices.
-    pub(crate) fn recall(&self, hashes: &[u64], messages: &mut [Message]) -> Vec<usize> {
+    /// says at which indices; they are the most recently used now.
+    pub(crate) fn recall(&mut self, hashes: &[u64], messages: &mut [Message]) -> Vec<usize> {
         let mut recalled = Vec::new();
         for (index, hash) in hashes.iter().enumerate() {
-            if let Some(replacement) = self.replaced.get(hash) {
-                messages[index] = replacement.clone();
+            if let Some(remembered) = self.replaced.get_mut(hash) {
+                messages[index] = remembered.message.clone();
                 recalled.push(index);
+                self.recency.remove(&remembered.tick);
+                self.clock += 1;
+                remembered.tick = self.clock;
+                self.recency.insert(self.clock, *hash);
             }
         }
         recalled
     }
 
-    /// Remembers `replacement` for the message that closed the prefix `hash`.
+    /// Remembers `replacement` for the message that closed the prefix `hash`, then forgets the
+    /// replacements used least recently until what is held fits the budget (a replacement
+    /// larger than the whole budget is not kept at all).
     pub(crate) fn remember(&mut self, hash: u64, replacement: Message) {
-        if self.replaced.insert(hash, owned(replacement)).is_none() {
-            self.order.push_back(hash);
+        let message = owned(replacement);
+        let bytes = weight(&message);
+        self.clock += 1;
+        let tick = self.clock;
+        if let Some(old) = self.replaced.insert(hash, Remembered { message, bytes, tick }) {
+            self.recency.remove(&old.tick);
+            self.bytes -= old.bytes;
         }
-        while self.order.len() > self.capacity {
-            if let Some(oldest) = self.order.pop_front() {
-                self.replaced.remove(&oldest);
+        self.recency.insert(tick, hash);
+        self.bytes += bytes;
+        while self.bytes > self.budget {
+            let Some((_, oldest)) = self.recency.pop_first() else { break };
+            if let Some(forgotten) = self.replaced.remove(&oldest) {
+                self.bytes -= forgotten.bytes;
             }
         }
     }
@@ -310,7 +498,7 @@ impl Memory {
         if self.counted.insert(hash, (context_tokens, Instant::now())).is_none() {
             self.counted_order.push_back(hash);
         }
-        while self.counted_order.len() > self.capacity {
+        while self.counted_order.len() > COUNTED {
             if let Some(oldest) = self.counted_order.pop_front() {
                 self.counted.remove(&oldest);
             }
@@ -334,6 +522,12 @@ impl Memory {
     pub(crate) fn len(&self) -> usize {
         self.replaced.len()
     }
+
+    /// The estimated bytes they hold.
+    #[cfg(test)]
+    pub(crate) fn bytes(&self) -> usize {
+        self.bytes
+    }
 }
 
 #[cfg(test)]
@@ -345,7 +539,7 @@ mod tests {
         let conversation = [Message::user("task"), Message::user("result a"), Message::user("result b")];
         let fork = [Message::user("another task"), Message::user("result a"), Message::user("result b")];
         let hashes = prefix_hashes(&conversation);
-        let mut memory = Memory::new(10);
+        let mut memory = Memory::new(1 << 20);
         memory.remember(hashes[1], Message::user("[pruned]"));
 
         let mut again = conversation.to_vec();
@@ -369,6 +563,47 @@ mod tests {
         );
         assert_ne!(plain.to_value(), marked.to_value(), "the breakpoint is kept in the message");
         assert_eq!(prefix_hashes(&[plain]), prefix_hashes(&[marked]));
+    }
+
+    #[test]
+    fn a_message_hashes_alike_however_its_texts_were_read() {
+        // The same message spelled with escapes and without, read leaving its texts in the
+        // request's bytes, and made of strings of its own.
+        let spellings: &[&[u8]] = &[
+            br#"[{"role": "user", "meta": {}, "name": null, "content": [{"text": "d\u00e9j\u00e0\n\"vu\" \ud83c\udf89"}]}]"#,
+            "[{\"role\": \"user\", \"meta\": {}, \"name\": null, \"content\": [{\"text\": \"déjà\\n\\\"vu\\\" 🎉\"}]}]"
+                .as_bytes(),
+        ];
+        let owned = prefix_hashes(&[Message::user("déjà\n\"vu\" 🎉")]);
+        for spelling in spellings {
+            let source = compaction_model::JsonSource::new(spelling.to_vec());
+            let read = Message::read_prefix_in(&source, 1).expect("a message").message;
+            assert_eq!(
+                prefix_hashes(std::slice::from_ref(&read)),
+                owned,
+                "{}",
+                String::from_utf8_lossy(spelling)
+            );
+        }
+        // Long texts, in runs longer than what is gathered before hashing and escapes between.
+        for run in [1, 100, 511, 512, 513, 2_000] {
+            let text = format!("{}\n", "é".repeat(run)).repeat(5);
+            let escaped = serde_json::to_string(&text).expect("a JSON string").replace('é', "\\u00e9");
+            let json = format!(
+                r#"[{{"role": "user", "meta": {{}}, "name": null, "content": [{{"text": {escaped}}}]}}]"#
+            );
+            let source = compaction_model::JsonSource::new(json.into_bytes());
+            let read = Message::read_prefix_in(&source, 1).expect("a message").message;
+            assert_eq!(prefix_hashes(&[read]), prefix_hashes(&[Message::user(text)]), "{run}");
+        }
+        // Two texts in a row are not the same as their characters run together.
+        let split = |a: &str, b: &str| Message {
+            role: Role::User,
+            parts: vec![Part::Text(TextPart::new(a)), Part::Text(TextPart::new(b))],
+            name: None,
+            meta: Default::default(),
+        };
+        assert_ne!(prefix_hashes(&[split("ab", "c")]), prefix_hashes(&[split("a", "bc")]));
     }
 
     /// A message with a part of each kind, and something in each field.
@@ -585,7 +820,7 @@ mod tests {
             let read = Message::read_prefix_in(&source, 1)
                 .unwrap_or_else(|| panic!("{}", String::from_utf8_lossy(request)))
                 .message;
-            let mut memory = Memory::new(4);
+            let mut memory = Memory::new(1 << 20);
             memory.remember(7, read.clone());
             assert!(source.into_bytes().is_err(), "the message read shares the request's bytes");
             let source = compaction_model::JsonSource::new(request.to_vec());
@@ -602,13 +837,56 @@ mod tests {
     }
 
     #[test]
-    fn the_oldest_replacements_are_forgotten_beyond_the_capacity() {
-        let mut memory = Memory::new(2);
-        for hash in 0..5 {
-            memory.remember(hash, Message::user("[pruned]"));
+    fn the_replacements_used_least_recently_are_forgotten_beyond_the_budget() {
+        let pruned = |n: u64| Message::user(format!("[pruned {n}]"));
+        let each = weight(&pruned(0));
+        // Room for three.
+        let mut memory = Memory::new(3 * each + each / 2);
+        for hash in 0..3 {
+            memory.remember(hash, pruned(hash));
         }
-        assert_eq!(memory.len(), 2);
-        let mut messages = vec![Message::user("x"); 5];
-        assert_eq!(memory.recall(&[0, 1, 2, 3, 4], &mut messages), [3, 4]);
+        assert_eq!(memory.len(), 3);
+        // 0 is given back (a later request of its conversation): 1 is now the least recent.
+        let mut messages = vec![Message::user("x")];
+        assert_eq!(memory.recall(&[0], &mut messages), [0]);
+        memory.remember(3, pruned(3));
+        let mut messages = vec![Message::user("x"); 4];
+        assert_eq!(memory.recall(&[0, 1, 2, 3], &mut messages), [0, 2, 3]);
+        assert!(memory.bytes() <= 3 * each + each / 2);
+        // Remembered again under the same prefix: replaced, not counted twice.
+        memory.remember(3, pruned(3));
+        assert_eq!((memory.len(), memory.bytes()), (3, 3 * each));
+    }
+
+    #[test]
+    fn the_budget_holds_whatever_the_replacements_weigh() {
+        let budget = 64 << 10;
+        let mut memory = Memory::new(budget);
+        for hash in 0..2_000u64 {
+            // Small and large, a result's worth of text up to 20 kB.
+            let text = "x".repeat(usize::try_from(hash % 7).unwrap_or(0) * 3_000);
+            let result = ToolCallResult {
+                result: ToolResultContent::Text(text.into()),
+                origin: Box::new(ToolCall::new("bash", Default::default()).with_id(format!("c{hash}"))),
+                error: false,
+                unknown: Default::default(),
+            };
+            let message = Message {
+                role: Role::Tool,
+                parts: vec![Part::ToolCallResult(result)],
+                name: None,
+                meta: Default::default(),
+            };
+            assert!(weight(&message) > usize::try_from(hash % 7).unwrap_or(0) * 3_000);
+            memory.remember(hash, message);
+            assert!(memory.bytes() <= budget, "{} bytes held after {hash}", memory.bytes());
+        }
+        assert!(memory.len() > 3, "{}", memory.len());
+        let held: usize = memory.replaced.values().map(|r| weight(&r.message)).sum();
+        assert_eq!(held, memory.bytes());
+        // A replacement larger than the whole budget is not kept.
+        let mut memory = Memory::new(10);
+        memory.remember(1, Message::user("[pruned]"));
+        assert_eq!((memory.len(), memory.bytes()), (0, 0));
     }
 }

@@ -2,13 +2,12 @@
 //! hook for the window of the model the request names, found in a bundled table of the
 //! providers' documented context windows.
 
-use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::fmt;
+use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex};
 
 use compaction_hook::CompactionHook;
-use serde::Deserialize;
 
 use crate::error::Error;
 use crate::settings::ProxySettings;
@@ -129,6 +128,11 @@ fn is_snapshot_suffix(rest: &str) -> bool {
 pub(crate) type MakeHook =
     Box<dyn Fn(usize) -> Result<CompactionHook, Box<dyn std::error::Error + Send + Sync>> + Send + Sync>;
 
+/// How many unknown models are remembered as warned about: past it, the set starts again, and
+/// a model may be warned about once more (a client naming ever new models gets a line for each,
+/// as it would anyway; the proxy's memory stays bounded).
+const WARNED: usize = 1_024;
+
 /// How requests are compacted.
 pub(crate) enum Compaction {
     /// Every request under one hook: the window was given.
@@ -141,8 +145,9 @@ pub(crate) enum Compaction {
 pub(crate) struct ByModel {
     make: MakeHook,
     built: Mutex<HashMap<usize, Arc<CompactionHook>>>,
-    /// The models warned about, each once.
-    warned: Mutex<HashSet<String>>,
+    /// The models warned about, each once, by a hash of the name (a name is the client's and may
+    /// be of any length); at most [`WARNED`] of them.
+    warned: Mutex<HashSet<u64>>,
 }
 
 impl ByModel {
@@ -173,13 +178,6 @@ impl fmt::Debug for Compaction {
     }
 }
 
-/// The part of a request read to find its model; everything else is skipped, not kept.
-#[derive(Deserialize)]
-struct Envelope<'a> {
-    #[serde(borrow, default)]
-    model: Option<Cow<'a, str>>,
-}
-
 /// The window of `model`: the user's windows first (the last given for a name wins), then the
 /// bundled table.
 pub(crate) fn window(own: &[(String, usize)], model: &str) -> Option<usize> {
@@ -187,28 +185,24 @@ pub(crate) fn window(own: &[(String, usize)], model: &str) -> Option<usize> {
     window_in(own, model).or_else(|| bundled_window(model))
 }
 
-/// The hook `body`, a request to `endpoint`, runs under.
+/// The hook a request to `endpoint` naming `model` (as its reader found it) runs under.
 ///
 /// # Errors
 ///
-/// Compacting by model: [`Error::Envelope`] for a body that is not a JSON object,
-/// [`Error::UnknownModel`] for a model without a window (or no model), [`Error::Hook`] when no
-/// hook could be built for the window.
+/// Compacting by model: [`Error::UnknownModel`] for a model without a window (or no model),
+/// [`Error::Hook`] when no hook could be built for the window.
 pub(crate) fn hook_for(
     settings: &ProxySettings,
     endpoint: &'static str,
-    body: &[u8],
+    model: Option<&str>,
 ) -> Result<Arc<CompactionHook>, Error> {
     let by_model = match settings.compaction.as_ref().expect("compaction is on") {
         Compaction::Fixed(hook) => return Ok(hook.clone()),
         Compaction::ByModel(by_model) => by_model,
     };
-    let envelope: Envelope<'_> =
-        serde_json::from_slice(body).map_err(|source| Error::Envelope { endpoint, source })?;
-    let model = envelope.model.map(Cow::into_owned);
-    match model.as_deref().and_then(|model| window(&settings.model_windows, model)) {
+    match model.and_then(|model| window(&settings.model_windows, model)) {
         Some(window) => by_model.hook(window),
-        None => Err(Error::UnknownModel { endpoint, model }),
+        None => Err(Error::UnknownModel { endpoint, model: model.map(str::to_owned) }),
     }
 }
 
@@ -218,7 +212,13 @@ pub(crate) fn first_time(settings: &ProxySettings, error: &Error) -> bool {
     match (&settings.compaction, error) {
         (Some(Compaction::ByModel(by_model)), Error::UnknownModel { model, .. }) => {
             let mut warned = by_model.warned.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-            warned.insert(model.clone().unwrap_or_default())
+            let mut hasher = std::collections::hash_map::DefaultHasher::new();
+            model.hash(&mut hasher);
+            let first = warned.insert(hasher.finish());
+            if warned.len() > WARNED {
+                warned.clear();
+            }
+            first
         }
         _ => true,
     }
@@ -294,19 +294,33 @@ mod tests {
     }
 
     #[test]
-    fn the_model_is_read_from_the_envelope_without_the_rest() {
+    fn unknown_models_are_warned_about_once_each_and_remembered_within_a_bound() {
         let settings = ProxySettings::default().with_compaction_by_model(|_| Err("no hook here".into()));
-        let compaction = &settings;
-        let unknown = hook_for(compaction, "/v1/messages", br#"{"messages":[],"model":"mystery-7b"}"#);
+        let unknown = |model: String| Error::UnknownModel { endpoint: "/v1/messages", model: Some(model) };
+        assert!(first_time(&settings, &unknown("mystery-7b".into())));
+        assert!(!first_time(&settings, &unknown("mystery-7b".into())));
+        assert!(first_time(&settings, &Error::UnknownModel { endpoint: "/v1/messages", model: None }));
+        // A client naming a new model with every request, long names among them.
+        for n in 0..10 * WARNED {
+            let model =
+                if n % 100 == 0 { format!("{n}{}", "x".repeat(1 << 16)) } else { format!("model-{n}") };
+            assert!(first_time(&settings, &unknown(model)), "{n}");
+        }
+        let Some(Compaction::ByModel(by_model)) = &settings.compaction else { panic!("by model") };
+        assert!(by_model.warned.lock().expect("not poisoned").len() <= WARNED);
+    }
+
+    #[test]
+    fn the_hook_is_the_one_for_the_models_window() {
+        let settings = ProxySettings::default().with_compaction_by_model(|_| Err("no hook here".into()));
+        let unknown = hook_for(&settings, "/v1/messages", Some("mystery-7b"));
         assert!(
             matches!(unknown, Err(Error::UnknownModel { model: Some(ref m), .. }) if m == "mystery-7b"),
             "{unknown:?}"
         );
-        let none = hook_for(compaction, "/v1/messages", br#"{"messages":[]}"#);
+        let none = hook_for(&settings, "/v1/messages", None);
         assert!(matches!(none, Err(Error::UnknownModel { model: None, .. })), "{none:?}");
-        let broken = hook_for(compaction, "/v1/messages", b"{\"model\":");
-        assert!(matches!(broken, Err(Error::Envelope { .. })), "{broken:?}");
-        let known = hook_for(compaction, "/v1/messages", br#"{"model":"claude-sonnet-4-5-20250929"}"#);
+        let known = hook_for(&settings, "/v1/messages", Some("claude-sonnet-4-5-20250929"));
         assert!(matches!(known, Err(Error::Hook { window: 200_000, .. })), "{known:?}");
     }
 }

@@ -36,10 +36,6 @@ pub(crate) struct Shared {
     pub(crate) metrics: Metrics,
 }
 
-/// How many replacements the proxy remembers across requests, the oldest forgotten first: a
-/// pruned result is a few hundred bytes, so about 50 MB at most.
-const REMEMBERED: usize = 100_000;
-
 /// The most a connection buffers of what its client sends (hyper's default is about 400 kB).
 /// A body is copied out of it as it arrives into one buffer of its own, so a larger one would
 /// only add to each request's memory (and stays with a connection kept alive); the request's
@@ -69,7 +65,7 @@ pub async fn serve(listener: TcpListener, settings: ProxySettings) -> Result<(),
     }
     let client = client(settings.connect_timeout)?;
     let in_flight = Arc::new(Semaphore::new(settings.max_concurrent));
-    let memory = Mutex::new(Memory::new(REMEMBERED));
+    let memory = Mutex::new(Memory::new(settings.remembered_bytes));
     let cores = std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get);
     let compacting = Arc::new(Semaphore::new(cores));
     let shared =

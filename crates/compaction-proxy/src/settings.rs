@@ -9,6 +9,10 @@ use compaction_hook::CompactionHook;
 
 use crate::models::{ByModel, Compaction};
 
+/// The bytes of replacements remembered by default: tens of thousands of pruned results (a few
+/// hundred bytes to a kilobyte or two each), the dozens each of hundreds of conversations.
+pub const DEFAULT_REMEMBERED_BYTES: usize = 32 << 20;
+
 /// Where a log line goes: one line per compaction, per refused or failed request.
 pub(crate) type LogSink = Arc<dyn Fn(&str) + Send + Sync>;
 
@@ -29,6 +33,7 @@ pub struct ProxySettings {
     pub(crate) fail_closed: bool,
     pub(crate) dry_run: bool,
     pub(crate) clear_thinking: Option<usize>,
+    pub(crate) remembered_bytes: usize,
     pub(crate) compaction: Option<Compaction>,
     /// The user's model windows, looked up before the bundled table.
     pub(crate) model_windows: Vec<(String, usize)>,
@@ -39,7 +44,8 @@ pub struct ProxySettings {
 impl Default for ProxySettings {
     /// The providers' own APIs upstream, loopback clients only, 64 MiB bodies, 10 minutes for
     /// the upstream's headers and between two chunks of its body, 10 seconds to connect, 512
-    /// requests in flight, fail open, no compaction, log lines on standard error.
+    /// requests in flight, fail open, no compaction, 32 MiB of replacements remembered, log
+    /// lines on standard error.
     fn default() -> Self {
         ProxySettings {
             openai_upstream: "https://api.openai.com".to_owned(),
@@ -52,6 +58,7 @@ impl Default for ProxySettings {
             fail_closed: false,
             dry_run: false,
             clear_thinking: None,
+            remembered_bytes: DEFAULT_REMEMBERED_BYTES,
             compaction: None,
             model_windows: Vec::new(),
             log_bodies: false,
@@ -74,6 +81,7 @@ impl fmt::Debug for ProxySettings {
             .field("fail_closed", &self.fail_closed)
             .field("dry_run", &self.dry_run)
             .field("clear_thinking", &self.clear_thinking)
+            .field("remembered_bytes", &self.remembered_bytes)
             .field("compaction", &self.compaction)
             .field("model_windows", &self.model_windows)
             .field("log_bodies", &self.log_bodies)
@@ -199,6 +207,18 @@ impl ProxySettings {
     #[must_use]
     pub fn with_clear_thinking(mut self, keep: usize) -> Self {
         self.clear_thinking = Some(keep);
+        self
+    }
+
+    /// With compaction, how much the proxy remembers of the replacements it made, in bytes (by
+    /// an estimate of their size in memory): each conversation's later requests get the same
+    /// replacements back, so its prompt cache holds. Beyond it, the replacements used least
+    /// recently are forgotten first (a conversation whose replacements are forgotten is
+    /// compacted afresh when it grows past the threshold again). By default
+    /// [`DEFAULT_REMEMBERED_BYTES`]; 0 remembers nothing.
+    #[must_use]
+    pub fn with_remembered_bytes(mut self, bytes: usize) -> Self {
+        self.remembered_bytes = bytes;
         self
     }
 

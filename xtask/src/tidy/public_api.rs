@@ -17,8 +17,8 @@ use crate::project_root;
 /// in the change that adds items (and say what they are in CHANGELOG.md), or lower it in the
 /// change that removes some, so the next addition is seen.
 const PUBLIC_ITEM_BUDGET: &[(&str, usize)] = &[
-    ("compaction-json", 54),
-    ("compaction-model", 128),
+    ("compaction-json", 55),
+    ("compaction-model", 129),
     ("compaction-formats", 52),
     ("compaction-tokens", 56),
     ("compaction-core", 158),
@@ -27,7 +27,7 @@ const PUBLIC_ITEM_BUDGET: &[(&str, usize)] = &[
     ("compaction-offload", 110),
     ("compaction-replay", 49),
     ("compaction-adapters", 40),
-    ("compaction-proxy", 18),
+    ("compaction-proxy", 20),
     ("compaction-python", 0),
 ];
 

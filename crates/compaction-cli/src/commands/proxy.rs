@@ -86,6 +86,11 @@ pub struct Args {
     /// N, as Anthropic's clear_thinking_20251015 does.
     #[arg(long, value_name = "N")]
     pub clear_thinking: Option<usize>,
+    /// How much the proxy remembers of the replacements it made, in MB (by an estimate of their
+    /// size in memory), so that a conversation's later requests get them back and its prompt
+    /// cache holds; beyond it, those used least recently are forgotten first. 0 remembers nothing.
+    #[arg(long, value_name = "MB", default_value_t = compaction_proxy::DEFAULT_REMEMBERED_BYTES >> 20)]
+    pub remember_mb: usize,
     /// Log each request's body as received and as forwarded (after compaction) on standard
     /// error, one line each, with credentials redacted (credential headers, and sk-..., sk-ant-...,
     /// bearer tokens and api_key-like fields in the body). For debugging an agent: bodies hold
@@ -112,6 +117,7 @@ pub fn run(args: Args) -> Result<()> {
         .with_max_body_bytes(args.max_body_bytes)
         .with_upstream_timeout(Duration::from_secs(args.upstream_timeout))
         .with_max_concurrent(args.max_concurrent)
+        .with_remembered_bytes(args.remember_mb.saturating_mul(1 << 20))
         .with_log(crate::progress::say);
     if args.allow_remote {
         let token = std::env::var("COMPACTION_PROXY_TOKEN").ok().filter(|t| !t.trim().is_empty());

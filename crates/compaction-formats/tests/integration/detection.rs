@@ -61,3 +61,39 @@ fn a_repeated_key_is_said_once() {
     // The last value is what was read.
     assert_eq!(conversation.messages[0].text(), Some("x"));
 }
+
+#[test]
+fn a_request_names_its_model_and_other_files_none() {
+    let user = json!({"role": "user", "content": "hi"});
+    // (the file, the format it is read as, the model found)
+    let cases = [
+        (json!({"model": "gpt-4o", "messages": [user]}), Format::OpenAi, Some("gpt-4o")),
+        // A key the fast reader leaves to the tree path (a tool declared the Anthropic way).
+        (
+            json!({"model": "gpt-4o", "tools": [{"name": "ls", "input_schema": {}}], "messages": [user]}),
+            Format::OpenAi,
+            Some("gpt-4o"),
+        ),
+        (json!({"messages": [user]}), Format::OpenAi, None),
+        (json!({"model": 4, "messages": [user]}), Format::OpenAi, None),
+        (json!([user]), Format::OpenAi, None),
+        (
+            json!({"model": "claude-opus-4-1", "system": "be brief", "messages": [user]}),
+            Format::Anthropic,
+            Some("claude-opus-4-1"),
+        ),
+        (json!({"model": "claude-opus-4-1", "messages": [user]}), Format::Anthropic, Some("claude-opus-4-1")),
+        (
+            json!({"model": "gpt-5", "input": [{"role": "user", "content": "hi"}]}),
+            Format::Responses,
+            Some("gpt-5"),
+        ),
+        (json!([{"role": "user", "content": "hi"}]), Format::Responses, None),
+    ];
+    for (file, format, model) in cases {
+        let text = file.to_string();
+        let conversation = read_with(&text, ReadOptions::named("r").with_format(format))
+            .unwrap_or_else(|e| panic!("{text}: {e}"));
+        assert_eq!(conversation.model.as_deref(), model, "{text}");
+    }
+}

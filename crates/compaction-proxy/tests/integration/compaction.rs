@@ -282,6 +282,27 @@ fn a_result_pruned_once_is_pruned_the_same_way_in_the_conversations_later_reques
     });
 }
 
+#[test]
+fn what_the_proxy_remembers_is_bounded_by_its_setting() {
+    bounded(async {
+        // Nothing remembered: each request of the conversation is compacted afresh, as the hook
+        // alone would compact it.
+        let settings = ProxySettings::default().with_compaction(hook()).with_remembered_bytes(0);
+        let (_openai, anthropic, proxy) = setup(settings).await;
+        let first = serde_json::to_vec(&anthropic_request(8)).expect("serializes");
+        let second = serde_json::to_vec(&anthropic_request(10)).expect("serializes");
+        for body in [&first, &second] {
+            assert_eq!(post(&proxy, "/v1/messages", body.clone()).await.status(), 200);
+        }
+        let received = anthropic.received();
+        assert_eq!(received[0].body, compacted_directly(&first, Format::Anthropic));
+        assert_eq!(received[1].body, compacted_directly(&second, Format::Anthropic));
+        let log = proxy.log();
+        assert_eq!(log.len(), 2, "{log:?}");
+        assert!(log.iter().all(|l| l.contains(": compacted: ") && !l.contains("earlier")), "{log:?}");
+    });
+}
+
 /// A Codex-shaped Responses request with `steps` shell calls and their outputs.
 pub fn responses_request(steps: usize) -> Value {
     let mut input = vec![
