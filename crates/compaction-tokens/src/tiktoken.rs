@@ -191,38 +191,18 @@ impl Fast {
 }
 
 /// The longest piece whose count a thread remembers, in bytes.
-const REMEMBERED_PIECE: usize = 31;
+const REMEMBERED_PIECE: usize = 64;
 
-/// How many piece counts a thread remembers at most (a megabyte or so): the first ones it meets,
-/// which in text are mostly the common words.
+/// How many piece counts a thread remembers at most (a few megabytes at most): the first ones it
+/// meets, which in text are mostly the common words.
 const REMEMBERED_PIECES: usize = 1 << 15;
 
-/// A short piece's bytes, as a key of the counts a thread remembers.
-#[derive(Clone, Copy, PartialEq, Eq)]
-struct PieceKey {
-    len: u8,
-    bytes: [u8; REMEMBERED_PIECE],
-}
-
-impl PieceKey {
-    fn new(piece: &[u8]) -> Option<PieceKey> {
-        let mut bytes = [0; REMEMBERED_PIECE];
-        bytes.get_mut(..piece.len())?.copy_from_slice(piece);
-        Some(PieceKey { len: piece.len() as u8, bytes })
-    }
-}
-
-impl std::hash::Hash for PieceKey {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        state.write(&self.bytes[..usize::from(self.len)]);
-    }
-}
-
 /// What a thread keeps for counting with one encoding: the lazy DFA's cache, and the counts of
-/// the short pieces it has met (a piece's count is a function of its bytes alone).
+/// the short pieces it has met (a piece's count is a function of its bytes alone), looked up by
+/// the piece's bytes as they lie in the text.
 struct PerThread {
     cache: regex_automata::hybrid::dfa::Cache,
-    remembered: HashMap<PieceKey, u8, foldhash::fast::RandomState>,
+    remembered: HashMap<Box<[u8]>, u8, foldhash::fast::RandomState>,
 }
 
 impl PerThread {
@@ -236,14 +216,16 @@ impl PerThread {
         bpe: &bpe_openai::byte_pair_encoding::BytePairEncoding,
         piece: &[u8],
     ) -> usize {
-        let Some(key) = PieceKey::new(piece) else { return bpe.count(piece) };
-        if let Some(&tokens) = self.remembered.get(&key) {
+        if piece.len() > REMEMBERED_PIECE {
+            return bpe.count(piece);
+        }
+        if let Some(&tokens) = self.remembered.get(piece) {
             return usize::from(tokens);
         }
         let tokens = bpe.count(piece);
-        // A piece of at most 31 bytes has at most 31 tokens.
+        // A piece of at most 64 bytes has at most 64 tokens.
         if let (Ok(small), true) = (u8::try_from(tokens), self.remembered.len() < REMEMBERED_PIECES) {
-            self.remembered.insert(key, small);
+            self.remembered.insert(piece.into(), small);
         }
         tokens
     }
@@ -604,6 +586,8 @@ mod tests {
             "\u{301}",
             "supercalifragilisticexpialidocious_and_more_words",
             "0123456789abcdef0123456789abcdef",
+            "abcdefghijabcdefghijabcdefghijabcdefghijabcdefghijabcdefghijabcdefghijabcdefghij",
+            "----------",
         ];
         let mut state = 0x2545_f491_4f6c_dd1d_u64;
         let mut next = move |n: usize| {
