@@ -18,7 +18,7 @@ use crate::project_root;
 /// change that removes some, so the next addition is seen.
 const PUBLIC_ITEM_BUDGET: &[(&str, usize)] = &[
     ("compaction-json", 54),
-    ("compaction-model", 128),
+    ("compaction-model", 131),
     ("compaction-formats", 51),
     ("compaction-tokens", 56),
     ("compaction-core", 158),
