@@ -553,7 +553,8 @@ mod tests {
 
     /// Pieces found with a thread's own cache and counted from what the thread remembers count
     /// as bpe-openai's tokenizer counts them: on a first count and a repeated one, on another
-    /// thread, with pieces longer than those remembered, and with every pattern's pieces.
+    /// thread, with pieces longer than those remembered, with every pattern's pieces, and with
+    /// whitespace that is not ASCII.
     #[test]
     fn remembered_pieces_count_as_bpe_openai() {
         const PIECES: &[&str] = &[
@@ -588,6 +589,16 @@ mod tests {
             "0123456789abcdef0123456789abcdef",
             "abcdefghijabcdefghijabcdefghijabcdefghijabcdefghijabcdefghijabcdefghijabcdefghij",
             "----------",
+            "\u{2028}",
+            "\u{85}",
+            "\u{a0}",
+            "don't",
+            "'t",
+            "\n/",
+            "a\n",
+            "\r",
+            "x\n\n",
+            "我们结果数据的函数令牌问题这个的with响应用户",
         ];
         let mut state = 0x2545_f491_4f6c_dd1d_u64;
         let mut next = move |n: usize| {
