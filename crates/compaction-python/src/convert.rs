@@ -407,6 +407,11 @@ fn write_json(value: &Bound<'_, PyAny>, out: &mut String) -> Read<()> {
 /// letters, the others as `\u00xx`), nothing else.
 fn write_json_string(text: &str, out: &mut String) {
     out.push('"');
+    if !needs_escapes(text.as_bytes()) {
+        out.push_str(text);
+        out.push('"');
+        return;
+    }
     let mut start = 0;
     for (at, byte) in text.bytes().enumerate() {
         let named = match byte {
@@ -434,6 +439,29 @@ fn write_json_string(text: &str, out: &mut String) {
     }
     out.push_str(text.get(start..).unwrap_or_default());
     out.push('"');
+}
+
+/// Whether `bytes` hold a control character, a quote or a backslash (what
+/// [`write_json_string`] escapes), looked for eight bytes at a time.
+fn needs_escapes(bytes: &[u8]) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    // Whether a byte of `word` is below `n` (at most 128): exact for the word as a whole.
+    let below = |word: u64, n: u64| word.wrapping_sub(ONES * n) & !word & HIGHS != 0;
+    let special = |word: u64| {
+        below(word, 0x20)
+            || below(word ^ (ONES * u64::from(b'"')), 1)
+            || below(word ^ (ONES * u64::from(b'\\')), 1)
+    };
+    let mut words = bytes.chunks_exact(8);
+    for chunk in words.by_ref() {
+        let mut word = [0; 8];
+        word.copy_from_slice(chunk);
+        if special(u64::from_le_bytes(word)) {
+            return true;
+        }
+    }
+    words.remainder().iter().any(|&byte| byte < 0x20 || byte == b'"' || byte == b'\\')
 }
 
 fn object_of(value: &Bound<'_, PyAny>) -> Read<SharedObject> {

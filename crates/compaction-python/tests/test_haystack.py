@@ -38,6 +38,11 @@ def search(query: Annotated[str, "the search query"]) -> str:
 # Every character serde_json escapes in a string (and DEL, which it does not).
 ESCAPES = 'echo "a\\b"\n\t\x00\x01\x1f\x7f\b\f\r done'
 ESCAPED = {"cmd": ESCAPES, "nested": {'k"ey': ["\u2028", "é"]}}
+# Each character that needs escaping at each offset in a word of eight bytes and after it.
+EVERY_OFFSET = {
+    f"k{index}": "x" * offset + special + "y" * (17 - offset)
+    for index, (special, offset) in enumerate((c, o) for c in '"\\\n\x00\x1f' for o in range(18))
+}
 
 
 def call(call_id, name="search", **arguments):
@@ -130,6 +135,8 @@ CONVERSATIONS = {
         ChatMessage.from_user("run"),
         ChatMessage.from_assistant(tool_calls=[call("e1", name="sh", **ESCAPED)]),
         ChatMessage.from_tool("out " * 300, origin=call("e1", name="sh", **ESCAPED)),
+        ChatMessage.from_assistant(tool_calls=[call("e2", name="sh", **EVERY_OFFSET)]),
+        ChatMessage.from_tool("all " * 300, origin=call("e2", name="sh", **EVERY_OFFSET)),
         ChatMessage.from_assistant(tool_calls=[ToolCall(tool_name="odd", arguments={1: "one", 2: {3: True}}, id="o1")]),
         ChatMessage.from_tool("odd " * 300, origin=ToolCall(tool_name="odd", arguments={1: "one", 2: {3: True}}, id="o1")),
         ChatMessage.from_assistant("end"),
