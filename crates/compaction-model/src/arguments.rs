@@ -46,6 +46,25 @@ impl Arguments {
         }
     }
 
+    /// The arguments whose compact JSON text is `text`, as serde_json writes the object (members
+    /// in order, no spaces, strings escaped as serde_json escapes them), without parsing it: for
+    /// a writer that writes that text straight from another form of the object (the Python
+    /// package, from a `dict`) instead of building a [`JsonObject`] to write. The caller vouches
+    /// for the text; it is checked in debug builds only. `{}` gives empty arguments.
+    pub fn from_written_json(text: String) -> Arguments {
+        debug_assert_eq!(
+            crate::value_from_slice(text.as_bytes())
+                .ok()
+                .and_then(|value| serde_json::to_string(&value).ok()),
+            Some(text.clone()),
+            "not serde_json's text of an object"
+        );
+        if text == "{}" {
+            return Arguments(None);
+        }
+        Arguments(Some(Arc::new(text.into_boxed_str())))
+    }
+
     /// The arguments as compact JSON text: `{}` when empty.
     pub fn as_json(&self) -> &str {
         match &self.0 {
@@ -179,6 +198,15 @@ mod tests {
         let second = first.clone();
         assert!(first.ptr_eq(&second));
         assert!(std::ptr::eq(first.as_json(), second.as_json()));
+    }
+
+    #[test]
+    fn written_text_is_held_as_it_is() {
+        let text = r#"{"path":"a\"b.rs","n":[1,2.5,null,true],"o":{"k":"\u001f"}}"#;
+        let written = Arguments::from_written_json(text.to_owned());
+        assert_eq!(written.as_json(), text);
+        assert_eq!(written, Arguments::from_json(text).unwrap());
+        assert!(Arguments::from_written_json("{}".to_owned()).is_empty());
     }
 
     #[test]

@@ -32,6 +32,8 @@ pub struct Text {
 #[derive(Clone)]
 enum Repr {
     Owned(String),
+    /// A string another owner holds, shared (see [`Text::shared`]).
+    Shared(Arc<dyn AsRef<str> + Send + Sync>),
     /// A JSON string in `source`: `raw` is what lies between its quotes, checked by the reader
     /// to be valid JSON string contents (UTF-8, escapes included).
     Json {
@@ -127,6 +129,26 @@ impl Text {
         Text { repr: Repr::Owned(string), chars }
     }
 
+    /// The string `owner` holds, as a text, without copying it; counts its characters.
+    ///
+    /// For a string that lives in another owner already, such as a Python `str` (whose UTF-8
+    /// bytes the Python package borrows): the text holds the owner, and copies of the text share
+    /// it. `owner` must give the same string each time it is asked (as an immutable string does);
+    /// the count is taken once, here.
+    pub fn shared(owner: Arc<dyn AsRef<str> + Send + Sync>) -> Self {
+        let chars = (*owner).as_ref().chars().count();
+        Text { repr: Repr::Shared(owner), chars }
+    }
+
+    /// The string `owner` holds, as a text of `chars` characters, as [`Text::shared`] makes it
+    /// but without counting: for an owner that knows its length in characters already (a
+    /// Python `str` does, as `len`). The caller vouches for `chars`; it is checked in debug
+    /// builds only.
+    pub fn shared_with_char_len(owner: Arc<dyn AsRef<str> + Send + Sync>, chars: usize) -> Self {
+        debug_assert_eq!((*owner).as_ref().chars().count(), chars, "{:?}", (*owner).as_ref());
+        Text { repr: Repr::Shared(owner), chars }
+    }
+
     /// `string` as a text whose characters the caller has already counted.
     pub(crate) fn counted(string: String, chars: usize) -> Self {
         debug_assert_eq!(string.chars().count(), chars, "{string:?}");
@@ -149,6 +171,7 @@ impl Text {
     pub fn as_str(&self) -> &str {
         match &self.repr {
             Repr::Owned(string) => string,
+            Repr::Shared(owner) => (**owner).as_ref(),
             Repr::Json { source, raw, escaped: false, .. } => source.str(raw),
             Repr::Json { source, raw, decoded, .. } => {
                 decoded.get_or_init(|| crate::prefix::unescape(source.str(raw)))
@@ -164,6 +187,7 @@ impl Text {
     pub fn for_each_piece(&self, mut piece: impl FnMut(&[u8])) {
         match &self.repr {
             Repr::Owned(string) => piece(string.as_bytes()),
+            Repr::Shared(owner) => piece((**owner).as_ref().as_bytes()),
             Repr::Json { source, raw, escaped: false, .. } => piece(&source.as_bytes()[raw.clone()]),
             Repr::Json { source, raw, decoded, .. } => match decoded.get() {
                 Some(string) => piece(string.as_bytes()),
@@ -181,6 +205,7 @@ impl Text {
     pub fn into_string(self) -> String {
         match self.repr {
             Repr::Owned(string) => string,
+            Repr::Shared(owner) => (*owner).as_ref().to_owned(),
             Repr::Json { source, raw, escaped, decoded } => match decoded.into_inner() {
                 Some(string) => string,
                 None if !escaped => source.str(&raw).to_owned(),
@@ -378,6 +403,24 @@ mod tests {
         let mut owned = Vec::new();
         Text::new("café").for_each_piece(|piece| owned.extend_from_slice(piece));
         assert_eq!(owned, "café".as_bytes());
+    }
+
+    #[test]
+    fn a_shared_string_reads_counts_and_edits_as_an_owned_one() {
+        use std::sync::Arc;
+        let owner: Arc<dyn AsRef<str> + Send + Sync> = Arc::new(String::from("Straße ✓"));
+        let mut text = Text::shared(Arc::clone(&owner));
+        assert_eq!((text.as_str(), text.char_len()), ("Straße ✓", 8));
+        let mut pieces = Vec::new();
+        text.for_each_piece(|piece| pieces.extend_from_slice(piece));
+        assert_eq!(pieces, "Straße ✓".as_bytes());
+        assert_eq!(text.clone(), Text::new("Straße ✓"));
+        assert_eq!(text.clone().into_string(), "Straße ✓");
+        text.edit(|s| s.push('!'));
+        assert_eq!((text.as_str(), text.char_len()), ("Straße ✓!", 9));
+        let counted = Text::shared_with_char_len(Arc::clone(&owner), 8);
+        assert_eq!((counted.as_str(), counted.char_len()), ("Straße ✓", 8));
+        assert_eq!((*owner).as_ref(), "Straße ✓");
     }
 
     #[test]

@@ -1,8 +1,9 @@
 //! The changed messages of a compaction built as Haystack `ChatMessage` objects, straight from
 //! Rust: no JSON text, no `ChatMessage.from_dict`.
 //!
-//! A changed message is built with Haystack's own constructors (`ChatMessage(_role=...,
-//! _content=..., _name=..., _meta=...)`, `ToolCallResult(...)`, ...), as `from_dict` would build
+//! A changed message is built with Haystack's own constructors (`ChatMessage(_role, _content,
+//! _name, _meta)`, `ToolCallResult(...)`, ..., each dataclass's fields by position, in their
+//! order), as `from_dict` would build
 //! it from `to_dict`'s dictionary, except that a part, or a result's `origin`, equal to the one
 //! at the same place in the original message is that original object (Haystack's own pruning
 //! reuses the call the same way). JSON values become what `json.loads` gives: ints of any size,
@@ -52,12 +53,10 @@ pub(crate) fn message_object<'py>(
         Some((old, object)) if old.role == message.role => object.getattr(pyo3::intern!(py, "_role"))?,
         _ => classes.chat_role.call1((role_name(message.role),))?,
     };
-    let kwargs = PyDict::new(py);
-    kwargs.set_item("_role", role)?;
-    kwargs.set_item("_content", parts)?;
-    kwargs.set_item("_name", message.name.as_deref())?;
-    kwargs.set_item("_meta", object_dict(py, &message.meta)?)?;
-    classes.chat_message.call((), Some(&kwargs)).map(Some)
+    // The dataclasses' fields in their order (`_role`, `_content`, `_name`, `_meta`), passed by
+    // position: no keyword dictionary to make and take apart for each message.
+    let meta = object_dict(py, &message.meta)?;
+    classes.chat_message.call1((role, parts, message.name.as_deref(), meta)).map(Some)
 }
 
 fn role_name(role: Role) -> &'static str {
@@ -96,35 +95,29 @@ fn part_object<'py>(
                 }
                 _ => tool_call(py, &result.origin, classes)?,
             };
-            let kwargs = PyDict::new(py);
-            kwargs.set_item("result", content)?;
-            kwargs.set_item("origin", origin)?;
-            kwargs.set_item("error", result.error)?;
-            classes.tool_call_result.call((), Some(&kwargs))?
+            // `result`, `origin`, `error`.
+            classes.tool_call_result.call1((content, origin, result.error))?
         }
         Part::Reasoning(reasoning) => {
-            let kwargs = PyDict::new(py);
-            kwargs.set_item("reasoning_text", reasoning.reasoning_text.as_str())?;
-            kwargs.set_item("extra", object_dict(py, &reasoning.extra)?)?;
-            classes.reasoning.call((), Some(&kwargs))?
+            // `reasoning_text`, `extra`.
+            let extra = object_dict(py, &reasoning.extra)?;
+            classes.reasoning.call1((reasoning.reasoning_text.as_str(), extra))?
         }
         _ => return Ok(None),
     }))
 }
 
 fn tool_call<'py>(py: Python<'py>, call: &ToolCall, classes: &Classes<'py>) -> PyResult<Bound<'py, PyAny>> {
-    let kwargs = PyDict::new(py);
-    kwargs.set_item("tool_name", call.tool_name.as_str())?;
-    match &call.raw_arguments {
-        Some(raw) => kwargs.set_item("arguments", raw.as_str())?,
-        None => kwargs.set_item("arguments", object_dict(py, &call.arguments.to_map())?)?,
-    }
-    kwargs.set_item("id", call.id.as_deref())?;
-    match &call.extra {
-        Some(extra) => kwargs.set_item("extra", object_dict(py, extra)?)?,
-        None => kwargs.set_item("extra", py.None())?,
-    }
-    classes.tool_call.call((), Some(&kwargs))
+    let arguments = match &call.raw_arguments {
+        Some(raw) => pyo3::types::PyString::new(py, raw).into_any(),
+        None => object_dict(py, &call.arguments.to_map())?.into_any(),
+    };
+    let extra = match &call.extra {
+        Some(extra) => object_dict(py, extra)?.into_any(),
+        None => py.None().into_bound(py),
+    };
+    // `tool_name`, `arguments`, `id`, `extra`.
+    classes.tool_call.call1((call.tool_name.as_str(), arguments, call.id.as_deref(), extra))
 }
 
 fn object_dict<'py>(

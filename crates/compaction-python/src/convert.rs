@@ -13,12 +13,15 @@
 //! with `json.dumps(message.to_dict())` and compaction-model reads it, so the message, or the
 //! error, is the same as before.
 
+use std::sync::Arc;
+
 use compaction_model::{
-    FilePart, ImagePart, JsonObject, Message, Part, ReasoningPart, ResultPart, Role, SharedObject, TextPart,
-    ToolCall, ToolCallResult, ToolResultContent,
+    Arguments, FilePart, ImagePart, JsonObject, Message, Part, ReasoningPart, ResultPart, Role, SharedObject,
+    Text, TextPart, ToolCall, ToolCallResult, ToolResultContent,
 };
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::pybacked::PyBackedStr;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use serde_json::{Number, Value};
 
@@ -113,6 +116,28 @@ fn string(value: &Bound<'_, PyAny>) -> Read<String> {
     }
 }
 
+/// Texts of at least this many bytes are borrowed from their Python `str` rather than copied:
+/// below it, a copy costs less than sharing the string.
+const BORROWED_TEXT_BYTES: usize = 256;
+
+/// A Python `str` as a [`Text`]: a long one borrowed (its UTF-8 bytes, which Python keeps beside
+/// the string, held with the string: [`Text::shared`]), a short one copied. A lone surrogate (not
+/// UTF-8) goes the JSON way.
+fn text_of(value: &Bound<'_, PyAny>) -> Read<Text> {
+    let Ok(string) = value.cast::<PyString>() else { return Err(Miss::Json) };
+    let Ok(text) = string.to_str() else { return Err(Miss::Json) };
+    if text.len() < BORROWED_TEXT_BYTES {
+        return Ok(Text::new(text));
+    }
+    // Python's `len`, which it knows without counting: what `Text` counts (the string is UTF-8,
+    // so it holds no surrogate and its code points are its characters).
+    let chars = string.len()?;
+    match PyBackedStr::try_from(string.clone()) {
+        Ok(borrowed) => Ok(Text::shared_with_char_len(Arc::new(borrowed), chars)),
+        Err(_) => Err(Miss::Json),
+    }
+}
+
 fn opt_string(value: &Bound<'_, PyAny>) -> Read<Option<String>> {
     if value.is_none() {
         Ok(None)
@@ -203,7 +228,8 @@ fn message(item: &Bound<'_, PyAny>, classes: &Classes<'_>) -> Read<Message> {
     let py = item.py();
     let role = item.getattr(pyo3::intern!(py, "_role"))?;
     // `ChatRole` is a `str` enum: its string is its value.
-    let role = Role::parse(&string(&role)?).ok_or(Miss::Json)?;
+    let role = role.cast::<PyString>().ok().and_then(|role| role.to_str().ok()).and_then(Role::parse);
+    let role = role.ok_or(Miss::Json)?;
     let content = item.getattr(pyo3::intern!(py, "_content"))?;
     let mut parts = Vec::with_capacity(content.len().unwrap_or(1));
     // By index, not by iterator: an iterator is an object the garbage collector tracks, and
@@ -237,7 +263,7 @@ fn part(object: &Bound<'_, PyAny>, classes: &Classes<'_>) -> Read<Part> {
     if is(&classes.tool_call_result) {
         let result = object.getattr(pyo3::intern!(py, "result"))?;
         let result = if result.is_instance_of::<PyString>() {
-            ToolResultContent::Text(string(&result)?.into())
+            ToolResultContent::Text(text_of(&result)?)
         } else if let Ok(list) = result.cast::<PyList>() {
             let mut parts = Vec::with_capacity(list.len());
             for index in 0..list.len() {
@@ -287,7 +313,7 @@ fn part(object: &Bound<'_, PyAny>, classes: &Classes<'_>) -> Read<Part> {
 }
 
 fn text(object: &Bound<'_, PyAny>) -> Read<TextPart> {
-    Ok(TextPart::new(string(&object.getattr(pyo3::intern!(object.py(), "text"))?)?))
+    Ok(TextPart::new(text_of(&object.getattr(pyo3::intern!(object.py(), "text"))?)?))
 }
 
 fn tool_call(object: &Bound<'_, PyAny>) -> Read<ToolCall> {
@@ -295,23 +321,147 @@ fn tool_call(object: &Bound<'_, PyAny>) -> Read<ToolCall> {
     let tool_name = string(&object.getattr(pyo3::intern!(py, "tool_name"))?)?;
     let arguments = object.getattr(pyo3::intern!(py, "arguments"))?;
     let (arguments, raw_arguments) = if let Ok(dict) = arguments.cast::<PyDict>() {
-        (dict_value(dict)?, None)
+        (arguments_of(dict)?, None)
     } else if arguments.is_instance_of::<PyString>() {
-        (JsonObject::new(), Some(string(&arguments)?))
+        (Arguments::new(), Some(string(&arguments)?))
     } else {
         return Err(Miss::Json);
     };
     let id = opt_string(&object.getattr(pyo3::intern!(py, "id"))?)?;
     let extra = object.getattr(pyo3::intern!(py, "extra"))?;
     let extra = if extra.is_none() { None } else { Some(object_of(&extra)?) };
-    Ok(ToolCall {
-        tool_name,
-        arguments: arguments.into(),
-        raw_arguments,
-        id,
-        extra,
-        unknown: SharedObject::new(),
-    })
+    Ok(ToolCall { tool_name, arguments, raw_arguments, id, extra, unknown: SharedObject::new() })
+}
+
+/// A call's `arguments` dict as [`Arguments`]: its compact JSON text written straight from the
+/// dict, as serde_json writes the object [`dict_value`] would read (see [`write_json`]).
+fn arguments_of(dict: &Bound<'_, PyDict>) -> Read<Arguments> {
+    if dict.is_empty() {
+        return Ok(Arguments::new());
+    }
+    let mut text = String::with_capacity(64);
+    write_json(dict.as_any(), &mut text)?;
+    Ok(Arguments::from_written_json(text))
+}
+
+/// Writes `value` as serde_json writes the JSON value [`json_value`] reads from it (compact,
+/// strings escaped as serde_json escapes them, numbers as `json.dumps` spells them). A dict
+/// with a key that is not a string goes the JSON way (where keys are spelled, and keys
+/// spelled alike merged, as `json.dumps` and the reader do), as does anything `json_value`
+/// sends there.
+fn write_json(value: &Bound<'_, PyAny>, out: &mut String) -> Read<()> {
+    if value.is_none() {
+        out.push_str("null");
+        return Ok(());
+    }
+    if let Ok(text) = value.cast::<PyString>() {
+        let Ok(text) = text.to_str() else { return Err(Miss::Json) };
+        write_json_string(text, out);
+        return Ok(());
+    }
+    if let Ok(b) = value.cast::<PyBool>() {
+        out.push_str(if b.is_true() { "true" } else { "false" });
+        return Ok(());
+    }
+    if value.is_instance_of::<PyInt>() || value.is_instance_of::<PyFloat>() {
+        let Value::Number(number) = json_value(value)? else { return Err(Miss::Json) };
+        out.push_str(number.as_str());
+        return Ok(());
+    }
+    if let Ok(dict) = value.cast::<PyDict>() {
+        out.push('{');
+        for (index, (key, value)) in dict.iter().enumerate() {
+            if index > 0 {
+                out.push(',');
+            }
+            if !key.is_instance_of::<PyString>() {
+                return Err(Miss::Json);
+            }
+            write_json(&key, out)?;
+            out.push(':');
+            write_json(&value, out)?;
+        }
+        out.push('}');
+        return Ok(());
+    }
+    let items = if let Ok(list) = value.cast::<PyList>() {
+        (0..list.len()).map(|i| list.get_item(i)).collect::<PyResult<Vec<_>>>()?
+    } else if let Ok(tuple) = value.cast::<PyTuple>() {
+        (0..tuple.len()).map(|i| tuple.get_item(i)).collect::<PyResult<Vec<_>>>()?
+    } else {
+        return Err(Miss::Json);
+    };
+    out.push('[');
+    for (index, item) in items.iter().enumerate() {
+        if index > 0 {
+            out.push(',');
+        }
+        write_json(item, out)?;
+    }
+    out.push(']');
+    Ok(())
+}
+
+/// `text` as a JSON string, escaped as serde_json escapes it: the quote and the backslash, and
+/// the control characters (backspace, tab, newline, form feed and carriage return by their
+/// letters, the others as `\u00xx`), nothing else.
+fn write_json_string(text: &str, out: &mut String) {
+    out.push('"');
+    if !needs_escapes(text.as_bytes()) {
+        out.push_str(text);
+        out.push('"');
+        return;
+    }
+    let mut start = 0;
+    for (at, byte) in text.bytes().enumerate() {
+        let named = match byte {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            b'\n' => "\\n",
+            b'\r' => "\\r",
+            b'\t' => "\\t",
+            0x08 => "\\b",
+            0x0c => "\\f",
+            0..=0x1f => "",
+            _ => continue,
+        };
+        // `at` is an ASCII byte's offset: a character boundary.
+        out.push_str(text.get(start..at).unwrap_or_default());
+        if named.is_empty() {
+            const HEX: &[u8; 16] = b"0123456789abcdef";
+            out.push_str("\\u00");
+            out.push(char::from(HEX[usize::from(byte >> 4)]));
+            out.push(char::from(HEX[usize::from(byte & 0xF)]));
+        } else {
+            out.push_str(named);
+        }
+        start = at + 1;
+    }
+    out.push_str(text.get(start..).unwrap_or_default());
+    out.push('"');
+}
+
+/// Whether `bytes` hold a control character, a quote or a backslash (what
+/// [`write_json_string`] escapes), looked for eight bytes at a time.
+fn needs_escapes(bytes: &[u8]) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    // Whether a byte of `word` is below `n` (at most 128): exact for the word as a whole.
+    let below = |word: u64, n: u64| word.wrapping_sub(ONES * n) & !word & HIGHS != 0;
+    let special = |word: u64| {
+        below(word, 0x20)
+            || below(word ^ (ONES * u64::from(b'"')), 1)
+            || below(word ^ (ONES * u64::from(b'\\')), 1)
+    };
+    let mut words = bytes.chunks_exact(8);
+    for chunk in words.by_ref() {
+        let mut word = [0; 8];
+        word.copy_from_slice(chunk);
+        if special(u64::from_le_bytes(word)) {
+            return true;
+        }
+    }
+    words.remainder().iter().any(|&byte| byte < 0x20 || byte == b'"' || byte == b'\\')
 }
 
 fn object_of(value: &Bound<'_, PyAny>) -> Read<SharedObject> {

@@ -35,6 +35,16 @@ def search(query: Annotated[str, "the search query"]) -> str:
     return "result"
 
 
+# Every character serde_json escapes in a string (and DEL, which it does not).
+ESCAPES = 'echo "a\\b"\n\t\x00\x01\x1f\x7f\b\f\r done'
+ESCAPED = {"cmd": ESCAPES, "nested": {'k"ey': ["\u2028", "é"]}}
+# Each character that needs escaping at each offset in a word of eight bytes and after it.
+EVERY_OFFSET = {
+    f"k{index}": "x" * offset + special + "y" * (17 - offset)
+    for index, (special, offset) in enumerate((c, o) for c in '"\\\n\x00\x1f' for o in range(18))
+}
+
+
 def call(call_id, name="search", **arguments):
     return ToolCall(tool_name=name, arguments=arguments, id=call_id)
 
@@ -119,6 +129,18 @@ CONVERSATIONS = {
         ChatMessage.from_tool("number " * 300, origin=call("f1", name="calc", big=2**70, floats=[0.1, 1e16])),
         ChatMessage.from_assistant("ok"),
     ],
+    # Arguments written to JSON text straight from the dicts: strings that need escaping, and a
+    # key that is not a string (that message goes through its JSON, where json.dumps spells it).
+    "escaped arguments": [
+        ChatMessage.from_user("run"),
+        ChatMessage.from_assistant(tool_calls=[call("e1", name="sh", **ESCAPED)]),
+        ChatMessage.from_tool("out " * 300, origin=call("e1", name="sh", **ESCAPED)),
+        ChatMessage.from_assistant(tool_calls=[call("e2", name="sh", **EVERY_OFFSET)]),
+        ChatMessage.from_tool("all " * 300, origin=call("e2", name="sh", **EVERY_OFFSET)),
+        ChatMessage.from_assistant(tool_calls=[ToolCall(tool_name="odd", arguments={1: "one", 2: {3: True}}, id="o1")]),
+        ChatMessage.from_tool("odd " * 300, origin=ToolCall(tool_name="odd", arguments={1: "one", 2: {3: True}}, id="o1")),
+        ChatMessage.from_assistant("end"),
+    ],
     # A lone surrogate cannot be UTF-8: that message goes through its JSON, as all did before.
     "lone surrogate": [
         ChatMessage.from_user("bad \ud800 half"),
@@ -128,7 +150,15 @@ CONVERSATIONS = {
     ],
 }
 
-PRUNABLE = ["agent run", "parallel calls", "images and files", "every part kind", "non-ascii", "floats and large ints"]
+PRUNABLE = [
+    "agent run",
+    "parallel calls",
+    "images and files",
+    "every part kind",
+    "non-ascii",
+    "floats and large ints",
+    "escaped arguments",
+]
 
 
 @pytest.mark.parametrize("name", CONVERSATIONS)

@@ -1,5 +1,7 @@
 //! OpenAI's byte-pair encodings through tiktoken-rs.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::sync::LazyLock;
 
 use compaction_model::{Message, ToolSpec};
@@ -85,41 +87,167 @@ const CL100K_PATTERN: &str = "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]
 const LOOKAHEAD_PATTERN: &str = "\\s+\\s";
 const WHITESPACE_PATTERN: &str = "\\s+";
 
-static O200K_BASE: LazyLock<bpe_openai::Tokenizer> = LazyLock::new(|| {
+static O200K_BASE: LazyLock<Fast> = LazyLock::new(|| {
     let first = O200K_PATTERNS.join("|");
-    tokenizer(include_bytes!(concat!(env!("OUT_DIR"), "/o200k_base.bpe")), &first)
+    Fast::new(include_bytes!(concat!(env!("OUT_DIR"), "/o200k_base.bpe")), &first, 0)
 });
 
-static CL100K_BASE: LazyLock<bpe_openai::Tokenizer> =
-    LazyLock::new(|| tokenizer(include_bytes!(concat!(env!("OUT_DIR"), "/cl100k_base.bpe")), CL100K_PATTERN));
+static CL100K_BASE: LazyLock<Fast> = LazyLock::new(|| {
+    Fast::new(include_bytes!(concat!(env!("OUT_DIR"), "/cl100k_base.bpe")), CL100K_PATTERN, 1)
+});
 
 /// The most an encoding build.rs made may take decompressed: twice o200k_base's.
 const MAX_ENCODING_BYTES: usize = 32 << 20;
 
-/// The tokenizer of an encoding build.rs made (see there), with its pre-tokenization.
-fn tokenizer(compressed: &[u8], first_pattern: &str) -> bpe_openai::Tokenizer {
-    // The encoding was made by this crate's build and cannot be other than valid. Its zstd frame
-    // records its size (16.4 MB for o200k_base), which is what gets allocated; the capacity is
-    // only the most that would be.
-    let bytes =
-        zstd::bulk::decompress(compressed, MAX_ENCODING_BYTES).expect("build.rs compressed the encoding");
-    let bpe = rmp_serde::from_slice(&bytes).expect("build.rs serialized the encoding");
-    let patterns = [(first_pattern, false), (LOOKAHEAD_PATTERN, true), (WHITESPACE_PATTERN, false)];
-    bpe_openai::Tokenizer::new_lookahead(bpe, &patterns, false).expect("the patterns are valid")
+/// The index of the look-ahead pattern among the pre-tokenization's patterns (see [`Fast::new`]).
+const LOOKAHEAD_INDEX: usize = 1;
+
+/// An encoding bpe-openai counts: its tokenizer, and its pre-tokenization as a lazy DFA that
+/// each thread searches with a cache of its own ([`PerThread`]).
+///
+/// bpe-openai's own pre-tokenizer takes a cache from a pool shared by the threads for each piece
+/// it finds (a piece is about four bytes), and encodes each piece afresh; here a thread keeps its
+/// cache across pieces and texts, and remembers the counts of the short pieces it has met.
+struct Fast {
+    tokenizer: bpe_openai::Tokenizer,
+    pieces: regex_automata::hybrid::dfa::DFA,
+    /// This encoding's place in each thread's [`PerThread`] states.
+    slot: usize,
 }
 
-/// The encoder behind an encoding: bpe-openai where it has the encoding (it gives tiktoken's
-/// counts, faster), tiktoken-rs otherwise.
+impl Fast {
+    /// The encoding build.rs made (see there), with its pre-tokenization, whose patterns are
+    /// `first_pattern`, [`LOOKAHEAD_PATTERN`] and [`WHITESPACE_PATTERN`], in that order
+    /// (bpe-openai's), matched leftmost-first.
+    fn new(compressed: &[u8], first_pattern: &str, slot: usize) -> Fast {
+        // The encoding was made by this crate's build and cannot be other than valid. Its zstd
+        // frame records its size (16.4 MB for o200k_base), which is what gets allocated; the
+        // capacity is only the most that would be.
+        let bytes =
+            zstd::bulk::decompress(compressed, MAX_ENCODING_BYTES).expect("build.rs compressed the encoding");
+        let bpe = rmp_serde::from_slice(&bytes).expect("build.rs serialized the encoding");
+        let patterns = [(first_pattern, false), (LOOKAHEAD_PATTERN, true), (WHITESPACE_PATTERN, false)];
+        let tokenizer =
+            bpe_openai::Tokenizer::new_lookahead(bpe, &patterns, false).expect("the patterns are valid");
+        use regex_automata::hybrid::dfa::DFA;
+        let pieces = DFA::builder()
+            .configure(DFA::config().match_kind(regex_automata::MatchKind::LeftmostFirst))
+            .build_many(&[first_pattern, LOOKAHEAD_PATTERN, WHITESPACE_PATTERN])
+            .expect("the patterns are valid");
+        Fast { tokenizer, pieces, slot }
+    }
+
+    /// Tokens of `text`: as bpe-openai's `Tokenizer::count`, piece by piece.
+    fn count(&self, text: &str) -> usize {
+        let mut fresh = None;
+        let counted = PER_THREAD.try_with(|states| {
+            let Ok(mut states) = states.try_borrow_mut() else {
+                return self.count_with(fresh.get_or_insert_with(|| PerThread::new(&self.pieces)), text);
+            };
+            match states.get_mut(self.slot) {
+                Some(state) => {
+                    let state = state.get_or_insert_with(|| PerThread::new(&self.pieces));
+                    self.count_with(state, text)
+                }
+                None => self.count_with(fresh.get_or_insert_with(|| PerThread::new(&self.pieces)), text),
+            }
+        });
+        // The thread's states are gone only while the thread ends.
+        counted.unwrap_or_else(|_| self.count_with(&mut PerThread::new(&self.pieces), text))
+    }
+
+    /// Tokens of `text`, its pieces found (and the short ones remembered) with `state`.
+    ///
+    /// The pieces are bpe-openai's: each the leftmost-first match of the patterns anchored where
+    /// the last one ended, less its last character when the look-ahead pattern matched; no
+    /// pattern looks behind, so a search from an offset of `text` finds what a search of the
+    /// text from there finds.
+    fn count_with(&self, state: &mut PerThread, text: &str) -> usize {
+        use regex_automata::{Anchored, Input};
+        let bytes = text.as_bytes();
+        let mut total = 0;
+        let mut at = 0;
+        while at < bytes.len() {
+            let input = Input::new(text).range(at..).anchored(Anchored::Yes);
+            let found = match self.pieces.try_search_fwd(&mut state.cache, &input) {
+                Ok(Some(found)) => found,
+                // Every character starts a piece; bpe-openai's pre-tokenizer ends where none does.
+                Ok(None) => break,
+                // The lazy DFA gave up (it does not with these patterns): bpe-openai's own search.
+                Err(_) => return total + text.get(at..).map_or(0, |rest| self.tokenizer.count(rest)),
+            };
+            let mut end = found.offset();
+            if found.pattern().as_usize() == LOOKAHEAD_INDEX {
+                // Less the look-ahead's character: its continuation bytes and its first byte.
+                let piece = bytes.get(at..end).unwrap_or_default();
+                end -= piece.iter().rev().take_while(|byte| **byte & 0xC0 == 0x80).count() + 1;
+            }
+            let Some(piece) = bytes.get(at..end).filter(|piece| !piece.is_empty()) else { break };
+            total += state.piece_tokens(&self.tokenizer.bpe, piece);
+            at = end;
+        }
+        total
+    }
+}
+
+/// The longest piece whose count a thread remembers, in bytes.
+const REMEMBERED_PIECE: usize = 64;
+
+/// How many piece counts a thread remembers at most (a few megabytes at most): the first ones it
+/// meets, which in text are mostly the common words.
+const REMEMBERED_PIECES: usize = 1 << 15;
+
+/// What a thread keeps for counting with one encoding: the lazy DFA's cache, and the counts of
+/// the short pieces it has met (a piece's count is a function of its bytes alone), looked up by
+/// the piece's bytes as they lie in the text.
+struct PerThread {
+    cache: regex_automata::hybrid::dfa::Cache,
+    remembered: HashMap<Box<[u8]>, u8, foldhash::fast::RandomState>,
+}
+
+impl PerThread {
+    fn new(pieces: &regex_automata::hybrid::dfa::DFA) -> PerThread {
+        PerThread { cache: pieces.create_cache(), remembered: HashMap::default() }
+    }
+
+    /// Tokens of one piece.
+    fn piece_tokens(
+        &mut self,
+        bpe: &bpe_openai::byte_pair_encoding::BytePairEncoding,
+        piece: &[u8],
+    ) -> usize {
+        if piece.len() > REMEMBERED_PIECE {
+            return bpe.count(piece);
+        }
+        if let Some(&tokens) = self.remembered.get(piece) {
+            return usize::from(tokens);
+        }
+        let tokens = bpe.count(piece);
+        // A piece of at most 64 bytes has at most 64 tokens.
+        if let (Ok(small), true) = (u8::try_from(tokens), self.remembered.len() < REMEMBERED_PIECES) {
+            self.remembered.insert(piece.into(), small);
+        }
+        tokens
+    }
+}
+
+thread_local! {
+    /// Each thread's [`PerThread`] state for each encoding [`Fast`] counts (by its `slot`).
+    static PER_THREAD: RefCell<[Option<PerThread>; 2]> = const { RefCell::new([None, None]) };
+}
+
+/// The encoder behind an encoding: bpe-openai's encoding, counted as [`Fast`] counts, where it
+/// has the encoding (it gives tiktoken's counts, faster), tiktoken-rs otherwise.
 #[derive(Clone, Copy)]
 enum Bpe {
-    Fast(&'static bpe_openai::Tokenizer),
+    Fast(&'static Fast),
     Tiktoken(&'static CoreBPE),
 }
 
 impl Bpe {
     fn count(self, text: &str) -> usize {
         match self {
-            Bpe::Fast(tokenizer) => tokenizer.count(text),
+            Bpe::Fast(fast) => fast.count(text),
             Bpe::Tiktoken(bpe) => bpe.encode_ordinary(text).len(),
         }
     }
@@ -420,6 +548,82 @@ mod tests {
                     assert_eq!(count, tiktoken.encode_ordinary(&text).len(), "{text:?}");
                 }
             }
+        }
+    }
+
+    /// Pieces found with a thread's own cache and counted from what the thread remembers count
+    /// as bpe-openai's tokenizer counts them: on a first count and a repeated one, on another
+    /// thread, with pieces longer than those remembered, with every pattern's pieces, and with
+    /// whitespace that is not ASCII.
+    #[test]
+    fn remembered_pieces_count_as_bpe_openai() {
+        const PIECES: &[&str] = &[
+            " ",
+            "  ",
+            "   ",
+            "\n",
+            "\n\n",
+            "\t",
+            "\r\n",
+            " \n ",
+            "/",
+            "[",
+            "]",
+            "a",
+            "Word",
+            "WORD",
+            "'s",
+            "'LL",
+            "12",
+            "12345",
+            "😀",
+            ")",
+            "}\n",
+            "é",
+            "x y",
+            "Ελληνικά",
+            "русский",
+            "日本語",
+            "\u{301}",
+            "supercalifragilisticexpialidocious_and_more_words",
+            "0123456789abcdef0123456789abcdef",
+            "abcdefghijabcdefghijabcdefghijabcdefghijabcdefghijabcdefghijabcdefghijabcdefghij",
+            "----------",
+            "\u{2028}",
+            "\u{85}",
+            "\u{a0}",
+            "don't",
+            "'t",
+            "\n/",
+            "a\n",
+            "\r",
+            "x\n\n",
+            "我们结果数据的函数令牌问题这个的with响应用户",
+        ];
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = move |n: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n as u64) as usize
+        };
+        let texts: Vec<String> =
+            (0..200).map(|_| (0..next(40)).map(|_| PIECES[next(PIECES.len())]).collect()).collect();
+        for (ours, prebuilt) in
+            [(&*O200K_BASE, bpe_openai::o200k_base()), (&*CL100K_BASE, bpe_openai::cl100k_base())]
+        {
+            let expected: Vec<usize> = texts.iter().map(|text| prebuilt.count(text.as_str())).collect();
+            for _ in 0..2 {
+                let counted: Vec<usize> = texts.iter().map(|text| ours.count(text)).collect();
+                assert_eq!(counted, expected);
+            }
+            // On a thread of its own where the machine has two cores (the library's one way to
+            // start threads).
+            let ((), elsewhere) = compaction_model::parallel::join(
+                || (),
+                || texts.iter().map(|text| ours.count(text)).collect::<Vec<usize>>(),
+            );
+            assert_eq!(elsewhere, expected);
         }
     }
 

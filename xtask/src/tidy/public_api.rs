@@ -18,7 +18,7 @@ use crate::project_root;
 /// change that removes some, so the next addition is seen.
 const PUBLIC_ITEM_BUDGET: &[(&str, usize)] = &[
     ("compaction-json", 55),
-    ("compaction-model", 129),
+    ("compaction-model", 132),
     ("compaction-formats", 52),
     ("compaction-tokens", 56),
     ("compaction-core", 158),
