@@ -76,5 +76,8 @@ fn conformance_counts_match_reference() {
         failures.len(),
         failures.join("\n")
     );
-    assert!(checked > 300, "only {checked} counts were checked");
+    // The committed fixtures hold about 270 approximate counts, and more with each encoding
+    // feature: a floor that catches fixtures not read, built with or without the features.
+    let floor = if cfg!(feature = "tiktoken") { 300 } else { 250 };
+    assert!(checked > floor, "only {checked} counts were checked");
 }
