@@ -5,7 +5,10 @@
 //! among them) refuse a `tool_use` without one or a result whose call is not before it. Before
 //! messages are converted to such a format, each call without an id is given one, and the result
 //! that answers it the same; a result that cannot be paired with a call before it is refused,
-//! naming the messages, so nothing is written that reads back as an error.
+//! naming the messages, so nothing is written that reads back as an error. So is a call or a
+//! result in a message the target has no place for it in (Chat Completions holds calls on
+//! assistant messages and results as tool messages only), which would be lost or written as a
+//! tool message without its call id.
 
 use std::borrow::Cow;
 use std::collections::HashSet;
@@ -38,7 +41,8 @@ type Slot = (usize, usize, String);
 /// # Errors
 ///
 /// [`Error::Unwritable`] naming the message of a tool result whose call is not before it (it
-/// comes later, or nowhere): the target's readers would refuse the output.
+/// comes later, or nowhere): the target's readers would refuse the output; or naming a message
+/// that holds a call or a result `target` has no place for ([`misplaced`]).
 pub(crate) fn complete(
     messages: &[Message],
     target: Target,
@@ -66,6 +70,9 @@ pub(crate) fn complete(
     let mut open: Vec<Open> = Vec::new();
     let mut made: Vec<Slot> = Vec::new();
     for (index, message) in messages.iter().enumerate() {
+        if let Some(problem) = misplaced(index, message, target) {
+            return Err(Error::Unwritable { target, problem });
+        }
         for (k, part) in message.parts.iter().enumerate() {
             match part {
                 Part::ToolCall(call) if writes_call(target, message.role) => {
@@ -143,6 +150,57 @@ fn writes_result(target: Target, role: Role) -> bool {
     }
 }
 
+/// What stands in the way of writing the message at `index` as `target`, when a call or a result
+/// in it has no place there. Chat Completions holds calls on assistant messages, and results as
+/// tool messages, one each with the call's id: a result elsewhere would be left out, and a tool
+/// message without one written with no id, which its readers refuse. A tool message's calls
+/// beside its result are left out with a note (see `write::losses`); Anthropic and Haystack
+/// place every call and result but the system prompt's, which has none.
+fn misplaced(index: usize, message: &Message, target: Target) -> Option<String> {
+    if target != Target::OpenAi {
+        return None;
+    }
+    const KEEP: &str = "Chat Completions holds tool calls on assistant messages and results as tool \
+                        messages only (write haystack to keep it)";
+    let role = message.role;
+    if role == Role::Tool {
+        if message.has_tool_call_result() {
+            return None;
+        }
+        let holds = match message.tool_calls().next() {
+            Some(call) => format!("it holds tool call {}", described(call)),
+            None if message.parts.is_empty() => "it is empty".to_owned(),
+            None => "it holds no call's result".to_owned(),
+        };
+        return Some(format!("message {index} is a tool message without a tool result ({holds}); {KEEP}"));
+    }
+    let article = if role == Role::Assistant { "an" } else { "a" };
+    if let Some(result) = message.tool_call_results().next() {
+        return Some(format!(
+            "message {index} is {article} {role} message holding the result of tool call {}; {KEEP}",
+            described(&result.origin),
+            role = role.as_str(),
+        ));
+    }
+    match message.tool_calls().next() {
+        Some(call) if role != Role::Assistant => Some(format!(
+            "message {index} is {article} {role} message holding tool call {}; {KEEP}",
+            described(call),
+            role = role.as_str(),
+        )),
+        _ => None,
+    }
+}
+
+/// A call as an error names it: its tool, and its id or that it has none.
+fn described(call: &ToolCall) -> String {
+    let name = crate::error::snippet(&call.tool_name);
+    match &call.id {
+        Some(id) => format!("{name} (id {})", crate::error::snippet(id)),
+        None => format!("{name} (no id)"),
+    }
+}
+
 /// The nearest call a result answers, as the readers pair them: the nearest unanswered one that
 /// `fits`, else the nearest answered one (a second result for one call).
 fn answering(open: &[Open], fits: impl Fn(&Open) -> bool) -> Option<usize> {
@@ -167,12 +225,7 @@ fn unpaired(messages: &[Message], index: usize, origin: &ToolCall, target: Targe
         .skip(index + 1)
         .find(|(_, m)| writes_call(target, m.role) && m.tool_calls().any(fits))
         .map(|(later, _)| later);
-    let call = match &origin.id {
-        Some(id) => {
-            format!("call {} (id {})", crate::error::snippet(&origin.tool_name), crate::error::snippet(id))
-        }
-        None => format!("call {} (no id)", crate::error::snippet(&origin.tool_name)),
-    };
+    let call = format!("call {}", described(origin));
     let problem = match later {
         Some(later) => format!(
             "message {index} holds the result of tool {call}, which comes after it, in message {later}; \

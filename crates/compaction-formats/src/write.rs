@@ -3,7 +3,7 @@
 
 use std::io::Write;
 
-use compaction_model::{Changes, Message, Part, SurrogateEscapes};
+use compaction_model::{Changes, Message, Part, Role, SurrogateEscapes};
 
 use crate::conversation::{Back, Conversation, ReadOptions};
 use crate::error::Error;
@@ -245,7 +245,9 @@ pub fn losses(messages: &[Message], target: Target) -> Vec<Note> {
         None => found.push((what, vec![index])),
     };
     for (index, message) in messages.iter().enumerate() {
-        let tool = message.has_tool_call_result();
+        // A tool message as Chat Completions writes it; a result anywhere else is refused before
+        // writing (`ids::complete`), and text beside it kept.
+        let tool = message.role == Role::Tool && message.has_tool_call_result();
         for part in &message.parts {
             let foreign = provider_item(part).is_some_and(|(format, _)| match target {
                 Target::Anthropic => format != "anthropic",

@@ -296,3 +296,49 @@ fn a_result_before_its_call_is_refused_without_writing() {
     }
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+/// Tool calls and results in roles a target has no place for (`tests/data/misplaced/`, issue 31,
+/// item 3): as every target, `convert` and `prune` either write an output `count` reads, or
+/// refuse, name the message, and write nothing. Chat Completions holds a call only on an
+/// assistant message and a result only as a tool message, so OpenAI refuses each of them.
+#[test]
+fn misplaced_calls_and_results_are_written_readable_or_refused() {
+    let cases = [
+        (
+            "result-on-assistant",
+            "message 1 is an assistant message holding the result of tool call \"read_file\"",
+        ),
+        ("call-on-tool", "message 0 is a tool message without a tool result"),
+        ("call-on-user", "message 0 is a user message holding tool call \"read_file\""),
+    ];
+    let data = crate::repo().join("crates/compaction-cli/tests/data/misplaced");
+    let dir = scratch("misplaced");
+    for (name, refused_as_openai) in cases {
+        let path = data.join(format!("{name}.json")).display().to_string();
+        for target in ["haystack", "openai", "anthropic"] {
+            let output = dir.join(format!("{name}-{target}.json"));
+            let output_arg = output.display().to_string();
+            let commands: [&[&str]; 2] = [
+                &["convert", &path, "--to", target, "-o", &output_arg],
+                &["prune", &path, "--target-tokens", "1", "--to", target, "-o", &output_arg],
+            ];
+            for args in commands {
+                let out = run(args, None);
+                let what = format!("{} {name} as {target}", args[0]);
+                if target == "openai" {
+                    assert_eq!(out.code, 1, "{what} was written: {}", out.stderr);
+                    assert!(out.stderr.contains(refused_as_openai), "{what}: {}", out.stderr);
+                }
+                if out.code == 0 {
+                    let count = run(&["count", &output_arg], None);
+                    assert_eq!(count.code, 0, "{what} reads back as an error: {}", count.stderr);
+                    std::fs::remove_file(&output).unwrap();
+                } else {
+                    assert_eq!(out.code, 1, "{what}: {}", out.stderr);
+                    assert!(!output.exists(), "{what}: an output was left");
+                }
+            }
+        }
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
