@@ -25,7 +25,7 @@ pub(crate) struct Client {
     provider: Provider,
     base_url: String,
     api_key: ApiKey,
-    /// What errors must not show: the key, the base URL's password.
+    /// What errors must not show: the key, the base URL's user and password.
     secrets: Secrets,
     settings: ClientSettings,
     #[cfg(feature = "blocking")]

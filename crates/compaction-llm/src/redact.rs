@@ -1,6 +1,13 @@
-//! Secrets kept out of error messages: the password of a base URL (`http://user:pw@host`), and
-//! keys a server echoes in an error body (the client's own key, and anything shaped like a key:
-//! `sk-…`, `Bearer …`).
+//! Secrets kept out of error messages: the user information of a base URL
+//! (`http://user:pw@host`), and keys a server echoes in an error body: the client's own secrets
+//! in every form a server could echo them (as sent, without a key's `sk-` prefix, percent- or
+//! JSON-escaped, the URL's `user:pw` in base64 as a `Basic` header carries it), and anything
+//! shaped like a key (`sk-…`, `Bearer …`, `Basic …`).
+
+use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig};
+use base64::engine::DecodePaddingMode;
+use base64::{alphabet, Engine as _};
+use percent_encoding::{percent_decode_str, utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 
 /// What replaces a secret.
 const HIDDEN: &str = "***";
@@ -8,6 +15,18 @@ const HIDDEN: &str = "***";
 /// Values shorter than this are not taken for secrets when found in a body: a local server's key
 /// is often a word (`local`, `x`) that would hide every occurrence of it.
 const SHORTEST_SECRET: usize = 8;
+
+/// The prefixes a provider's key starts with; a server may echo the key without one.
+const KEY_PREFIXES: [&str; 4] = ["sk-ant-api03-", "sk-ant-", "sk-proj-", "sk-"];
+
+/// What a percent-encoder leaves as it is (RFC 3986's unreserved characters).
+const UNRESERVED: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'.').remove(b'_').remove(b'~');
+
+/// Base64 as `Authorization: Basic` carries it, read with or without its padding.
+const BASE64: GeneralPurpose = GeneralPurpose::new(
+    &alphabet::STANDARD,
+    GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent),
+);
 
 /// The secrets of one client, to take out of whatever it shows.
 #[derive(Clone, Default)]
@@ -22,17 +41,32 @@ impl std::fmt::Debug for Secrets {
 }
 
 impl Secrets {
-    /// The API key and the password of the base URL, if any.
+    /// The API key and the user information of the base URL, if any, in every form a server
+    /// could echo them.
     pub(crate) fn new(api_key: &str, base_url: &str) -> Self {
-        let mut values: Vec<String> = [Some(api_key), url_password(base_url)]
-            .into_iter()
-            .flatten()
-            .map(str::trim)
-            .filter(|value| value.chars().count() >= SHORTEST_SECRET)
-            .map(str::to_owned)
-            .collect();
+        let key = api_key.trim();
+        let mut secrets: Vec<String> = vec![key.to_owned()];
+        secrets.extend(KEY_PREFIXES.iter().filter_map(|prefix| key.strip_prefix(prefix)).map(str::to_owned));
+        let mut values = Vec::new();
+        if let Some(userinfo) = url_userinfo(base_url) {
+            let (user, password) = userinfo.split_once(':').unwrap_or((userinfo, ""));
+            secrets.extend([userinfo, user, password].map(str::to_owned));
+            // The `Authorization: Basic` header a client makes of them, from the text as written
+            // or percent-decoded, with its padding or without.
+            let decoded = format!("{}:{}", percent_decoded(user), percent_decoded(password));
+            for pair in [userinfo, decoded.as_str()] {
+                let encoded = BASE64.encode(pair);
+                values.push(encoded.trim_end_matches('=').to_owned());
+                values.push(encoded);
+            }
+        }
+        for secret in &secrets {
+            values.extend(echoed_forms(secret));
+        }
+        values.retain(|value| value.chars().count() >= SHORTEST_SECRET);
         // The longest first, so a key that holds another is hidden whole.
         values.sort_by_key(|value| std::cmp::Reverse(value.len()));
+        values.dedup();
         Secrets { values }
     }
 
@@ -48,26 +82,52 @@ impl Secrets {
     }
 }
 
-/// The password of an `http://user:password@host` URL.
-fn url_password(url: &str) -> Option<&str> {
-    let (_, rest) = url.split_once("://")?;
-    let authority = rest.split('/').next().unwrap_or(rest);
-    let (userinfo, _) = authority.rsplit_once('@')?;
-    userinfo.split_once(':').map(|(_, password)| password).filter(|p| !p.is_empty())
+/// `secret` as a server could echo it: as it is, percent-decoded, percent-encoded, and escaped
+/// in a JSON string.
+fn echoed_forms(secret: &str) -> Vec<String> {
+    let mut forms =
+        vec![secret.to_owned(), percent_decoded(secret), utf8_percent_encode(secret, UNRESERVED).to_string()];
+    if let Ok(json) = serde_json::to_string(secret) {
+        forms.push(json[1..json.len() - 1].to_owned());
+    }
+    forms
 }
 
-/// `url` with the password of its user information replaced by `***` (`http://user:***@host`).
+fn percent_decoded(text: &str) -> String {
+    percent_decode_str(text).decode_utf8_lossy().into_owned()
+}
+
+/// Where the authority of `url` starts and ends: after `scheme://` (or whatever a malformed URL
+/// has for it, `http:/` or nothing at all), up to the next `/`.
+fn authority_span(url: &str) -> (usize, usize) {
+    let scheme_end = url
+        .find(':')
+        .filter(|&colon| {
+            let scheme = &url[..colon];
+            !scheme.is_empty()
+                && scheme.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+        })
+        .map(|colon| colon + 1)
+        .filter(|&after| url[after..].starts_with('/'))
+        .map_or(0, |after| after + (url[after..].len() - url[after..].trim_start_matches('/').len()));
+    let end = url[scheme_end..].find('/').map_or(url.len(), |at| scheme_end + at);
+    (scheme_end, end)
+}
+
+/// The user information of a `http://user:password@host` URL: everything before the last `@`
+/// of its authority.
+fn url_userinfo(url: &str) -> Option<&str> {
+    let (start, end) = authority_span(url);
+    let (userinfo, _) = url[start..end].rsplit_once('@')?;
+    Some(userinfo).filter(|userinfo| !userinfo.is_empty())
+}
+
+/// `url` with the user information of its authority replaced by `***` (`http://***@host`),
+/// whether the URL is well-formed or not: what is shown of a URL never holds a user or password.
 pub(crate) fn redact_url(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
-    };
-    let end = rest.find('/').unwrap_or(rest.len());
-    let (authority, path) = rest.split_at(end);
-    let Some((userinfo, host)) = authority.rsplit_once('@') else {
-        return url.to_owned();
-    };
-    match userinfo.split_once(':') {
-        Some((user, _)) => format!("{scheme}://{user}:{HIDDEN}@{host}{path}"),
+    let (start, end) = authority_span(url);
+    match url[start..end].rfind('@') {
+        Some(at) => format!("{}{HIDDEN}{}", &url[..start], &url[start + at..]),
         None => url.to_owned(),
     }
 }
@@ -80,24 +140,27 @@ fn is_token_char(c: char) -> bool {
 /// `sk-` followed by at least this many key characters is taken for a key.
 const SHORTEST_SK_KEY: usize = 8;
 
-/// `text` with OpenAI- and Anthropic-shaped keys (`sk-…`, `sk-ant-…`, `sk-proj-…`) and bearer
-/// tokens (`Bearer …`) hidden.
+/// `text` with OpenAI- and Anthropic-shaped keys (`sk-…`, `sk-ant-…`, `sk-proj-…`), bearer
+/// tokens (`Bearer …`) and basic credentials (`Basic <base64 of user:password>`) hidden.
 fn redact_key_shapes(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
-    while let Some(at) = next_key_start(rest) {
+    while let Some((at, word)) = next_key_start(rest) {
         let (before, from) = rest.split_at(at);
         out.push_str(before);
-        let (prefix, body) = if from.starts_with("sk-") {
+        let (prefix, body) = if word == "sk-" {
             from.split_at(3)
         } else {
-            // "Bearer" and the spaces after it, in any case.
-            let spaces = from[6..].len() - from[6..].trim_start_matches(' ').len();
-            from.split_at(6 + spaces)
+            // "Bearer" or "Basic" and the spaces after it, in any case.
+            let after = &from[word.len()..];
+            let spaces = after.len() - after.trim_start_matches(' ').len();
+            from.split_at(word.len() + spaces)
         };
         let token_len = body.find(|c: char| !is_token_char(c)).unwrap_or(body.len());
-        let is_key = match prefix {
+        let is_key = match word {
             "sk-" => token_len >= SHORTEST_SK_KEY,
+            // Only what decodes to `user:password`, so that "Basic authentication" stays.
+            "basic" => BASE64.decode(&body[..token_len]).is_ok_and(|pair| pair.contains(&b':')),
             _ => token_len > 0,
         };
         out.push_str(prefix);
@@ -112,20 +175,21 @@ fn redact_key_shapes(text: &str) -> String {
     out
 }
 
-/// Where the next `sk-` (at the start of a word) or `Bearer ` starts in `text`.
-fn next_key_start(text: &str) -> Option<usize> {
+/// Where the next `sk-` (at the start of a word), `Bearer ` or `Basic ` starts in `text`, and
+/// which of them it is (`sk-`, `bearer` or `basic`).
+fn next_key_start(text: &str) -> Option<(usize, &'static str)> {
     let bytes = text.as_bytes();
     let word_start = |at: usize| at == 0 || !is_token_char(char::from(bytes[at - 1]));
     let mut from = 0;
     loop {
-        let sk = text[from..].find("sk-").map(|at| at + from);
-        let bearer = find_ascii_case_insensitive(&text[from..], "bearer ").map(|at| at + from);
-        let at = match (sk, bearer) {
-            (Some(a), Some(b)) => a.min(b),
-            (a, b) => a.or(b)?,
-        };
+        let found = [
+            text[from..].find("sk-").map(|at| (at + from, "sk-")),
+            find_ascii_case_insensitive(&text[from..], "bearer ").map(|at| (at + from, "bearer")),
+            find_ascii_case_insensitive(&text[from..], "basic ").map(|at| (at + from, "basic")),
+        ];
+        let (at, word) = found.into_iter().flatten().min_by_key(|(at, _)| *at)?;
         if word_start(at) {
-            return Some(at);
+            return Some((at, word));
         }
         from = at + 1;
     }
@@ -140,13 +204,66 @@ mod tests {
     use super::*;
 
     #[test]
-    fn url_passwords_are_hidden_and_the_rest_kept() {
-        assert_eq!(redact_url("http://user:hunter2@127.0.0.1:8080/v1"), "http://user:***@127.0.0.1:8080/v1");
-        assert_eq!(redact_url("https://user@host/v1"), "https://user@host/v1");
-        assert_eq!(redact_url("https://host/v1/a@b"), "https://host/v1/a@b");
-        assert_eq!(redact_url("http://u:p:q@host"), "http://u:***@host");
-        assert_eq!(url_password("http://u:secret-pass@h/v1"), Some("secret-pass"));
-        assert_eq!(url_password("http://h/v1"), None);
+    fn the_user_information_of_a_url_is_hidden_and_the_rest_kept() {
+        let cases = [
+            ("http://user:hunter2@127.0.0.1:8080/v1", "http://***@127.0.0.1:8080/v1"),
+            ("https://user@host/v1", "https://***@host/v1"),
+            ("https://host/v1/a@b", "https://host/v1/a@b"),
+            ("http://u:p:q@host", "http://***@host"),
+            ("http://u:p@q@host/v1", "http://***@host/v1"),
+            ("http://me:pw@h/v1?x=1", "http://***@h/v1?x=1"),
+            // Malformed URLs, refused with the URL in the error.
+            ("user:Pw5ecret@127.0.0.1:1", "***@127.0.0.1:1"),
+            ("http:/user:Pw5ecret@127.0.0.1:1/v1", "http:/***@127.0.0.1:1/v1"),
+            ("http:///user:Pw5ecret@127.0.0.1:1/v1", "http:///***@127.0.0.1:1/v1"),
+            ("ftp://user:Pw5ecret@h", "ftp://***@h"),
+            ("http://user:Pw5 ecret?@h", "http://***@h"),
+            ("127.0.0.1:8080/v1", "127.0.0.1:8080/v1"),
+        ];
+        for (index, (url, shown)) in cases.into_iter().enumerate() {
+            // The expected text holds no secret; the URL given may.
+            assert_eq!(redact_url(url), shown, "case {index}");
+        }
+        assert_eq!(url_userinfo("http://u:secret-pass@h/v1"), Some("u:secret-pass"));
+        assert_eq!(url_userinfo("http://h/v1"), None);
+    }
+
+    /// The API key and base URL of a client, and one form in which a server echoes a secret of
+    /// theirs, in a body such as `{"error": {"message": "… <form> …"}}`.
+    const ECHOED: &[(&str, &str, &str)] = &[
+        ("sk-KEYSECRET123", "http://h", "sk-KEYSECRET123"),
+        // Without its prefix: neither the key nor the `sk-` shape matches it.
+        ("sk-KEYSECRET123", "http://h", "KEYSECRET123"),
+        ("sk-ant-api03-AbCdEf0123", "http://h", "AbCdEf0123"),
+        ("sk-proj-AbCdEf0123", "http://h", "AbCdEf0123"),
+        ("KEYSECRET123", "http://h", "KEYSECRET123"),
+        // Percent-encoded, or escaped in a JSON string.
+        ("key/with+odd&chars", "http://h", "key%2Fwith%2Bodd%26chars"),
+        ("key\\with\"quotes\"", "http://h", r#"key\\with\"quotes\""#),
+        // The base URL's password as written, with its user, and as the `Basic` header.
+        ("x", "http://user:Pw5ecret@h/v1", "Pw5ecret"),
+        ("x", "http://user:Pw5ecret@h/v1", "user:Pw5ecret"),
+        ("x", "http://user:Pw5ecret@h/v1", "dXNlcjpQdzVlY3JldA=="),
+        ("x", "http://user:Pw5ecret@h/v1", "dXNlcjpQdzVlY3JldA"),
+        // A password written percent-encoded: echoed encoded, decoded, and in base64 of either.
+        ("x", "http://me:p%40ss%2Fw0rd@h/v1", "p@ss/w0rd"),
+        ("x", "http://me:p%40ss%2Fw0rd@h/v1", "p%40ss%2Fw0rd"),
+        ("x", "http://me:p%40ss%2Fw0rd@h/v1", "bWU6cEBzcy93MHJk"),
+        ("x", "http://me:p%40ss%2Fw0rd@h/v1", "bWU6cCU0MHNzJTJGdzByZA"),
+        // A user alone can be the secret (`https://TOKEN@host`).
+        ("x", "https://ghp_token0123456@h/v1", "ghp_token0123456"),
+    ];
+
+    #[test]
+    fn every_form_of_a_secret_echoed_in_a_body_is_hidden() {
+        for (index, (key, base_url, echoed)) in ECHOED.iter().enumerate() {
+            for body in [format!("Incorrect key: {echoed}."), format!("headers={{'x': '{echoed}'}}")] {
+                let shown = Secrets::new(key, base_url).redact(&body);
+                // The message names the case, never what was shown: it may hold the secret.
+                assert!(!shown.contains(echoed), "case {index}: the secret is shown");
+                assert!(shown.contains(HIDDEN), "case {index}: nothing hidden");
+            }
+        }
     }
 
     #[test]
@@ -162,5 +279,10 @@ mod tests {
         // A short local key is no secret worth hiding every word of.
         assert_eq!(Secrets::new("x", "http://h").redact("max tokens exceeded"), "max tokens exceeded");
         assert_eq!(Secrets::default().redact("héllo BEARER  tok"), "héllo BEARER  ***");
+        // Words after "Basic" stay unless they are credentials.
+        assert_eq!(
+            Secrets::default().redact("Basic authentication needs Basic dTpwYXNzd29yZA=="),
+            "Basic authentication needs Basic ***"
+        );
     }
 }

@@ -23,7 +23,7 @@ const LONGEST_WAIT_READ: Duration = Duration::from_secs(1 << 40);
 pub(crate) struct Target {
     pub provider: Provider,
     pub url: String,
-    /// `url` as errors show it: without the password of its user information.
+    /// `url` as errors show it: without its user information.
     pub shown_url: String,
     pub model: String,
 }

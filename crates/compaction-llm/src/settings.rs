@@ -80,7 +80,7 @@ pub struct ClientSettings {
     pub max_concurrent_requests: usize,
 }
 
-// By hand: a base URL's password (`http://user:pw@host`) stays out of logs, as the key does.
+// By hand: a base URL's user information (`http://user:pw@host`) stays out of logs, as the key does.
 impl fmt::Debug for ClientSettings {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ClientSettings")

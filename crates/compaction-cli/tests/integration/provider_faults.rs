@@ -186,7 +186,7 @@ fn secrets_in_the_base_url_and_echoed_keys_stay_out_of_error_lines() {
         assert!(!done.stderr.contains("pass-w0rd-secret"), "{}", done.stderr);
         assert!(!done.stderr.contains("the-real-key"), "{}", done.stderr);
         assert!(
-            done.stderr.contains("http://me:***@127.0.0.1:")
+            done.stderr.contains("http://***@127.0.0.1:")
                 && done
                     .stderr
                     .contains("HTTP 401: Incorrect API key provided: ***. Authorization: Bearer ***"),
@@ -194,15 +194,31 @@ fn secrets_in_the_base_url_and_echoed_keys_stay_out_of_error_lines() {
             done.stderr
         );
     }
-    // A base URL refused before any call.
-    let bad = "http://me:pass-w0rd-secret@127.0.0.1/v1?x=1";
-    let (done, _) = run_within(
-        Duration::from_secs(5),
-        &["count", &input, "--counter", "openai:m"],
-        &[("OPENAI_API_KEY", key), ("OPENAI_BASE_URL", bad)],
-    );
-    assert_eq!(done.code, 2, "{}", done.stderr);
-    assert!(done.stderr.contains("me:***@") && !done.stderr.contains("pass-w0rd-secret"), "{}", done.stderr);
+    // A base URL refused before any call, malformed around its user information or not: nothing
+    // between the scheme (or the start) and the last `@` is shown.
+    let bad = [
+        "http://me:pass-w0rd-secret@127.0.0.1/v1?x=1",
+        "me:pass-w0rd-secret@127.0.0.1:1",
+        "http:/me:pass-w0rd-secret@127.0.0.1:1/v1",
+    ];
+    for (index, url) in bad.into_iter().enumerate() {
+        let by_option = ["prune", &input, "--target-tokens", "100", "--strategy", "summarization"];
+        let by_option =
+            [&by_option[..], &["--provider", "openai", "--model", "m", "--base-url", url]].concat();
+        let (done, _) = run_within(
+            Duration::from_secs(5),
+            &["count", &input, "--counter", "openai:m"],
+            &[("OPENAI_API_KEY", key), ("OPENAI_BASE_URL", url)],
+        );
+        let (by_option, _) = run_within(Duration::from_secs(5), &by_option, &[("OPENAI_API_KEY", key)]);
+        for done in [done, by_option] {
+            assert_eq!(done.code, 2, "case {index}");
+            assert!(done.stderr.contains("invalid base URL"), "case {index}: not the URL's error");
+            // Never the output in the message: it may hold the secret.
+            assert!(done.stderr.contains("***@") && !done.stderr.contains("me:"), "case {index}: user shown");
+            assert!(!done.stderr.contains("pass-w0rd-secret"), "case {index}: password shown");
+        }
+    }
 }
 
 #[test]

@@ -5,12 +5,14 @@
 
 use std::time::{Duration, Instant};
 
-use compaction_llm::{ClientSettings, Error, OpenAIChatGenerator, OpenAITokenCounter, WaitLimit};
+use compaction_llm::{
+    AnthropicTokenCounter, ClientSettings, Error, OpenAIChatGenerator, OpenAITokenCounter, WaitLimit,
+};
 use compaction_model::Message;
 use compaction_tokens::TokenCounter;
 use serde_json::json;
 
-use crate::server::{closed_port_url, Answer, Server};
+use crate::server::{closed_port_url, Answer, Recorded, Server};
 use crate::settings;
 
 fn generator(settings: ClientSettings) -> OpenAIChatGenerator {
@@ -138,7 +140,7 @@ fn secrets_in_the_base_url_and_in_an_echoed_body_are_hidden() {
         !shown.contains("pass-w0rd-secret") && !shown.contains(key) && !shown.contains("0123456789"),
         "{shown}"
     );
-    assert!(shown.contains("http://me:***@127.0.0.1:"), "{shown}");
+    assert!(shown.contains("http://***@127.0.0.1:"), "{shown}");
     assert!(
         shown.contains("Incorrect API key provided: ***. Got header Authorization: Bearer ***; try sk-***"),
         "{shown}"
@@ -173,6 +175,83 @@ fn secrets_in_the_base_url_and_in_an_echoed_body_are_hidden() {
     let error = OpenAIChatGenerator::new("m", crate::settings("http://me:pass-w0rd-secret@h/v1?x=1".into()))
         .unwrap_err();
     assert!(!chain(&error).contains("pass-w0rd-secret"), "{error}");
+}
+
+/// A server that refuses every call and echoes in its error what it received: every header (the
+/// `Authorization: Basic` a client makes of the base URL's `user:password` among them), and the
+/// key without its `sk-` prefix.
+fn echoing_server(key: &'static str) -> Server {
+    Server::start(move |request: &Recorded| {
+        let headers: Vec<String> = request.headers.iter().map(|(n, v)| format!("'{n}': '{v}'")).collect();
+        let message = format!("bad key. headers={{{}}} key={}", headers.join(", "), &key[3..]);
+        Answer::json(401, json!({"error": {"message": message}}))
+    })
+}
+
+/// The secrets of [`echoing_server`]'s calls, and how the server may echo them.
+const KEY: &str = "sk-KEYSECRET123";
+const ECHOED: [&str; 4] = ["KEYSECRET123", "Pw5ecret", "dXNlcjpQdzVlY3JldA", "user:Pw5ecret"];
+
+#[test]
+fn secrets_a_server_echoes_with_the_headers_it_got_are_hidden_for_both_providers() {
+    let server = echoing_server(KEY);
+    let url = server.url("/v1").replace("http://", "http://user:Pw5ecret@");
+    let settings = settings(url).with_api_key(KEY).with_max_retries(0);
+    let openai = OpenAITokenCounter::new("m", settings.clone()).unwrap();
+    let anthropic = AnthropicTokenCounter::new("m", settings).unwrap();
+    let errors = [
+        ("openai", openai.try_count(&[Message::user("Hi")], &[]).unwrap_err()),
+        ("anthropic", anthropic.try_count(&[Message::user("Hi")], &[]).unwrap_err()),
+    ];
+    for (provider, error) in errors {
+        let shown = chain(&error);
+        assert!(shown.contains("HTTP 401: bad key. headers="), "{provider}: not the echo");
+        for (index, echoed) in ECHOED.iter().enumerate() {
+            // Never the line itself in the message: it may hold the secret.
+            assert!(!shown.contains(echoed), "{provider}: secret {index} shown");
+        }
+    }
+    // The Anthropic client sends the URL's credentials as `Basic`, and the server echoed them.
+    assert!(server
+        .requests()
+        .iter()
+        .any(|r| r.header("authorization").is_some_and(|a| a.starts_with("Basic "))));
+}
+
+#[cfg(feature = "async")]
+#[tokio::test]
+async fn secrets_a_server_echoes_to_the_async_clients_are_hidden() {
+    let server = echoing_server(KEY);
+    let url = server.url("/v1").replace("http://", "http://user:Pw5ecret@");
+    let settings = settings(url).with_api_key(KEY).with_max_retries(0);
+    let openai = OpenAITokenCounter::new("m", settings.clone()).unwrap();
+    let anthropic = AnthropicTokenCounter::new("m", settings).unwrap();
+    let errors = [
+        ("openai", openai.count_async(&[Message::user("Hi")], &[]).await.unwrap_err()),
+        ("anthropic", anthropic.count_async(&[Message::user("Hi")], &[]).await.unwrap_err()),
+    ];
+    for (provider, error) in errors {
+        let shown = chain(&error);
+        assert!(shown.contains("HTTP 401: bad key. headers="), "{provider}: not the echo");
+        for (index, echoed) in ECHOED.iter().enumerate() {
+            assert!(!shown.contains(echoed), "{provider}: secret {index} shown");
+        }
+    }
+}
+
+#[test]
+fn a_malformed_base_url_is_shown_without_its_user_information() {
+    for url in
+        ["user:Pw5ecret@127.0.0.1:1", "http:/user:Pw5ecret@127.0.0.1:1/v1", "http://user:Pw5ecret@h/v1?x"]
+    {
+        let error = OpenAITokenCounter::new("m", settings(url.to_owned()).with_api_key(KEY)).unwrap_err();
+        let shown = chain(&error);
+        assert!(
+            matches!(error, Error::InvalidBaseUrl { .. }) && shown.contains("***@"),
+            "{url:?} not masked"
+        );
+        assert!(!shown.contains("Pw5ecret") && !shown.contains("user"), "a secret of {url:?} shown");
+    }
 }
 
 /// An error and its sources, as a reporter prints them.
