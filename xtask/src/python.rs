@@ -322,13 +322,12 @@ pub(crate) mod bench {
              does): **{conversion:.3} s**. With the approximate counter it is most of what ours costs; what \
              follows it is the count (a pass over lengths) and, for pruning, building the rewritten \
              messages with Haystack's constructors. Reading the objects is Python attribute lookups, \
-             the tool calls' argument dictionaries (read into a map, then written as the compact JSON \
-             text compaction-model keeps), and copying every text from Python's UTF-8 into a Rust \
-             string and counting its characters. What would cut it: texts that borrow Python's \
-             string buffers instead of copying them and take the character count Python already \
-             knows (compaction-model's `Text` owns its string and counts it; a third kind of `Text` \
-             holding a shared owner would do), and arguments written straight to their JSON text. \
-             With tiktoken the conversion is the same and the rest is byte-pair encoding \
+             each tool call's argument dictionary written straight to the compact JSON text \
+             compaction-model keeps, and the texts: one of 256 bytes or more is borrowed from the \
+             Python string, with the length Python already knows (compaction-model's shared \
+             `Text`), a shorter one copied into a Rust string. What is left is mostly the attribute \
+             lookups, a handful a message and a part; reading Haystack's fields in fewer calls would \
+             cut it further. With tiktoken the conversion is the same and the rest is byte-pair encoding \
              (compaction-tokens, bpe-openai, spread over the cores), where Haystack's tiktoken \
              encodes the whole rendered conversation on one core.\n",
             thousands(messages)
