@@ -600,13 +600,7 @@ mod tests {
             "x\n\n",
             "我们结果数据的函数令牌问题这个的with响应用户",
         ];
-        let mut state = 0x2545_f491_4f6c_dd1d_u64;
-        let mut next = move |n: usize| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state % n as u64) as usize
-        };
+        let mut next = picker(0x2545_f491_4f6c_dd1d);
         let texts: Vec<String> =
             (0..200).map(|_| (0..next(40)).map(|_| PIECES[next(PIECES.len())]).collect()).collect();
         for (ours, prebuilt) in
@@ -624,6 +618,17 @@ mod tests {
                 || texts.iter().map(|text| ours.count(text)).collect::<Vec<usize>>(),
             );
             assert_eq!(elsewhere, expected);
+        }
+    }
+
+    /// A xorshift generator from `seed`: each call picks a number below its argument.
+    fn picker(seed: u64) -> impl FnMut(usize) -> usize {
+        let mut state = seed;
+        move |n| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n as u64) as usize
         }
     }
 
@@ -676,13 +681,7 @@ mod tests {
             " ", "  ", "\n", "\n\n", "\t", "/", "[", "]", "a", "Word", "'s", "12", "😀", ")", "}\n", "\r\n",
             "é", "x y",
         ];
-        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
-        let mut next = move |n: usize| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state % n as u64) as usize
-        };
+        let mut next = picker(0x9e37_79b9_7f4a_7c15);
         for encoding in [Encoding::O200kBase, Encoding::Cl100kBase, Encoding::P50kBase, Encoding::R50kBase] {
             let counter = TiktokenCounter::from_encoding(encoding);
             for _ in 0..60 {

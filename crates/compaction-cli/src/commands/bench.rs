@@ -505,6 +505,25 @@ struct Unit {
 }
 
 impl Unit {
+    /// `conversation`, to be replayed with the configurations of `grid` that have a hook.
+    fn new(conversation: compaction_formats::Conversation, grid: &[Configuration]) -> Arc<Unit> {
+        let calls = crate::provider::recorded_calls(&conversation.usage);
+        Arc::new(Unit {
+            one_hour: crate::provider::one_hour_cache(&calls),
+            compacted_at: crate::provider::compacted_at(&conversation),
+            calls,
+            configurations: grid
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| c.hook.is_some())
+                .map(|(k, _)| k)
+                .collect(),
+            // The first is replayed by the thread that read the conversation.
+            next: AtomicUsize::new(1),
+            conversation,
+        })
+    }
+
     /// The next configuration to replay (its index in `configurations`), if any is left.
     fn take(&self) -> Option<usize> {
         let k = self.next.fetch_add(1, Ordering::Relaxed);
@@ -961,27 +980,6 @@ fn replay_all(
         ResultRow { configuration: "none".into(), figures: figures(&steps, false, pricing, window) },
     );
     Ok(rows)
-}
-
-impl Unit {
-    /// `conversation`, to be replayed with the configurations of `grid` that have a hook.
-    fn new(conversation: compaction_formats::Conversation, grid: &[Configuration]) -> Arc<Unit> {
-        let calls = crate::provider::recorded_calls(&conversation.usage);
-        Arc::new(Unit {
-            one_hour: crate::provider::one_hour_cache(&calls),
-            compacted_at: crate::provider::compacted_at(&conversation),
-            calls,
-            configurations: grid
-                .iter()
-                .enumerate()
-                .filter(|(_, c)| c.hook.is_some())
-                .map(|(k, _)| k)
-                .collect(),
-            // The first is replayed by the thread that read the conversation.
-            next: AtomicUsize::new(1),
-            conversation,
-        })
-    }
 }
 
 /// The steps of one configuration's replay of `unit`'s conversation (`configuration` has a

@@ -192,17 +192,19 @@ fn echoing_server(key: &'static str) -> Server {
 const KEY: &str = "sk-KEYSECRET123";
 const ECHOED: [&str; 4] = ["KEYSECRET123", "Pw5ecret", "dXNlcjpQdzVlY3JldA", "user:Pw5ecret"];
 
-#[test]
-fn secrets_a_server_echoes_with_the_headers_it_got_are_hidden_for_both_providers() {
+/// Both providers' counters, with [`KEY`] and a base URL holding `user:Pw5ecret`, calling an
+/// [`echoing_server`] (kept alive by the caller).
+fn echoed_counters() -> (Server, OpenAITokenCounter, AnthropicTokenCounter) {
     let server = echoing_server(KEY);
     let url = server.url("/v1").replace("http://", "http://user:Pw5ecret@");
     let settings = settings(url).with_api_key(KEY).with_max_retries(0);
     let openai = OpenAITokenCounter::new("m", settings.clone()).unwrap();
     let anthropic = AnthropicTokenCounter::new("m", settings).unwrap();
-    let errors = [
-        ("openai", openai.try_count(&[Message::user("Hi")], &[]).unwrap_err()),
-        ("anthropic", anthropic.try_count(&[Message::user("Hi")], &[]).unwrap_err()),
-    ];
+    (server, openai, anthropic)
+}
+
+/// Each provider's error shows the server's echo, and none of [`ECHOED`].
+fn assert_nothing_echoed_is_shown<E: std::error::Error>(errors: [(&str, E); 2]) {
     for (provider, error) in errors {
         let shown = chain(&error);
         assert!(shown.contains("HTTP 401: bad key. headers="), "{provider}: not the echo");
@@ -211,6 +213,15 @@ fn secrets_a_server_echoes_with_the_headers_it_got_are_hidden_for_both_providers
             assert!(!shown.contains(echoed), "{provider}: secret {index} shown");
         }
     }
+}
+
+#[test]
+fn secrets_a_server_echoes_with_the_headers_it_got_are_hidden_for_both_providers() {
+    let (server, openai, anthropic) = echoed_counters();
+    assert_nothing_echoed_is_shown([
+        ("openai", openai.try_count(&[Message::user("Hi")], &[]).unwrap_err()),
+        ("anthropic", anthropic.try_count(&[Message::user("Hi")], &[]).unwrap_err()),
+    ]);
     // The Anthropic client sends the URL's credentials as `Basic`, and the server echoed them.
     assert!(server
         .requests()
@@ -221,22 +232,11 @@ fn secrets_a_server_echoes_with_the_headers_it_got_are_hidden_for_both_providers
 #[cfg(feature = "async")]
 #[tokio::test]
 async fn secrets_a_server_echoes_to_the_async_clients_are_hidden() {
-    let server = echoing_server(KEY);
-    let url = server.url("/v1").replace("http://", "http://user:Pw5ecret@");
-    let settings = settings(url).with_api_key(KEY).with_max_retries(0);
-    let openai = OpenAITokenCounter::new("m", settings.clone()).unwrap();
-    let anthropic = AnthropicTokenCounter::new("m", settings).unwrap();
-    let errors = [
+    let (_server, openai, anthropic) = echoed_counters();
+    assert_nothing_echoed_is_shown([
         ("openai", openai.count_async(&[Message::user("Hi")], &[]).await.unwrap_err()),
         ("anthropic", anthropic.count_async(&[Message::user("Hi")], &[]).await.unwrap_err()),
-    ];
-    for (provider, error) in errors {
-        let shown = chain(&error);
-        assert!(shown.contains("HTTP 401: bad key. headers="), "{provider}: not the echo");
-        for (index, echoed) in ECHOED.iter().enumerate() {
-            assert!(!shown.contains(echoed), "{provider}: secret {index} shown");
-        }
-    }
+    ]);
 }
 
 #[test]
