@@ -147,10 +147,18 @@ pub fn run(args: Args) -> Result<()> {
     if args.log_bodies {
         settings = settings.with_log_bodies();
     }
-    let strategy = args.strategy.resolve(false)?;
-    if let Some(why) = strategy.needs_io() {
-        return Err(UsageError(format!("the proxy cannot run --strategy {strategy} yet: {why}")).into());
+    // Before the options are checked against the strategy: their hints (`--offload-to`,
+    // `--provider`) would name options the proxy does not take or cannot use.
+    if let Some(strategy) = &args.strategy.strategy {
+        if let Some(why) = strategy.needs_io() {
+            return Err(UsageError(format!(
+                "the proxy cannot run --strategy {strategy} yet: {why}; it runs tool-result-pruning, \
+                 sliding-window, observation-masking and chains of those"
+            ))
+            .into());
+        }
     }
+    let strategy = args.strategy.resolve(false)?;
     let recipe = HookRecipe {
         strategy,
         options: args.strategy.clone(),

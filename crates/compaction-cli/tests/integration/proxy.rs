@@ -27,6 +27,30 @@ fn a_model_window_must_read_as_name_and_tokens_and_is_not_given_with_a_fixed_win
     }
 }
 
+/// A strategy that calls a model or writes files is refused before anything listens, with the
+/// reason and what runs instead, however it is asked for: never with a hint to give an option
+/// the proxy does not take.
+#[test]
+fn a_strategy_the_proxy_cannot_run_is_refused_with_why() {
+    for (args, why) in [
+        (&["proxy", "--strategy", "offload"][..], "offloading writes files"),
+        (&["proxy", "--strategy", "chain:tool-result-pruning,offload"], "offloading writes files"),
+        (&["proxy", "--strategy", "summarization"], "asks a model"),
+        (&["proxy", "--strategy", "summarization", "--provider", "openai", "--model", "m"], "asks a model"),
+    ] {
+        let run = run(args, None);
+        assert_eq!(run.code, 2, "{args:?}: {}", run.stderr);
+        assert!(run.stderr.contains("the proxy cannot run"), "{args:?}: {}", run.stderr);
+        assert!(run.stderr.contains(why), "{args:?}: {}", run.stderr);
+        assert!(run.stderr.contains("tool-result-pruning, sliding-window"), "{args:?}: {}", run.stderr);
+        assert!(
+            !run.stderr.contains("--offload-to") && !run.stderr.contains("give --provider"),
+            "{}",
+            run.stderr
+        );
+    }
+}
+
 /// A Chat Completions request for `model` with ten tool results of about 250 tokens each.
 fn request(model: &str) -> Vec<u8> {
     let mut messages = vec![json!({"role": "user", "content": "Fix the test."})];
