@@ -11,7 +11,7 @@ use compaction_model::{Changes, Message, Part, Role};
 use hyper::{Method, Response, StatusCode};
 
 use crate::error::Error;
-use crate::memory::{prefix_hashes, Memory};
+use crate::memory::{message_hash, prefix_hashes, Memory, Rewrite, Slot};
 use crate::metrics::Failure;
 use crate::relay::ProxyBody;
 use crate::server::{answer, chain, Shared};
@@ -94,10 +94,11 @@ pub(crate) struct Compacted {
 }
 
 /// Reads `body` as `endpoint`'s request, takes the hook for the model it names from `hooks`,
-/// puts in the replacements `memory` holds for its prefix, runs the hook over it, remembers
-/// what the hook replaced in place, and writes the request back in the same format: the
-/// envelope (model, tools, stream, settings the proxy does not know) and every message left
-/// alone come out as they came.
+/// puts in what `memory` holds for its prefix (the replacements of single messages, and the
+/// messages forwarded in place of its first ones when an earlier compaction dropped or put some
+/// in), runs the hook over it, remembers what the hook changed, and writes the request back in
+/// the same format: the envelope (model, tools, stream, settings the proxy does not know) and
+/// every message left alone come out as they came.
 pub(crate) fn compact(
     hooks: impl FnOnce(Option<&str>) -> Result<Arc<CompactionHook>, Error>,
     memory: Option<&Mutex<Memory>>,
@@ -111,20 +112,22 @@ pub(crate) fn compact(
         .map_err(|source| Error::Read { endpoint: path, source })?;
     // The model as the reader found it in the envelope: the body is not read again for it.
     let hook = hooks(conversation.model.as_deref())?;
-    let mut messages = std::mem::take(&mut conversation.messages);
-    let hashes = prefix_hashes(&messages);
-    let (recalled, anchored) = match memory {
-        Some(memory) => {
-            let mut memory = memory.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-            let recalled = memory.recall(&hashes, &mut messages);
-            (recalled, memory.count(&hashes, &messages))
-        }
-        None => (Vec::new(), None),
-    };
-    // What changed before the hook ran: the replacements recalled, the thinking cleared.
-    let mut before_hook = recalled.clone();
+    let messages = std::mem::take(&mut conversation.messages);
+    let (hashes, own) = prefix_hashes(&messages);
+    let id = conversation_id(&hashes, &messages);
+    let read_len = messages.len();
+    // The messages the hook sees, each with the client's message it stands for.
+    let mut recalled = Recalled::unchanged(messages);
+    let mut anchored = None;
+    if let Some(memory) = memory {
+        let mut memory = memory.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        anchored = memory.count(&hashes, &recalled.messages);
+        recalled = recalled.recall(&mut memory, &hashes);
+    }
+    let Recalled { mut messages, origin, mut changed } = recalled;
+    let recalled_count = changed.len();
     if let (Some(keep), Format::Anthropic) = (clear_thinking, endpoint.format()) {
-        before_hook.extend(clear_thinking_but_last(&mut messages, keep));
+        changed.extend(clear_thinking_but_last(&mut messages, keep));
     }
     let mut state = AgentState::new(messages).with_tools(conversation.tools.clone());
     if let Some((context_tokens, idle)) = anchored {
@@ -139,34 +142,53 @@ pub(crate) fn compact(
         tokens_before,
         tokens_after: tokens_before,
         results_cleared: 0,
-        recalled: recalled.len(),
+        recalled: recalled_count,
         compacted: outcome.compacted,
         declined: outcome.declined.clone(),
         key: memory.and(hashes.last().copied()),
         anchored,
-        conversation: conversation_id(&hashes, state.messages()),
+        conversation: id,
         first_change: None,
     };
-    let changes = match outcome.changes {
-        None if before_hook.is_empty() => return Ok(compacted),
-        None => Changes::in_place(before_hook),
-        Some(Changes::InPlace(changed)) => {
-            if let Some(memory) = memory {
-                let mut memory = memory.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-                for &index in &changed {
+    // For each message to forward, the client's message it stands for.
+    let forwarded: Vec<Option<usize>> = match &outcome.changes {
+        None => origin.clone(),
+        Some(Changes::InPlace(by_hook)) => {
+            changed.extend(by_hook);
+            origin.clone()
+        }
+        Some(Changes::Rewritten(by_hook)) => by_hook
+            .iter()
+            .map(|&index| index.and_then(|index| origin.get(index).copied().flatten()))
+            .collect(),
+        // Nothing is known of where the messages came from: nothing is remembered, and the
+        // next request runs the hook afresh, so the upstream's count of this one must not
+        // anchor it either.
+        Some(Changes::Unknown) => {
+            compacted.key = None;
+            Vec::new()
+        }
+    };
+    let in_place = forwarded.len() == read_len && forwarded.iter().enumerate().all(|(i, o)| *o == Some(i));
+    if outcome.changes.is_none() && changed.is_empty() && in_place {
+        return Ok(compacted);
+    }
+    if let (Some(memory), Some(_)) = (memory, &outcome.changes) {
+        let mut memory = memory.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        match (in_place, &outcome.changes) {
+            (true, Some(Changes::InPlace(by_hook))) => {
+                for &index in by_hook {
                     memory.remember(hashes[index], state.messages()[index].clone());
                 }
             }
-            Changes::in_place(before_hook.into_iter().chain(changed).collect())
+            (_, Some(Changes::Unknown)) => {}
+            _ => {
+                if let Some(&last) = hashes.last() {
+                    memory.remember_rewrite(last, rewrite_of(state.messages(), &forwarded, &own));
+                }
+            }
         }
-        // Messages dropped or put in (a sliding window, a chain with one) are not remembered:
-        // the next request runs the hook afresh, over the whole conversation again, so the
-        // upstream's count of the shorter one sent must not anchor it either.
-        Some(changes) => {
-            compacted.key = None;
-            changes
-        }
-    };
+    }
     if outcome.compacted {
         compacted.tokens_after =
             hook.try_estimate(&state).map_err(|source| Error::Compact { endpoint: path, source })?;
@@ -174,11 +196,89 @@ pub(crate) fn compact(
         let first = outcome.report.as_ref().and_then(|report| report.first_changed());
         compacted.first_change = first.map(|first| (first, state.messages().len()));
     }
+    let changes = match (in_place, outcome.changes) {
+        (_, Some(Changes::Unknown)) => Changes::Unknown,
+        (true, _) => Changes::in_place(changed),
+        (false, _) => Changes::rewritten(forwarded),
+    };
     let mut out = Vec::with_capacity(body.len());
     compaction_formats::write(&conversation, state.messages(), None, &changes, &mut out)
         .map_err(|source| Error::Write { endpoint: path, source })?;
     compacted.body = Some(out);
     Ok(compacted)
+}
+
+/// A request's messages with what memory gave back put in: for each, the index of the client's
+/// message it stands for (`None` for one an earlier compaction put in), and the indices of
+/// those memory changed.
+struct Recalled {
+    messages: Vec<Message>,
+    origin: Vec<Option<usize>>,
+    changed: Vec<usize>,
+}
+
+impl Recalled {
+    /// The client's messages, as sent.
+    fn unchanged(messages: Vec<Message>) -> Recalled {
+        let origin = (0..messages.len()).map(Some).collect();
+        Recalled { messages, origin, changed: Vec::new() }
+    }
+
+    /// The latest rewrite remembered for a prefix of the conversation in place of the messages
+    /// it covers, then the replacements remembered for each message after it.
+    fn recall(self, memory: &mut Memory, hashes: &[u64]) -> Recalled {
+        let Recalled { mut messages, .. } = self;
+        let Some((last, rewrite)) = memory.rewrite(hashes) else {
+            let changed = memory.recall(hashes, &mut messages);
+            return Recalled { origin: (0..messages.len()).map(Some).collect(), messages, changed };
+        };
+        let covered = last + 1;
+        let later = memory.recall(&hashes[covered..], &mut messages[covered..]);
+        let mut sent: Vec<Option<Message>> = messages.into_iter().map(Some).collect();
+        let mut out = Recalled {
+            messages: Vec::with_capacity(rewrite.slots.len() + sent.len() - covered),
+            origin: Vec::new(),
+            changed: Vec::new(),
+        };
+        for slot in rewrite.slots {
+            let message = match (slot.message, slot.origin) {
+                (Some(message), _) => {
+                    out.changed.push(out.messages.len());
+                    message
+                }
+                (None, Some(index)) => match sent.get_mut(index).and_then(Option::take) {
+                    Some(message) => message,
+                    None => continue,
+                },
+                (None, None) => continue,
+            };
+            out.messages.push(message);
+            out.origin.push(slot.origin);
+        }
+        for (index, message) in sent.into_iter().enumerate().skip(covered) {
+            if later.binary_search(&(index - covered)).is_ok() {
+                out.changed.push(out.messages.len());
+            }
+            out.messages.extend(message);
+            out.origin.push(Some(index));
+        }
+        out
+    }
+}
+
+/// The rewrite that gives `forwarded` messages again: each with the client's message it stands
+/// for, and itself only when it is not that message as sent (its own hash in `own` differs).
+fn rewrite_of(messages: &[Message], forwarded: &[Option<usize>], own: &[u64]) -> Rewrite {
+    let slots = messages
+        .iter()
+        .zip(forwarded)
+        .map(|(message, &origin)| {
+            let as_sent =
+                origin.and_then(|index| own.get(index)).is_some_and(|&hash| hash == message_hash(message));
+            Slot { origin, message: (!as_sent).then(|| message.clone()) }
+        })
+        .collect();
+    Rewrite { slots }
 }
 
 /// The prefix hash through the first user message, or of the whole when there is none.

@@ -11,6 +11,12 @@
 //! request as the upstream will, compacts again only once it has grown past the threshold.
 //! A conversation is thereby recognised by its prefix alone: a fork of it (the same messages up
 //! to a point) shares its replacements up to that point, and no other conversation can.
+//!
+//! A compaction that drops messages or puts some in (a sliding window and its note, a summary)
+//! is remembered whole, as a [`Rewrite`] under the prefix hash of the last message it covered:
+//! each message forwarded, as the client's message it stands for or as what was sent instead.
+//! A later request carrying that prefix gets the latest such rewrite in place of the messages
+//! it covers, then the replacements of single messages after it.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::hash::{BuildHasher, Hash, Hasher};
@@ -37,18 +43,30 @@ use serde_json::Value;
 /// request for as long as the proxy runs, which is as long as the memory is kept. A hash is
 /// never stored beyond that (the log's conversation ids change with each run of the proxy), and
 /// a client cannot aim a collision at a seed it does not know.
-pub(crate) fn prefix_hashes(messages: &[Message]) -> Vec<u64> {
+///
+/// Returned beside them, each message's own hash ([`message_hash`]), which the `i`th prefix
+/// hash combines with the one before it.
+pub(crate) fn prefix_hashes(messages: &[Message]) -> (Vec<u64>, Vec<u64>) {
+    let own: Vec<u64> = messages.iter().map(message_hash).collect();
     let mut running = 0u64;
-    messages
+    let prefix = own
         .iter()
-        .map(|message| {
+        .map(|&own| {
             let mut hasher = HASHER.build_hasher();
-            running.hash(&mut hasher);
-            hash_message(message, &mut hasher);
+            hasher.write_u64(running);
+            hasher.write_u64(own);
             running = hasher.finish();
             running
         })
-        .collect()
+        .collect();
+    (prefix, own)
+}
+
+/// The hash of `message` alone, as [`prefix_hashes`] knows it (its cache breakpoints aside).
+pub(crate) fn message_hash(message: &Message) -> u64 {
+    let mut hasher = HASHER.build_hasher();
+    hash_message(message, &mut hasher);
+    hasher.finish()
 }
 
 /// The hasher of the prefixes: seeded at random when the process first hashes, the same after.
@@ -260,14 +278,55 @@ fn hash_value(value: &Value, h: &mut impl Hasher) {
 #[derive(Debug)]
 pub(crate) struct Memory {
     replaced: HashMap<u64, Remembered>,
-    /// The replacements by when they were last used: the key is a tick of [`Memory::clock`].
-    recency: BTreeMap<u64, u64>,
+    /// The rewrites made (messages dropped or put in), by the prefix hash of the last message
+    /// they cover.
+    rewrites: HashMap<u64, RememberedRewrite>,
+    /// The replacements and rewrites by when they were last used: the key is a tick of
+    /// [`Memory::clock`].
+    recency: BTreeMap<u64, Kept>,
     clock: u64,
     /// The estimated bytes of the replacements held ([`weight`]), at most `budget`.
     bytes: usize,
     budget: usize,
     counted: HashMap<u64, (usize, Instant)>,
     counted_order: VecDeque<u64>,
+}
+
+/// What an entry of [`Memory::recency`] stands for.
+#[derive(Debug, Clone, Copy)]
+enum Kept {
+    /// The replacement under this prefix hash.
+    Replacement(u64),
+    /// The rewrite under this prefix hash.
+    Rewrite(u64),
+}
+
+/// The messages forwarded in place of a conversation's first messages, when a compaction
+/// dropped messages or put some in (a sliding window and its note, a summary): a later request
+/// of the conversation gets the same messages in their place before the hook runs, as it gets
+/// the replacements of single messages.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Rewrite {
+    /// In order, each message forwarded.
+    pub(crate) slots: Vec<Slot>,
+}
+
+/// One message of a [`Rewrite`].
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Slot {
+    /// The index of the client's message it stands for; `None` for a message put in.
+    pub(crate) origin: Option<usize>,
+    /// What was forwarded, when it is not the client's message as sent (always for a message
+    /// put in).
+    pub(crate) message: Option<Message>,
+}
+
+#[derive(Debug)]
+struct RememberedRewrite {
+    rewrite: Rewrite,
+    /// Its weight: that of the messages it holds, and its slots.
+    bytes: usize,
+    tick: u64,
 }
 
 #[derive(Debug)]
@@ -465,6 +524,7 @@ impl Memory {
     pub(crate) fn new(budget: usize) -> Memory {
         Memory {
             replaced: HashMap::new(),
+            rewrites: HashMap::new(),
             recency: BTreeMap::new(),
             clock: 0,
             bytes: 0,
@@ -485,10 +545,58 @@ impl Memory {
                 self.recency.remove(&remembered.tick);
                 self.clock += 1;
                 remembered.tick = self.clock;
-                self.recency.insert(self.clock, *hash);
+                self.recency.insert(self.clock, Kept::Replacement(*hash));
             }
         }
         recalled
+    }
+
+    /// The latest rewrite remembered for a prefix of the conversation whose prefix hashes are
+    /// `hashes`: the index of the last message it covers, and the rewrite, the most recently
+    /// used now.
+    pub(crate) fn rewrite(&mut self, hashes: &[u64]) -> Option<(usize, Rewrite)> {
+        if self.rewrites.is_empty() {
+            return None;
+        }
+        let last = (0..hashes.len()).rev().find(|&i| self.rewrites.contains_key(&hashes[i]))?;
+        let remembered = self.rewrites.get_mut(&hashes[last])?;
+        self.recency.remove(&remembered.tick);
+        self.clock += 1;
+        remembered.tick = self.clock;
+        self.recency.insert(self.clock, Kept::Rewrite(hashes[last]));
+        Some((last, remembered.rewrite.clone()))
+    }
+
+    /// Remembers `rewrite` for the conversation prefix `hash` closes (the last message it
+    /// covers), within the budget as [`Memory::remember`] does.
+    pub(crate) fn remember_rewrite(&mut self, hash: u64, mut rewrite: Rewrite) {
+        for slot in &mut rewrite.slots {
+            slot.message = slot.message.take().map(owned);
+        }
+        let bytes = ENTRY
+            + rewrite.slots.len() * std::mem::size_of::<Slot>()
+            + rewrite.slots.iter().filter_map(|slot| slot.message.as_ref()).map(weight).sum::<usize>();
+        self.clock += 1;
+        let tick = self.clock;
+        if let Some(old) = self.rewrites.insert(hash, RememberedRewrite { rewrite, bytes, tick }) {
+            self.recency.remove(&old.tick);
+            self.bytes -= old.bytes;
+        }
+        self.recency.insert(tick, Kept::Rewrite(hash));
+        self.bytes += bytes;
+        self.fit();
+    }
+
+    /// Forgets what was used least recently until what is held fits the budget.
+    fn fit(&mut self) {
+        while self.bytes > self.budget {
+            let Some((_, oldest)) = self.recency.pop_first() else { break };
+            let forgotten = match oldest {
+                Kept::Replacement(hash) => self.replaced.remove(&hash).map(|r| r.bytes),
+                Kept::Rewrite(hash) => self.rewrites.remove(&hash).map(|r| r.bytes),
+            };
+            self.bytes -= forgotten.unwrap_or(0);
+        }
     }
 
     /// Remembers `replacement` for the message that closed the prefix `hash`, then forgets the
@@ -503,14 +611,9 @@ impl Memory {
             self.recency.remove(&old.tick);
             self.bytes -= old.bytes;
         }
-        self.recency.insert(tick, hash);
+        self.recency.insert(tick, Kept::Replacement(hash));
         self.bytes += bytes;
-        while self.bytes > self.budget {
-            let Some((_, oldest)) = self.recency.pop_first() else { break };
-            if let Some(forgotten) = self.replaced.remove(&oldest) {
-                self.bytes -= forgotten.bytes;
-            }
-        }
+        self.fit();
     }
 
     /// Remembers the upstream's count of a request whose last message closed the prefix `hash`,
@@ -559,19 +662,19 @@ mod tests {
     fn a_replacement_comes_back_only_after_the_same_prefix() {
         let conversation = [Message::user("task"), Message::user("result a"), Message::user("result b")];
         let fork = [Message::user("another task"), Message::user("result a"), Message::user("result b")];
-        let hashes = prefix_hashes(&conversation);
+        let hashes = prefix_hashes(&conversation).0;
         let mut memory = Memory::new(1 << 20);
         memory.remember(hashes[1], Message::user("[pruned]"));
 
         let mut again = conversation.to_vec();
         again.push(Message::user("result c"));
-        let again_hashes = prefix_hashes(&again);
+        let again_hashes = prefix_hashes(&again).0;
         assert_eq!(again_hashes[..3], hashes[..]);
         assert_eq!(memory.recall(&again_hashes, &mut again), [1]);
         assert_eq!(again[1], Message::user("[pruned]"));
 
         let mut other = fork.to_vec();
-        assert!(memory.recall(&prefix_hashes(&fork), &mut other).is_empty());
+        assert!(memory.recall(&prefix_hashes(&fork).0, &mut other).is_empty());
         assert_eq!(other, fork);
     }
 
@@ -776,12 +879,12 @@ mod tests {
             ("the parts in another order", |m| m.parts.swap(0, 3)),
         ];
         let base = every_kind();
-        let mut seen = vec![("nothing", prefix_hashes(std::slice::from_ref(&base))[0])];
+        let mut seen = vec![("nothing", prefix_hashes(std::slice::from_ref(&base)).0[0])];
         for (what, change) in changes {
             let mut message = base.clone();
             change(&mut message);
             assert_ne!(message, base, "{what}: the change changes the message");
-            let hash = prefix_hashes(&[message])[0];
+            let hash = prefix_hashes(&[message]).0[0];
             if let Some((other, _)) = seen.iter().find(|(_, h)| *h == hash) {
                 panic!("{what} hashes as {other}");
             }
@@ -877,6 +980,41 @@ mod tests {
         // Remembered again under the same prefix: replaced, not counted twice.
         memory.remember(3, pruned(3));
         assert_eq!((memory.len(), memory.bytes()), (3, 3 * each));
+    }
+
+    #[test]
+    fn the_latest_rewrite_of_a_prefix_comes_back_and_shares_the_budget() {
+        let note = |n: usize| Slot { origin: None, message: Some(Message::user(format!("[{n} omitted]"))) };
+        let kept = |index: usize| Slot { origin: Some(index), message: None };
+        let conversation: Vec<Message> = (0..6).map(|n| Message::user(format!("message {n}"))).collect();
+        let hashes = prefix_hashes(&conversation).0;
+        let mut memory = Memory::new(1 << 20);
+        assert_eq!(memory.rewrite(&hashes), None);
+        let first = Rewrite { slots: vec![kept(0), note(2), kept(3)] };
+        memory.remember_rewrite(hashes[3], first.clone());
+        assert_eq!(memory.rewrite(&hashes), Some((3, first.clone())));
+        // A later cut of the same conversation covers more: it is the one given back.
+        let second = Rewrite { slots: vec![kept(0), note(4), kept(5)] };
+        memory.remember_rewrite(hashes[5], second.clone());
+        assert_eq!(memory.rewrite(&hashes), Some((5, second)));
+        assert_eq!(memory.rewrite(&hashes[..5]), Some((3, first)));
+        // Another conversation gets none.
+        let other: Vec<Message> = (0..6).map(|n| Message::user(format!("other {n}"))).collect();
+        assert_eq!(memory.rewrite(&prefix_hashes(&other).0), None);
+
+        // Rewrites and replacements share one budget, the least recently used forgotten first.
+        let rewrite = Rewrite { slots: vec![kept(0), note(1)] };
+        let mut probe = Memory::new(usize::MAX);
+        probe.remember_rewrite(0, rewrite.clone());
+        let each = probe.bytes();
+        let mut memory = Memory::new(2 * each + each / 2);
+        memory.remember_rewrite(0, rewrite.clone());
+        memory.remember_rewrite(1, rewrite.clone());
+        assert!(memory.rewrite(&[0]).is_some());
+        memory.remember_rewrite(2, rewrite);
+        assert!(memory.rewrite(&[1]).is_none(), "the least recently used is forgotten");
+        assert!(memory.rewrite(&[0]).is_some() && memory.rewrite(&[2]).is_some());
+        assert!(memory.bytes() <= 2 * each + each / 2);
     }
 
     #[test]

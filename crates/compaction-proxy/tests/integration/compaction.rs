@@ -537,6 +537,79 @@ fn chat_completions_and_responses_conversations_stay_cache_stable_too() {
     });
 }
 
+/// The messages of a request as the upstream received it, whatever its shape, without the
+/// cache breakpoints (which the client moves to its newest message with each request).
+fn messages_of(body: &[u8]) -> Vec<Value> {
+    fn unmarked(value: &mut Value) {
+        match value {
+            Value::Object(object) => {
+                object.remove("cache_control");
+                object.values_mut().for_each(unmarked);
+            }
+            Value::Array(items) => items.iter_mut().for_each(unmarked),
+            _ => {}
+        }
+    }
+    let mut request: Value = serde_json::from_slice(body).expect("json");
+    unmarked(&mut request);
+    let messages = request.get("messages").or_else(|| request.get("input")).expect("messages");
+    messages.as_array().expect("an array").clone()
+}
+
+/// A sliding window drops messages and puts a note in: the messages forwarded in their place
+/// are remembered like single replacements, so the conversation's later requests begin as the
+/// compacted one was sent and the hook runs again only once it has grown past the threshold.
+/// A Responses request cannot take messages dropped or put in back (its items are written back
+/// in place only): it goes through unchanged, with a warning each time.
+#[test]
+fn a_sliding_windows_cut_is_kept_in_the_conversations_later_requests() {
+    bounded(async {
+        type Shape = (&'static str, fn(usize) -> Value);
+        let shapes: [Shape; 3] = [
+            ("/v1/messages", anthropic_request),
+            ("/v1/chat/completions", openai_request),
+            ("/v1/responses", responses_request),
+        ];
+        for (path, request) in shapes {
+            let window = compaction_core::SlidingWindowCompactor::new(Default::default());
+            let hook =
+                CompactionHook::new(Box::new(window), CompactionHookSettings::new(8_000)).expect("valid");
+            let (openai, anthropic, proxy) = setup(ProxySettings::default().with_compaction(hook)).await;
+            let upstream = if path == "/v1/messages" { &anthropic } else { &openai };
+            let mut sent = Vec::new();
+            for steps in [8, 10, 11, 16, 17] {
+                let body = serde_json::to_vec(&request(steps)).expect("serializes");
+                assert_eq!(post(&proxy, path, body.clone()).await.status(), 200, "{path}");
+                let received = upstream.received().pop().expect("a request").body;
+                if path == "/v1/responses" {
+                    assert_eq!(received, body, "{path}: forwarded unchanged");
+                }
+                sent.push(messages_of(&received));
+            }
+            let log = proxy.log();
+            if path == "/v1/responses" {
+                assert_eq!(log.len(), 5, "{log:?}");
+                assert!(log
+                    .iter()
+                    .all(|line| line.contains("could not be written back; forwarded unchanged")));
+                continue;
+            }
+            assert_eq!(log.len(), 2, "{path}: compacted at 8 steps and at 16, not between: {log:?}");
+            let first = messages_of(&serde_json::to_vec(&request(8)).expect("serializes"));
+            assert!(sent[0].len() < first.len(), "{path}");
+            for (before, after) in [(0, 1), (1, 2), (3, 4)] {
+                let n = sent[before].len();
+                assert!(
+                    sent[after].len() > n && sent[after][..n] == sent[before][..],
+                    "{path}: request {after} begins as request {before} was sent"
+                );
+            }
+            assert!(sent[3].len() < sent[2].len(), "{path}: the second compaction cut again");
+            assert!(log[1].contains("earlier replacement"), "{path}: {log:?}");
+        }
+    });
+}
+
 /// How many cache breakpoints `body` carries.
 fn breakpoints(body: &[u8]) -> usize {
     body.windows(15).filter(|w| w == b"\"cache_control\"").count()
