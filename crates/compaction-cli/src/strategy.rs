@@ -343,6 +343,23 @@ impl StrategyOptions {
         prune: &PruneOptions,
         offload: Option<(&Path, usize)>,
     ) -> Result<Built> {
+        self.build_with(strategy, prune, offload, None)
+    }
+
+    /// [`build`](Self::build) for a server that runs on (`compaction proxy`): a summary that
+    /// fails is said through `say` as it happens, not kept for a report, and a failure raised
+    /// (`--raise-on-failure`) fails that compaction alone, not every one after it.
+    pub fn build_live(&self, strategy: &Strategy, prune: &PruneOptions, say: fn(&str)) -> Result<Built> {
+        self.build_with(strategy, prune, None, Some(say))
+    }
+
+    fn build_with(
+        &self,
+        strategy: &Strategy,
+        prune: &PruneOptions,
+        offload: Option<(&Path, usize)>,
+        live: Option<fn(&str)>,
+    ) -> Result<Built> {
         let mut built = Built {
             compactor: Box::new(ChainCompactor::new()),
             pruning: None,
@@ -381,7 +398,7 @@ impl StrategyOptions {
                     Box::new(compactor)
                 }
                 Stage::Summarization => {
-                    let summarizer = Arc::new(self.summarizer(prune.min_keep_steps)?);
+                    let summarizer = Arc::new(self.summarizer(prune.min_keep_steps, live)?);
                     built.summaries = Some(Arc::clone(&summarizer));
                     Box::new(summarizer)
                 }
@@ -418,7 +435,7 @@ impl StrategyOptions {
         Ok(built)
     }
 
-    fn summarizer(&self, min_keep_steps: usize) -> Result<Summarizer> {
+    fn summarizer(&self, min_keep_steps: usize, live: Option<fn(&str)>) -> Result<Summarizer> {
         let mut settings = SummarizationSettings::default()
             .with_min_keep_steps(min_keep_steps)
             .with_raise_on_failure(self.raise_on_failure);
@@ -437,7 +454,7 @@ impl StrategyOptions {
             (self.provider.as_deref().unwrap_or_default(), self.model.as_deref().unwrap_or_default());
         let generator =
             compaction_llm::generator_from_provider(provider, model, client).map_err(llm_error)?;
-        Ok(Summarizer { compactor, generator, log: Mutex::new(SummaryLog::default()) })
+        Ok(Summarizer { compactor, generator, log: Mutex::new(SummaryLog::default()), live })
     }
 }
 
@@ -504,6 +521,9 @@ pub struct Summarizer {
     compactor: SummarizationCompactor,
     generator: ProviderChatGenerator,
     log: Mutex<SummaryLog>,
+    /// Where a failure is said as it happens ([`StrategyOptions::build_live`]); then nothing is
+    /// kept in `log`.
+    live: Option<fn(&str)>,
 }
 
 impl Summarizer {
@@ -523,6 +543,13 @@ impl Compactor for Summarizer {
         target_tokens: usize,
         counter: &dyn TokenCounter,
     ) -> Result<Option<Compaction>, compaction_core::Error> {
+        if let Some(say) = self.live {
+            let summarized = self.compactor.summarize(messages, target_tokens, counter, &self.generator)?;
+            if let Some(failure) = &summarized.failure {
+                say(&format!("summary: a round failed, the last good result kept: {}", chain(failure)));
+            }
+            return Ok(summarized.compaction);
+        }
         if self.log().raised {
             // A replay goes on after a hook's failure; with --raise-on-failure the command will
             // fail, so the model is not asked again.

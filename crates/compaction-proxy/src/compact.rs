@@ -73,6 +73,8 @@ pub(crate) struct Compacted {
     pub(crate) tokens_after: usize,
     /// Tool results the compaction replaced.
     pub(crate) results_cleared: usize,
+    /// Messages the compaction dropped, and put in (a window's note, a summary), when it did.
+    pub(crate) dropped_and_put: Option<(usize, usize)>,
     /// Messages replaced as in an earlier request of the conversation, before the hook ran.
     pub(crate) recalled: usize,
     /// Whether the hook compacted (a request may change by recalled replacements alone).
@@ -142,6 +144,7 @@ pub(crate) fn compact(
         tokens_before,
         tokens_after: tokens_before,
         results_cleared: 0,
+        dropped_and_put: None,
         recalled: recalled_count,
         compacted: outcome.compacted,
         declined: outcome.declined.clone(),
@@ -157,10 +160,14 @@ pub(crate) fn compact(
             changed.extend(by_hook);
             origin.clone()
         }
-        Some(Changes::Rewritten(by_hook)) => by_hook
-            .iter()
-            .map(|&index| index.and_then(|index| origin.get(index).copied().flatten()))
-            .collect(),
+        Some(Changes::Rewritten(by_hook)) => {
+            let kept = by_hook.iter().flatten().count();
+            compacted.dropped_and_put = Some((origin.len().saturating_sub(kept), by_hook.len() - kept));
+            by_hook
+                .iter()
+                .map(|&index| index.and_then(|index| origin.get(index).copied().flatten()))
+                .collect()
+        }
         // Nothing is known of where the messages came from: nothing is remembered, and the
         // next request runs the hook afresh, so the upstream's count of this one must not
         // anchor it either.
@@ -356,7 +363,7 @@ pub(crate) async fn body(
                 );
                 (settings.log)(&format!(
                     "proxy: {path}: conversation {:08x}: compacted{}: {} → {} tokens estimated{}, {} tool result{} \
-                     cleared{}{}",
+                     cleared{}{}{}",
                     compacted.conversation >> 32,
                     if settings.dry_run { " (dry run, forwarded unchanged)" } else { "" },
                     compacted.tokens_before,
@@ -367,6 +374,10 @@ pub(crate) async fn body(
                     },
                     compacted.results_cleared,
                     if compacted.results_cleared == 1 { "" } else { "s" },
+                    match compacted.dropped_and_put {
+                        Some((dropped, put)) => format!(", {dropped} messages dropped and {put} put in"),
+                        None => String::new(),
+                    },
                     match compacted.recalled {
                         0 => String::new(),
                         n => format!(", {n} earlier replacement{} kept", if n == 1 { "" } else { "s" }),

@@ -28,8 +28,9 @@ pub(crate) struct Shared {
     pub(crate) settings: ProxySettings,
     client: reqwest::Client,
     in_flight: Arc<Semaphore>,
-    /// Requests being read, counted and compacted at once: as many as there are cores. More
-    /// would not go faster, and each holds its request parsed and written back beside its bytes.
+    /// Requests being read, counted and compacted at once: as many as there are cores unless the
+    /// settings say otherwise. More would not go faster, and each holds its request parsed and
+    /// written back beside its bytes.
     pub(crate) compacting: Arc<Semaphore>,
     /// The replacements made, by conversation prefix (see `memory.rs`).
     pub(crate) memory: Mutex<Memory>,
@@ -67,7 +68,7 @@ pub async fn serve(listener: TcpListener, settings: ProxySettings) -> Result<(),
     let in_flight = Arc::new(Semaphore::new(settings.max_concurrent));
     let memory = Mutex::new(Memory::new(settings.remembered_bytes));
     let cores = std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get);
-    let compacting = Arc::new(Semaphore::new(cores));
+    let compacting = Arc::new(Semaphore::new(settings.compacting_at_once.unwrap_or(cores)));
     let shared =
         Arc::new(Shared { settings, client, in_flight, compacting, memory, metrics: Metrics::default() });
     loop {

@@ -34,6 +34,8 @@ pub struct ProxySettings {
     pub(crate) dry_run: bool,
     pub(crate) clear_thinking: Option<usize>,
     pub(crate) remembered_bytes: usize,
+    /// Requests compacted at once; `None`: as many as there are cores.
+    pub(crate) compacting_at_once: Option<usize>,
     pub(crate) compaction: Option<Compaction>,
     /// The user's model windows, looked up before the bundled table.
     pub(crate) model_windows: Vec<(String, usize)>,
@@ -59,6 +61,7 @@ impl Default for ProxySettings {
             dry_run: false,
             clear_thinking: None,
             remembered_bytes: DEFAULT_REMEMBERED_BYTES,
+            compacting_at_once: None,
             compaction: None,
             model_windows: Vec::new(),
             log_bodies: false,
@@ -82,6 +85,7 @@ impl fmt::Debug for ProxySettings {
             .field("dry_run", &self.dry_run)
             .field("clear_thinking", &self.clear_thinking)
             .field("remembered_bytes", &self.remembered_bytes)
+            .field("compacting_at_once", &self.compacting_at_once)
             .field("compaction", &self.compaction)
             .field("model_windows", &self.model_windows)
             .field("log_bodies", &self.log_bodies)
@@ -219,6 +223,17 @@ impl ProxySettings {
     #[must_use]
     pub fn with_remembered_bytes(mut self, bytes: usize) -> Self {
         self.remembered_bytes = bytes;
+        self
+    }
+
+    /// How many requests are read, counted and compacted at once, the others waiting their turn
+    /// in order. By default as many as there are cores: that work is the CPU's, and more at once
+    /// would only hold more requests parsed in memory. A hook whose compaction waits on a model
+    /// (summaries) should be given more, up to the requests in flight, or one conversation's
+    /// summary would hold up every other request.
+    #[must_use]
+    pub fn with_compacting_at_once(mut self, requests: usize) -> Self {
+        self.compacting_at_once = Some(requests.max(1));
         self
     }
 

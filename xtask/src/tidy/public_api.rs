@@ -27,7 +27,7 @@ const PUBLIC_ITEM_BUDGET: &[(&str, usize)] = &[
     ("compaction-offload", 110),
     ("compaction-replay", 49),
     ("compaction-adapters", 40),
-    ("compaction-proxy", 20),
+    ("compaction-proxy", 21),
     ("compaction-python", 0),
 ];
 

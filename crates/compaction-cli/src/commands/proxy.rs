@@ -11,7 +11,7 @@ use compaction_proxy::ProxySettings;
 
 use crate::error::UsageError;
 use crate::options::PruneOptions;
-use crate::strategy::{CacheAwareOptions, Strategy, StrategyOptions};
+use crate::strategy::{CacheAwareOptions, Stage, Strategy, StrategyOptions};
 
 /// Serve a local proxy that agents use as their provider's base URL: it compacts each Chat
 /// Completions, Responses and Messages request with the compaction hook, forwards it, and relays
@@ -147,18 +147,22 @@ pub fn run(args: Args) -> Result<()> {
     if args.log_bodies {
         settings = settings.with_log_bodies();
     }
-    // Before the options are checked against the strategy: their hints (`--offload-to`,
-    // `--provider`) would name options the proxy does not take or cannot use.
-    if let Some(strategy) = &args.strategy.strategy {
-        if let Some(why) = strategy.needs_io() {
-            return Err(UsageError(format!(
-                "the proxy cannot run --strategy {strategy} yet: {why}; it runs tool-result-pruning, \
-                 sliding-window, observation-masking and chains of those"
-            ))
-            .into());
-        }
+    // Before the options are checked against the strategy: its hint (`--offload-to`) would
+    // name an option the proxy does not take.
+    if let Some(strategy) = args.strategy.strategy.as_ref().filter(|s| s.has(Stage::Offload)) {
+        return Err(UsageError(format!(
+            "the proxy cannot run --strategy {strategy} yet: offloading writes results to a store the \
+             proxy does not keep yet; it runs tool-result-pruning, sliding-window, summarization, \
+             observation-masking and chains of those"
+        ))
+        .into());
     }
     let strategy = args.strategy.resolve(false)?;
+    if strategy.has(Stage::Summarization) {
+        // A summary waits on a model for seconds: one conversation's must not hold up the
+        // compaction of every other request.
+        settings = settings.with_compacting_at_once(args.max_concurrent);
+    }
     let recipe = HookRecipe {
         strategy,
         options: args.strategy.clone(),
@@ -220,7 +224,7 @@ impl HookRecipe {
     /// The hook for a window of `window` tokens.
     fn hook(&self, window: usize) -> Result<CompactionHook> {
         let counter = crate::strategy::counter(&self.counter, &self.options.client_settings())?;
-        let mut built = self.options.build(&self.strategy, &self.prune, None)?;
+        let mut built = self.options.build_live(&self.strategy, &self.prune, crate::progress::say)?;
         let mut hook_settings = CompactionHookSettings::new(window)
             .with_compact_at(self.compact_at)
             .with_compact_to(self.compact_to);
