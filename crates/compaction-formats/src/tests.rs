@@ -800,8 +800,9 @@ fn written_over(
 }
 
 /// Every change a test writes back: none; each tool result pruned alone, marked as compactors
-/// mark it; all of them; the first text changed; a result pruned without the marker; the
-/// pruned messages with the changes unknown; one message dropped.
+/// mark it; all of them; the first text changed; every message marked (the system prompt with
+/// them or not); a result pruned without the marker; the pruned messages with the changes
+/// unknown; one message dropped.
 fn anthropic_changes(messages: &[Message]) -> Vec<(String, Vec<Message>, Changes)> {
     let results: Vec<usize> = (0..messages.len()).filter(|&i| messages[i].has_tool_call_result()).collect();
     let marked = |indices: &[usize]| {
@@ -823,6 +824,15 @@ fn anthropic_changes(messages: &[Message]) -> Vec<(String, Vec<Message>, Changes
         changed[index].meta.insert("compacted".into(), json!(true));
         changes.push((format!("text {index}"), changed, Changes::in_place(vec![index])));
     }
+    // Every message marked, none otherwise changed: each is encoded afresh over its original.
+    let mut all = messages.to_vec();
+    for message in &mut all {
+        message.meta.insert("compacted".into(), json!(true));
+    }
+    let not_system: Vec<usize> =
+        (0..messages.len()).filter(|&i| messages[i].role != compaction_model::Role::System).collect();
+    changes.push(("all marked".into(), all.clone(), Changes::in_place(not_system)));
+    changes.push(("all marked, system too".into(), all, Changes::in_place((0..messages.len()).collect())));
     if let Some(&index) = results.first() {
         let mut unmarked = messages.to_vec();
         prune(&mut unmarked, index);
@@ -866,8 +876,8 @@ fn an_anthropic_request_is_read_and_written_without_a_tree_as_the_tree_path_does
         write(&conversation, &conversation.messages, None, &Changes::none(), &mut out).unwrap();
         assert_eq!(out, input, "{name}");
     }
-    // Every generated spelling, and the bundled ones that hold no lone surrogate.
-    assert!(fast >= 36, "{fast} read without a tree");
+    // Every generated spelling, and the bundled ones whose envelope holds no lone surrogate.
+    assert!(fast >= 41, "{fast} read without a tree");
 }
 
 /// What the Anthropic request reader is not sure of goes to the tree path, which reads or
