@@ -875,6 +875,16 @@ fn an_anthropic_request_is_read_and_written_without_a_tree_as_the_tree_path_does
         let mut out = Vec::new();
         write(&conversation, &conversation.messages, None, &Changes::none(), &mut out).unwrap();
         assert_eq!(out, input, "{name}");
+        // Read without write-back, nothing of where the messages sit is gathered.
+        let unkept = crate::messages::read(&compaction_model::JsonSource::new(input.clone()), "t", false);
+        if let Some(unkept) = unkept {
+            assert_eq!(unkept.messages, conversation.messages, "{name}");
+            let spans = &unkept.spans;
+            assert!(
+                spans.messages.is_empty() && spans.contents.is_empty() && spans.firsts.is_empty(),
+                "{name}"
+            );
+        }
     }
     // Every generated spelling, and the bundled ones whose envelope holds no lone surrogate.
     assert!(fast >= 41, "{fast} read without a tree");
@@ -975,4 +985,37 @@ fn a_spoiled_anthropic_request_is_read_as_the_tree_path_reads_it_or_left_to_it()
         }
     }
     assert!(fast > 300 && refused > 300, "{fast} read without a tree, {refused} refused");
+}
+
+/// A request of a few megabytes, its changed messages encoded on another thread while the rest
+/// is copied: the same messages as the tree path's, and the same bytes written back.
+#[test]
+fn a_large_anthropic_request_is_read_and_written_as_the_tree_path_does() {
+    let output = "line of output, with ünïcödé and \"quotes\"\n".repeat(30);
+    let mut messages = vec![json!({"role": "user", "content": "Go."})];
+    for k in 0..3000 {
+        let id = format!("call_{k}");
+        messages.push(json!({"role": "assistant", "content": [{"type": "tool_use", "id": id, "name": "sh", "input": {"n": k}}]}));
+        messages.push(json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": id, "content": output}]}));
+    }
+    let input = serde_json::to_vec(&json!({"model": "m", "system": "s", "messages": messages})).unwrap();
+    assert!(input.len() > 2 << 20, "large enough for two threads: {}", input.len());
+    let conversation = read(input.clone(), &anthropic_options()).unwrap();
+    assert!(matches!(conversation.back, crate::conversation::Back::Request(_)), "read without a tree");
+    let by_tree = crate::read::read_with_tree(input.clone(), &anthropic_options()).unwrap();
+    assert_eq!(seen(&Ok(conversation)), seen(&Ok(by_tree)));
+    let conversation = read(input.clone(), &anthropic_options()).unwrap();
+    let by_tree = crate::read::read_with_tree(input, &anthropic_options()).unwrap();
+    // Every other result pruned, marked as compactors mark it.
+    let mut pruned = conversation.messages.clone();
+    let changed: Vec<usize> =
+        (0..pruned.len()).filter(|&i| pruned[i].has_tool_call_result() && i % 4 == 1).collect();
+    for &index in &changed {
+        prune(&mut pruned, index);
+        pruned[index].meta.insert("compacted".into(), json!(true));
+    }
+    assert_eq!(changed.len(), 1500);
+    let changes = Changes::in_place(changed);
+    let ours = written_over(&conversation, &pruned, None, &changes).unwrap();
+    assert!(ours == written_over(&by_tree, &pruned, None, &changes).unwrap());
 }
