@@ -59,7 +59,7 @@ pub(crate) fn read_with_tree(bytes: Vec<u8>, options: &ReadOptions) -> Result<Co
 }
 
 /// `conversation` without what writing it back needs, when `options` ask for that: let go of
-/// here, once the read no longer needs it (the OpenAI request reader does not gather it at all).
+/// here, once the read no longer needs it (the request readers do not gather it at all).
 fn unkept(mut conversation: Conversation, options: &ReadOptions) -> Conversation {
     if !options.write_back {
         conversation.back = Back::Unkept;
@@ -67,10 +67,10 @@ fn unkept(mut conversation: Conversation, options: &ReadOptions) -> Conversation
     conversation
 }
 
-/// The readers that take a file without a JSON tree, a Haystack array ([`haystack::read_spans`])
-/// or an OpenAI request ([`request::read`]), each where it may apply (an array, an object): the
-/// conversation, whose messages' texts stay in the input they then share, or the bytes back
-/// when neither takes the file.
+/// The readers that take a file without a JSON tree, a Haystack array ([`haystack::read_spans`]),
+/// an OpenAI request ([`request::read`]) or an Anthropic one named as such ([`messages::read`]),
+/// each where it may apply (an array, an object): the conversation, whose messages' texts stay in
+/// the input they then share, or the bytes back when none takes the file.
 fn read_without_tree(bytes: Vec<u8>, options: &ReadOptions) -> Result<Conversation, Vec<u8>> {
     let format = options.format;
     if options.conversation.unwrap_or(0) != 0 {
