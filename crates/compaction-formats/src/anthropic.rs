@@ -119,7 +119,7 @@ pub(crate) fn read(
     Ok(decoded)
 }
 
-fn system_parts(system: &Value) -> Result<Vec<Part>, String> {
+pub(crate) fn system_parts(system: &Value) -> Result<Vec<Part>, String> {
     match system {
         Value::String(text) => Ok(vec![Part::Text(TextPart::new(text.clone()))]),
         Value::Array(blocks) => blocks
@@ -194,7 +194,10 @@ pub(crate) fn read_blocks(
     let whole = |message| ReadMessage { message, result_block: None, call_blocks: Vec::new() };
     let blocks = match content {
         None | Some(Value::Null) => return Ok(vec![whole(new(Vec::new()))]),
-        Some(Value::String(text)) => return Ok(vec![whole(new(vec![Part::Text(TextPart::new(text))]))]),
+        Some(Value::String(text)) => {
+            let text = found.take_content().unwrap_or_else(|| text.into());
+            return Ok(vec![whole(new(vec![Part::Text(TextPart::new(text))]))]);
+        }
         Some(Value::Array(blocks)) => blocks,
         Some(other) => {
             return Err(format!(
@@ -221,7 +224,13 @@ pub(crate) fn read_blocks(
             out.push(ReadMessage { message, result_block: Some(k), call_blocks: Vec::new() });
             continue;
         }
-        let part = part(block, Some(opaque)).map_err(at)?;
+        let mut part = part(block, Some(opaque)).map_err(at)?;
+        if let Part::Text(text) = &mut part {
+            // Only a text block's text is left in the input (see `ResultsFound::keep_results`).
+            if let Some(left) = found.take_text(k) {
+                text.text = left;
+            }
+        }
         if let Part::ToolCall(call) = &part {
             calls.push(call);
             pending_calls.push(k);
@@ -418,7 +427,7 @@ fn result_content_left(
 }
 
 /// The type of the provider item an opaque part keeps, if it keeps one.
-fn opaque_kind(part: &Part) -> Option<&str> {
+pub(crate) fn opaque_kind(part: &Part) -> Option<&str> {
     crate::provider::provider_item(part)?.1.get("type")?.as_str()
 }
 

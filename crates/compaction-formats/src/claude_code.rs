@@ -306,8 +306,12 @@ pub(crate) fn lean_event_by(
 ) -> Option<(Event, Keys)> {
     let text = simdutf8::basic::from_utf8(line).ok()?;
     let mut keys = Keys::default();
-    let mut left =
-        source.map(|(source, start)| values::Left { source, start, found: ResultsFound::default() });
+    let mut left = source.map(|(source, start)| values::Left {
+        source,
+        start,
+        texts: false,
+        found: ResultsFound::default(),
+    });
     let fields = match walk.then(|| walk_fields(text, left.as_mut())).flatten() {
         Some(fields) => fields,
         // What the walk leaves (a key written with an escape or given twice, anything it is not

@@ -143,7 +143,7 @@ pub(crate) enum Back {
     Tree(Box<Native>),
     /// Each message's bytes, for a Haystack array read without a JSON tree.
     Spans(HaystackSpans),
-    /// Where the envelope and each message sit, for an OpenAI request read without a tree.
+    /// Where each message sits, for an OpenAI or Anthropic request read without a tree.
     Request(RequestSpans),
     /// Where each tool result sits, for an event log.
     Log(EventLog),

@@ -62,15 +62,10 @@ pub(crate) fn parse_top(bytes: &[u8], name: &str) -> Result<Top, Error> {
     if bytes[start] == b'[' {
         return whole(bytes);
     }
-    let mut lines = bytes
-        .split(|&b| b == b'\n')
-        .enumerate()
-        .filter(|(_, line)| !line.iter().all(u8::is_ascii_whitespace))
-        .map(|(number, line)| (number + 1, line));
-    let Some((first_number, first)) = lines.next() else {
+    let [first, second] = first_two_lines(bytes);
+    let Some((first_number, first)) = first else {
         return Err(empty());
     };
-    let second = lines.next();
     match compaction_model::value_from_slice(first) {
         Ok(value) => {
             let Some(second) = second else {
@@ -106,6 +101,31 @@ pub(crate) fn parse_top(bytes: &[u8], name: &str) -> Result<Top, Error> {
             }
         }
     }
+}
+
+/// The first two lines of `bytes` (split at `\n`) that are not blank (all ASCII whitespace),
+/// each with its number (1 for the first line of `bytes`, blank lines counted). Line breaks are
+/// found with `memchr`, a vector at a time: a large body is one line, and only the start of each
+/// line is looked at to tell it is not blank.
+pub(crate) fn first_two_lines(bytes: &[u8]) -> [Option<(usize, &[u8])>; 2] {
+    let mut found = [None, None];
+    let mut slot = 0;
+    let mut number = 0;
+    let mut start = 0;
+    while slot < 2 {
+        number += 1;
+        let end = memchr::memchr(b'\n', &bytes[start..]).map_or(bytes.len(), |k| start + k);
+        let line = &bytes[start..end];
+        if !line.iter().all(u8::is_ascii_whitespace) {
+            found[slot] = Some((number, line));
+            slot += 1;
+        }
+        if end == bytes.len() {
+            break;
+        }
+        start = end + 1;
+    }
+    found
 }
 
 /// Parsed lines, and the first line that is not JSON with its number and error.
@@ -386,7 +406,72 @@ pub(crate) fn json_type_of(top: &Top) -> &'static str {
 
 #[cfg(test)]
 mod tests {
-    use super::{member, member_of, parse_lines, parse_run, string_member, take_members, PARALLEL_LINES};
+    use super::{
+        first_two_lines, member, member_of, parse_lines, parse_run, parse_top, string_member, take_members,
+        PARALLEL_LINES,
+    };
+
+    /// The first two non-blank lines found a line break at a time are those a split at every
+    /// byte finds (the way they were found before), numbers included, and the file reads the same.
+    #[test]
+    fn the_first_two_lines_are_those_a_byte_by_byte_split_finds() {
+        let cases: &[&[u8]] = &[
+            b"",
+            b"\n",
+            b" \t\r\n\n  \n",
+            b"{\"a\": 1}",
+            b"{\"a\": 1}\n",
+            b"\n\n  {\"a\": 1}  \n\n",
+            b"{\"role\": \"user\"}\n{\"role\": \"user\"}\n",
+            b"{\"role\": \"user\"}\r\n\r\n{\"role\": \"user\"}\r\n",
+            b"\r\n \r\n{\"a\":\r\n 1}\r\n",
+            b"{\n  \"model\": \"m\",\n  \"messages\": []\n}\n",
+            b"{\"model\":\"m\",\"messages\":[\n{\"role\":\"user\",\"content\":\"a\"}\n]}",
+            b"{\"a\": 1}\n   \n\t\n{not json\n",
+            b"{not json\n{\"a\": 1}\n",
+            b"\x0c\n\x0b\n[1]\n",
+            b"\n\n\n\n\n\n\n\n\n\nx\n\n\n\ny",
+        ];
+        for &bytes in cases {
+            let by_bytes: Vec<(usize, &[u8])> = bytes
+                .split(|&b| b == b'\n')
+                .enumerate()
+                .filter(|(_, line)| !line.iter().all(u8::is_ascii_whitespace))
+                .map(|(number, line)| (number + 1, line))
+                .take(2)
+                .collect();
+            let found: Vec<(usize, &[u8])> = first_two_lines(bytes).into_iter().flatten().collect();
+            assert_eq!(found, by_bytes, "{}", String::from_utf8_lossy(bytes));
+            // The same slices of the input, not copies: the rest of the file is found from them.
+            for ((_, a), (_, b)) in found.iter().zip(&by_bytes) {
+                assert_eq!(a.as_ptr(), b.as_ptr());
+            }
+        }
+        // What the file reads as, with the line numbers its errors and lines carry.
+        let read: &[(&[u8], &str)] = &[
+            (b" \r\n\n", "empty"),
+            (b"\n\n  {\"a\": 1}  \n\n", "value"),
+            (b"\n{\"role\": \"user\"}\r\n\r\n{\"role\": \"user\"}\r\n", "lines 2 4"),
+            (b"\n  {\"role\": \"user\"}", "lines 2"),
+            (b"{\n  \"model\": \"m\",\n  \"messages\": []\n}\n", "value"),
+            (b"{\"model\":\"m\",\"messages\":[\n{\"role\":\"user\",\"content\":\"a\"}\n]}", "error 1"),
+            (b"{\"a\": 1}\n   \n\t\n{not json\n", "error 4"),
+            (b"\n\n{not json\n{\"a\": 1}\n", "error 3"),
+        ];
+        for &(bytes, expected) in read {
+            let got = match parse_top(bytes, "t") {
+                Ok(super::Top::Value(_)) => "value".to_owned(),
+                Ok(super::Top::Lines(lines)) => {
+                    let numbers: Vec<String> = lines.iter().map(|l| l.number.to_string()).collect();
+                    format!("lines {}", numbers.join(" "))
+                }
+                Err(crate::error::Error::Empty { .. }) => "empty".to_owned(),
+                Err(crate::error::Error::Json { line, .. }) => format!("error {}", line.unwrap_or(0)),
+                Err(other) => format!("{other}"),
+            };
+            assert_eq!(got, expected, "{}", String::from_utf8_lossy(bytes));
+        }
+    }
 
     /// Finding members by comparing keys answers as serde_json's own lookups do, and taking
     /// them leaves the keys, so an error can still list them.

@@ -69,8 +69,12 @@ pub(crate) struct HaystackSpans {
 pub(crate) struct RequestSpans {
     /// Each message's bytes.
     pub(crate) messages: Vec<Range<usize>>,
-    /// Where each message's string `content` sits (quotes included), if it has one.
+    /// Where each message's string `content` sits (quotes included), if it has one (OpenAI).
     pub(crate) contents: Vec<Option<Range<usize>>>,
+    /// For an Anthropic request, whose messages may each be read as several (one per tool
+    /// result): the index of the first message read from each, then how many were read in all
+    /// (the system prompt, read first, is none of them). Empty for OpenAI, one message each.
+    pub(crate) firsts: Vec<usize>,
 }
 
 /// How the value at a slot is written.

@@ -116,6 +116,7 @@ mod ids;
 mod inplace;
 mod kept;
 mod logback;
+mod messages;
 mod notes;
 mod openai;
 mod openhands;

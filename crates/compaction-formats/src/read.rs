@@ -14,7 +14,7 @@ use crate::format::Format;
 use crate::kept::Native;
 use crate::pipeline::{read_log, Repeated, PARALLEL_LOG};
 use crate::threads;
-use crate::{formats, haystack, request, responses};
+use crate::{formats, haystack, messages, request, responses};
 
 /// Reads one conversation of a file (the first, unless `options` chooses another), in the format
 /// `options` names or the one told from the content. The conversation keeps `bytes`, to write
@@ -23,11 +23,17 @@ use crate::{formats, haystack, request, responses};
 /// A file that holds no message is an error: a count of 0 for a log that holds a conversation
 /// in a shape this crate did not expect would be a wrong answer given without a word.
 pub fn read(bytes: Vec<u8>, options: &ReadOptions) -> Result<Conversation, Error> {
-    let format = options.format;
     let bytes = match read_without_tree(bytes, options) {
         Ok(conversation) => return non_empty(unkept(conversation, options), options, String::new()),
         Err(bytes) => bytes,
     };
+    read_with_tree(bytes, options)
+}
+
+/// [`read`] of a file no reader without a tree takes: an event log a line at a time, anything
+/// else as a JSON tree.
+pub(crate) fn read_with_tree(bytes: Vec<u8>, options: &ReadOptions) -> Result<Conversation, Error> {
+    let format = options.format;
     let log_format = match format {
         Some(format @ (Format::ClaudeCode | Format::Codex)) => Some(format),
         Some(Format::Responses) if looks_like_lines(&bytes) => Some(Format::Responses),
@@ -53,7 +59,7 @@ pub fn read(bytes: Vec<u8>, options: &ReadOptions) -> Result<Conversation, Error
 }
 
 /// `conversation` without what writing it back needs, when `options` ask for that: let go of
-/// here, once the read no longer needs it (the OpenAI request reader does not gather it at all).
+/// here, once the read no longer needs it (the request readers do not gather it at all).
 fn unkept(mut conversation: Conversation, options: &ReadOptions) -> Conversation {
     if !options.write_back {
         conversation.back = Back::Unkept;
@@ -61,10 +67,10 @@ fn unkept(mut conversation: Conversation, options: &ReadOptions) -> Conversation
     conversation
 }
 
-/// The readers that take a file without a JSON tree, a Haystack array ([`haystack::read_spans`])
-/// or an OpenAI request ([`request::read`]), each where it may apply (an array, an object): the
-/// conversation, whose messages' texts stay in the input they then share, or the bytes back
-/// when neither takes the file.
+/// The readers that take a file without a JSON tree, a Haystack array ([`haystack::read_spans`]),
+/// an OpenAI request ([`request::read`]) or an Anthropic one named as such ([`messages::read`]),
+/// each where it may apply (an array, an object): the conversation, whose messages' texts stay in
+/// the input they then share, or the bytes back when none takes the file.
 fn read_without_tree(bytes: Vec<u8>, options: &ReadOptions) -> Result<Conversation, Vec<u8>> {
     let format = options.format;
     if options.conversation.unwrap_or(0) != 0 {
@@ -77,12 +83,16 @@ fn read_without_tree(bytes: Vec<u8>, options: &ReadOptions) -> Result<Conversati
     // messages alone.
     let object = matches!(format, None | Some(Format::OpenAi))
         && bytes.iter().find(|b| !b.is_ascii_whitespace()).is_some_and(|&b| matches!(b, b'{' | b'[' | 0xEF));
-    if array.is_none() && !object {
+    // An Anthropic request, when the caller says so (a proxy's `/v1/messages`); told from the
+    // content, it goes to the tree path, whose detection tells it.
+    let anthropic = format == Some(Format::Anthropic);
+    if array.is_none() && !object && !anthropic {
         return Err(bytes);
     }
     let source = JsonSource::new(bytes);
     let read = match array {
         Some(first) => read_array(&source, first),
+        None if anthropic => read_anthropic(&source, options),
         None => read_request(&source, options),
     };
     // The messages read were dropped, so the bytes are the source's alone again.
@@ -121,6 +131,30 @@ fn read_request(source: &JsonSource, options: &ReadOptions) -> Option<Conversati
         tools: read.tools,
         usage: Vec::new(),
         notes: repeated.note().into_iter().collect(),
+        compactions: Vec::new(),
+        conversations: 1,
+        selected: 0,
+        layout: Layout::Array,
+        model: read.model,
+        back: Back::Request(read.spans),
+        source: Input::Shared(source.clone()),
+    })
+}
+
+/// [`messages::read`] as a conversation, noted as the tree path notes it: blocks kept opaque,
+/// then repeated keys.
+fn read_anthropic(source: &JsonSource, options: &ReadOptions) -> Option<Conversation> {
+    let read = messages::read(source, &options.name, options.write_back)?;
+    let mut repeated = Repeated::default();
+    for keys in read.repeated {
+        repeated.add(keys, None);
+    }
+    Some(Conversation {
+        format: Format::Anthropic,
+        messages: read.messages,
+        tools: read.tools,
+        usage: Vec::new(),
+        notes: read.opaque.into_iter().chain(repeated.note()).collect(),
         compactions: Vec::new(),
         conversations: 1,
         selected: 0,

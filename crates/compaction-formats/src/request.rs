@@ -114,7 +114,13 @@ pub(crate) fn read(source: &JsonSource, name: &str, keep: bool) -> Option<Read> 
     let messages = paired(prepared)?;
     let tools = read_tools(&envelope, &Locator::messages(name)).ok()?;
     let model = envelope.get("model").and_then(Value::as_str).map(str::to_owned);
-    Some(Read { messages, tools, spans: Spans { messages: spans, contents }, model, repeated })
+    Some(Read {
+        messages,
+        tools,
+        spans: Spans { messages: spans, contents, firsts: Vec::new() },
+        model,
+        repeated,
+    })
 }
 
 /// The messages read, each tool result paired with its call in message order: those of the
@@ -153,7 +159,7 @@ fn read_bare(source: &JsonSource, start: usize, keep: bool) -> Option<Read> {
         return None;
     }
     let messages = paired(prepared)?;
-    let spans = Spans { messages: spans, contents };
+    let spans = Spans { messages: spans, contents, firsts: Vec::new() };
     Some(Read { messages, tools: Vec::new(), spans, model: None, repeated })
 }
 
@@ -219,7 +225,11 @@ fn parse(json: &[u8], repeated: &mut Vec<Keys>) -> Option<Value> {
 /// starts go to `value`, which reads the value and says where it ends. Returns where the object
 /// ends; `None` when this is not an object as the walk reads it, `value` gives up, or a key comes
 /// twice (a JSON reader keeps the last; the tree path words that).
-fn object(bytes: &[u8], at: usize, mut value: impl FnMut(&str, usize) -> Option<usize>) -> Option<usize> {
+pub(crate) fn object(
+    bytes: &[u8],
+    at: usize,
+    mut value: impl FnMut(&str, usize) -> Option<usize>,
+) -> Option<usize> {
     if bytes.get(at) != Some(&b'{') {
         return None;
     }
@@ -533,24 +543,35 @@ pub(crate) fn write(
             _ => return Ok(false),
         }
     }
-    // The changed messages are encoded ahead of their turn on another thread when the file is
-    // large, and written in their turn, each in its own message's place and style; every other
-    // byte of the request is copied from the input, separators and all.
-    let parallel = threads::two_cores() && source.len() >= PARALLEL_BYTES;
     let ascii = OnceLock::new();
     let encode = |&index: &usize| encode_changed(source, spans, &messages[index], index, &ascii);
-    threads::made_ahead(&changed, parallel, encode, |made| -> Result<(), Error> {
+    write_over(source, &spans.messages, &changed, encode, out)?;
+    Ok(true)
+}
+
+/// Writes `source` with the elements `changed` (indices of `elements`, in order) replaced by
+/// what `encode` makes of each: every other byte of the request is copied from the input,
+/// separators and all. The changed elements are encoded ahead of their turn on another thread
+/// when the file is large, and written in their turn.
+pub(crate) fn write_over(
+    source: &[u8],
+    elements: &[Range<usize>],
+    changed: &[usize],
+    encode: impl Fn(&usize) -> Result<Vec<u8>, Error> + Sync,
+    out: &mut dyn Write,
+) -> Result<(), Error> {
+    let parallel = threads::two_cores() && source.len() >= PARALLEL_BYTES;
+    threads::made_ahead(changed, parallel, encode, |made| -> Result<(), Error> {
         let mut at = 0;
         for (&index, bytes) in changed.iter().zip(made) {
-            let span = &spans.messages[index];
+            let span = &elements[index];
             out.write_all(&source[at..span.start])?;
             out.write_all(&bytes?)?;
             at = span.end;
         }
         out.write_all(&source[at..])?;
         Ok(())
-    })?;
-    Ok(true)
+    })
 }
 
 /// The JSON of the changed message `message`, the `index`-th of the request: each message it
@@ -573,8 +594,6 @@ fn encode_changed(
         ),
         _ => None,
     };
-    let mut style = Style::of(source, span.start);
-    let margin = if style.indent.is_some() { margin(source, span.start) } else { &[] };
     let separator =
         match (index.checked_sub(1).and_then(|k| spans.messages.get(k)), spans.messages.get(index + 1)) {
             (Some(before), _) => &source[before.end..span.start],
@@ -588,6 +607,21 @@ fn encode_changed(
             None => value,
         })
         .collect();
+    in_style(source, span.start, &values, separator, ascii)
+}
+
+/// `values`, joined by `separator`, in the style of the value at `at` in `source` (see
+/// [`Style`]); characters beyond ASCII escaped when the whole of `source` is ASCII (`ascii`
+/// holds that answer, found once when needed).
+pub(crate) fn in_style(
+    source: &[u8],
+    at: usize,
+    values: &[Value],
+    separator: &[u8],
+    ascii: &OnceLock<bool>,
+) -> Result<Vec<u8>, Error> {
+    let mut style = Style::of(source, at);
+    let margin = if style.indent.is_some() { margin(source, at) } else { &[] };
     let write = |style: &Style| -> Result<Vec<u8>, Error> {
         let mut bytes = Vec::new();
         for (k, value) in values.iter().enumerate() {

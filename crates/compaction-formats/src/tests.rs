@@ -663,3 +663,359 @@ fn a_conversation_read_without_write_back_is_the_same_but_cannot_be_written_back
         assert_eq!(lean_out, full_out, "{what}");
     }
 }
+
+/// An Anthropic request with every kind of block: a system prompt of blocks with
+/// `cache_control`, thinking and redacted thinking, calls whose input nests, results as a string
+/// and as text and image blocks (one an error), a text beside results, server tools and their
+/// results (kept opaque), citations, a document, an image, empty contents, escapes and text
+/// beyond ASCII, settings around the messages.
+fn anthropic_request() -> Value {
+    json!({
+        "model": "claude-sonnet-4-5",
+        "max_tokens": 1024,
+        "system": [{"type": "text", "text": "You are brief. ünï 😀", "cache_control": {"type": "ephemeral"}}],
+        "tools": [{"name": "sh", "description": "Run", "input_schema": {"type": "object", "properties": {"cmd": {"type": "string"}}}}],
+        "messages": [
+            {"role": "user", "content": "Look at \"this\"\n\ttab é 😀 \u{1}"},
+            {"role": "assistant", "content": [
+                {"type": "thinking", "thinking": "hmm", "signature": "sig"},
+                {"type": "redacted_thinking", "data": "xyz"},
+                {"type": "text", "text": "Running.", "cache_control": {"type": "ephemeral"}},
+                {"type": "tool_use", "id": "t1", "name": "sh", "input": {"cmd": "ls", "n": [1, 2.5, {"x": null}]}},
+                {"type": "tool_use", "id": "t2", "name": "sh", "input": {}}
+            ]},
+            {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": "t1", "content": "a\nb \"q\" \\ é", "cache_control": {"type": "ephemeral"}},
+                {"type": "tool_result", "tool_use_id": "t2", "is_error": true, "content": [
+                    {"type": "text", "text": "err 😀", "cache_control": {"type": "ephemeral"}},
+                    {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}}
+                ]},
+                {"type": "text", "text": "and then?"}
+            ]},
+            {"role": "assistant", "content": [
+                {"type": "server_tool_use", "id": "s1", "name": "web_search", "input": {"q": "x"}},
+                {"type": "web_search_tool_result", "tool_use_id": "s1", "content": [{"type": "web_search_result", "url": "u", "title": "t", "text": "kept"}]},
+                {"type": "text", "text": "Found.", "citations": [{"type": "x", "cited_text": "y"}]},
+                {"type": "tool_use", "id": "t3", "name": "sh", "input": {"cmd": "cat"}}
+            ]},
+            {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": "t3", "content": "x".repeat(300)},
+                {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBERi0="}, "title": "doc"},
+                {"type": "image", "source": {"type": "base64", "media_type": "image/jpeg", "data": "/9j/4AAQ"}},
+                {"type": "text", "text": ""}
+            ]},
+            {"role": "assistant", "content": []},
+            {"role": "user", "content": ""},
+            {"role": "assistant", "content": null, "id": "m7"}
+        ],
+        "metadata": {"user_id": "u"},
+        "stream": true
+    })
+}
+
+/// Anthropic requests, spelled every way this crate meets them: the bundled examples and test
+/// data, and generated ones compact, pretty-printed, as Python writes them (escaped to ASCII or
+/// not), with CRLF line breaks, a byte-order mark, `system` as a string or absent or after the
+/// messages.
+fn anthropic_requests() -> Vec<(String, Vec<u8>)> {
+    let mut inputs = vec![
+        ("search.json".to_owned(), ANTHROPIC.as_bytes().to_vec()),
+        ("fuzz".to_owned(), include_bytes!("../tests/data/fuzz/anthropic.json").to_vec()),
+        (
+            "dialect".to_owned(),
+            include_bytes!("../../compaction-cli/tests/data/dialect/anthropic.json").to_vec(),
+        ),
+    ];
+    let full = anthropic_request();
+    let mut string_system = full.clone();
+    string_system["system"] = json!("Be brief.");
+    let mut no_system = full.clone();
+    no_system.as_object_mut().unwrap().shift_remove("system");
+    let mut system_last = no_system.clone();
+    system_last["system"] = json!([{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]);
+    let small = json!({"messages": [{"role": "user", "content": "hi"}]});
+    let values = [
+        ("full", full),
+        ("search", serde_json::from_str(ANTHROPIC).unwrap()),
+        ("string system", string_system),
+        ("no system", no_system),
+        ("system last", system_last),
+        ("small", small),
+    ];
+    for (name, value) in values {
+        let pretty = serde_json::to_vec_pretty(&value).unwrap();
+        inputs.push((format!("{name} compact"), serde_json::to_vec(&value).unwrap()));
+        inputs.push((
+            format!("{name} python ascii"),
+            compaction_testkit::python_dumps(&value, true).into_bytes(),
+        ));
+        inputs.push((format!("{name} python"), compaction_testkit::python_dumps(&value, false).into_bytes()));
+        inputs.push((
+            format!("{name} crlf"),
+            String::from_utf8(pretty.clone()).unwrap().replace('\n', "\r\n").into_bytes(),
+        ));
+        inputs.push((format!("{name} bom"), [b"\xEF\xBB\xBF".as_slice(), &pretty, b"\n"].concat()));
+        inputs.push((format!("{name} pretty"), pretty));
+    }
+    // Lone surrogate escapes, which Python reads and serde_json refuses, in a result, a text
+    // block and a string `content`.
+    let ascii = compaction_testkit::python_dumps(&anthropic_request(), true);
+    for (k, (from, to)) in
+        [("a\\nb", "a\\ud800b"), ("and then?", "and \\udc00then?"), ("Look at", "\\ud83d Look at")]
+            .iter()
+            .enumerate()
+    {
+        assert!(ascii.contains(from), "{from}");
+        inputs.push((format!("lone surrogate {k}"), ascii.replace(from, to).into_bytes()));
+    }
+    inputs
+}
+
+fn anthropic_options() -> ReadOptions {
+    ReadOptions::named("t").with_format(Format::Anthropic)
+}
+
+/// What a read gave, for comparing two: everything a caller sees of the conversation, or the
+/// error as it is worded.
+fn seen(read: &Result<crate::Conversation, crate::Error>) -> String {
+    match read {
+        Ok(c) => format!(
+            "{:?} {:?} {:?} {:?} {:?} {:?} {:?} {} {}",
+            c.format, c.messages, c.tools, c.usage, c.notes, c.layout, c.model, c.conversations, c.selected
+        ),
+        Err(error) => format!("error: {error}"),
+    }
+}
+
+/// What writing `messages` over a conversation gives: the bytes and the notes, or the error.
+fn written_over(
+    conversation: &crate::Conversation,
+    messages: &[Message],
+    target: Option<Target>,
+    changes: &Changes,
+) -> Result<(Vec<u8>, Vec<crate::Note>), String> {
+    let mut out = Vec::new();
+    let notes = write(conversation, messages, target, changes, &mut out).map_err(|e| e.to_string())?;
+    Ok((out, notes))
+}
+
+/// Every change a test writes back: none; each tool result pruned alone, marked as compactors
+/// mark it; all of them; the first text changed; every message marked (the system prompt with
+/// them or not); a result pruned without the marker; the pruned messages with the changes
+/// unknown; one message dropped.
+fn anthropic_changes(messages: &[Message]) -> Vec<(String, Vec<Message>, Changes)> {
+    let results: Vec<usize> = (0..messages.len()).filter(|&i| messages[i].has_tool_call_result()).collect();
+    let marked = |indices: &[usize]| {
+        let mut changed = messages.to_vec();
+        for &index in indices {
+            prune(&mut changed, index);
+            changed[index].meta.insert("compacted".into(), json!(true));
+        }
+        changed
+    };
+    let mut changes = vec![("none".to_owned(), messages.to_vec(), Changes::none())];
+    for &index in &results {
+        changes.push((format!("prune {index}"), marked(&[index]), Changes::in_place(vec![index])));
+    }
+    changes.push(("prune all".into(), marked(&results), Changes::in_place(results.clone())));
+    if let Some(index) = messages.iter().position(|m| m.role != compaction_model::Role::System) {
+        let mut changed = messages.to_vec();
+        changed[index].parts = vec![Part::Text(compaction_model::TextPart::new("Changed ✨"))];
+        changed[index].meta.insert("compacted".into(), json!(true));
+        changes.push((format!("text {index}"), changed, Changes::in_place(vec![index])));
+    }
+    // Every message marked, none otherwise changed: each is encoded afresh over its original.
+    let mut all = messages.to_vec();
+    for message in &mut all {
+        message.meta.insert("compacted".into(), json!(true));
+    }
+    let not_system: Vec<usize> =
+        (0..messages.len()).filter(|&i| messages[i].role != compaction_model::Role::System).collect();
+    changes.push(("all marked".into(), all.clone(), Changes::in_place(not_system)));
+    changes.push(("all marked, system too".into(), all, Changes::in_place((0..messages.len()).collect())));
+    if let Some(&index) = results.first() {
+        let mut unmarked = messages.to_vec();
+        prune(&mut unmarked, index);
+        changes.push(("unmarked".into(), unmarked.clone(), Changes::in_place(vec![index])));
+        changes.push(("unknown".into(), unmarked, Changes::Unknown));
+    }
+    if messages.len() > 1 {
+        let fewer = messages[..messages.len() - 1].to_vec();
+        let origin = (0..fewer.len()).map(Some).collect();
+        changes.push(("dropped".into(), fewer, Changes::Rewritten(origin)));
+    }
+    changes
+}
+
+/// An Anthropic request named as one is read without a tree into what the tree path reads, and
+/// written back, unchanged or changed in every way a command changes it, or converted, into the
+/// very bytes the tree path writes.
+#[test]
+fn an_anthropic_request_is_read_and_written_without_a_tree_as_the_tree_path_does() {
+    let mut fast = 0;
+    for (name, input) in anthropic_requests() {
+        let conversation = read(input.clone(), &anthropic_options());
+        let by_tree = crate::read::read_with_tree(input.clone(), &anthropic_options());
+        assert_eq!(seen(&conversation), seen(&by_tree), "{name}");
+        let (Ok(conversation), Ok(by_tree)) = (conversation, by_tree) else { continue };
+        if matches!(conversation.back, crate::conversation::Back::Request(_)) {
+            fast += 1;
+        }
+        for (change, messages, changes) in anthropic_changes(&conversation.messages) {
+            for target in [None, Some(Target::Anthropic), Some(Target::OpenAi), Some(Target::Haystack)] {
+                let ours = written_over(&conversation, &messages, target, &changes);
+                let theirs = written_over(&by_tree, &messages, target, &changes);
+                let show = |w: Result<(Vec<u8>, Vec<crate::Note>), String>| {
+                    w.map(|(bytes, notes)| (String::from_utf8_lossy(&bytes).into_owned(), notes))
+                };
+                assert_eq!(show(ours), show(theirs), "{name}: {change} to {target:?}");
+            }
+        }
+        // Left alone, the file comes back byte for byte.
+        let mut out = Vec::new();
+        write(&conversation, &conversation.messages, None, &Changes::none(), &mut out).unwrap();
+        assert_eq!(out, input, "{name}");
+        // Read without write-back, nothing of where the messages sit is gathered.
+        let unkept = crate::messages::read(&compaction_model::JsonSource::new(input.clone()), "t", false);
+        if let Some(unkept) = unkept {
+            assert_eq!(unkept.messages, conversation.messages, "{name}");
+            let spans = &unkept.spans;
+            assert!(
+                spans.messages.is_empty() && spans.contents.is_empty() && spans.firsts.is_empty(),
+                "{name}"
+            );
+        }
+    }
+    // Every generated spelling, and the bundled ones whose envelope holds no lone surrogate.
+    assert!(fast >= 41, "{fast} read without a tree");
+}
+
+/// What the Anthropic request reader is not sure of goes to the tree path, which reads or
+/// refuses it as it always has.
+#[test]
+fn an_unusual_anthropic_request_is_left_to_the_tree_path() {
+    let cases = [
+        // Keys twice: in the envelope, a message, a block; a key written with an escape.
+        r#"{"messages":[{"role":"user","content":"a"}],"messages":[{"role":"user","content":"b"}]}"#,
+        r#"{"messages":[{"role":"user","content":"a","content":"b"}]}"#,
+        r#"{"messages":[{"role":"user","content":[{"type":"text","text":"a","text":"b"}]}]}"#,
+        r#"{"messages":[{"role":"user","content":"a","m\u0065ta":1}]}"#,
+        // A system prompt that is null or not text, a system message in the list.
+        r#"{"system":null,"messages":[{"role":"user","content":"a"}]}"#,
+        r#"{"system":[{"type":"image"}],"messages":[{"role":"user","content":"a"}]}"#,
+        r#"{"messages":[{"role":"system","content":"s"},{"role":"user","content":"a"}]}"#,
+        // A compaction block, a message as the whole file, JSON Lines, empty, not JSON.
+        r#"{"messages":[{"role":"user","content":"a"},{"role":"assistant","content":[{"type":"compaction","content":"sum"}]}]}"#,
+        r#"{"role":"user","content":"a","messages":[{"role":"user","content":"a"}]}"#,
+        "{\"messages\":[\n{\"role\":\"user\",\"content\":\"a\"}\n]}",
+        r#"{"messages":[]}"#,
+        r#"{"model":"m"}"#,
+        r#"{"messages":[{"role":"user","content":"a\u00"}]}"#,
+        r#"{"messages":[{"role":"wizard","content":"a"}]}"#,
+        r#"{"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"x","content":"a"}]}]}"#,
+        r#"{"messages":[{"role":"user","content":"a"}]} x"#,
+        r#"{"temperature":NaN,"messages":[{"role":"user","content":"a"}]}"#,
+        r#"{"tools":[{"description":"no name"}],"messages":[{"role":"user","content":"a"}]}"#,
+    ];
+    for input in cases {
+        let fast =
+            crate::messages::read(&compaction_model::JsonSource::new(input.as_bytes().to_vec()), "t", true);
+        assert!(fast.is_none(), "{input}");
+        let conversation = read(input.as_bytes().to_vec(), &anthropic_options());
+        let by_tree = crate::read::read_with_tree(input.as_bytes().to_vec(), &anthropic_options());
+        assert_eq!(seen(&conversation), seen(&by_tree), "{input}");
+    }
+}
+
+/// Spoiled requests (bytes changed, put in, taken out, or the body cut short): the reader
+/// either leaves them to the tree path or reads what the tree path reads and writes it back
+/// alike, and never panics.
+#[test]
+fn a_spoiled_anthropic_request_is_read_as_the_tree_path_reads_it_or_left_to_it() {
+    const BYTES: &[u8] = b"\"\\,:{}[]0-.eE+ \n\x01atfnu/x\xC3\xA9";
+    let mut state = 7u64;
+    let mut next = |n: usize| {
+        state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        (state >> 33) as usize % n
+    };
+    let inputs: Vec<Vec<u8>> = anthropic_requests()
+        .into_iter()
+        .filter(|(name, _)| {
+            ["full compact", "full pretty", "search.json", "string system python ascii"]
+                .contains(&name.as_str())
+        })
+        .map(|(_, input)| input)
+        .collect();
+    let (mut fast, mut refused) = (0, 0);
+    for k in 0..3000 {
+        let mut input = inputs[k % inputs.len()].clone();
+        match next(4) {
+            0 => input.truncate(next(input.len())),
+            _ => {
+                for _ in 0..1 + next(2) {
+                    let at = next(input.len());
+                    match next(3) {
+                        0 => input.insert(at, BYTES[next(BYTES.len())]),
+                        1 => {
+                            input.remove(at);
+                        }
+                        _ => input[at] = BYTES[next(BYTES.len())],
+                    }
+                }
+            }
+        }
+        let conversation = read(input.clone(), &anthropic_options());
+        let by_tree = crate::read::read_with_tree(input.clone(), &anthropic_options());
+        let shown = String::from_utf8_lossy(&input);
+        assert_eq!(seen(&conversation), seen(&by_tree), "{shown}");
+        let (Ok(conversation), Ok(by_tree)) = (conversation, by_tree) else {
+            refused += 1;
+            continue;
+        };
+        if matches!(conversation.back, crate::conversation::Back::Request(_)) {
+            fast += 1;
+        }
+        let changes = anthropic_changes(&conversation.messages);
+        for (change, messages, changes) in
+            changes.into_iter().filter(|(c, ..)| c == "prune all" || c == "none")
+        {
+            let ours = written_over(&conversation, &messages, None, &changes);
+            let theirs = written_over(&by_tree, &messages, None, &changes);
+            assert_eq!(ours, theirs, "{shown}: {change}");
+        }
+    }
+    assert!(fast > 300 && refused > 300, "{fast} read without a tree, {refused} refused");
+}
+
+/// A request of a few megabytes, its changed messages encoded on another thread while the rest
+/// is copied: the same messages as the tree path's, and the same bytes written back.
+#[test]
+fn a_large_anthropic_request_is_read_and_written_as_the_tree_path_does() {
+    let output = "line of output, with ünïcödé and \"quotes\"\n".repeat(30);
+    let mut messages = vec![json!({"role": "user", "content": "Go."})];
+    for k in 0..3000 {
+        let id = format!("call_{k}");
+        messages.push(json!({"role": "assistant", "content": [{"type": "tool_use", "id": id, "name": "sh", "input": {"n": k}}]}));
+        messages.push(json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": id, "content": output}]}));
+    }
+    let input = serde_json::to_vec(&json!({"model": "m", "system": "s", "messages": messages})).unwrap();
+    assert!(input.len() > 2 << 20, "large enough for two threads: {}", input.len());
+    let conversation = read(input.clone(), &anthropic_options()).unwrap();
+    assert!(matches!(conversation.back, crate::conversation::Back::Request(_)), "read without a tree");
+    let by_tree = crate::read::read_with_tree(input.clone(), &anthropic_options()).unwrap();
+    assert_eq!(seen(&Ok(conversation)), seen(&Ok(by_tree)));
+    let conversation = read(input.clone(), &anthropic_options()).unwrap();
+    let by_tree = crate::read::read_with_tree(input, &anthropic_options()).unwrap();
+    // Every other result pruned, marked as compactors mark it.
+    let mut pruned = conversation.messages.clone();
+    let changed: Vec<usize> =
+        (0..pruned.len()).filter(|&i| pruned[i].has_tool_call_result() && i % 4 == 1).collect();
+    for &index in &changed {
+        prune(&mut pruned, index);
+        pruned[index].meta.insert("compacted".into(), json!(true));
+    }
+    assert_eq!(changed.len(), 1500);
+    let changes = Changes::in_place(changed);
+    let ours = written_over(&conversation, &pruned, None, &changes).unwrap();
+    assert!(ours == written_over(&by_tree, &pruned, None, &changes).unwrap());
+}

@@ -16,7 +16,8 @@
 //! tool outputs are most of what its messages hold; left in the input they cost neither a copy
 //! nor fresh memory, as the OpenAI and Haystack readers leave theirs. Where each block's
 //! `content` lies in the line is kept too, so a write-back replaces a result without crossing
-//! the line again to find it.
+//! the line again to find it. An Anthropic request's reader leaves the message's other texts
+//! too ([`Left::texts`]): a string `content`, and the `text` of each text block.
 
 use std::ops::Range;
 
@@ -42,7 +43,7 @@ pub(crate) fn value_at(
         static SCRATCH: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
     }
     SCRATCH.with(|scratch| {
-        let mut builder = Builder { text, keys, scratch: scratch.take(), left };
+        let mut builder = Builder { text, keys, scratch: scratch.take(), left, skip: false };
         let built = builder.value(at, 0, Place::Message);
         scratch.replace(builder.scratch);
         let (mut value, end) = built?;
@@ -53,12 +54,27 @@ pub(crate) fn value_at(
     })
 }
 
+/// The message starting at byte `at` of `text`, and where it ends, as [`value_at`] builds it
+/// with [`Left::texts`], but for the texts it would leave in the input, which are skipped, not
+/// checked, and stand as empty strings (for the whole of a message's texts: the tree path never
+/// writes those it leaves for other blocks, whose places are all keys an encoding owns). For the
+/// original a changed message is laid over.
+pub(crate) fn skeleton_at(text: &str, at: usize) -> Option<(Value, usize)> {
+    let mut keys = Keys::default();
+    let mut builder = Builder { text, keys: &mut keys, scratch: String::new(), left: None, skip: true };
+    builder.value(at, 0, Place::Message)
+}
+
 /// Where the text being built lies in its input, for the tool results' texts left there, and
 /// what was found of them so far.
 pub(crate) struct Left<'s> {
     pub source: &'s JsonSource,
     /// Where the text starts in the source.
     pub start: usize,
+    /// Whether the message's own texts are left in the input too: its `content` when a string,
+    /// and the `text` of each of its text blocks (taken with [`ResultsFound::take_content`] and
+    /// [`ResultsFound::take_text`]).
+    pub texts: bool,
     pub found: ResultsFound,
 }
 
@@ -69,6 +85,9 @@ pub(crate) struct Left<'s> {
 pub(crate) struct ResultsFound {
     texts: Vec<(usize, Option<usize>, Text)>,
     spans: Vec<(usize, Range<usize>)>,
+    /// The message's own texts left (see [`Left::texts`]): its `content` (`None`), or the `text`
+    /// of block `k`.
+    own: Vec<(Option<usize>, Text)>,
 }
 
 impl ResultsFound {
@@ -76,6 +95,21 @@ impl ResultsFound {
     pub(crate) fn take(&mut self, block: usize, item: Option<usize>) -> Option<Text> {
         let at = self.texts.iter().position(|&(b, i, _)| (b, i) == (block, item))?;
         Some(self.texts.swap_remove(at).2)
+    }
+
+    /// The text left for the message's `content`, when it is a string.
+    pub(crate) fn take_content(&mut self) -> Option<Text> {
+        self.take_own(None)
+    }
+
+    /// The text left for the `text` of block `block`, a text block.
+    pub(crate) fn take_text(&mut self, block: usize) -> Option<Text> {
+        self.take_own(Some(block))
+    }
+
+    fn take_own(&mut self, block: Option<usize>) -> Option<Text> {
+        let at = self.own.iter().position(|(b, _)| *b == block)?;
+        Some(self.own.swap_remove(at).1)
     }
 
     /// Where the `content` of block `block` lies in the text the message was built from (a
@@ -89,6 +123,22 @@ impl ResultsFound {
     /// result's text (a block of another type, a result's block that is not text), so what is
     /// left is what a tool result's reader takes, and nothing else reads an empty string there.
     fn keep_results(&mut self, message: &mut Value) {
+        self.own.retain_mut(|(block, text)| {
+            let place = match block {
+                None => message.get_mut("content"),
+                Some(block) => message.get_mut("content").and_then(|c| c.get_mut(*block)),
+            };
+            let Some(place) = place else { return false };
+            // A string `content` is always the message's text; a block's `text` only a text
+            // block's (any other block is kept whole, as it was read).
+            let keep = block.is_none() || place.get("type").and_then(Value::as_str) == Some("text");
+            if !keep {
+                if let Some(place) = place.get_mut("text") {
+                    *place = Value::String(std::mem::take(text).into_string());
+                }
+            }
+            keep
+        });
         self.texts.retain_mut(|(block, item, text)| {
             let Some(block) = message.get_mut("content").and_then(|c| c.get_mut(*block)) else {
                 return false;
@@ -130,6 +180,8 @@ enum Place {
     Part(usize, usize),
     /// The `text` of that.
     PartText(usize, usize),
+    /// The `text` of block `k` of the message.
+    BlockText(usize),
     Elsewhere,
 }
 
@@ -138,6 +190,7 @@ impl Place {
         match (self, key) {
             (Place::Message, "content") => Place::Blocks,
             (Place::Block(k), "content") => Place::Result(k),
+            (Place::Block(k), "text") => Place::BlockText(k),
             (Place::Part(k, j), "text") => Place::PartText(k, j),
             _ => Place::Elsewhere,
         }
@@ -151,14 +204,25 @@ impl Place {
         }
     }
 
-    /// Where a string here would be left in the input: a block's `content`, or a text of it.
-    fn left(self) -> Option<(usize, Option<usize>)> {
+    /// Where a string here would be left in the input: a block's `content`, or a text of it;
+    /// with `texts`, the message's `content` or a block's `text` too.
+    fn left(self, texts: bool) -> Option<Slot> {
         match self {
-            Place::Result(k) => Some((k, None)),
-            Place::PartText(k, j) => Some((k, Some(j))),
+            Place::Result(k) => Some(Slot::Result(k, None)),
+            Place::PartText(k, j) => Some(Slot::Result(k, Some(j))),
+            Place::Blocks if texts => Some(Slot::Own(None)),
+            Place::BlockText(k) if texts => Some(Slot::Own(Some(k))),
             _ => None,
         }
     }
+}
+
+/// Where a text left in the input goes: a tool result's (a block's `content`, or the text of
+/// one of its blocks), or the message's own (its `content`, or a block's `text`).
+#[derive(Clone, Copy)]
+enum Slot {
+    Result(usize, Option<usize>),
+    Own(Option<usize>),
 }
 
 /// A build in progress: the text, what its keys hold, and a buffer strings with escapes are
@@ -169,6 +233,8 @@ struct Builder<'a, 'k, 'l, 's> {
     keys: &'k mut Keys,
     scratch: String,
     left: Option<&'l mut Left<'s>>,
+    /// Whether the strings a [`Left`] with `texts` would leave are skipped (see [`skeleton_at`]).
+    skip: bool,
 }
 
 impl Builder<'_, '_, '_, '_> {
@@ -176,11 +242,20 @@ impl Builder<'_, '_, '_, '_> {
         let (text, bytes) = (self.text, self.text.as_bytes());
         match *bytes.get(at)? {
             b'"' => {
-                if let (Some(left), Some((block, item))) = (self.left.as_deref_mut(), place.left()) {
-                    // Checked and counted where it is; the string in the value is a stand-in.
-                    let (string, end) = left.source.string_at(left.start + at)?;
-                    left.found.texts.push((block, item, string));
-                    return Some((Value::String(String::new()), end - left.start));
+                if self.skip && place.left(true).is_some() {
+                    let end = compaction_json::scan::skip_value(bytes, at)?;
+                    return Some((Value::String(String::new()), end));
+                }
+                if let Some(left) = self.left.as_deref_mut() {
+                    if let Some(slot) = place.left(left.texts) {
+                        // Checked and counted where it is; the string in the value is a stand-in.
+                        let (string, end) = left.source.string_at(left.start + at)?;
+                        match slot {
+                            Slot::Result(block, item) => left.found.texts.push((block, item, string)),
+                            Slot::Own(block) => left.found.own.push((block, string)),
+                        }
+                        return Some((Value::String(String::new()), end - left.start));
+                    }
                 }
                 let (string, end, _) = self.string(at + 1)?;
                 Some((Value::String(string), end))

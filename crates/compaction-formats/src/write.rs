@@ -13,7 +13,7 @@ use crate::notes::{Note, NoteKind};
 use crate::provider::provider_item;
 use crate::read::read_tree;
 use crate::tree::{write_tree_rewritten, write_tree_to};
-use crate::{formats, haystack, ids, logback, request};
+use crate::{formats, haystack, ids, logback, messages, request};
 
 /// Writes `messages` (the conversation's, or a changed version of them) to `out`: in `target`
 /// when one is given, else back in the format read.
@@ -114,7 +114,11 @@ fn write_unescaped(
             out,
         ),
         Back::Request(spans) if own => {
-            if request::write(conversation.source(), spans, messages, changed, out)? {
+            let over = match format {
+                Format::Anthropic => messages::write(conversation.source(), spans, messages, changed, out)?,
+                _ => request::write(conversation.source(), spans, messages, changed, out)?,
+            };
+            if over {
                 Ok(())
             } else {
                 write_tree_to(
@@ -222,10 +226,11 @@ fn write_rewritten_unescaped(
     }
 }
 
-/// What the tree path keeps to write back an OpenAI request read without a tree, for the writes
-/// that need to decode the messages read again (messages dropped, added or moved).
+/// What the tree path keeps to write back a request (OpenAI or Anthropic) read without a tree,
+/// for the writes that need to decode the messages read again (messages dropped, added or
+/// moved, or changed without a marker).
 fn request_tree(conversation: &Conversation) -> Result<Box<Native>, Error> {
-    let options = ReadOptions::named("the input").with_format(Format::OpenAi);
+    let options = ReadOptions::named("the input").with_format(conversation.format);
     match read_tree(conversation.source(), &options)?.back {
         Back::Tree(native) => Ok(native),
         _ => Err(Error::WriteBack { reason: "the request no longer reads as one".into() }),

@@ -28,7 +28,17 @@ const LAYERS: &[(&str, &[&str])] = &[
     // One module per format (a format may build on another: Claude Code on Anthropic).
     (
         "formats",
-        &["anthropic", "claude_code", "codex", "haystack", "openai", "openhands", "request", "responses"],
+        &[
+            "anthropic",
+            "claude_code",
+            "codex",
+            "haystack",
+            "messages",
+            "openai",
+            "openhands",
+            "request",
+            "responses",
+        ],
     ),
     // Telling the format, the table of formats, reading and writing.
     ("pipeline and dispatch", &["detect", "formats", "ids", "pipeline", "read", "write"]),
