@@ -130,3 +130,62 @@ pub fn lone_surrogate(c: char) -> Option<u16> {
 pub fn stand_in(unit: u32) -> char {
     char::from_u32(FIRST_STAND_IN + (unit & 0x7FF)).unwrap_or(char::REPLACEMENT_CHARACTER)
 }
+
+/// Whether `raw`, the contents of a valid JSON string, is spelled as serde_json spells what it
+/// stands for: every escape one serde_json writes (`\"`, `\\`, `\b`, `\t`, `\n`, `\f`, `\r`, and
+/// `\u00xx` in lowercase for the other control characters), every other character as it is.
+pub fn is_canonical(raw: &[u8]) -> bool {
+    let mut at = 0;
+    loop {
+        // Valid contents hold no quote or control character but escaped: the next stop is a
+        // backslash, or the end (the last few bytes are looked at one by one).
+        at = next_stop(raw, at);
+        let Some(found) = raw[at..].iter().position(|&b| b == b'\\') else { return true };
+        let escape = at + found + 1;
+        let canonical = match raw.get(escape) {
+            Some(b'"' | b'\\' | b'b' | b't' | b'n' | b'f' | b'r') => true,
+            Some(b'u') => match raw.get(escape + 1..escape + 5) {
+                Some([b'0', b'0', high @ (b'0' | b'1'), low @ (b'0'..=b'9' | b'a'..=b'f')]) => {
+                    let unit =
+                        (high - b'0') << 4 | if low.is_ascii_digit() { low - b'0' } else { low - b'a' + 10 };
+                    !matches!(unit, 0x08 | 0x09 | 0x0a | 0x0c | 0x0d)
+                }
+                _ => false,
+            },
+            _ => false,
+        };
+        if !canonical {
+            return false;
+        }
+        at = escape + 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_canonical;
+
+    #[test]
+    fn a_string_is_canonical_only_as_serde_json_spells_it() {
+        for raw in [
+            r"\/",
+            r"\u00e9",
+            r"\u000A",
+            r"\u000a",
+            r"\u0020",
+            r"\u001F",
+            r"\ud83c\udf89",
+            r"a\u0022",
+            r"\u00",
+        ] {
+            assert!(!is_canonical(raw.as_bytes()), "{raw}");
+        }
+        for raw in [r"\u001f", r"\u0000", r"\u000b", r#"\"\\\b\t\n\f\r"#, "plain é 🎉", r"\\u00e9", ""] {
+            assert!(is_canonical(raw.as_bytes()), "{raw}");
+        }
+        for c in (0u32..0x800).filter_map(char::from_u32) {
+            let spelled = serde_json::to_string(&c.to_string()).expect("a JSON string");
+            assert!(is_canonical(&spelled.as_bytes()[1..spelled.len() - 1]), "{spelled}");
+        }
+    }
+}

@@ -77,6 +77,7 @@ mod object;
 pub mod parallel;
 mod prefix;
 mod sniff;
+mod spelled;
 mod text;
 mod tool;
 mod wire;

@@ -179,21 +179,28 @@ impl Text {
         }
     }
 
-    /// Hands the text's UTF-8 bytes to `piece` a run at a time (joined, they are
-    /// [`as_str`](Self::as_str)'s): a text still escaped in its source is decoded as it goes and
-    /// not kept decoded, and one written without escapes is handed as it lies there. For hashing
-    /// a text without the copy `as_str` makes of an escaped one, which would stay for as long as
-    /// the text.
-    pub fn for_each_piece(&self, mut piece: impl FnMut(&[u8])) {
+    /// Hands the text as serde_json spells it between a JSON string's quotes (its canonical
+    /// spelling: `"`, `\` and control characters escaped, nothing else) to `block`, in blocks
+    /// of 512 bytes and then the rest (shorter, possibly empty). The blocks are the same however
+    /// the text is held: owned, shared, or still in its source in any spelling. For hashing a
+    /// text with a hasher whose result depends on how its input is cut, without decoding the
+    /// text: one left in its source in the canonical spelling (most writers' output) is handed
+    /// over as it lies there, and any other is spelled again as it goes, never kept.
+    pub fn for_each_spelled_block(&self, block: impl FnMut(&[u8])) {
+        let mut blocks = crate::spelled::Blocks::new(block);
         match &self.repr {
-            Repr::Owned(string) => piece(string.as_bytes()),
-            Repr::Shared(owner) => piece((**owner).as_ref().as_bytes()),
-            Repr::Json { source, raw, escaped: false, .. } => piece(&source.as_bytes()[raw.clone()]),
-            Repr::Json { source, raw, decoded, .. } => match decoded.get() {
-                Some(string) => piece(string.as_bytes()),
-                None => crate::prefix::unescape_pieces(&source.as_bytes()[raw.clone()], &mut piece),
-            },
+            Repr::Owned(string) => blocks.push_escaped(string.as_bytes()),
+            Repr::Shared(owner) => blocks.push_escaped((**owner).as_ref().as_bytes()),
+            Repr::Json { source, raw, decoded, .. } => {
+                let raw = &source.as_bytes()[raw.clone()];
+                match decoded.get() {
+                    _ if compaction_json::string::is_canonical(raw) => blocks.push(raw),
+                    Some(string) => blocks.push_escaped(string.as_bytes()),
+                    None => crate::prefix::unescape_pieces(raw, &mut |piece| blocks.push_escaped(piece)),
+                }
+            }
         }
+        blocks.finish();
     }
 
     /// Its length in characters (Unicode scalar values), without scanning it.
@@ -370,7 +377,23 @@ mod tests {
     }
 
     #[test]
-    fn its_pieces_are_its_string_and_an_escaped_text_is_not_kept_decoded_for_them() {
+    fn its_spelled_blocks_are_its_canonical_json_and_an_escaped_text_is_not_kept_decoded_for_them() {
+        // The text as serde_json spells it, and the lengths of the blocks it comes in.
+        let spelled = |text: &Text| {
+            let (mut all, mut cuts) = (Vec::new(), Vec::new());
+            text.for_each_spelled_block(|block| {
+                all.extend_from_slice(block);
+                cuts.push(block.len());
+            });
+            (String::from_utf8(all).expect("UTF-8"), cuts)
+        };
+        let canonical = |text: &str| {
+            let json = serde_json::to_string(text).expect("a JSON string");
+            let inner = json[1..json.len() - 1].to_owned();
+            let mut cuts = vec![512; inner.len() / 512];
+            cuts.push(inner.len() % 512);
+            (inner, cuts)
+        };
         // JSON string contents, as a source holds them.
         let cases = [
             r"plain",
@@ -379,6 +402,9 @@ mod tests {
             r"d\u00e9j\u00e0 \ud83c\udf89 \u2728 caf\u00E9",
             r"\n",
             "déjà vu 🎉 raw",
+            r"\u0001 ctl \u001f \u001F",
+            &"a \\\"quoted\\\" line\\n".repeat(100),
+            &r"caf\u00e9 \/ ".repeat(100),
         ];
         for raw in cases {
             let json = format!("\"{raw}\"");
@@ -389,20 +415,14 @@ mod tests {
             let raw_range = 1..json.len() - 1;
             let repr = super::Repr::Json { source, raw: raw_range, escaped, decoded: OnceLock::new() };
             let text = Text { repr, chars: expected.chars().count() };
-            let mut joined = Vec::new();
-            text.for_each_piece(|piece| joined.extend_from_slice(piece));
-            assert_eq!(String::from_utf8(joined).expect("UTF-8"), expected, "{raw}");
+            assert_eq!(spelled(&text), canonical(&expected), "{raw}");
             let super::Repr::Json { decoded, .. } = &text.repr else { panic!("{raw}: left in its source") };
             assert!(decoded.get().is_none(), "{raw}: decoded and kept");
             // Once decoded, the decoded string is handed as it is.
             assert_eq!(text.as_str(), expected);
-            let mut again = Vec::new();
-            text.for_each_piece(|piece| again.extend_from_slice(piece));
-            assert_eq!(again, expected.as_bytes(), "{raw}");
+            assert_eq!(spelled(&text), canonical(&expected), "{raw}");
+            assert_eq!(spelled(&Text::new(expected.as_str())), canonical(&expected), "{raw}");
         }
-        let mut owned = Vec::new();
-        Text::new("café").for_each_piece(|piece| owned.extend_from_slice(piece));
-        assert_eq!(owned, "café".as_bytes());
     }
 
     #[test]
@@ -411,9 +431,9 @@ mod tests {
         let owner: Arc<dyn AsRef<str> + Send + Sync> = Arc::new(String::from("Straße ✓"));
         let mut text = Text::shared(Arc::clone(&owner));
         assert_eq!((text.as_str(), text.char_len()), ("Straße ✓", 8));
-        let mut pieces = Vec::new();
-        text.for_each_piece(|piece| pieces.extend_from_slice(piece));
-        assert_eq!(pieces, "Straße ✓".as_bytes());
+        let mut spelled = Vec::new();
+        text.for_each_spelled_block(|block| spelled.extend_from_slice(block));
+        assert_eq!(spelled, "Straße ✓".as_bytes());
         assert_eq!(text.clone(), Text::new("Straße ✓"));
         assert_eq!(text.clone().into_string(), "Straße ✓");
         text.edit(|s| s.push('!'));

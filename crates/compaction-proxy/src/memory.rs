@@ -144,42 +144,16 @@ fn hash_message(message: &Message, h: &mut impl Hasher) {
     }
 }
 
-/// A text's characters, fed as they lie in the request: a text the reader left escaped there is
-/// decoded a run at a time, not into a copy of its own (`as_str` would decode it and keep it, for
-/// each text of the request: most of its bytes). Led by its length in characters, which every
-/// text knows, so that the texts in a row cannot run into one another.
-///
-/// The pieces of an escaped text can be a character each, and how a text is cut into pieces
-/// depends on how it was read: its bytes are fed in runs of [`RUN`] bytes, then what is left,
-/// whatever the pieces, since the hash of a run of bytes depends on how it is cut into writes.
-/// A piece's whole runs are fed from where it lies; only the bytes around them are gathered.
+/// A text, fed as serde_json spells it in blocks of a fixed size ([`Text::for_each_spelled_block`]):
+/// a text left in the request in that spelling, as most clients write, is hashed where it lies,
+/// neither decoded nor copied, and the blocks are the same however the text was read (escaped
+/// otherwise, or a string of its own), which a hash that depends on how its input is cut needs.
+/// Led by its length in characters, which every text knows, so that the texts in a row cannot
+/// run into one another.
 fn hash_text(text: &Text, h: &mut impl Hasher) {
     h.write_usize(text.char_len());
-    let mut run = [0u8; RUN];
-    let mut len = 0;
-    text.for_each_piece(|mut piece| {
-        if len > 0 {
-            let take = piece.len().min(RUN - len);
-            run[len..len + take].copy_from_slice(&piece[..take]);
-            len += take;
-            piece = &piece[take..];
-            if len < RUN {
-                return;
-            }
-            h.write(&run);
-            len = 0;
-        }
-        let mut runs = piece.chunks_exact(RUN);
-        runs.by_ref().for_each(|whole| h.write(whole));
-        let rest = runs.remainder();
-        run[..rest.len()].copy_from_slice(rest);
-        len = rest.len();
-    });
-    h.write(&run[..len]);
+    text.for_each_spelled_block(|block| h.write(block));
 }
-
-/// The bytes of a text fed to the hasher at a time (see [`hash_text`]).
-const RUN: usize = 512;
 
 fn hash_text_part(part: &TextPart, h: &mut impl Hasher) {
     hash_text(&part.text, h);
@@ -711,14 +685,19 @@ mod tests {
         }
         // Long texts, in runs longer than what is gathered before hashing and escapes between.
         for run in [1, 100, 511, 512, 513, 2_000] {
-            let text = format!("{}\n", "é".repeat(run)).repeat(5);
-            let escaped = serde_json::to_string(&text).expect("a JSON string").replace('é', "\\u00e9");
-            let json = format!(
-                r#"[{{"role": "user", "meta": {{}}, "name": null, "content": [{{"text": {escaped}}}]}}]"#
-            );
-            let source = compaction_model::JsonSource::new(json.into_bytes());
-            let read = Message::read_prefix_in(&source, 1).expect("a message").message;
-            assert_eq!(prefix_hashes(&[read]), prefix_hashes(&[Message::user(text)]), "{run}");
+            let text = format!("{}\n\"", "é".repeat(run)).repeat(5);
+            // As serde_json spells it (hashed where it lies), and with other escapes.
+            let canonical = serde_json::to_string(&text).expect("a JSON string");
+            for spelled in
+                [canonical.clone(), canonical.replace('é', "\\u00e9"), canonical.replace('é', "\\u00E9")]
+            {
+                let json = format!(
+                    r#"[{{"role": "user", "meta": {{}}, "name": null, "content": [{{"text": {spelled}}}]}}]"#
+                );
+                let source = compaction_model::JsonSource::new(json.into_bytes());
+                let read = Message::read_prefix_in(&source, 1).expect("a message").message;
+                assert_eq!(prefix_hashes(&[read]), prefix_hashes(&[Message::user(text.clone())]), "{run}");
+            }
         }
         // Two texts in a row are not the same as their characters run together.
         let split = |a: &str, b: &str| Message {

@@ -17,7 +17,7 @@ use crate::project_root;
 /// in the change that adds items (and say what they are in CHANGELOG.md), or lower it in the
 /// change that removes some, so the next addition is seen.
 const PUBLIC_ITEM_BUDGET: &[(&str, usize)] = &[
-    ("compaction-json", 55),
+    ("compaction-json", 56),
     ("compaction-model", 132),
     ("compaction-formats", 52),
     ("compaction-tokens", 56),
