@@ -11,7 +11,7 @@ use compaction_model::{Changes, Message, Part, Role};
 use hyper::{Method, Response, StatusCode};
 
 use crate::error::Error;
-use crate::memory::{message_hash, prefix_hashes, Memory, Rewrite, Slot};
+use crate::memory::{message_hash, prefix_hashes, CountKey, Made, Memory, Rewrite, Slot};
 use crate::metrics::Failure;
 use crate::relay::ProxyBody;
 use crate::server::{answer, chain, Shared};
@@ -83,7 +83,7 @@ pub(crate) struct Compacted {
     pub(crate) declined: Option<String>,
     /// The prefix hash of the request's last message, under which the upstream's count of it
     /// is remembered.
-    pub(crate) key: Option<u64>,
+    pub(crate) key: Option<CountKey>,
     /// The upstream's count of the previous request and its reply, when the estimate was
     /// anchored on it.
     pub(crate) anchored: Option<usize>,
@@ -120,23 +120,26 @@ pub(crate) fn compact(
     let read_len = messages.len();
     // The messages the hook sees, each with the client's message it stands for.
     let mut recalled = Recalled::unchanged(messages);
-    let mut anchored = None;
+    let mut anchor = None;
     if let Some(memory) = memory {
         let mut memory = memory.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        anchored = memory.count(&hashes, &recalled.messages);
+        anchor = memory.count(&hashes, &recalled.messages);
         recalled = recalled.recall(&mut memory, &hashes);
     }
-    let Recalled { mut messages, origin, mut changed } = recalled;
+    // The previous request's count anchors this one only if it is made as that one was: with a
+    // replacement or a rewrite forgotten since, this one is larger than what was counted.
+    let anchor = anchor.filter(|anchor| recalled.made_through(&hashes, anchor.last) == anchor.made);
+    let Recalled { mut messages, origin, mut changed, rewrite: applied, in_place: recalled_in_place } =
+        recalled;
     let recalled_count = changed.len();
     if let (Some(keep), Format::Anthropic) = (clear_thinking, endpoint.format()) {
         changed.extend(clear_thinking_but_last(&mut messages, keep));
     }
     let mut state = AgentState::new(messages).with_tools(conversation.tools.clone());
-    if let Some((context_tokens, idle)) = anchored {
-        state = state.with_context_tokens(context_tokens);
-        state.idle = Some(idle);
+    if let Some(anchor) = anchor {
+        state = state.with_context_tokens(anchor.tokens);
+        state.idle = Some(anchor.idle);
     }
-    let anchored = anchored.map(|(context_tokens, _)| context_tokens);
     let outcome = hook.try_run(&mut state).map_err(|source| Error::Compact { endpoint: path, source })?;
     let tokens_before = outcome.estimated_tokens;
     let mut compacted = Compacted {
@@ -148,8 +151,8 @@ pub(crate) fn compact(
         recalled: recalled_count,
         compacted: outcome.compacted,
         declined: outcome.declined.clone(),
-        key: memory.and(hashes.last().copied()),
-        anchored,
+        key: None,
+        anchored: anchor.map(|anchor| anchor.tokens),
         conversation: id,
         first_change: None,
     };
@@ -168,33 +171,40 @@ pub(crate) fn compact(
                 .map(|&index| index.and_then(|index| origin.get(index).copied().flatten()))
                 .collect()
         }
+        Some(Changes::Unknown) => Vec::new(),
+    };
+    let in_place = forwarded.len() == read_len && forwarded.iter().enumerate().all(|(i, o)| *o == Some(i));
+    // What to remember once the request is written, and what the request is then made of.
+    let (remembered, made) = match (&outcome.changes, in_place) {
         // Nothing is known of where the messages came from: nothing is remembered, and the
         // next request runs the hook afresh, so the upstream's count of this one must not
         // anchor it either.
-        Some(Changes::Unknown) => {
-            compacted.key = None;
-            Vec::new()
+        (Some(Changes::Unknown), _) => (Remembered::Nothing, None),
+        (None, _) => (
+            Remembered::Nothing,
+            Some(Made { rewrite: applied.map(|last| hashes[last]), replaced: recalled_in_place.len() }),
+        ),
+        (Some(Changes::InPlace(by_hook)), true) => {
+            let mut replaced: Vec<usize> = recalled_in_place.iter().chain(by_hook).copied().collect();
+            replaced.sort_unstable();
+            replaced.dedup();
+            let made = Made { rewrite: None, replaced: replaced.len() };
+            (Remembered::InPlace(by_hook.clone()), Some(made))
         }
+        // Messages dropped or put in, now or before: the whole request is remembered as a
+        // rewrite of the conversation so far.
+        _ => match hashes.last() {
+            Some(&last) => (
+                Remembered::Rewrite(last, rewrite_of(state.messages(), &forwarded, &own)),
+                Some(Made { rewrite: Some(last), replaced: 0 }),
+            ),
+            None => (Remembered::Nothing, None),
+        },
     };
-    let in_place = forwarded.len() == read_len && forwarded.iter().enumerate().all(|(i, o)| *o == Some(i));
     if outcome.changes.is_none() && changed.is_empty() && in_place {
+        compacted.key =
+            memory.and(hashes.last().copied()).zip(made).map(|(hash, made)| CountKey { hash, made });
         return Ok(compacted);
-    }
-    if let (Some(memory), Some(_)) = (memory, &outcome.changes) {
-        let mut memory = memory.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        match (in_place, &outcome.changes) {
-            (true, Some(Changes::InPlace(by_hook))) => {
-                for &index in by_hook {
-                    memory.remember(hashes[index], state.messages()[index].clone());
-                }
-            }
-            (_, Some(Changes::Unknown)) => {}
-            _ => {
-                if let Some(&last) = hashes.last() {
-                    memory.remember_rewrite(last, rewrite_of(state.messages(), &forwarded, &own));
-                }
-            }
-        }
     }
     if outcome.compacted {
         compacted.tokens_after =
@@ -203,7 +213,7 @@ pub(crate) fn compact(
         let first = outcome.report.as_ref().and_then(|report| report.first_changed());
         compacted.first_change = first.map(|first| (first, state.messages().len()));
     }
-    let changes = match (in_place, outcome.changes) {
+    let changes = match (in_place, &outcome.changes) {
         (_, Some(Changes::Unknown)) => Changes::Unknown,
         (true, _) => Changes::in_place(changed),
         (false, _) => Changes::rewritten(forwarded),
@@ -211,8 +221,32 @@ pub(crate) fn compact(
     let mut out = Vec::with_capacity(body.len());
     compaction_formats::write(&conversation, state.messages(), None, &changes, &mut out)
         .map_err(|source| Error::Write { endpoint: path, source })?;
+    // Remembered only now that the request is written as it will be forwarded: a request that
+    // cannot be goes on unchanged, and must not be recalled as compacted.
+    if let Some(memory) = memory {
+        let mut memory = memory.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        match remembered {
+            Remembered::Nothing => {}
+            Remembered::InPlace(indices) => {
+                for index in indices {
+                    memory.remember(hashes[index], state.messages()[index].clone());
+                }
+            }
+            Remembered::Rewrite(hash, rewrite) => memory.remember_rewrite(hash, rewrite),
+        }
+    }
+    compacted.key = memory.and(hashes.last().copied()).zip(made).map(|(hash, made)| CountKey { hash, made });
     compacted.body = Some(out);
     Ok(compacted)
+}
+
+/// What a compaction leaves to remember once its request is written.
+enum Remembered {
+    Nothing,
+    /// The messages the hook changed, at these indices, each under its prefix hash.
+    InPlace(Vec<usize>),
+    /// The whole request as a rewrite, under the prefix hash of its last message.
+    Rewrite(u64, Rewrite),
 }
 
 /// A request's messages with what memory gave back put in: for each, the index of the client's
@@ -222,13 +256,27 @@ struct Recalled {
     messages: Vec<Message>,
     origin: Vec<Option<usize>>,
     changed: Vec<usize>,
+    /// The index of the client's last message the rewrite put back covers, when one was.
+    rewrite: Option<usize>,
+    /// The client's messages replaced one by one (after the rewrite), by index.
+    in_place: Vec<usize>,
 }
 
 impl Recalled {
     /// The client's messages, as sent.
     fn unchanged(messages: Vec<Message>) -> Recalled {
         let origin = (0..messages.len()).map(Some).collect();
-        Recalled { messages, origin, changed: Vec::new() }
+        Recalled { messages, origin, changed: Vec::new(), rewrite: None, in_place: Vec::new() }
+    }
+
+    /// What the request was made of through the client's message `last`: the rewrite put back
+    /// (kept under the prefix hash of the last message it covers), and the messages up to `last`
+    /// replaced one by one.
+    fn made_through(&self, hashes: &[u64], last: usize) -> Made {
+        Made {
+            rewrite: self.rewrite.and_then(|covered| hashes.get(covered).copied()),
+            replaced: self.in_place.iter().filter(|&&index| index <= last).count(),
+        }
     }
 
     /// The latest rewrite remembered for a prefix of the conversation in place of the messages
@@ -237,7 +285,8 @@ impl Recalled {
         let Recalled { mut messages, .. } = self;
         let Some((last, rewrite)) = memory.rewrite(hashes) else {
             let changed = memory.recall(hashes, &mut messages);
-            return Recalled { origin: (0..messages.len()).map(Some).collect(), messages, changed };
+            let origin = (0..messages.len()).map(Some).collect();
+            return Recalled { origin, messages, in_place: changed.clone(), changed, rewrite: None };
         };
         let covered = last + 1;
         let later = memory.recall(&hashes[covered..], &mut messages[covered..]);
@@ -246,6 +295,8 @@ impl Recalled {
             messages: Vec::with_capacity(rewrite.slots.len() + sent.len() - covered),
             origin: Vec::new(),
             changed: Vec::new(),
+            rewrite: Some(last),
+            in_place: later.iter().map(|index| index + covered).collect(),
         };
         for slot in rewrite.slots {
             let message = match (slot.message, slot.origin) {
@@ -321,7 +372,7 @@ pub(crate) async fn body(
     shared: &Arc<Shared>,
     parts: &hyper::http::request::Parts,
     body: Bytes,
-) -> Result<(Bytes, Option<u64>), Box<Response<ProxyBody>>> {
+) -> Result<(Bytes, Option<CountKey>), Box<Response<ProxyBody>>> {
     let settings = &shared.settings;
     let (Some(_), Some(endpoint)) = (&settings.compaction, Endpoint::of(&parts.method, parts.uri.path()))
     else {
@@ -423,5 +474,91 @@ pub(crate) async fn body(
             }
             Ok((body, None))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use compaction_hook::CompactionHookSettings;
+    use serde_json::json;
+
+    /// A Messages request of `task` and `steps` tool calls, each result about 1,000 tokens.
+    fn request(task: &str, steps: usize) -> Vec<u8> {
+        let mut messages = vec![json!({"role": "user", "content": task})];
+        for n in 0..steps {
+            messages.push(json!({"role": "assistant", "content": [
+                {"type": "tool_use", "id": format!("toolu_{n}"), "name": "Read", "input": {"file_path": format!("f{n}.rs")}},
+            ]}));
+            let output = format!("line {n} of the output, with some text in it\n").repeat(90);
+            messages.push(json!({"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": format!("toolu_{n}"), "content": output},
+            ]}));
+        }
+        serde_json::to_vec(&json!({"model": "m", "max_tokens": 100, "messages": messages})).expect("JSON")
+    }
+
+    /// A sliding window over an 8,000-token window.
+    fn window() -> Arc<CompactionHook> {
+        let window = compaction_core::SlidingWindowCompactor::new(Default::default());
+        Arc::new(CompactionHook::new(Box::new(window), CompactionHookSettings::new(8_000)).expect("valid"))
+    }
+
+    fn run(memory: &Mutex<Memory>, body: &[u8]) -> Compacted {
+        compact(|_| Ok(window()), Some(memory), None, Endpoint::Messages, body).expect("compacts")
+    }
+
+    /// The upstream's count of a compacted request anchors the conversation's next request only
+    /// while what made it compacted is still remembered: once its rewrite is forgotten, the
+    /// next request is whole again, and is estimated (and compacted) afresh.
+    #[test]
+    fn a_count_anchors_the_next_request_only_while_what_made_it_is_remembered() {
+        let first = request("Fix the test.", 8);
+        let next = request("Fix the test.", 9);
+        let other = request("Another task.", 8);
+        // What one cut weighs, to size a memory that holds one.
+        let probe = Mutex::new(Memory::new(usize::MAX));
+        run(&probe, &first);
+        let one = probe.lock().expect("unpoisoned").bytes();
+
+        for forgotten in [false, true] {
+            let memory = Mutex::new(Memory::new(one + one / 2));
+            let a = run(&memory, &first);
+            assert!(a.compacted && a.dropped_and_put.is_some(), "the window cut the first request");
+            // The upstream counts what it was sent.
+            let key = a.key.expect("a key for the count");
+            memory.lock().expect("unpoisoned").remember_count(key, a.tokens_after);
+            if forgotten {
+                // Another conversation's cut pushes this one's out of the budget.
+                assert!(run(&memory, &other).compacted);
+            }
+            let b = run(&memory, &next);
+            match forgotten {
+                false => {
+                    assert_eq!(b.anchored, Some(a.tokens_after), "anchored on the count");
+                    assert!(!b.compacted, "the cut put back, the next request is under the threshold");
+                }
+                true => {
+                    assert_eq!(b.anchored, None, "not anchored on a count of what is no longer made");
+                    assert!(b.compacted, "compacted afresh, {} tokens estimated", b.tokens_before);
+                }
+            }
+        }
+    }
+
+    /// A request that cannot be written back as compacted goes on unchanged, and nothing of its
+    /// compaction is remembered (a Responses request takes no messages dropped or put in).
+    #[test]
+    fn nothing_is_remembered_of_a_compaction_that_could_not_be_written() {
+        let mut input = vec![json!({"type": "message", "role": "user", "content": "Fix the test."})];
+        for n in 0..8 {
+            input.push(json!({"type": "function_call", "name": "shell", "arguments": "{}", "call_id": format!("c{n}")}));
+            input.push(json!({"type": "function_call_output", "call_id": format!("c{n}"), "output": "x ".repeat(2_000)}));
+        }
+        let body = serde_json::to_vec(&json!({"model": "m", "input": input})).expect("JSON");
+        let memory = Mutex::new(Memory::new(usize::MAX));
+        let result = compact(|_| Ok(window()), Some(&memory), None, Endpoint::Responses, &body);
+        assert!(matches!(result, Err(Error::Write { .. })), "{:?}", result.err());
+        assert_eq!(memory.lock().expect("unpoisoned").bytes(), 0);
     }
 }

@@ -262,8 +262,50 @@ pub(crate) struct Memory {
     /// The estimated bytes of the replacements held ([`weight`]), at most `budget`.
     bytes: usize,
     budget: usize,
-    counted: HashMap<u64, (usize, Instant)>,
+    counted: HashMap<u64, Counted>,
     counted_order: VecDeque<u64>,
+}
+
+/// What a forwarded request was made of beyond the client's messages: the rewrite it began with
+/// (the prefix hash it is kept under) and how many of the client's messages after it were
+/// replaced one by one. The upstream's count of a request anchors the next request of its
+/// conversation only when that one is made of the same: with a replacement or a rewrite
+/// forgotten in between, the next request goes out whole, and an estimate anchored on the count
+/// of the compacted one would let it through uncompacted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct Made {
+    pub(crate) rewrite: Option<u64>,
+    pub(crate) replaced: usize,
+}
+
+/// Where the upstream's count of a forwarded request goes: the prefix hash of its last message,
+/// and what the request was made of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct CountKey {
+    pub(crate) hash: u64,
+    pub(crate) made: Made,
+}
+
+/// The upstream's count of a request and its reply, when it came, and what the request was
+/// made of.
+#[derive(Debug, Clone, Copy)]
+struct Counted {
+    tokens: usize,
+    at: Instant,
+    made: Made,
+}
+
+/// The upstream's count a request may be anchored on ([`Memory::count`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Anchor {
+    /// The count of the previous request and its reply.
+    pub(crate) tokens: usize,
+    /// How long ago that answer ended.
+    pub(crate) idle: Duration,
+    /// The index of the previous request's last message.
+    pub(crate) last: usize,
+    /// What the previous request was made of.
+    pub(crate) made: Made,
 }
 
 /// What an entry of [`Memory::recency`] stands for.
@@ -550,6 +592,14 @@ impl Memory {
         let bytes = ENTRY
             + rewrite.slots.len() * std::mem::size_of::<Slot>()
             + rewrite.slots.iter().filter_map(|slot| slot.message.as_ref()).map(weight).sum::<usize>();
+        if bytes > self.budget {
+            // Kept, it would push out everything else and then itself.
+            if let Some(old) = self.rewrites.remove(&hash) {
+                self.recency.remove(&old.tick);
+                self.bytes -= old.bytes;
+            }
+            return;
+        }
         self.clock += 1;
         let tick = self.clock;
         if let Some(old) = self.rewrites.insert(hash, RememberedRewrite { rewrite, bytes, tick }) {
@@ -579,6 +629,14 @@ impl Memory {
     pub(crate) fn remember(&mut self, hash: u64, replacement: Message) {
         let message = owned(replacement);
         let bytes = weight(&message);
+        if bytes > self.budget {
+            // Kept, it would push out everything else and then itself.
+            if let Some(old) = self.replaced.remove(&hash) {
+                self.recency.remove(&old.tick);
+                self.bytes -= old.bytes;
+            }
+            return;
+        }
         self.clock += 1;
         let tick = self.clock;
         if let Some(old) = self.replaced.insert(hash, Remembered { message, bytes, tick }) {
@@ -590,11 +648,11 @@ impl Memory {
         self.fit();
     }
 
-    /// Remembers the upstream's count of a request whose last message closed the prefix `hash`,
-    /// plus its reply.
-    pub(crate) fn remember_count(&mut self, hash: u64, context_tokens: usize) {
-        if self.counted.insert(hash, (context_tokens, Instant::now())).is_none() {
-            self.counted_order.push_back(hash);
+    /// Remembers the upstream's count of a request and its reply, under its [`CountKey`].
+    pub(crate) fn remember_count(&mut self, key: CountKey, context_tokens: usize) {
+        let counted = Counted { tokens: context_tokens, at: Instant::now(), made: key.made };
+        if self.counted.insert(key.hash, counted).is_none() {
+            self.counted_order.push_back(key.hash);
         }
         while self.counted_order.len() > COUNTED {
             if let Some(oldest) = self.counted_order.pop_front() {
@@ -606,13 +664,19 @@ impl Memory {
     /// The upstream's count of this conversation's previous request and its reply, when
     /// `messages` are that request, then its reply (one assistant message), then what followed:
     /// the hook adds what followed to it. With it, how long ago that answer ended (for the
-    /// cache-aware rule, a cache gone cold).
-    pub(crate) fn count(&self, hashes: &[u64], messages: &[Message]) -> Option<(usize, Duration)> {
+    /// cache-aware rule, a cache gone cold), and what that request was made of, which the
+    /// caller checks this one is made of too.
+    pub(crate) fn count(&self, hashes: &[u64], messages: &[Message]) -> Option<Anchor> {
         let last = (0..hashes.len()).rev().find(|&i| self.counted.contains_key(&hashes[i]))?;
         let replies = messages[last + 1..].iter().filter(|m| m.role == Role::Assistant).count();
         let answered = messages.get(last + 1).is_some_and(|m| m.role == Role::Assistant);
-        let (count, at) = self.counted[&hashes[last]];
-        (answered && replies == 1).then(|| (count, at.elapsed()))
+        let counted = self.counted[&hashes[last]];
+        (answered && replies == 1).then(|| Anchor {
+            tokens: counted.tokens,
+            idle: counted.at.elapsed(),
+            last,
+            made: counted.made,
+        })
     }
 
     /// How many replacements are remembered.
@@ -994,6 +1058,25 @@ mod tests {
         assert!(memory.rewrite(&[1]).is_none(), "the least recently used is forgotten");
         assert!(memory.rewrite(&[0]).is_some() && memory.rewrite(&[2]).is_some());
         assert!(memory.bytes() <= 2 * each + each / 2);
+    }
+
+    #[test]
+    fn an_entry_larger_than_the_budget_is_not_kept_and_pushes_nothing_out() {
+        let mut memory = Memory::new(1 << 20);
+        for hash in 0..3 {
+            memory.remember(hash, Message::user(format!("[pruned {hash}]")));
+        }
+        let held = memory.bytes();
+        let huge = || Message::user("x".repeat(2 << 20));
+        memory.remember_rewrite(99, Rewrite { slots: vec![Slot { origin: None, message: Some(huge()) }] });
+        memory.remember(98, huge());
+        assert!(memory.rewrite(&[99]).is_none());
+        let mut messages = vec![Message::user("x"); 4];
+        assert_eq!(memory.recall(&[0, 1, 2, 98], &mut messages), [0, 1, 2]);
+        assert_eq!((memory.len(), memory.bytes()), (3, held));
+        // One remembered before under the same prefix is let go: it is no longer what was made.
+        memory.remember(1, huge());
+        assert_eq!(memory.len(), 2);
     }
 
     #[test]

@@ -352,14 +352,15 @@ async fn collect(mut body: Incoming, limit: usize) -> Result<Bytes, Collect> {
 
 /// Sends the request on and relays the answer: its status, its headers and its body as it comes.
 ///
-/// The usage the answer reports is remembered under `key`, the request's last prefix hash, for
-/// its conversation's next request; its cache reads and writes are counted.
+/// The usage the answer reports is remembered under `key` (the request's last prefix hash, and
+/// what the request was made of) for its conversation's next request; its cache reads and
+/// writes are counted.
 async fn forward(
     shared: &Arc<Shared>,
     parts: hyper::http::request::Parts,
     url: String,
     body: Bytes,
-    key: Option<u64>,
+    key: Option<crate::memory::CountKey>,
     permit: tokio::sync::OwnedSemaphorePermit,
 ) -> Response<ProxyBody> {
     let settings = &shared.settings;
