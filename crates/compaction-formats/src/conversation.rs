@@ -166,13 +166,18 @@ impl Conversation {
 
     /// Whether written without a target (back in the format read, or as its default target) the
     /// conversation can have messages dropped or put in
-    /// ([`Changes::Rewritten`](compaction_model::Changes::Rewritten)). Event logs (Claude Code,
-    /// Codex, Responses items) cannot: they take back only changed tool results and inputs, so a
-    /// command that drops messages must write them to a target. Nor can a conversation read
+    /// ([`Changes::Rewritten`](compaction_model::Changes::Rewritten)). A Responses request (an
+    /// `input` array, or a bare array of items) can. Event logs (Claude Code sessions, Codex
+    /// rollouts, Responses items one a line) cannot: they take back only changed tool results and
+    /// inputs, so a command that drops messages must write them to a target. Nor can a conversation read
     /// without write-back ([`ReadOptions::without_write_back`]), which is written to a target or
     /// not at all.
     pub fn takes_back_rewrites(&self) -> bool {
-        !matches!(self.back, Back::Log(_) | Back::Streamed | Back::Unkept)
+        match &self.back {
+            Back::Log(log) => log.items.is_some(),
+            Back::Streamed | Back::Unkept => false,
+            _ => true,
+        }
     }
 
     /// The provider's count of the conversation through its last assistant message that has

@@ -125,4 +125,9 @@ pub(crate) struct EventLog {
     /// Whether no object of the file repeats a key: a slot's value is then found without
     /// crossing what follows each key on its path.
     pub unique_keys: bool,
+    /// For a Responses request (an `input` array, or a bare array of items) read whole: the
+    /// message each item was read into, in item order, `None` for an item the reader skipped.
+    /// With it the request can take messages dropped or put in back (`itemsback.rs`); an event
+    /// log read line by line has none and cannot.
+    pub items: Option<Vec<Option<usize>>>,
 }

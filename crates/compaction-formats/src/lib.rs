@@ -37,8 +37,10 @@
 //! conversation is converted instead. A command that drops or puts in messages (a sliding
 //! window's note, a summary) says where each message came from
 //! ([`Changes::Rewritten`](compaction_model::Changes::Rewritten)), so each lands on its own
-//! original; event logs cannot take such a change back ([`Conversation::takes_back_rewrites`])
-//! and are written to a target instead.
+//! original; a Responses request's items are copied for the messages kept and encoded afresh for
+//! those put in, every byte outside its `input` as it was. Event logs read line by line cannot
+//! take such a change back ([`Conversation::takes_back_rewrites`]) and are written to a target
+//! instead.
 //!
 //! Files holding several conversations (tau-bench's array of trajectories, OpenHands' evaluation
 //! output with one instance a line, a JSON Lines file of SWE-agent trajectories) are read one
@@ -114,6 +116,7 @@ mod formats;
 mod haystack;
 mod ids;
 mod inplace;
+mod itemsback;
 mod kept;
 mod logback;
 mod messages;

@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 use crate::codec::Codec;
 use crate::error::Error;
-use crate::eventlog::{cleared_shell_action, fingerprint, EventLog, Slot, Style};
+use crate::eventlog::{cleared_shell_action, fingerprint, EventLog, MessageSlots, Slot, Style};
 use crate::format::Format;
 use crate::threads;
 
@@ -59,21 +59,7 @@ pub(crate) fn write_back(
                     ),
                 });
             }
-            let results = message.tool_call_results();
-            for (result, slot) in results.zip(&slots.results) {
-                let Some(slot) = slot else { continue };
-                if let Some(edit) =
-                    edit_result(source, log, slot, codec, &result.result).map_err(|e| of_message(e, index))?
-                {
-                    edits.push(edit);
-                }
-            }
-            for (call, slot) in message.tool_calls().zip(&slots.calls) {
-                let Some(slot) = slot else { continue };
-                if let Some(edit) = edit_call(source, log, slot, call).map_err(|e| of_message(e, index))? {
-                    edits.push(edit);
-                }
-            }
+            edits.extend(message_edits(source, log, codec, message, slots, index)?);
         }
         Ok(edits)
     };
@@ -81,6 +67,34 @@ pub(crate) fn write_back(
     let edits = threads::on_halves(indices, parallel, edits_of)?;
     splice::write_edited(source, edits, out)?;
     Ok(())
+}
+
+/// The edits that write `message`'s tool results and inputs over those of message `index` read,
+/// whose slots are `slots`: none for those unchanged. The caller has checked the fingerprint.
+pub(crate) fn message_edits(
+    source: &[u8],
+    log: &EventLog,
+    codec: &dyn Codec,
+    message: &Message,
+    slots: &MessageSlots,
+    index: usize,
+) -> Result<Vec<Edit>, Error> {
+    let mut edits = Vec::new();
+    for (result, slot) in message.tool_call_results().zip(&slots.results) {
+        let Some(slot) = slot else { continue };
+        if let Some(edit) =
+            edit_result(source, log, slot, codec, &result.result).map_err(|e| of_message(e, index))?
+        {
+            edits.push(edit);
+        }
+    }
+    for (call, slot) in message.tool_calls().zip(&slots.calls) {
+        let Some(slot) = slot else { continue };
+        if let Some(edit) = edit_call(source, log, slot, call).map_err(|e| of_message(e, index))? {
+            edits.push(edit);
+        }
+    }
+    Ok(edits)
 }
 
 /// Below this many bytes of input one thread finds a write-back's edits.

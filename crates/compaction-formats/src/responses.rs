@@ -477,7 +477,11 @@ pub(crate) fn read_tree(
         }
     };
     let mut reader = Items::default();
+    // Every item the reader does not skip goes to the last message: a model call's items extend
+    // the assistant message it started, which stays the last until an input item ends it.
+    let mut owners = Vec::with_capacity(items.len());
     for (index, item) in items.iter().enumerate() {
+        let skipped = reader.skipped.total();
         let mut path = Vec::with_capacity(2);
         if let Some(key) = key {
             path.push(Seg::Key(key));
@@ -487,6 +491,8 @@ pub(crate) fn read_tree(
             let at = crate::error::Location::file(name).with_item("item", index);
             crate::error::Error::Invalid { at: Box::new(at), problem }
         })?;
+        let read = reader.decoded.messages.len().checked_sub(1);
+        owners.push(if reader.skipped.total() == skipped { read } else { None });
     }
     let mut notes: Vec<Note> = reader.skipped.note("item", "the model never saw").into_iter().collect();
     notes.extend(reader.opaque_note());
@@ -495,7 +501,12 @@ pub(crate) fn read_tree(
     decoded.seal();
     // One base: the whole JSON value, whose items are found by their index.
     let whole = std::iter::once(body).collect();
-    let log = crate::eventlog::EventLog { bases: whole, slots: Vec::new(), unique_keys: false };
+    let log = crate::eventlog::EventLog {
+        bases: whole,
+        slots: Vec::new(),
+        unique_keys: false,
+        items: Some(owners),
+    };
     let mut conversation = crate::eventlog::from_log(
         crate::format::Format::Responses,
         decoded,

@@ -8,12 +8,12 @@ use compaction_model::{Changes, Message, Part, Role, SurrogateEscapes};
 use crate::conversation::{Back, Conversation, ReadOptions};
 use crate::error::Error;
 use crate::format::{Format, Target};
-use crate::kept::Native;
+use crate::kept::{EventLog, Native};
 use crate::notes::{Note, NoteKind};
 use crate::provider::provider_item;
 use crate::read::read_tree;
 use crate::tree::{write_tree_rewritten, write_tree_to};
-use crate::{formats, haystack, ids, logback, messages, request};
+use crate::{formats, haystack, ids, itemsback, logback, messages, request};
 
 /// Writes `messages` (the conversation's, or a changed version of them) to `out`: in `target`
 /// when one is given, else back in the format read.
@@ -21,7 +21,7 @@ use crate::{formats, haystack, ids, logback, messages, request};
 /// Written back, the rest of the file is kept as it was: OpenAI, Anthropic and Haystack files
 /// keep their envelope and every message not changed; Claude Code sessions, Codex rollouts and
 /// Responses item lists keep every byte but those of the tool results (and tool inputs) that
-/// changed, and take back nothing else. SWE-agent and OpenHands conversations are written as
+/// changed, and take back nothing else in place. SWE-agent and OpenHands conversations are written as
 /// [`Format::default_target`].
 ///
 /// `changes` says how `messages` came from those read (see [`Changes`]). Changed in place
@@ -33,9 +33,12 @@ use crate::{formats, haystack, ids, logback, messages, request};
 /// so the fields the model does not know stay with the message they belong to and an unchanged
 /// message is written as it was read; the originals of dropped messages are left out. Guessing
 /// instead (what [`Changes::Unknown`] leaves to the writer when the count changed) can lay a
-/// message over another's original when the count happens to come out the same. Event logs
-/// (Claude Code, Codex, Responses items) cannot take such a change back: that is an error naming
-/// a target to write instead. Converted to another format, `changes` is not needed.
+/// message over another's original when the count happens to come out the same. A Responses
+/// request (an `input` array, or a bare array of items) keeps every byte outside the array, the
+/// items of each message kept as they were (its changed results and inputs edited in place), and
+/// encodes afresh the items of a message put in or changed beyond those. Event logs (Claude Code
+/// sessions, Codex rollouts, Responses items one a line) cannot take such a change back: that is
+/// an error naming a target to write instead. Converted to another format, `changes` is not needed.
 ///
 /// Returns what the output could not hold (a [`NoteKind::Dropped`] note per kind, naming the
 /// messages): reasoning, and calls or text on tool messages, in Chat Completions; tool-call
@@ -46,7 +49,9 @@ use crate::{formats, haystack, ids, logback, messages, request};
 ///
 /// [`Error::WriteBack`] when the file cannot take `messages` back as `changes` describes them:
 /// a rewrite's origin not as long as `messages` or naming a message that was not read, messages
-/// dropped or put in, or changed beyond their tool results and inputs, in an event log; what
+/// dropped or put in, or changed beyond their tool results and inputs, in an event log; in a
+/// Responses request, a message read written twice, or messages it would not read back as they
+/// are (two assistant messages in a row, a part no item holds); what
 /// writing to `out` returns.
 pub fn write(
     conversation: &Conversation,
@@ -210,6 +215,11 @@ fn write_rewritten_unescaped(
                 origin,
                 out,
             )?;
+            Ok(Vec::new())
+        }
+        Back::Log(log @ EventLog { items: Some(owners), .. }) if own && !in_place => {
+            let codec = formats::of(format);
+            itemsback::write_rewritten(conversation.source(), log, owners, codec, messages, origin, out)?;
             Ok(Vec::new())
         }
         Back::Log(_) if own && !in_place => Err(Error::WriteBack {
