@@ -546,8 +546,36 @@ mod tests {
         }
     }
 
+    /// Drops every step but the last and puts an assistant note after the first message, which
+    /// is an assistant message too: two in a row, which a Responses request would read back as
+    /// one, so it refuses to be written so.
+    #[derive(Debug)]
+    struct TwoRepliesInARow;
+
+    impl compaction_core::Compactor for TwoRepliesInARow {
+        fn try_compact(
+            &self,
+            messages: &[compaction_model::Message],
+            target_tokens: usize,
+            _counter: &dyn compaction_tokens::TokenCounter,
+        ) -> Result<Option<compaction_core::Compaction>, compaction_core::Error> {
+            let last = messages.len() - 2;
+            let mut kept = vec![messages[0].clone(), compaction_model::Message::assistant("[note]")];
+            kept.extend_from_slice(&messages[last..]);
+            let mut report =
+                compaction_core::CompactionReport::new("TwoRepliesInARow", 0, 0, target_tokens, Vec::new());
+            report.removed = (1..last).collect();
+            report.inserted = vec![1];
+            Ok(Some(compaction_core::Compaction::whole(kept, report)))
+        }
+
+        fn name(&self) -> &str {
+            "TwoRepliesInARow"
+        }
+    }
+
     /// A request that cannot be written back as compacted goes on unchanged, and nothing of its
-    /// compaction is remembered (a Responses request takes no messages dropped or put in).
+    /// compaction is remembered.
     #[test]
     fn nothing_is_remembered_of_a_compaction_that_could_not_be_written() {
         let mut input = vec![json!({"type": "message", "role": "user", "content": "Fix the test."})];
@@ -557,8 +585,17 @@ mod tests {
         }
         let body = serde_json::to_vec(&json!({"model": "m", "input": input})).expect("JSON");
         let memory = Mutex::new(Memory::new(usize::MAX));
-        let result = compact(|_| Ok(window()), Some(&memory), None, Endpoint::Responses, &body);
-        assert!(matches!(result, Err(Error::Write { .. })), "{:?}", result.err());
+        let hook = Arc::new(
+            CompactionHook::new(Box::new(TwoRepliesInARow), CompactionHookSettings::new(8_000))
+                .expect("valid"),
+        );
+        let result = compact(|_| Ok(hook.clone()), Some(&memory), None, Endpoint::Responses, &body);
+        match result {
+            Err(Error::Write { source, .. }) => {
+                assert!(source.to_string().contains("both assistant messages"), "{source}")
+            }
+            other => panic!("{:?}", other.err()),
+        }
         assert_eq!(memory.lock().expect("unpoisoned").bytes(), 0);
     }
 }
