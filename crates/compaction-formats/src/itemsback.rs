@@ -108,13 +108,18 @@ pub(crate) fn write_rewritten(
     let like = spans.first().map_or(array.start, |span| span.start);
     let style = Style::of(source, like);
     let margin = if style.indent.is_some() { margin(source, like) } else { &[] };
-    let ascii = source.is_ascii();
-    let style = Style { ascii, ..style };
+    // Characters beyond ASCII escaped when the whole input is ASCII, asked only of an item that
+    // has some: a long request is not scanned again for every note.
+    let mut ascii = None;
     let mut fresh = Vec::new();
     for item in &items {
         if let Item::Fresh(value) = item {
             let mut bytes = Vec::new();
             style.write(value, margin, &mut bytes)?;
+            if !bytes.is_ascii() && *ascii.get_or_insert_with(|| source.is_ascii()) {
+                bytes.clear();
+                Style { ascii: true, ..style.clone() }.write(value, margin, &mut bytes)?;
+            }
             fresh.push(bytes);
         }
     }
@@ -191,8 +196,26 @@ fn write_with_edits(
 }
 
 /// Refuses messages the Responses reader would not read back as they are: two assistant
-/// messages in a row (a model call's items are one message, so they would be read as one).
+/// messages in a row (a model call's items are one message, so they would be read as one), a
+/// tool result whose call no message before it makes (the reader pairs an output with a call
+/// by `call_id`, and refuses one it cannot pair; so does the API).
 fn check_reads_back(messages: &[Message]) -> Result<(), Error> {
+    let mut called = std::collections::HashSet::new();
+    for (k, message) in messages.iter().enumerate() {
+        for result in message.tool_call_results() {
+            let id = result.origin.id.as_deref();
+            if !id.is_some_and(|id| called.contains(id)) {
+                return Err(Error::WriteBack {
+                    reason: format!(
+                        "message {k} answers call {}, which no message before it makes; a Responses \
+                         request pairs each output with its call",
+                        id.unwrap_or("(without an id)")
+                    ),
+                });
+            }
+        }
+        called.extend(message.tool_calls().filter_map(|call| call.id.as_deref()));
+    }
     for (k, pair) in messages.windows(2).enumerate() {
         if pair[0].role == Role::Assistant && pair[1].role == Role::Assistant {
             return Err(Error::WriteBack {

@@ -314,7 +314,13 @@ fn a_rewrite_a_request_cannot_read_back_is_refused_and_nothing_written() {
     let conversation = read(&text);
     let read = &conversation.messages;
     type Case = (&'static str, Vec<Option<usize>>, Vec<Message>, &'static str);
-    let cases: [Case; 3] = [
+    let cases: [Case; 4] = [
+        (
+            "an output whose call was dropped",
+            vec![Some(0), Some(1), None, Some(3)],
+            vec![read[0].clone(), read[1].clone(), Message::user("[note]"), read[3].clone()],
+            "message 3 answers call call_1, which no message before it makes",
+        ),
         (
             "two assistant messages in a row",
             vec![Some(0), Some(1), Some(2), None],
@@ -358,4 +364,30 @@ fn a_rewrite_a_request_cannot_read_back_is_refused_and_nothing_written() {
     )
     .unwrap_err();
     assert!(error.to_string().contains("log can take back only"), "{error}");
+}
+
+#[test]
+fn a_note_put_in_an_ascii_request_is_escaped_as_the_request_is() {
+    use compaction_model::{Changes, Message};
+    for (request, escaped) in [
+        (json!({"input": [{"role": "user", "content": "Go."}, {"role": "user", "content": "On."}]}), true),
+        (json!({"input": [{"role": "user", "content": "Go…"}, {"role": "user", "content": "On."}]}), false),
+    ] {
+        let text = request.to_string();
+        let responses = || compaction_formats::ReadOptions::named("t").with_format(Format::Responses);
+        let conversation = crate::read_with(&text, responses()).unwrap();
+        let messages = vec![Message::user("[1 message removed…]"), conversation.messages[1].clone()];
+        let mut out = Vec::new();
+        compaction_formats::write(
+            &conversation,
+            &messages,
+            None,
+            &Changes::rewritten(vec![None, Some(1)]),
+            &mut out,
+        )
+        .unwrap();
+        assert_eq!(out.is_ascii(), escaped, "{}", String::from_utf8_lossy(&out));
+        let back = crate::read_with(std::str::from_utf8(&out).unwrap(), responses()).unwrap();
+        assert_eq!(back.messages, messages);
+    }
 }
