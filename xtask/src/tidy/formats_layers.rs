@@ -21,8 +21,18 @@ const LAYERS: &[(&str, &[&str])] = &[
     (
         "shared helpers",
         &[
-            "codec", "document", "eventlog", "form", "inplace", "logback", "overlay", "pairing", "shapes",
-            "style", "tree",
+            "codec",
+            "document",
+            "eventlog",
+            "form",
+            "inplace",
+            "itemsback",
+            "logback",
+            "overlay",
+            "pairing",
+            "shapes",
+            "style",
+            "tree",
         ],
     ),
     // One module per format (a format may build on another: Claude Code on Anthropic).
