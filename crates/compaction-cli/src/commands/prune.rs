@@ -56,9 +56,9 @@ use crate::text::{list, plural, thousands};
 /// The conversation is written in the input's format (or --to), and unchanged, byte for byte,
 /// when nothing changed: a Claude Code session stays a session, a Codex rollout a rollout, with
 /// only the pruned results' text replaced. Messages dropped or put in (window, summaries) are
-/// written over their own originals in OpenAI, Anthropic and Haystack files; an event log
-/// (Claude Code, Codex, Responses items) cannot take them back, so those strategies need --to
-/// there. --dry-run decides without writing the conversation, for the strategies that need no
+/// written over their own originals in OpenAI, Anthropic and Haystack files and Responses
+/// requests; an event log (Claude Code, Codex, Responses items one a line) cannot take them back,
+/// so those strategies need --to there. --dry-run decides without writing the conversation, for the strategies that need no
 /// model or store (pruning, sliding window, chains of them). One line on standard error says what
 /// happened: tokens before and after, the target, and why it was not reached when it was not
 /// (-q silences it). With --context-window, the provider's own count the log records (Claude

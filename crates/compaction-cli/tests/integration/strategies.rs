@@ -386,6 +386,37 @@ fn an_event_log_is_not_rewritten_in_place_but_can_be_written_to_a_target() {
 }
 
 #[test]
+fn a_responses_request_takes_a_sliding_windows_cut_back_without_a_target() {
+    let mut input = vec![
+        json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Fix it."}]}),
+    ];
+    for n in 0..12 {
+        input.push(json!({"type": "reasoning", "id": format!("rs_{n}"), "summary": [], "encrypted_content": format!("gAAAAB{n}")}));
+        input.push(json!({"type": "function_call", "call_id": format!("call_{n}"), "name": "shell", "arguments": "{}"}));
+        input.push(json!({"type": "function_call_output", "call_id": format!("call_{n}"), "output": format!("line {n}\n").repeat(80)}));
+    }
+    let request = json!({"model": "gpt-5-codex", "instructions": "You are Codex.", "input": input,
+                         "tools": [{"type": "function", "name": "shell"}], "store": false});
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("request.json");
+    std::fs::write(&path, request.to_string()).unwrap();
+    let path = path.display().to_string();
+    let args =
+        ["prune", &path, "--format", "responses", "--target-tokens", "1500", "--strategy", "sliding-window"];
+    let done = run(&args, None);
+    assert_eq!(done.code, 0, "{}", done.stderr);
+    let written: Value = serde_json::from_slice(&done.stdout).unwrap();
+    let items = written["input"].as_array().expect("an input array");
+    assert!(items.len() < input.len(), "{}", done.stderr);
+    // Everything but `input` as it was; the window's note a user message; the last steps kept.
+    let mut outside = written.clone();
+    outside["input"] = request["input"].clone();
+    assert_eq!(outside, request);
+    assert!(items.iter().any(|item| item["role"] == "user" && item != &input[0]), "{written}");
+    assert_eq!(items.last(), input.last());
+}
+
+#[test]
 fn options_that_do_not_fit_the_strategy_are_usage_errors() {
     let input = agent_run();
     let cases: &[(&[&str], &str)] = &[
