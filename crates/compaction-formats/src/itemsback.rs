@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 
 use crate::codec::Codec;
 use crate::error::Error;
-use crate::eventlog::{fingerprint, EventLog, Style as SlotStyle};
+use crate::eventlog::{fingerprint, EventLog, MessageSlots, Slot, Style as SlotStyle};
 use crate::logback::{encode_result, message_edits};
 use crate::provider::provider_item;
 use crate::style::{margin, Style};
@@ -28,11 +28,14 @@ enum Item {
 }
 
 /// Writes `messages`, each standing for the message read at its `origin` (`None` for one put
-/// in), over `source`, a Responses request whose items went to the messages `owners` says.
+/// in), over `source`, a Responses request whose items went to the messages `owners` says and
+/// were read as `read_messages`.
+#[allow(clippy::too_many_arguments)] // one call, in `write.rs`; the pieces of one conversation
 pub(crate) fn write_rewritten(
     source: &[u8],
     log: &EventLog,
     owners: &[Option<usize>],
+    read_messages: &[Message],
     codec: &dyn Codec,
     messages: &[Message],
     origin: &[Option<usize>],
@@ -93,13 +96,19 @@ pub(crate) fn write_rewritten(
             let gap_start = previous.and_then(|p| bounds[p].as_ref()).map_or(0, |range| range.end);
             items.extend((gap_start..bound.start).map(|item| Item::Copied(spans[item].clone())));
         }
-        if fingerprint(message, slots) != slots.fingerprint {
+        // A message as read is copied without a look at its slots: finding one walks the array
+        // from its start, which for every message of a long request would cost the square.
+        if read_messages.get(index) == Some(message) {
+            items.extend(bound.clone().map(|item| Item::Copied(spans[item].clone())));
+        } else if fingerprint(message, slots) != slots.fingerprint {
             // Changed beyond its results and inputs: encoded afresh, as the request writers do.
             items.extend(encode(message, k)?.into_iter().map(Item::Fresh));
             continue;
+        } else {
+            let (items_log, slots) = from_items(log, slots, &spans);
+            edits.extend(message_edits(source, &items_log, codec, message, &slots, index)?);
+            items.extend(bound.clone().map(|item| Item::Copied(spans[item].clone())));
         }
-        edits.extend(message_edits(source, log, codec, message, slots, index)?);
-        items.extend(bound.clone().map(|item| Item::Copied(spans[item].clone())));
         if index + 1 == read && k + 1 == messages.len() {
             items.extend((bound.end..spans.len()).map(|item| Item::Copied(spans[item].clone())));
         }
@@ -155,6 +164,29 @@ pub(crate) fn write_rewritten(
     }
     out.write_all(&source[array.end - 1..])?;
     Ok(())
+}
+
+/// `slots` found from their items' first bytes instead of the request's: each path cut after
+/// its item's index, each base that item's bytes. Followed from the request's start, a slot's
+/// path walks every item before it, which for every result of a long request costs the square.
+fn from_items(log: &EventLog, slots: &MessageSlots, spans: &[Range<usize>]) -> (EventLog, MessageSlots) {
+    // The request's own bases first, for a slot with no item index in its path.
+    let mut bases = log.bases.clone();
+    let mut moved = |slot: &Option<Slot>| {
+        let slot = slot.as_ref()?;
+        let at = slot.path.iter().position(|seg| matches!(seg, Seg::Index(_)));
+        let Some((at, Seg::Index(item))) = at.map(|at| (at, &slot.path[at])) else {
+            return Some(slot.clone());
+        };
+        let Some(span) = spans.get(*item as usize) else { return Some(slot.clone()) };
+        bases.push(span.clone());
+        let base = u32::try_from(bases.len() - 1).unwrap_or(u32::MAX);
+        Some(Slot { base, path: slot.path[at + 1..].into(), span: None, ..slot.clone() })
+    };
+    let results = slots.results.iter().map(&mut moved).collect();
+    let calls = slots.calls.iter().map(&mut moved).collect();
+    let slots = MessageSlots { results, calls, fingerprint: slots.fingerprint };
+    (EventLog { bases, ..EventLog::default() }, slots)
 }
 
 /// The input array's bytes and each item's, found again in `source`.

@@ -219,7 +219,17 @@ fn write_rewritten_unescaped(
         }
         Back::Log(log @ EventLog { items: Some(owners), .. }) if own && !in_place => {
             let codec = formats::of(format);
-            itemsback::write_rewritten(conversation.source(), log, owners, codec, messages, origin, out)?;
+            let read = &conversation.messages;
+            itemsback::write_rewritten(
+                conversation.source(),
+                log,
+                owners,
+                read,
+                codec,
+                messages,
+                origin,
+                out,
+            )?;
             Ok(Vec::new())
         }
         Back::Log(_) if own && !in_place => Err(Error::WriteBack {
