@@ -103,7 +103,6 @@ pub(crate) fn write_rewritten(
         } else if fingerprint(message, slots) != slots.fingerprint {
             // Changed beyond its results and inputs: encoded afresh, as the request writers do.
             items.extend(encode(message, k)?.into_iter().map(Item::Fresh));
-            continue;
         } else {
             let (items_log, slots) = from_items(log, slots, &spans);
             edits.extend(message_edits(source, &items_log, codec, message, &slots, index)?);

@@ -147,7 +147,9 @@ fn codex_requests() -> Vec<(&'static str, String)> {
     vec![
         ("compact request", request.to_string()),
         ("pretty request", serde_json::to_string_pretty(&request).unwrap()),
-        ("bare array", Value::Array(input).to_string()),
+        ("bare array", Value::Array(input.clone()).to_string()),
+        ("bare array after a byte-order mark", format!("\u{FEFF}{}", Value::Array(input))),
+        ("request after a byte-order mark", format!("\u{FEFF}{request}")),
     ]
 }
 
@@ -213,9 +215,10 @@ fn a_request_takes_messages_dropped_or_put_in_back() {
     let owners: Vec<usize> = codex_items().into_iter().map(|(owner, _)| owner).collect();
     for (shape, text) in codex_requests() {
         let source = text.as_bytes();
-        let array = match source[0] {
-            b'[' => 0..source.len(),
-            _ => find(source, 0, &[Seg::Key("input")]).unwrap(),
+        let at = if text.starts_with('\u{FEFF}') { 3 } else { 0 };
+        let array = match source[at] {
+            b'[' => at..source.len(),
+            _ => find(source, at, &[Seg::Key("input")]).unwrap(),
         };
         let spans = elements(source, array.start).unwrap();
         let conversation = crate::read_with(
@@ -289,16 +292,21 @@ fn items_of_no_message_stay_between_kept_neighbours_and_go_with_a_dropped_run() 
     // (what, origin, ghosts written): a ghost inside a model call's items stays with them; one
     // between two messages written one after the other stays; one beside a dropped run, or before
     // a message put in (the last message read followed by a note, too), goes.
-    let cases: [(&str, Vec<Option<usize>>, usize); 3] = [
-        ("a note put in last", vec![Some(0), Some(1), Some(2), Some(3), Some(4), None], 4),
-        ("a note put in first", vec![None, Some(0), Some(1), Some(2), Some(3), Some(4)], 4),
-        ("the call and its results dropped", vec![Some(0), None, Some(4)], 2),
+    // The last message read changed beyond its results (encoded afresh) is still the last.
+    let cases: [(&str, Vec<Option<usize>>, bool, usize); 4] = [
+        ("a note put in last", vec![Some(0), Some(1), Some(2), Some(3), Some(4), None], false, 4),
+        ("a note put in first", vec![None, Some(0), Some(1), Some(2), Some(3), Some(4)], false, 4),
+        ("the call and its results dropped", vec![Some(0), None, Some(4)], false, 2),
+        ("the last message read changed", vec![None, Some(0), Some(1), Some(2), Some(3), Some(4)], true, 4),
     ];
-    for (what, origin, written) in cases {
-        let messages: Vec<Message> = origin
+    for (what, origin, change_last, written) in cases {
+        let mut messages: Vec<Message> = origin
             .iter()
             .map(|o| o.map_or_else(|| note.clone(), |i| conversation.messages[i].clone()))
             .collect();
+        if change_last {
+            *messages.last_mut().unwrap() = Message::user("Again, please.");
+        }
         let mut out = Vec::new();
         compaction_formats::write(&conversation, &messages, None, &Changes::rewritten(origin), &mut out)
             .unwrap();
