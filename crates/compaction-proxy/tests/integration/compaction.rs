@@ -580,6 +580,14 @@ fn a_sliding_windows_cut_is_kept_in_the_conversations_later_requests() {
                 let body = serde_json::to_vec(&request(steps)).expect("serializes");
                 assert_eq!(post(&proxy, path, body.clone()).await.status(), 200, "{path}");
                 let received = upstream.received().pop().expect("a request").body;
+                // Everything around the messages reaches the upstream as the client sent it.
+                let key = if path == "/v1/responses" { "input" } else { "messages" };
+                let (mut around, sent_around): (Value, Value) = (
+                    serde_json::from_slice(&received).expect("JSON"),
+                    serde_json::from_slice(&body).expect("JSON"),
+                );
+                around[key] = sent_around[key].clone();
+                assert_eq!(around, sent_around, "{path}");
                 sent.push(messages_of(&received));
             }
             let log = proxy.log();
