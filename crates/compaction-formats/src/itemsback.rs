@@ -101,7 +101,19 @@ pub(crate) fn write_rewritten(
         if read_messages.get(index) == Some(message) {
             items.extend(bound.clone().map(|item| Item::Copied(spans[item].clone())));
         } else if fingerprint(message, slots) != slots.fingerprint {
-            // Changed beyond its results and inputs: encoded afresh, as the request writers do.
+            // Changed beyond its results and inputs: encoded afresh, as the request writers do,
+            // when encoding gives back all its items hold; an item of another kind (a
+            // `local_shell_call` would come out a `function_call`) or with fields encoding does
+            // not write (an `id`, annotations) is refused, not written as something less.
+            if let Some(why) = bound.clone().find_map(|item| not_encoded_again(&source[spans[item].clone()]))
+            {
+                return Err(Error::WriteBack {
+                    reason: format!(
+                        "message {index} read was changed beyond its tool results and inputs, and one of its \
+                         items ({why}) cannot be encoded again as it was read"
+                    ),
+                });
+            }
             items.extend(encode(message, k)?.into_iter().map(Item::Fresh));
         } else {
             let (items_log, slots) = from_items(log, slots, &spans);
@@ -359,6 +371,39 @@ fn encode(message: &Message, k: usize) -> Result<Vec<Value>, Error> {
             Ok(items)
         }
     }
+}
+
+/// What of the item `bytes` encoding its message afresh ([`encode`]) would not give back: a kind
+/// it does not write, or a field it leaves out; `None` when it gives back the whole item. A
+/// reasoning item goes through as it was read.
+fn not_encoded_again(bytes: &[u8]) -> Option<String> {
+    let Ok(Value::Object(item)) = compaction_model::value_from_slice(bytes) else {
+        return Some("an item that is not an object".into());
+    };
+    let kind = item.get("type").and_then(Value::as_str).unwrap_or_default();
+    let fields: &[&str] = match kind {
+        "reasoning" => return None,
+        "message" => &["type", "role", "content"],
+        "function_call" => &["type", "name", "arguments", "call_id"],
+        "function_call_output" => &["type", "call_id", "output"],
+        other => return Some(format!("a `{other}` item")),
+    };
+    if let Some(field) = item.keys().find(|key| !fields.contains(&key.as_str())) {
+        return Some(format!("a `{kind}` item's `{field}`"));
+    }
+    let parts = match item.get("content") {
+        Some(Value::Array(parts)) => parts.as_slice(),
+        _ => &[],
+    };
+    parts.iter().find_map(|part| {
+        let Value::Object(part) = part else { return Some("a content part that is not an object".into()) };
+        let plain = |key: &String| match key.as_str() {
+            "type" | "text" => true,
+            "annotations" => part.get("annotations").and_then(Value::as_array).is_some_and(Vec::is_empty),
+            _ => false,
+        };
+        part.keys().find(|key| !plain(key)).map(|key| format!("a content part's `{key}`"))
+    })
 }
 
 /// A text, image or file part as a message's content part (text as `text_kind`); `None` for

@@ -578,7 +578,11 @@ fn a_sliding_windows_cut_is_kept_in_the_conversations_later_requests() {
             let mut sent = Vec::new();
             for steps in [8, 10, 11, 16, 17] {
                 let body = serde_json::to_vec(&request(steps)).expect("serializes");
-                assert_eq!(post(&proxy, path, body.clone()).await.status(), 200, "{path}");
+                let answer = post(&proxy, path, body.clone()).await;
+                assert_eq!(answer.status(), 200, "{path}");
+                // Read to its end, as an agent does before its next request: the usage it
+                // reports anchors that request.
+                answer.bytes().await.expect("the answer's body");
                 let received = upstream.received().pop().expect("a request").body;
                 // Everything around the messages reaches the upstream as the client sent it.
                 let key = if path == "/v1/responses" { "input" } else { "messages" };
