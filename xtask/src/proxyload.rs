@@ -38,7 +38,7 @@ const SEQUENTIAL: usize = 100;
 /// Concurrent waves (each direct, then through the proxy) per proxy run, at most.
 const ROUNDS: usize = 3;
 /// The whole section stops starting new waves after this long.
-const BUDGET: Duration = Duration::from_secs(60);
+const BUDGET: Duration = Duration::from_secs(180);
 /// How long the proxy is left idle after a wave before its `VmRSS` is read.
 const SETTLE: Duration = Duration::from_millis(300);
 /// No socket waits longer than this.
@@ -53,6 +53,9 @@ const MODES: [(&str, &str); 2] = [("passed unchanged", "2000000"), ("compacted",
 /// Requests each conversation sends in the conversation load, one after the other, each the
 /// one before plus the model's next turn (a call) and its results.
 const TURNS: usize = 3;
+/// Times the conversation load is run per proxy run, each with new conversations: its p50 and
+/// p99 are the median of the loads' (one slow or one lucky load must not decide them).
+const CONVERSATION_LOADS: usize = 3;
 /// In the conversation load, how long the upstream takes before its first event (the model
 /// reading the prompt) and then between two events (writing the answer): each answer takes
 /// about 2 s, as a model's turn of a few dozen tokens does.
@@ -77,11 +80,11 @@ pub struct ModeRun {
     pub waves: Vec<(f64, f64)>,
     /// The proxy's CPU time (user and system) over each wave through it, in seconds.
     pub wave_cpu: Vec<f64>,
-    /// Milliseconds added per request in the conversation load (each request's time through
+    /// Milliseconds added per request in each conversation load (each request's time through
     /// the proxy − the same request's directly, in the run before).
-    pub conversation_added: Vec<f64>,
-    /// The conversation load's wall time, directly and through the proxy, in seconds.
-    pub conversation_wall: (f64, f64),
+    pub conversation_added: Vec<Vec<f64>>,
+    /// The conversation loads' wall times, directly and through the proxy, in seconds.
+    pub conversation_wall: Vec<(f64, f64)>,
     /// Requests the upstream received through the proxy smaller than sent, in the
     /// conversation load, and how many it received.
     pub conversation_compacted: (usize, usize),
@@ -104,6 +107,15 @@ pub struct ModeRun {
     pub settled_kib: Vec<u64>,
     /// Compaction lines the proxy logged.
     pub logged: usize,
+}
+
+impl ModeRun {
+    /// The median over the conversation loads of their `p`th percentile of added latency.
+    fn conversation_median(&self, p: f64) -> f64 {
+        let mut each: Vec<f64> = self.conversation_added.iter().map(|added| percentile(added, p)).collect();
+        each.sort_by(f64::total_cmp);
+        each.get(each.len() / 2).copied().unwrap_or(0.0)
+    }
 }
 
 pub struct Run {
@@ -163,7 +175,7 @@ fn measure(
         waves: Vec::new(),
         wave_cpu: Vec::new(),
         conversation_added: Vec::new(),
-        conversation_wall: (0.0, 0.0),
+        conversation_wall: Vec::new(),
         conversation_compacted: (0, 0),
         conversation_peak_kib: 0,
         conversation_settled_kib: 0,
@@ -199,35 +211,41 @@ fn measure(
         }
     }
     // The conversation load: each conversation a loop of requests, each sent once the answer
-    // to the one before has streamed in; first directly, then through the proxy.
-    *wave_number += 1;
-    let first = *wave_number * 1000;
-    upstream.forget();
-    let (direct_wall, direct) = conversations(upstream.address, templates, first);
-    let (proxied_wall, proxied) = conversations(proxy.address, templates, first);
-    for (d, p) in direct.iter().zip(&proxied) {
-        note(&mut run, d);
-        note(&mut run, p);
-        run.conversation_added.push(p.ms - d.ms);
-    }
-    run.conversation_wall = (direct_wall, proxied_wall);
-    let seen = upstream.received();
-    for i in 0..CONVERSATIONS {
-        if let Some(sizes) = seen.get(&(first + i)) {
-            // Directly, then through the proxy: each turn's request twice.
-            for turn in 0..TURNS {
-                if let (Some(&sent), Some(&through)) = (sizes.get(turn), sizes.get(TURNS + turn)) {
-                    run.conversation_compacted.0 += usize::from(through < sent);
-                    run.conversation_compacted.1 += 1;
+    // to the one before has streamed in; first directly, then through the proxy. Run
+    // [`CONVERSATION_LOADS`] times, each with conversations of its own.
+    for _ in 0..CONVERSATION_LOADS {
+        *wave_number += 1;
+        let first = *wave_number * 1000;
+        upstream.forget();
+        let (direct_wall, direct) = conversations(upstream.address, templates, first);
+        let (proxied_wall, proxied) = conversations(proxy.address, templates, first);
+        let mut added = Vec::with_capacity(proxied.len());
+        for (d, p) in direct.iter().zip(&proxied) {
+            note(&mut run, d);
+            note(&mut run, p);
+            added.push(p.ms - d.ms);
+        }
+        run.conversation_added.push(added);
+        run.conversation_wall.push((direct_wall, proxied_wall));
+        let seen = upstream.received();
+        for i in 0..CONVERSATIONS {
+            if let Some(sizes) = seen.get(&(first + i)) {
+                // Directly, then through the proxy: each turn's request twice.
+                for turn in 0..TURNS {
+                    if let (Some(&sent), Some(&through)) = (sizes.get(turn), sizes.get(TURNS + turn)) {
+                        run.conversation_compacted.0 += usize::from(through < sent);
+                        run.conversation_compacted.1 += 1;
+                    }
                 }
             }
         }
+        eprintln!("    conversations: directly {direct_wall:.2} s, through the proxy {proxied_wall:.2} s");
     }
     run.conversation_peak_kib = proxy.status("VmHWM:")?;
     std::thread::sleep(SETTLE);
     run.conversation_settled_kib = proxy.status("VmRSS:")?;
     eprintln!(
-        "    conversations: directly {direct_wall:.2} s, through the proxy {proxied_wall:.2} s, peak RSS {:.1} MB, then {:.1} MB",
+        "    conversations: peak RSS {:.1} MB, then {:.1} MB",
         run.conversation_peak_kib as f64 / 1024.0,
         run.conversation_settled_kib as f64 / 1024.0,
     );
@@ -911,7 +929,9 @@ impl Run {
              takes a model's time over each answer ({} ms to its first event, then {} ms between \
              events: about 2 s), and the conversations start {} ms apart (all {CONVERSATIONS} within \
              one answer's time), so about {:.0} requests a second arrive while most conversations \
-             wait for their answers; the whole load directly, then through the proxy;\n\
+             wait for their answers; the whole load directly, then through the proxy, \
+             {CONVERSATION_LOADS} times over with new conversations each time, its p50 and p99 the \
+             median of the loads' (each load's are in the detail below);\n\
              - **{CONVERSATIONS} released at once**, the worst case: waves of {CONVERSATIONS} \
              requests, each on a fresh connection opened before the wave is released (std's \
              listeners and the proxy's queue 128 connections: 200 opened at once would time TCP's \
@@ -930,7 +950,7 @@ impl Run {
              The lines logged are the proxy's one line per compaction on standard error, over all \
              its requests (warm-up, one at a time, conversations and waves). Everything (both proxy \
              runs) took {:.1} s; the load average when it ended: {}.\n\n\
-             | the hook | `--context-window` | requests | errors | compacted in the timed waves | compaction lines logged | mean body at the upstream | added, one at a time, p50 / p99 | added, {CONVERSATIONS} conversations, p50 / p99 | added, {CONVERSATIONS} released at once, p50 / p99 | each wave's wall, directly / through the proxy |\n\
+             | the hook | `--context-window` | requests | errors | compacted in the timed waves | compaction lines logged | mean body at the upstream | added, one at a time, p50 / p99 | added, {CONVERSATIONS} conversations, p50 / p99 (median of the loads) | added, {CONVERSATIONS} released at once, p50 / p99 | each wave's wall, directly / through the proxy |\n\
              |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
             self.openai_bytes as f64 / 1e6,
             self.anthropic_bytes as f64 / 1e6,
@@ -958,8 +978,8 @@ impl Run {
                 m.received_mean / 1e6,
                 percentile(&m.sequential_added, 50.0),
                 percentile(&m.sequential_added, 99.0),
-                percentile(&m.conversation_added, 50.0),
-                percentile(&m.conversation_added, 99.0),
+                m.conversation_median(50.0),
+                m.conversation_median(99.0),
                 percentile(&m.concurrent_added, 50.0),
                 percentile(&m.concurrent_added, 99.0),
             );
@@ -967,19 +987,31 @@ impl Run {
         let _ = writeln!(
             text,
             "\nThe conversation load, in detail:\n\n\
-             | the hook | requests through the proxy | compacted at the upstream | wall, directly / through the proxy | peak RSS above the footprint | RSS {} ms after |\n\
-             |---|---:|---:|---|---:|---:|",
+             | the hook | requests through the proxy | compacted at the upstream | each load's added p50 / p99 | each load's wall, directly / through the proxy | peak RSS above the footprint | RSS {} ms after |\n\
+             |---|---:|---:|---|---|---:|---:|",
             SETTLE.as_millis()
         );
         for m in &self.modes {
             let _ = writeln!(
                 text,
-                "| {} | {} | {} | {:.2} s / {:.2} s | {:.1} MB | {:.1} MB |",
+                "| {} | {} | {} | {} | {} | {:.1} MB | {:.1} MB |",
                 m.label,
                 m.conversation_compacted.1,
                 m.conversation_compacted.0,
-                m.conversation_wall.0,
-                m.conversation_wall.1,
+                m.conversation_added
+                    .iter()
+                    .map(|added| format!(
+                        "{:.1} ms / {:.1} ms",
+                        percentile(added, 50.0),
+                        percentile(added, 99.0)
+                    ))
+                    .collect::<Vec<_>>()
+                    .join("; "),
+                m.conversation_wall
+                    .iter()
+                    .map(|(direct, proxied)| format!("{direct:.2} s / {proxied:.2} s"))
+                    .collect::<Vec<_>>()
+                    .join("; "),
                 mb(m.conversation_peak_kib) - mb(m.idle_kib),
                 mb(m.conversation_settled_kib),
             );
@@ -1007,7 +1039,7 @@ impl Run {
         let worst_p99_alone =
             self.modes.iter().map(|m| percentile(&m.sequential_added, 99.0)).fold(0.0, f64::max);
         let worst_p99_conversations =
-            self.modes.iter().map(|m| percentile(&m.conversation_added, 99.0)).fold(0.0, f64::max);
+            self.modes.iter().map(|m| m.conversation_median(99.0)).fold(0.0, f64::max);
         let worst_p99_load =
             self.modes.iter().map(|m| percentile(&m.concurrent_added, 99.0)).fold(0.0, f64::max);
         let last = |values: &[u64]| values.last().copied().unwrap_or(0);
@@ -1033,7 +1065,8 @@ impl Run {
         let _ = writeln!(
             text,
             "\nErrors: **{errors}**{} (goal 0: {}). Added latency, p99: **{worst_p99_alone:.1} ms** one \
-             request at a time, **{worst_p99_conversations:.1} ms** with {CONVERSATIONS} conversations \
+             request at a time, **{worst_p99_conversations:.1} ms** with {CONVERSATIONS} conversations (the \
+             median of {CONVERSATION_LOADS} loads) \
              (goal under 10 ms for a 1 MB body on this two-core machine: {} one at a time, {} with \
              {CONVERSATIONS} conversations, the issue's load). Released at once, the worst case, \
              **{worst_p99_load:.0} ms**: {CONVERSATIONS} requests of 1 MB are {in_flight:.0} MB for the \
@@ -1067,7 +1100,7 @@ impl Run {
             .map(|p99| crate::bench::verdict(p99 < 10.0))
             .join(" / ");
         summary.push(format!(
-            "| (m) the same, added latency p99: one at a time / {CONVERSATIONS} conversations | {worst_p99_alone:.1} ms / {worst_p99_conversations:.1} ms | < 10 ms | {verdicts} |",
+            "| (m) the same, added latency p99: one at a time / {CONVERSATIONS} conversations (median of {CONVERSATION_LOADS} loads) | {worst_p99_alone:.1} ms / {worst_p99_conversations:.1} ms | < 10 ms | {verdicts} |",
         ));
         summary.push(format!(
             "| (m) worst case, {CONVERSATIONS} requests of 1 MB released at once: added latency p99 / the least a wave takes on two cores (the proxy's CPU for it ÷ 2) | {worst_p99_load:.0} ms / {least_wave_ms:.0} ms | (none: see (m)) | |",
