@@ -251,12 +251,10 @@ fn hash_value(value: &Value, h: &mut impl Hasher) {
 /// bytes each, the oldest forgotten first beyond [`COUNTED`]).
 #[derive(Debug)]
 pub(crate) struct Memory {
-    replaced: HashMap<u64, Remembered>,
-    /// The rewrites made (messages dropped or put in), by the prefix hash of the last message
-    /// they cover.
-    rewrites: HashMap<u64, RememberedRewrite>,
-    /// The replacements and rewrites by when they were last used: the key is a tick of
-    /// [`Memory::clock`].
+    /// The replacements made, each under the prefix hash of the message it replaced, and the
+    /// rewrites made (messages dropped or put in), each under that of the last message it covers.
+    held: HashMap<Kept, Held>,
+    /// What is held by when it was last used: the key is a tick of [`Memory::clock`].
     recency: BTreeMap<u64, Kept>,
     clock: u64,
     /// The estimated bytes of the replacements held ([`weight`]), at most `budget`.
@@ -308,8 +306,8 @@ pub(crate) struct Anchor {
     pub(crate) made: Made,
 }
 
-/// What an entry of [`Memory::recency`] stands for.
-#[derive(Debug, Clone, Copy)]
+/// What an entry of [`Memory::held`] is, and under which prefix hash.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Kept {
     /// The replacement under this prefix hash.
     Replacement(u64),
@@ -337,21 +335,22 @@ pub(crate) struct Slot {
     pub(crate) message: Option<Message>,
 }
 
+/// A replacement or a rewrite held within the budget.
 #[derive(Debug)]
-struct RememberedRewrite {
-    rewrite: Rewrite,
-    /// Its weight: that of the messages it holds, and its slots.
-    bytes: usize,
-    tick: u64,
-}
-
-#[derive(Debug)]
-struct Remembered {
-    message: Message,
-    /// Its [`weight`].
+struct Held {
+    value: Entry,
+    /// Its weight: a replacement's [`weight`]; a rewrite's, that of the messages it holds and
+    /// its slots.
     bytes: usize,
     /// When it was last used, its key in [`Memory::recency`].
     tick: u64,
+}
+
+/// What [`Held`] holds.
+#[derive(Debug)]
+enum Entry {
+    Replacement(Message),
+    Rewrite(Rewrite),
 }
 
 /// How many upstream counts are kept, the oldest forgotten first: a few dozen bytes each.
@@ -539,8 +538,7 @@ impl Memory {
     /// A memory holding at most `budget` bytes of replacements, by their [`weight`].
     pub(crate) fn new(budget: usize) -> Memory {
         Memory {
-            replaced: HashMap::new(),
-            rewrites: HashMap::new(),
+            held: HashMap::new(),
             recency: BTreeMap::new(),
             clock: 0,
             bytes: 0,
@@ -554,33 +552,55 @@ impl Memory {
     /// says at which indices; they are the most recently used now.
     pub(crate) fn recall(&mut self, hashes: &[u64], messages: &mut [Message]) -> Vec<usize> {
         let mut recalled = Vec::new();
-        for (index, hash) in hashes.iter().enumerate() {
-            if let Some(remembered) = self.replaced.get_mut(hash) {
-                messages[index] = remembered.message.clone();
+        for (index, &hash) in hashes.iter().enumerate() {
+            if let Some(Entry::Replacement(message)) = self.touch(Kept::Replacement(hash)) {
+                messages[index] = message.clone();
                 recalled.push(index);
-                self.recency.remove(&remembered.tick);
-                self.clock += 1;
-                remembered.tick = self.clock;
-                self.recency.insert(self.clock, Kept::Replacement(*hash));
             }
         }
         recalled
+    }
+
+    /// What is held under `key`, the most recently used now.
+    fn touch(&mut self, key: Kept) -> Option<&Entry> {
+        let held = self.held.get_mut(&key)?;
+        self.recency.remove(&held.tick);
+        self.clock += 1;
+        held.tick = self.clock;
+        self.recency.insert(self.clock, key);
+        Some(&held.value)
+    }
+
+    /// Holds `value` under `key` in place of what was, then forgets what was used least
+    /// recently until what is held fits the budget. A value larger than the whole budget is not
+    /// held at all: it would push out everything else and then itself.
+    fn keep(&mut self, key: Kept, value: Entry, bytes: usize) {
+        if let Some(old) = self.held.remove(&key) {
+            self.recency.remove(&old.tick);
+            self.bytes -= old.bytes;
+        }
+        if bytes > self.budget {
+            return;
+        }
+        self.clock += 1;
+        self.held.insert(key, Held { value, bytes, tick: self.clock });
+        self.recency.insert(self.clock, key);
+        self.bytes += bytes;
+        while self.bytes > self.budget {
+            let Some((_, oldest)) = self.recency.pop_first() else { break };
+            self.bytes -= self.held.remove(&oldest).map_or(0, |held| held.bytes);
+        }
     }
 
     /// The latest rewrite remembered for a prefix of the conversation whose prefix hashes are
     /// `hashes`: the index of the last message it covers, and the rewrite, the most recently
     /// used now.
     pub(crate) fn rewrite(&mut self, hashes: &[u64]) -> Option<(usize, Rewrite)> {
-        if self.rewrites.is_empty() {
-            return None;
+        let last = (0..hashes.len()).rev().find(|&i| self.held.contains_key(&Kept::Rewrite(hashes[i])))?;
+        match self.touch(Kept::Rewrite(hashes[last]))? {
+            Entry::Rewrite(rewrite) => Some((last, rewrite.clone())),
+            Entry::Replacement(_) => None,
         }
-        let last = (0..hashes.len()).rev().find(|&i| self.rewrites.contains_key(&hashes[i]))?;
-        let remembered = self.rewrites.get_mut(&hashes[last])?;
-        self.recency.remove(&remembered.tick);
-        self.clock += 1;
-        remembered.tick = self.clock;
-        self.recency.insert(self.clock, Kept::Rewrite(hashes[last]));
-        Some((last, remembered.rewrite.clone()))
     }
 
     /// Remembers `rewrite` for the conversation prefix `hash` closes (the last message it
@@ -592,35 +612,7 @@ impl Memory {
         let bytes = ENTRY
             + rewrite.slots.len() * std::mem::size_of::<Slot>()
             + rewrite.slots.iter().filter_map(|slot| slot.message.as_ref()).map(weight).sum::<usize>();
-        if bytes > self.budget {
-            // Kept, it would push out everything else and then itself.
-            if let Some(old) = self.rewrites.remove(&hash) {
-                self.recency.remove(&old.tick);
-                self.bytes -= old.bytes;
-            }
-            return;
-        }
-        self.clock += 1;
-        let tick = self.clock;
-        if let Some(old) = self.rewrites.insert(hash, RememberedRewrite { rewrite, bytes, tick }) {
-            self.recency.remove(&old.tick);
-            self.bytes -= old.bytes;
-        }
-        self.recency.insert(tick, Kept::Rewrite(hash));
-        self.bytes += bytes;
-        self.fit();
-    }
-
-    /// Forgets what was used least recently until what is held fits the budget.
-    fn fit(&mut self) {
-        while self.bytes > self.budget {
-            let Some((_, oldest)) = self.recency.pop_first() else { break };
-            let forgotten = match oldest {
-                Kept::Replacement(hash) => self.replaced.remove(&hash).map(|r| r.bytes),
-                Kept::Rewrite(hash) => self.rewrites.remove(&hash).map(|r| r.bytes),
-            };
-            self.bytes -= forgotten.unwrap_or(0);
-        }
+        self.keep(Kept::Rewrite(hash), Entry::Rewrite(rewrite), bytes);
     }
 
     /// Remembers `replacement` for the message that closed the prefix `hash`, then forgets the
@@ -629,23 +621,7 @@ impl Memory {
     pub(crate) fn remember(&mut self, hash: u64, replacement: Message) {
         let message = owned(replacement);
         let bytes = weight(&message);
-        if bytes > self.budget {
-            // Kept, it would push out everything else and then itself.
-            if let Some(old) = self.replaced.remove(&hash) {
-                self.recency.remove(&old.tick);
-                self.bytes -= old.bytes;
-            }
-            return;
-        }
-        self.clock += 1;
-        let tick = self.clock;
-        if let Some(old) = self.replaced.insert(hash, Remembered { message, bytes, tick }) {
-            self.recency.remove(&old.tick);
-            self.bytes -= old.bytes;
-        }
-        self.recency.insert(tick, Kept::Replacement(hash));
-        self.bytes += bytes;
-        self.fit();
+        self.keep(Kept::Replacement(hash), Entry::Replacement(message), bytes);
     }
 
     /// Remembers the upstream's count of a request and its reply, under its [`CountKey`].
@@ -682,7 +658,7 @@ impl Memory {
     /// How many replacements are remembered.
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
-        self.replaced.len()
+        self.held.keys().filter(|key| matches!(key, Kept::Replacement(_))).count()
     }
 
     /// The estimated bytes they hold.
@@ -1103,7 +1079,14 @@ mod tests {
             assert!(memory.bytes() <= budget, "{} bytes held after {hash}", memory.bytes());
         }
         assert!(memory.len() > 3, "{}", memory.len());
-        let held: usize = memory.replaced.values().map(|r| weight(&r.message)).sum();
+        let held: usize = memory
+            .held
+            .values()
+            .map(|held| match &held.value {
+                Entry::Replacement(message) => weight(message),
+                Entry::Rewrite(_) => 0,
+            })
+            .sum();
         assert_eq!(held, memory.bytes());
         // A replacement larger than the whole budget is not kept.
         let mut memory = Memory::new(10);
