@@ -26,25 +26,10 @@ use serde_json::{Map, Value};
 use crate::anthropic::{self, Opaque};
 use crate::document::{first_two_lines, read_tools, Locator};
 use crate::error::Error;
-use crate::notes::Note;
 use crate::overlay;
 use crate::pairing::OpenCalls;
-use crate::request::{self, in_style, object, Spans};
+use crate::request::{self, in_style, object, Read, Spans};
 use crate::values::{self, Left, ResultsFound};
-
-/// A request read: its messages (the system prompt first, when it has one), its tools, where
-/// everything sits, and what the tree path would note of it.
-pub(crate) struct Read {
-    pub messages: Vec<Message>,
-    pub tools: Vec<compaction_model::ToolSpec>,
-    pub spans: Spans,
-    /// The envelope's `model`, when it is a string.
-    pub model: Option<String>,
-    /// The objects found repeating a key, in the order of the file.
-    pub repeated: Vec<Keys>,
-    /// Blocks kept as opaque text.
-    pub opaque: Option<Note>,
-}
 
 /// Keys that make the object something the tree path reads otherwise: a message (one line of
 /// JSON Lines).

@@ -92,8 +92,10 @@ fn read_without_tree(bytes: Vec<u8>, options: &ReadOptions) -> Result<Conversati
     let source = JsonSource::new(bytes);
     let read = match array {
         Some(first) => read_array(&source, first),
-        None if anthropic => read_anthropic(&source, options),
-        None => read_request(&source, options),
+        None if anthropic => messages::read(&source, &options.name, options.write_back)
+            .map(|read| request_conversation(Format::Anthropic, &source, read)),
+        None => request::read(&source, &options.name, options.write_back)
+            .map(|read| request_conversation(Format::OpenAi, &source, read)),
     };
     // The messages read were dropped, so the bytes are the source's alone again.
     read.ok_or_else(|| source.into_bytes().unwrap_or_else(|source| source.as_bytes().to_vec()))
@@ -118,39 +120,16 @@ fn read_array(source: &JsonSource, first: usize) -> Option<Conversation> {
     })
 }
 
-/// [`request::read`] as a conversation, its repeated keys noted as the tree path notes them.
-fn read_request(source: &JsonSource, options: &ReadOptions) -> Option<Conversation> {
-    let read = request::read(source, &options.name, options.write_back)?;
+/// A request read by [`request::read`] (Chat Completions) or [`messages::read`] (Messages) as a
+/// conversation of `format`, noted as the tree path notes it: blocks kept opaque, then
+/// repeated keys.
+fn request_conversation(format: Format, source: &JsonSource, read: request::Read) -> Conversation {
     let mut repeated = Repeated::default();
     for keys in read.repeated {
         repeated.add(keys, None);
     }
-    Some(Conversation {
-        format: Format::OpenAi,
-        messages: read.messages,
-        tools: read.tools,
-        usage: Vec::new(),
-        notes: repeated.note().into_iter().collect(),
-        compactions: Vec::new(),
-        conversations: 1,
-        selected: 0,
-        layout: Layout::Array,
-        model: read.model,
-        back: Back::Request(read.spans),
-        source: Input::Shared(source.clone()),
-    })
-}
-
-/// [`messages::read`] as a conversation, noted as the tree path notes it: blocks kept opaque,
-/// then repeated keys.
-fn read_anthropic(source: &JsonSource, options: &ReadOptions) -> Option<Conversation> {
-    let read = messages::read(source, &options.name, options.write_back)?;
-    let mut repeated = Repeated::default();
-    for keys in read.repeated {
-        repeated.add(keys, None);
-    }
-    Some(Conversation {
-        format: Format::Anthropic,
+    Conversation {
+        format,
         messages: read.messages,
         tools: read.tools,
         usage: Vec::new(),
@@ -162,7 +141,7 @@ fn read_anthropic(source: &JsonSource, options: &ReadOptions) -> Option<Conversa
         model: read.model,
         back: Back::Request(read.spans),
         source: Input::Shared(source.clone()),
-    })
+    }
 }
 
 /// What an empty read saw, for its error.

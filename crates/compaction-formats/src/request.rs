@@ -34,7 +34,8 @@ use compaction_json::scan::{skip_value as value_end, whitespace as skip_whitespa
 
 pub(crate) use crate::kept::RequestSpans as Spans;
 
-/// A request read: its messages, its tools and where everything sits.
+/// A request read (Chat Completions here, Messages in `messages.rs`): its messages, its tools,
+/// where everything sits, and what the tree path would note of it.
 pub(crate) struct Read {
     pub messages: Vec<Message>,
     pub tools: Vec<compaction_model::ToolSpec>,
@@ -45,6 +46,8 @@ pub(crate) struct Read {
     /// and each message's are known not to (the reader gives up on those), so only the values
     /// it parses are scanned, never the contents it leaves in the input.
     pub repeated: Vec<Keys>,
+    /// Blocks kept as opaque text (a Messages request's; a Chat Completions request has none).
+    pub opaque: Option<crate::notes::Note>,
 }
 
 /// Top-level keys that make the file something else (Responses input, SWE-agent or OpenHands
@@ -120,6 +123,7 @@ pub(crate) fn read(source: &JsonSource, name: &str, keep: bool) -> Option<Read> 
         spans: Spans { messages: spans, contents, firsts: Vec::new() },
         model,
         repeated,
+        opaque: None,
     })
 }
 
@@ -160,7 +164,7 @@ fn read_bare(source: &JsonSource, start: usize, keep: bool) -> Option<Read> {
     }
     let messages = paired(prepared)?;
     let spans = Spans { messages: spans, contents, firsts: Vec::new() };
-    Some(Read { messages, tools: Vec::new(), spans, model: None, repeated })
+    Some(Read { messages, tools: Vec::new(), spans, model: None, repeated, opaque: None })
 }
 
 /// Whether one of the first [`LOOK`] items of the array at `start` is a Responses item, as
