@@ -415,18 +415,14 @@ fn content_part(part: &Part, text_kind: &str) -> Option<Value> {
     match part {
         Part::Text(text) => Some(json!({"type": text_kind, "text": text.text.as_str()})),
         Part::Image(image) => {
-            let mime = image.mime_type.as_deref().unwrap_or("image/png");
-            let mut value = json!({"type": "input_image",
-                "image_url": format!("data:{mime};base64,{}", image.base64_image)});
+            let mut value = crate::responses::input_image(image);
             if let Some(detail) = &image.detail {
                 value["detail"] = Value::String(detail.clone());
             }
             Some(value)
         }
         Part::File(file) => {
-            let mime = file.mime_type.as_deref().unwrap_or("application/octet-stream");
-            let mut value = json!({"type": "input_file",
-                "file_data": format!("data:{mime};base64,{}", file.base64_data)});
+            let mut value = crate::responses::input_file(file);
             if let Some(name) = &file.filename {
                 value["filename"] = Value::String(name.clone());
             }

@@ -263,28 +263,22 @@ pub(crate) fn encode_result(result: &ToolResultContent, style: Style, was_string
                         _ => text_part(text.text.as_str(), style),
                     }
                 }
-                ResultPart::Image(image) => {
-                    let mime = image.mime_type.as_deref().unwrap_or("image/png");
-                    match style {
-                        Style::ResponsesOutput => json!({
-                            "type": "input_image",
-                            "image_url": format!("data:{mime};base64,{}", image.base64_image),
-                        }),
-                        _ => json!({"type": "image", "source": {
-                            "type": "base64", "media_type": mime, "data": image.base64_image}}),
+                ResultPart::Image(image) => match style {
+                    Style::ResponsesOutput => crate::responses::input_image(image),
+                    _ => {
+                        let mime = image.mime_type.as_deref().unwrap_or("image/png");
+                        json!({"type": "image", "source": {
+                            "type": "base64", "media_type": mime, "data": image.base64_image}})
                     }
-                }
-                ResultPart::File(file) => {
-                    let mime = file.mime_type.as_deref().unwrap_or("application/octet-stream");
-                    match style {
-                        Style::ResponsesOutput => json!({
-                            "type": "input_file",
-                            "file_data": format!("data:{mime};base64,{}", file.base64_data),
-                        }),
-                        _ => json!({"type": "document", "source": {
-                            "type": "base64", "media_type": mime, "data": file.base64_data}}),
+                },
+                ResultPart::File(file) => match style {
+                    Style::ResponsesOutput => crate::responses::input_file(file),
+                    _ => {
+                        let mime = file.mime_type.as_deref().unwrap_or("application/octet-stream");
+                        json!({"type": "document", "source": {
+                            "type": "base64", "media_type": mime, "data": file.base64_data}})
                     }
-                }
+                },
                 other => crate::form::haystack_form(other),
             })
             .collect(),
