@@ -201,9 +201,8 @@ pub(crate) fn compact(
             None => (Remembered::Nothing, None),
         },
     };
+    compacted.key = memory.and(hashes.last().copied()).zip(made).map(|(hash, made)| CountKey { hash, made });
     if outcome.changes.is_none() && changed.is_empty() && in_place {
-        compacted.key =
-            memory.and(hashes.last().copied()).zip(made).map(|(hash, made)| CountKey { hash, made });
         return Ok(compacted);
     }
     if outcome.compacted {
@@ -235,7 +234,6 @@ pub(crate) fn compact(
             Remembered::Rewrite(hash, rewrite) => memory.remember_rewrite(hash, rewrite),
         }
     }
-    compacted.key = memory.and(hashes.last().copied()).zip(made).map(|(hash, made)| CountKey { hash, made });
     compacted.body = Some(out);
     Ok(compacted)
 }
