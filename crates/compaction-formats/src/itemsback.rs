@@ -415,14 +415,14 @@ fn content_part(part: &Part, text_kind: &str) -> Option<Value> {
     match part {
         Part::Text(text) => Some(json!({"type": text_kind, "text": text.text.as_str()})),
         Part::Image(image) => {
-            let mut value = crate::responses::input_image(image);
+            let mut value = crate::logback::input_image(image);
             if let Some(detail) = &image.detail {
                 value["detail"] = Value::String(detail.clone());
             }
             Some(value)
         }
         Part::File(file) => {
-            let mut value = crate::responses::input_file(file);
+            let mut value = crate::logback::input_file(file);
             if let Some(name) = &file.filename {
                 value["filename"] = Value::String(name.clone());
             }

@@ -264,7 +264,7 @@ pub(crate) fn encode_result(result: &ToolResultContent, style: Style, was_string
                     }
                 }
                 ResultPart::Image(image) => match style {
-                    Style::ResponsesOutput => crate::responses::input_image(image),
+                    Style::ResponsesOutput => input_image(image),
                     _ => {
                         let mime = image.mime_type.as_deref().unwrap_or("image/png");
                         json!({"type": "image", "source": {
@@ -272,7 +272,7 @@ pub(crate) fn encode_result(result: &ToolResultContent, style: Style, was_string
                     }
                 },
                 ResultPart::File(file) => match style {
-                    Style::ResponsesOutput => crate::responses::input_file(file),
+                    Style::ResponsesOutput => input_file(file),
                     _ => {
                         let mime = file.mime_type.as_deref().unwrap_or("application/octet-stream");
                         json!({"type": "document", "source": {
@@ -284,6 +284,18 @@ pub(crate) fn encode_result(result: &ToolResultContent, style: Style, was_string
             .collect(),
     };
     Value::Array(parts)
+}
+
+/// An `input_image` item part of `image`'s bytes, as a data URL (as the Responses reader reads it back).
+pub(crate) fn input_image(image: &compaction_model::ImagePart) -> Value {
+    let mime = image.mime_type.as_deref().unwrap_or("image/png");
+    serde_json::json!({"type": "input_image", "image_url": format!("data:{mime};base64,{}", image.base64_image)})
+}
+
+/// An `input_file` item part of `file`'s bytes, as a data URL (as the Responses reader reads it back).
+pub(crate) fn input_file(file: &compaction_model::FilePart) -> Value {
+    let mime = file.mime_type.as_deref().unwrap_or("application/octet-stream");
+    serde_json::json!({"type": "input_file", "file_data": format!("data:{mime};base64,{}", file.base64_data)})
 }
 
 fn text_part(text: &str, style: Style) -> Value {

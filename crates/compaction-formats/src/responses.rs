@@ -376,18 +376,6 @@ fn data_url(url: &str) -> Option<(String, String)> {
     Some((mime.to_owned(), data.to_owned()))
 }
 
-/// An `input_image` item part of `image`'s bytes, as a data URL (what [`data_url`] reads back).
-pub(crate) fn input_image(image: &compaction_model::ImagePart) -> Value {
-    let mime = image.mime_type.as_deref().unwrap_or("image/png");
-    serde_json::json!({"type": "input_image", "image_url": format!("data:{mime};base64,{}", image.base64_image)})
-}
-
-/// An `input_file` item part of `file`'s bytes, as a data URL (what [`data_url`] reads back).
-pub(crate) fn input_file(file: &compaction_model::FilePart) -> Value {
-    let mime = file.mime_type.as_deref().unwrap_or("application/octet-stream");
-    serde_json::json!({"type": "input_file", "file_data": format!("data:{mime};base64,{}", file.base64_data)})
-}
-
 /// A call's `output`: a string, a list of `input_text`/`input_image`/`input_file` items, or
 /// Codex's older `{"content": ..., "success": ...}`.
 pub(crate) fn output_content(output: &Value) -> Result<ToolResultContent, String> {
